@@ -1,0 +1,122 @@
+/**
+ * The one narrow interface every equipment connector implements (OPC UA,
+ * Modbus TCP). Everybody may read, subscribe and watch health; the write
+ * capability is handed out exactly once, to the guarded writer
+ * (src/engine), which is the single write path to equipment (rules R6/R7).
+ *
+ * Tag ids are `<equipment>.<TagName>` as in the site configuration.
+ */
+
+/** OPC UA-style quality, also used for Modbus (timeouts and exceptions are `bad`). */
+export type Quality = 'good' | 'uncertain' | 'bad';
+
+export type TagValue = number | string | boolean;
+
+export interface Sample {
+  readonly tag: string;
+  /** null whenever quality is not good, or the value was NaN/Infinity/of the wrong type: never a made-up number. */
+  readonly value: TagValue | null;
+  readonly quality: Quality;
+  /** Protocol status, e.g. `Good`, `BadNodeIdUnknown`, `UncertainLastUsableValue`, `LK_CONN_TIMEOUT`. */
+  readonly status: string;
+  /** Engineering unit (UCUM) of `value`. */
+  readonly unit: string;
+  /** Source timestamp from the equipment where available, else the time of the read (epoch ms). */
+  readonly sourceTime: number;
+  /** When linekeeper received it (epoch ms). */
+  readonly receivedAt: number;
+}
+
+export interface TagDescription {
+  readonly tag: string;
+  readonly equipment: string;
+  readonly name: string;
+  readonly kind: 'setpoint' | 'measurement' | 'supervisor';
+  readonly unit: string;
+  /** OPC UA DataType name or Modbus codec type. */
+  readonly dataType: string;
+  readonly writable: boolean;
+  /** Instrument range (EURange for OPC UA AnalogItems). */
+  readonly range?: { readonly min: number; readonly max: number };
+  /** Protocol address: OPC UA node id or `unit/table/address`. */
+  readonly address: string;
+}
+
+export type ConnectorState = 'connecting' | 'connected' | 'lost' | 'closed';
+
+export interface ConnectorHealth {
+  readonly id: string;
+  readonly protocol: 'opcua' | 'modbus';
+  readonly state: ConnectorState;
+  readonly endpoint: string;
+  /** Epoch ms of the last good data received, if any. */
+  readonly lastDataAt?: number;
+  readonly reconnects: number;
+  /** Subscriptions re-created by the data-age watchdog (OPC UA) or stalled poll groups (Modbus). */
+  readonly staleRecoveries: number;
+  readonly lastError?: string;
+  /** Per-unit health for Modbus (unit id → state). */
+  readonly units?: Readonly<Record<string, 'ok' | 'timeout' | 'error'>>;
+}
+
+export interface SubscribeOptions {
+  /** Sampling (OPC UA) or polling (Modbus) interval, ms. */
+  readonly intervalMs: number;
+  /** Absolute deadband in the tag's unit (OPC UA DataChangeFilter; Modbus: suppress smaller changes). */
+  readonly deadband?: number;
+}
+
+export interface Subscription {
+  readonly tags: readonly string[];
+  close(): Promise<void>;
+}
+
+export type ConnectorEvent =
+  | { type: 'state'; from: ConnectorState; to: ConnectorState; reason?: string }
+  | { type: 'stale'; subscription: number; ageMs: number }
+  | { type: 'heartbeat_failed'; equipment: string; error: string };
+
+export interface WriteResult {
+  readonly tag: string;
+  /** Value sent, in the tag's unit, after any codec rounding. */
+  readonly written: number;
+  /** Value read back from the equipment after the write. */
+  readonly readBack: number | null;
+  readonly readBackQuality: Quality;
+  /** True when |readBack − written| ≤ the tag's readback_tolerance. */
+  readonly verified: boolean;
+  readonly status: string;
+  readonly at: number;
+}
+
+/**
+ * The capability to write setpoints. Obtained once per connector by
+ * `claimWriter()`; only src/engine/guarded-writer.ts may call that (an
+ * architecture test enforces it).
+ */
+export interface WriteCapability {
+  readonly connectorId: string;
+  /** Write one setpoint (value in the tag's configured unit) and read it back. Throws LkError on refusal. */
+  write(tag: string, value: number): Promise<WriteResult>;
+}
+
+export interface Connector {
+  readonly id: string;
+  readonly protocol: 'opcua' | 'modbus';
+  /** Connect (and keep reconnecting with backoff until close()). Resolves on the first successful connection. */
+  connect(): Promise<void>;
+  close(): Promise<void>;
+  /** Tags this connector serves, with what the equipment itself reports (units, ranges, types). */
+  describe(): Promise<TagDescription[]>;
+  /** Batched read. A bad or missing value comes back as a bad-quality sample, not an exception. */
+  read(tags: readonly string[]): Promise<Sample[]>;
+  subscribe(tags: readonly string[], options: SubscribeOptions, onSamples: (samples: Sample[]) => void): Promise<Subscription>;
+  health(): ConnectorHealth;
+  on(listener: (e: ConnectorEvent) => void): () => void;
+  /** Start writing the supervisor heartbeat of every equipment on this connection. Idempotent. */
+  startHeartbeat(): void;
+  /** Stop heartbeats (the PLC watchdog will revert to LKG: that is how tests prove R8). */
+  stopHeartbeat(): void;
+  /** Hand out the write capability. Second call throws LkError(LK_WRITER_CLAIMED). */
+  claimWriter(): WriteCapability;
+}

@@ -1,0 +1,7 @@
+import type { Command } from 'commander';
+import { registerConfig } from './config.js';
+
+/** Every subcommand of `linekeeper`, in the order `--help` lists them. */
+export function registerAll(program: Command): void {
+  registerConfig(program);
+}

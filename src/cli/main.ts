@@ -1,0 +1,49 @@
+/**
+ * The `linekeeper` command. Subcommands live in src/cli/commands/, one file
+ * each, registered in commands/index.ts. Errors with an `LK_*` code are
+ * printed as `linekeeper: <message> [LK_CODE]` and mapped to an exit code.
+ */
+import { Command, CommanderError } from 'commander';
+import { LkError } from '../errors.js';
+import { VERSION } from '../version.js';
+import { registerAll } from './commands/index.js';
+
+export function buildProgram(): Command {
+  const program = new Command('linekeeper')
+    .description('Supervisory daemon for a tablet line: OPC UA / Modbus connectors, policy-guarded setpoint writes, twin, Part 11 audit trail.')
+    .version(VERSION, '-V, --version')
+    .showHelpAfterError()
+    .exitOverride();
+  registerAll(program);
+  return program;
+}
+
+/** Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 78 configuration error (sysexits). */
+export function exitCodeFor(err: unknown): number {
+  if (LkError.is(err)) {
+    if (err.code.startsWith('LK_CONFIG')) return 78;
+    if (err.code === 'LK_AUDIT_BROKEN') return 65;
+    if (err.code === 'LK_VALIDATION') return 2;
+    return 1;
+  }
+  return 1;
+}
+
+export async function main(argv: readonly string[] = process.argv): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // help and version exit 0 through here; usage errors were already printed
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (LkError.is(err)) {
+      process.stderr.write(`linekeeper: ${err.message} [${err.code}]\n`);
+    } else {
+      process.stderr.write(`linekeeper: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    }
+    process.exitCode = exitCodeFor(err);
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Load and validate the site configuration. Validation happens once, at the
+ * boundary: shape (zod, strict), then units and cross-references; the result
+ * is deep-frozen. Every problem names the file, the line and the path, e.g.
+ * `config/site.yaml:57: equipment[2].tags[5].unit: unknown unit "kNN"`.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import canonicalize from 'canonicalize';
+import { LineCounter, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { LkError } from '../errors.js';
+import { isValidUnit } from '../domain/units.js';
+import { SiteConfig } from './schema.js';
+
+export interface ConfigIssue {
+  path: string;
+  message: string;
+  line?: number;
+}
+
+export interface LoadedConfig {
+  readonly config: SiteConfig;
+  /** Absolute path of the file it came from. */
+  readonly file: string;
+  /** SHA-256 of the RFC 8785 canonical JSON of the validated config (audited at start). */
+  readonly hash: string;
+  /** Absolute data directory. */
+  readonly dataDir: string;
+  /** Absolute policy bundle folder. */
+  readonly policyDir: string;
+}
+
+/** The embedded default configuration shipped with linekeeper (config/site.yaml), from src/ or dist/src/. */
+export function defaultConfigFile(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ['../..', '../../..']) {
+    const f = resolve(here, up, 'config/site.yaml');
+    if (existsSync(f)) return f;
+  }
+  return resolve(here, '../..', 'config/site.yaml');
+}
+
+/** Format a zod/validation path as `equipment[2].tags[5].unit`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out || '(root)';
+}
+
+function displayName(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+}
+
+/** Parse and validate a config file; throws LkError(LK_CONFIG_*) naming the file, line and path. */
+export function loadConfig(file: string = defaultConfigFile(), overrides: { dataDir?: string } = {}): LoadedConfig {
+  const abs = resolve(file);
+  const name = displayName(abs);
+  if (!existsSync(abs) || !statSync(abs).isFile()) {
+    throw new LkError('LK_CONFIG_NOT_FOUND', `${name}: configuration file not found`, { file: abs });
+  }
+  const text = readFileSync(abs, 'utf8');
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    const line = lineCounter.linePos(e.pos[0]).line;
+    throw new LkError('LK_CONFIG_PARSE', `${name}:${line}: ${e.message.split('\n')[0]}`, { file: abs, line });
+  }
+  const raw: unknown = doc.toJS();
+  const lineOf = (path: readonly PropertyKey[]): number | undefined => {
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n) as (string | number)[], true) as { range?: [number, number, number] } | undefined;
+      if (node && typeof node === 'object' && node.range) return lineCounter.linePos(node.range[0]).line;
+    }
+    return undefined;
+  };
+  const fail = (issues: ConfigIssue[]): never => {
+    const lines = issues.map((i) => `${name}${i.line ? `:${i.line}` : ''}: ${i.path}: ${i.message}`);
+    throw new LkError('LK_CONFIG_INVALID', lines.join('\n'), { file: abs, issues });
+  };
+
+  const parsed = SiteConfig.safeParse(raw);
+  if (!parsed.success) {
+    fail(parsed.error.issues.map((i: z.core.$ZodIssue) => toIssue(i, lineOf)));
+  }
+  const config = (parsed as { data: SiteConfig }).data;
+  const issues: ConfigIssue[] = crossCheck(config, dirname(abs)).map(({ rawPath, path, message }) => {
+    const line = lineOf(rawPath);
+    return { path, message, ...(line ? { line } : {}) };
+  });
+  if (issues.length > 0) fail(issues);
+
+  const dataDir = resolve(dirname(abs), overrides.dataDir ?? config.data_dir);
+  const policyDir = resolve(dirname(abs), config.policy.bundle);
+  const hash = createHash('sha256').update(canonicalize(config) ?? '').digest('hex');
+  return deepFreeze({ config, file: abs, hash, dataDir, policyDir });
+}
+
+function toIssue(i: z.core.$ZodIssue, lineOf: (p: readonly PropertyKey[]) => number | undefined): ConfigIssue {
+  let message = i.message;
+  let path = i.path;
+  if (i.code === 'unrecognized_keys') {
+    const keys = (i as { keys: string[] }).keys;
+    message = `unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`;
+    if (keys.length === 1) path = [...i.path, keys[0]!];
+  } else if (i.code === 'invalid_type' && /received undefined/.test(i.message)) {
+    message = `required (${i.message.replace(/^Invalid input: /, '')})`;
+  }
+  const line = lineOf(i.code === 'unrecognized_keys' ? i.path : path);
+  return { path: formatPath(path), message, ...(line ? { line } : {}) };
+}
+
+interface RawIssue {
+  rawPath: (string | number)[];
+  path: string;
+  message: string;
+}
+
+const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount'] as const;
+const REGISTER_WIDTH = { int16: 1, uint16: 1, int32: 2, uint32: 2, float32: 2, float64: 4 } as const;
+
+/** Checks zod cannot express: units, uniqueness, dangling references, register overlaps. */
+function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
+  const out: RawIssue[] = [];
+  const add = (rawPath: (string | number)[], message: string): void => {
+    out.push({ rawPath, path: formatPath(rawPath), message });
+  };
+  const unique = <T>(list: readonly T[], key: (t: T) => string, base: string, what: string): Set<string> => {
+    const seen = new Set<string>();
+    list.forEach((t, i) => {
+      const k = key(t);
+      if (seen.has(k)) add([base, i, 'id'], `duplicate ${what} "${k}"`);
+      seen.add(k);
+    });
+    return seen;
+  };
+  const tooling = unique(c.tooling, (t) => t.id, 'tooling', 'tooling id');
+  const products = unique(c.products, (p) => p.id, 'products', 'product id');
+  unique(c.tenants, (t) => t.id, 'tenants', 'tenant id');
+  const connections = new Map<string, SiteConfig['connections'][number]>();
+  c.connections.forEach((k, i) => {
+    if (connections.has(k.id)) add(['connections', i, 'id'], `duplicate connection id "${k.id}"`);
+    connections.set(k.id, k);
+  });
+  const equipment = unique(c.equipment, (e) => e.id, 'equipment', 'equipment id');
+
+  c.products.forEach((p, i) =>
+    p.tooling.forEach((t, j) => {
+      if (!tooling.has(t)) add(['products', i, 'tooling', j], `unknown tooling "${t}"`);
+    }),
+  );
+  c.tenants.forEach((t, i) =>
+    t.products.forEach((p, j) => {
+      if (!products.has(p)) add(['tenants', i, 'products', j], `unknown product "${p}"`);
+    }),
+  );
+  c.line.equipment.forEach((e, i) => {
+    if (!equipment.has(e)) add(['line', 'equipment', i], `unknown equipment "${e}"`);
+  });
+
+  const nodeIds = new Map<string, string>(); // connection|node → where
+  const registers = new Map<string, string>(); // connection|unit|table|address → where
+  c.equipment.forEach((e, i) => {
+    const conn = connections.get(e.connection);
+    if (!conn) add(['equipment', i, 'connection'], `unknown connection "${e.connection}"`);
+    else if (conn.protocol !== e.protocol) add(['equipment', i, 'protocol'], `equipment speaks ${e.protocol} but connection "${conn.id}" is ${conn.protocol}`);
+    const names = new Set<string>();
+    e.tags.forEach((t, j) => {
+      const where = `equipment[${i}].tags[${j}]`;
+      if (names.has(t.name)) add(['equipment', i, 'tags', j, 'name'], `duplicate tag "${e.id}.${t.name}"`);
+      names.add(t.name);
+      if (!isValidUnit(t.unit)) add(['equipment', i, 'tags', j, 'unit'], `unknown unit "${t.unit}" (expected a UCUM code such as kN, mm, Cel, g/min, {rev}/min)`);
+      if (t.range && !(t.range.min < t.range.max)) add(['equipment', i, 'tags', j, 'range'], `min (${t.range.min}) must be below max (${t.range.max})`);
+      if ('node_id' in t) {
+        const k = `${e.connection}|${t.node_id}`;
+        const prev = nodeIds.get(k);
+        if (prev) add(['equipment', i, 'tags', j, 'node_id'], `duplicate node id "${t.node_id}" (also at ${prev})`);
+        nodeIds.set(k, where);
+        if (t.kind === 'setpoint' && t.data_type === 'String') add(['equipment', i, 'tags', j, 'data_type'], 'a setpoint must be numeric');
+      } else if (e.protocol === 'modbus') {
+        if (t.kind === 'measurement' && t.table !== 'input' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'invalid table');
+        if (t.kind === 'setpoint' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'a setpoint must be a holding register (input registers are read-only)');
+        const width = REGISTER_WIDTH[t.type];
+        if (t.address + width > 65536) add(['equipment', i, 'tags', j, 'address'], `register ${t.address}+${width} runs past 65535`);
+        for (let r = t.address; r < t.address + width; r++) {
+          const k = `${e.connection}|${e.unit_id}|${t.table}|${r}`;
+          const prev = registers.get(k);
+          if (prev) {
+            add(['equipment', i, 'tags', j, 'address'], `register ${t.table} ${r} of unit ${e.unit_id} overlaps ${prev}`);
+            break;
+          }
+          registers.set(k, where);
+        }
+      }
+    });
+    for (const s of SUPERVISOR_TAGS) {
+      const idx = (e.tags as readonly { name: string; kind: string }[]).findIndex((t) => t.name === s);
+      const tag = e.tags[idx];
+      if (!tag) add(['equipment', i, 'tags'], `missing supervisor tag "${s}" (the PLC watchdog needs it)`);
+      else if (tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
+    }
+  });
+  const policyDir = resolve(baseDir, c.policy.bundle);
+  if (!existsSync(policyDir)) add(['policy', 'bundle'], `policy bundle folder "${c.policy.bundle}" does not exist`);
+  return out;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o as object)) deepFreeze(v);
+  }
+  return o;
+}
+
+/** Full tag id `<equipment>.<tag>`. */
+export function tagId(equipmentId: string, tagName: string): string {
+  return `${equipmentId}.${tagName}`;
+}

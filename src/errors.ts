@@ -1,0 +1,103 @@
+/**
+ * The one registry of linekeeper error codes.
+ *
+ * Every error that crosses a module boundary is an {@link LkError} with a stable
+ * `LK_*` code. The REST API maps the code to its HTTP status and an
+ * `application/problem+json` body; the CLI maps it to an exit code. Tests assert
+ * on `code`, never on the message. Add new codes here, never inline.
+ */
+
+export interface ErrorDef {
+  readonly status: number;
+  readonly title: string;
+}
+
+export const ERRORS = {
+  // configuration
+  LK_CONFIG_NOT_FOUND: { status: 500, title: 'Configuration file not found' },
+  LK_CONFIG_PARSE: { status: 500, title: 'Configuration file is not valid YAML/JSON' },
+  LK_CONFIG_INVALID: { status: 500, title: 'Configuration is invalid' },
+  // generic request / input
+  LK_VALIDATION: { status: 400, title: 'Request is invalid' },
+  LK_NOT_FOUND: { status: 404, title: 'Not found' },
+  LK_CONFLICT: { status: 409, title: 'Conflict' },
+  LK_INTERNAL: { status: 500, title: 'Internal error' },
+  LK_VALUE_INVALID: { status: 422, title: 'Value is not a finite number of the expected type' },
+  LK_UNIT_UNKNOWN: { status: 422, title: 'Unit is unknown' },
+  LK_UNIT_INCOMPATIBLE: { status: 422, title: 'Unit is incompatible with the setpoint' },
+  // connectors
+  LK_CONN_UNAVAILABLE: { status: 503, title: 'Equipment connection is not available' },
+  LK_CONN_TIMEOUT: { status: 504, title: 'Equipment did not answer in time' },
+  LK_TAG_UNKNOWN: { status: 404, title: 'Tag is not configured' },
+  LK_TAG_NOT_WRITABLE: { status: 403, title: 'Tag is not writable' },
+  LK_TAG_UNIT_MISMATCH: { status: 500, title: 'Engineering unit on the server differs from the configuration' },
+  LK_BAD_QUALITY: { status: 502, title: 'Equipment reported a bad or uncertain value' },
+  LK_WRITE_FAILED: { status: 502, title: 'Equipment refused the write' },
+  LK_READBACK_MISMATCH: { status: 502, title: 'Read-back after write does not match the written value' },
+  LK_WRITER_CLAIMED: { status: 500, title: 'Write capability already claimed' },
+  LK_CERT_UNTRUSTED: { status: 502, title: 'Server certificate is not trusted' },
+  LK_MODBUS_ILLEGAL_FUNCTION: { status: 502, title: 'Modbus exception 1: illegal function' },
+  LK_MODBUS_ILLEGAL_ADDRESS: { status: 502, title: 'Modbus exception 2: illegal data address' },
+  LK_MODBUS_ILLEGAL_VALUE: { status: 502, title: 'Modbus exception 3: illegal data value' },
+  LK_MODBUS_DEVICE_FAILURE: { status: 502, title: 'Modbus exception 4: server device failure' },
+  LK_MODBUS_BUSY: { status: 503, title: 'Modbus exception 6: server device busy' },
+  LK_MODBUS_GATEWAY: { status: 502, title: 'Modbus exception 10/11: gateway path or target failed' },
+  LK_MODBUS_EXCEPTION: { status: 502, title: 'Modbus exception' },
+  LK_CODEC: { status: 500, title: 'Value cannot be encoded for the register' },
+  // store and audit
+  LK_STORE_CORRUPT: { status: 500, title: 'Database file is corrupt or not a linekeeper database' },
+  LK_STORE_MIGRATION: { status: 500, title: 'Database schema migration failed' },
+  LK_AUDIT_IMMUTABLE: { status: 409, title: 'Audit entries cannot be changed or removed' },
+  LK_AUDIT_BROKEN: { status: 500, title: 'Audit chain verification failed' },
+  LK_AUDIT_CHECKPOINT_MISSING: { status: 500, title: 'Audit checkpoint log is missing' },
+  LK_AUDIT_KEY: { status: 500, title: 'Site signing key is missing, unreadable or does not match' },
+  // policy and writes
+  LK_POLICY_BUNDLE: { status: 500, title: 'Policy bundle is missing or invalid' },
+  LK_POLICY_CHANGE_CONTROL: { status: 409, title: 'Policy change needs a change reference and an approver' },
+  LK_POLICY_DENIED: { status: 403, title: 'Write denied by policy' },
+  LK_NEEDS_QA: { status: 409, title: 'Waits for a named QA reviewer' },
+  LK_RECOMMEND_ONLY: { status: 409, title: 'Autonomy level allows recommendations only' },
+  LK_AUTONOMY_CHANGE: { status: 403, title: 'Autonomy change is not permitted' },
+  LK_APPROVAL_STALE: { status: 409, title: 'Approval does not match the pending setpoint vector' },
+  // models
+  LK_MODEL_MISSING: { status: 503, title: 'Model is missing' },
+  LK_MODEL_CORRUPT: { status: 503, title: 'Model artefact does not match its hash' },
+  LK_MODEL_NOT_VALIDATED: { status: 503, title: 'Model is not validated' },
+  LK_MODEL_NOT_PINNED: { status: 503, title: 'Model is not pinned to this site' },
+  LK_MODEL_TENANT: { status: 404, title: 'Model belongs to another tenant' },
+  LK_MODEL_OUT_OF_RANGE: { status: 422, title: 'Input is outside the model’s valid range' },
+} as const satisfies Record<string, ErrorDef>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** An error with a stable `LK_*` code and optional structured detail. */
+export class LkError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly detail: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: ErrorCode, message?: string, detail?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message ?? ERRORS[code].title, options);
+    this.name = 'LkError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.detail = detail;
+  }
+
+  /** Cross-realm-safe check (worker threads, duplicated module copies). */
+  static is(err: unknown, code?: ErrorCode): err is LkError {
+    if (typeof err !== 'object' || err === null) return false;
+    const c = (err as { code?: unknown }).code;
+    if (typeof c !== 'string' || !(c in ERRORS)) return false;
+    return code === undefined || c === code;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { code: this.code, message: this.message, ...(this.detail ? { detail: this.detail } : {}) };
+  }
+}
+
+/** Short form for `new LkError(...)`. */
+export function lkError(code: ErrorCode, message?: string, detail?: Record<string, unknown>, cause?: unknown): LkError {
+  return new LkError(code, message, detail, cause === undefined ? undefined : { cause });
+}
