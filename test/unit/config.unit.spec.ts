@@ -1,0 +1,114 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LkError } from '../../src/errors.js';
+import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { configJsonSchema } from '../../src/cli/commands/config.js';
+
+const original = readFileSync(defaultConfigFile(), 'utf8');
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lk-config-'));
+  cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Write a variant of the default site.yaml and return its path. */
+function variant(name: string, edit: (text: string) => string): string {
+  const f = join(dir, `${name}.yaml`);
+  const text = edit(original);
+  expect(text).not.toBe(original); // the edit must have applied
+  writeFileSync(f, text);
+  return f;
+}
+
+function loadError(file: string): LkError {
+  try {
+    loadConfig(file);
+  } catch (e) {
+    if (LkError.is(e)) return e;
+    throw e;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('site configuration', () => {
+  it('accepts the embedded default and freezes it', () => {
+    const c = loadConfig();
+    expect(c.config.line.id).toBe('line-3');
+    expect(c.config.tenants.length).toBeGreaterThanOrEqual(2);
+    expect(c.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(Object.isFrozen(c.config.equipment[0])).toBe(true);
+    expect(() => {
+      (c.config as { data_dir: string }).data_dir = 'x';
+    }).toThrow(TypeError);
+  });
+
+  it('hash changes with content', () => {
+    const f = variant('seed', (t) => t.replace('seed: 20261121', 'seed: 7'));
+    expect(loadConfig(f).hash).not.toBe(loadConfig().hash);
+  });
+
+  const cases: [string, (t: string) => string, RegExp][] = [
+    ['unknown unit', (t) => t.replace('unit: "kN", node_id: "s=press.Setpoints.MainForce"', 'unit: "kNN", node_id: "s=press.Setpoints.MainForce"'), /equipment\[2\]\.tags\[1\]\.unit: unknown unit "kNN"/],
+    ['unknown key', (t) => t.replace('  timezone: UTC', '  timezone: UTC\n  colour: red'), /:\d+: site\.colour: unknown key "colour"/],
+    ['wrong type', (t) => t.replace('time_scale: 60', 'time_scale: fast'), /simulator\.time_scale: /],
+    ['duplicate tag', (t) => t.replace('{ name: Hardness, kind: measurement', '{ name: TabletWeight, kind: measurement'), /duplicate tag "press\.TabletWeight"/],
+    ['duplicate node id', (t) => t.replace('node_id: "s=press.Measurements.Hardness"', 'node_id: "s=press.Measurements.TabletWeight"'), /duplicate node id "s=press\.Measurements\.TabletWeight"/],
+    ['overlapping registers', (t) => t.replace('name: BlendRsd, kind: measurement, unit: "%", table: input, address: 4', 'name: BlendRsd, kind: measurement, unit: "%", table: input, address: 3'), /overlaps/],
+    ['dangling connection', (t) => t.replace('connection: modbus-line\n    unit_id: 1', 'connection: modbus-east\n    unit_id: 1'), /equipment\[0\]\.connection: unknown connection "modbus-east"/],
+    ['dangling line equipment', (t) => t.replace('equipment: [blender, fluidbed,', 'equipment: [blender, dryer,'), /line\.equipment\[1\]: unknown equipment "dryer"/],
+    ['dangling product', (t) => t.replace('products: [ir-family-b]', 'products: [ir-family-z]'), /tenants\[1\]\.products\[0\]: unknown product "ir-family-z"/],
+    ['missing supervisor tag', (t) => t.replace(/      - \{ name: RevertCount, kind: supervisor, unit: "1", node_id: "s=coater\.Supervisor\.RevertCount", data_type: UInt32 \}\n/, ''), /missing supervisor tag "RevertCount"/],
+    ['setpoint in input register', (t) => t.replace('name: Speed, kind: setpoint, unit: "{rev}/min", table: holding', 'name: Speed, kind: setpoint, unit: "{rev}/min", table: input'), /a setpoint must be a holding register/],
+    ['inverted range', (t) => t.replace('range: { min: 0, max: 40 }', 'range: { min: 40, max: 0 }'), /range: min \(40\) must be below max \(0\)/],
+    ['protocol mismatch', (t) => t.replace('protocol: modbus\n    connection: modbus-line\n    unit_id: 2', 'protocol: modbus\n    connection: opcua-line\n    unit_id: 2'), /equipment\[1\]\.protocol: equipment speaks modbus but connection "opcua-line" is opcua/],
+  ];
+
+  for (const [name, edit, message] of cases) {
+    it(`refuses ${name}, naming file and path`, () => {
+      const f = variant(name.replace(/\s+/g, '-'), edit);
+      const err = loadError(f);
+      expect(err.code).toBe('LK_CONFIG_INVALID');
+      expect(err.message).toContain(`${name.replace(/\s+/g, '-')}.yaml`);
+      expect(err.message).toMatch(message);
+    });
+  }
+
+  it('refuses YAML syntax errors with a line number', () => {
+    const f = variant('syntax', (t) => t.replace('  name: Ravenna contract manufacturing site', '  name: [unclosed'));
+    const err = loadError(f);
+    expect(err.code).toBe('LK_CONFIG_PARSE');
+    expect(err.message).toMatch(/syntax\.yaml:\d+:/);
+  });
+
+  it('refuses a missing file', () => {
+    expect(loadError(join(dir, 'nope.yaml')).code).toBe('LK_CONFIG_NOT_FOUND');
+  });
+
+  it('ships a JSON Schema in sync with the zod schema', () => {
+    const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'site.schema.json'), 'utf8')) as unknown;
+    expect(shipped).toEqual(configJsonSchema());
+  });
+});
+
+describe('linekeeper config check', () => {
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'config', 'check', ...args], { encoding: 'utf8' });
+
+  it('exits 0 on the default config', () => {
+    const r = run();
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/ok — site site-ravenna, line line-3/);
+  });
+
+  it('exits 78 and names file and path on a bad config', () => {
+    const f = variant('cli-bad-unit', (t) => t.replace('unit: "g/min"', 'unit: "g/minn"'));
+    const r = run(f);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toMatch(/cli-bad-unit\.yaml:\d+: equipment\[3\]\.tags\[0\]\.unit: unknown unit "g\/minn" .*\[LK_CONFIG_INVALID\]/s);
+  });
+});
