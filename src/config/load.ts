@@ -97,7 +97,9 @@ export function loadConfig(file: string = defaultConfigFile(), overrides: { data
   });
   if (issues.length > 0) fail(issues);
 
-  const dataDir = resolve(dirname(abs), overrides.dataDir ?? config.data_dir);
+  // data_dir is relative to the working directory (./data in development, absolute under systemd);
+  // the policy bundle is part of the configuration set and is relative to the config file.
+  const dataDir = resolve(overrides.dataDir ?? config.data_dir);
   const policyDir = resolve(dirname(abs), config.policy.bundle);
   const hash = createHash('sha256').update(canonicalize(config) ?? '').digest('hex');
   return deepFreeze({ config, file: abs, hash, dataDir, policyDir });

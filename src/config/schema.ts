@@ -123,7 +123,7 @@ export const SiteConfig = z.strictObject({
     name: z.string().min(1),
     timezone: z.string().default('UTC'),
   }),
-  /** Relative paths resolve against the config file's folder. CLI --data overrides. */
+  /** Data directory (SQLite, keys, PKI, models); relative to the working directory. CLI --data overrides. */
   data_dir: z.string().default('./data'),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).default({ level: 'info' }),
   simulator: z
