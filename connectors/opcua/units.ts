@@ -1,0 +1,133 @@
+/**
+ * Engineering units between linekeeper (UCUM codes, as in config/site.yaml)
+ * and OPC UA (EUInformation of AnalogItems: a UNECE Recommendation 20 common
+ * code packed into `unitId`, plus a display name and a description).
+ *
+ * Shared by the OPC UA connector (which checks the server's EngineeringUnits
+ * against the configuration on every connect) and the plant simulator
+ * (connectors/sim builds its EUInformation with {@link euInformationFor}), so
+ * both sides speak from one table. Add a row here when a new unit appears in
+ * the configuration; a UCUM code without a row still works, with unitId −1
+ * (OPC UA Part 8: "no unit id") and the UCUM code as its display name.
+ *
+ * Pure data and functions: no I/O.
+ */
+
+/** UNECE namespace of EUInformation.namespaceUri (OPC UA Part 8, 5.6.3). */
+export const UNECE_NAMESPACE_URI = 'http://www.opcfoundation.org/UA/units/un/cefact';
+
+export interface UnitRow {
+  /** UCUM code, as written in the site configuration. */
+  readonly ucum: string;
+  /** UNECE Rec. 20 common code; undefined when the unit has none (e.g. annotations such as `{tbl}/h`). */
+  readonly unece?: string;
+  /** Symbol an OPC UA server typically shows as EUInformation.displayName. */
+  readonly symbol: string;
+  readonly description: string;
+}
+
+/**
+ * The units of the default site. UNECE codes from Recommendation 20 (the same
+ * codes node-opcua's `standardUnits` uses where it has them).
+ */
+export const UNIT_TABLE: readonly UnitRow[] = [
+  { ucum: 'mm', unece: 'MMT', symbol: 'mm', description: 'millimetre' },
+  { ucum: 'kN', unece: 'B47', symbol: 'kN', description: 'kilonewton' },
+  { ucum: 'N', unece: 'NEW', symbol: 'N', description: 'newton' },
+  { ucum: 'mg', unece: 'MGM', symbol: 'mg', description: 'milligram' },
+  { ucum: 'g', unece: 'GRM', symbol: 'g', description: 'gram' },
+  { ucum: 'kg', unece: 'KGM', symbol: 'kg', description: 'kilogram' },
+  { ucum: '%', unece: 'P1', symbol: '%', description: 'percent' },
+  { ucum: '{rev}/min', unece: 'RPM', symbol: 'r/min', description: 'revolutions per minute' },
+  { ucum: 'ms', unece: 'C26', symbol: 'ms', description: 'millisecond' },
+  { ucum: 's', unece: 'SEC', symbol: 's', description: 'second' },
+  { ucum: 'min', unece: 'MIN', symbol: 'min', description: 'minute' },
+  { ucum: 'h', unece: 'HUR', symbol: 'h', description: 'hour' },
+  { ucum: 'Cel', unece: 'CEL', symbol: '°C', description: 'degree Celsius' },
+  { ucum: 'K', unece: 'KEL', symbol: 'K', description: 'kelvin' },
+  { ucum: 'm3/h', unece: 'MQH', symbol: 'm³/h', description: 'cubic metre per hour' },
+  { ucum: 'kPa', unece: 'KPA', symbol: 'kPa', description: 'kilopascal' },
+  { ucum: 'MPa', unece: 'MPA', symbol: 'MPa', description: 'megapascal' },
+  { ucum: '1', unece: 'C62', symbol: '1', description: 'one (dimensionless)' },
+  // No UNECE common code that we can vouch for: matched by display name (the UCUM code itself).
+  { ucum: 'g/min', symbol: 'g/min', description: 'gram per minute' },
+  { ucum: '{tbl}/h', symbol: '{tbl}/h', description: 'tablets per hour' },
+  { ucum: '{rev}', symbol: '{rev}', description: 'revolutions' },
+];
+
+const byUcum = new Map(UNIT_TABLE.map((r) => [r.ucum, r]));
+const byUnitId = new Map(UNIT_TABLE.filter((r) => r.unece).map((r) => [unitIdOf(r.unece!), r]));
+
+/** UNECE common code → EUInformation.unitId (OPC UA Part 8: the code's ASCII bytes, big-endian, up to 4). */
+export function unitIdOf(commonCode: string): number {
+  let id = 0;
+  for (let i = 0; i < Math.min(4, commonCode.length); i++) id = id * 256 + commonCode.charCodeAt(i);
+  return id;
+}
+
+/** Plain EUInformation fields for a UCUM code (build a node-opcua `EUInformation` from it). */
+export interface EuFields {
+  namespaceUri: string;
+  unitId: number;
+  displayName: { text: string };
+  description: { text: string };
+}
+
+/** EUInformation fields an OPC UA server should publish for the UCUM `unit` (the simulator uses this). */
+export function euInformationFor(unit: string): EuFields {
+  const row = byUcum.get(unit);
+  return {
+    namespaceUri: UNECE_NAMESPACE_URI,
+    unitId: row?.unece ? unitIdOf(row.unece) : -1,
+    // The UCUM code as display name makes the unit unambiguous for any client that reads it as text.
+    displayName: { text: unit },
+    description: { text: row?.description ?? unit },
+  };
+}
+
+/** What a server reported, reduced to what the comparison needs. */
+export interface ReportedUnit {
+  readonly unitId?: number | null;
+  readonly displayName?: string | null;
+  readonly description?: string | null;
+}
+
+/**
+ * The UCUM code a server's EUInformation stands for, or undefined when it
+ * names no unit we know. unitId wins (it is the standard's identity); the
+ * display name is the fallback (a UCUM code, or a known symbol like `°C`).
+ */
+export function ucumOf(eu: ReportedUnit): string | undefined {
+  if (typeof eu.unitId === 'number' && eu.unitId > 0) {
+    const row = byUnitId.get(eu.unitId);
+    if (row) return row.ucum;
+  }
+  const text = eu.displayName?.trim();
+  if (!text) return undefined;
+  if (byUcum.has(text)) return text;
+  return UNIT_TABLE.find((r) => r.symbol === text)?.ucum;
+}
+
+/**
+ * True when the server's EUInformation denotes the configured UCUM unit.
+ * An EUInformation we cannot interpret does not match: a unit that cannot be
+ * verified is treated as wrong, because a setpoint in the wrong unit is a
+ * quality defect, not a cosmetic one.
+ */
+export function unitMatches(eu: ReportedUnit, configured: string): boolean {
+  const ucum = ucumOf(eu);
+  if (ucum !== undefined) return ucum === configured;
+  return (eu.displayName?.trim() ?? '') === configured;
+}
+
+/** Human-readable form of a reported unit for error messages. */
+export function describeReportedUnit(eu: ReportedUnit): string {
+  const code = typeof eu.unitId === 'number' && eu.unitId > 0 ? codeOf(eu.unitId) : undefined;
+  return `${eu.displayName ?? '?'}${code ? ` (UNECE ${code})` : ''}`;
+}
+
+function codeOf(unitId: number): string {
+  let s = '';
+  for (let v = unitId; v > 0; v = Math.floor(v / 256)) s = String.fromCharCode(v % 256) + s;
+  return s;
+}
