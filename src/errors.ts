@@ -43,6 +43,7 @@ export const ERRORS = {
   LK_MODBUS_BUSY: { status: 503, title: 'Modbus exception 6: server device busy' },
   LK_MODBUS_GATEWAY: { status: 502, title: 'Modbus exception 10/11: gateway path or target failed' },
   LK_MODBUS_EXCEPTION: { status: 502, title: 'Modbus exception' },
+  LK_MODBUS_PROTOCOL: { status: 502, title: 'Modbus reply is malformed or does not match the request' },
   LK_CODEC: { status: 500, title: 'Value cannot be encoded for the register' },
   // store and audit
   LK_STORE_CORRUPT: { status: 500, title: 'Database file is corrupt or not a linekeeper database' },
