@@ -1,0 +1,222 @@
+/**
+ * OPC UA face of the simulated press, coater, NIR analyser, vision system and
+ * line PLC (node-opcua). The address space is built from the configuration:
+ * `Objects/<equipment>/{Setpoints,Measurements,Supervisor}/<Tag>` with the
+ * configured node ids in the namespace `namespace_uri` of the tag's
+ * connection. Setpoints and Double measurements are AnalogItems with
+ * EngineeringUnits (UNECE, see eu.ts) and EURange.
+ *
+ * Security: None, Basic256Sha256 Sign and SignAndEncrypt. The simulator is the
+ * EQUIPMENT side: by default it accepts any client certificate (as a
+ * commissioning engineer would trust the supervisor on the PLC). The
+ * linekeeper client must never auto-accept server certificates.
+ */
+import { join } from 'node:path';
+import {
+  DataType,
+  MessageSecurityMode,
+  OPCUACertificateManager,
+  OPCUAServer,
+  SecurityPolicy,
+  StatusCodes,
+  Variant,
+  type Namespace,
+  type StatusCode,
+  type UAObject,
+} from 'node-opcua';
+import type { OpcUaEquipmentConfig, OpcUaTagConfig, SiteConfig } from '../../src/config/schema.js';
+import { LkError } from '../../src/errors.js';
+import type { Logger } from '../../src/log.js';
+import { euInformation } from './eu.js';
+import type { Plant } from './plant.js';
+import { measurementRange } from './truth.js';
+
+export const RESOURCE_PATH = '/linekeeper/sim';
+export const DEFAULT_NAMESPACE_URI = 'urn:linekeeper:sim';
+
+/** Supervisor tags the supervisor may write; the rest is the PLC's own. */
+const WRITABLE_SUPERVISOR = new Set(['Heartbeat', 'SupervisorState']);
+
+export interface OpcUaServerOptions {
+  port: number;
+  /** Folder of the server's PKI (own certificate, trusted/rejected client certificates). */
+  pkiDir: string;
+  /** Folder of the user-token PKI. */
+  userPkiDir: string;
+  /** Accept unknown client certificates (equipment-side convenience; default true). */
+  autoAcceptClientCertificates: boolean;
+  /** Sampling interval the server advertises and uses for bound variables, ms. */
+  samplingMs: number;
+  log: Logger;
+}
+
+export interface SimOpcUaServer {
+  readonly url: string;
+  readonly port: number;
+  readonly server: OPCUAServer;
+  readonly certificateManager: OPCUACertificateManager;
+  close(): Promise<void>;
+}
+
+/** Start an OPC UA server on 127.0.0.1 (port 0 = any free port) serving every OPC UA equipment of the plant. */
+export async function startOpcUaServer(plant: Plant, config: SiteConfig, opts: OpcUaServerOptions): Promise<SimOpcUaServer> {
+  const certificateManager = new OPCUACertificateManager({ rootFolder: opts.pkiDir, automaticallyAcceptUnknownCertificate: opts.autoAcceptClientCertificates });
+  const userCertificateManager = new OPCUACertificateManager({ rootFolder: opts.userPkiDir, automaticallyAcceptUnknownCertificate: opts.autoAcceptClientCertificates });
+  const server = new OPCUAServer({
+    port: opts.port,
+    hostname: '127.0.0.1',
+    host: '127.0.0.1',
+    resourcePath: RESOURCE_PATH,
+    serverCertificateManager: certificateManager,
+    userCertificateManager,
+    securityModes: [MessageSecurityMode.None, MessageSecurityMode.Sign, MessageSecurityMode.SignAndEncrypt],
+    securityPolicies: [SecurityPolicy.None, SecurityPolicy.Basic256Sha256],
+    allowAnonymous: true,
+    disableDiscovery: true,
+    buildInfo: { productName: 'linekeeper plant simulator', manufacturerName: 'linekeeper' },
+    serverInfo: { applicationUri: 'urn:linekeeper:sim:server', productUri: 'urn:linekeeper:sim' },
+  });
+  try {
+    await server.initialize();
+    buildAddressSpace(server, plant, config, opts.samplingMs);
+    await server.start();
+  } catch (e) {
+    await server.shutdown(0).catch(() => undefined);
+    throw new LkError('LK_CONN_UNAVAILABLE', `OPC UA simulator cannot start on port ${opts.port}: ${(e as Error).message}`, undefined, { cause: e });
+  }
+  const endpoint = server.endpoints[0];
+  const port = endpoint?.port ?? opts.port;
+  const url = `opc.tcp://127.0.0.1:${port}${RESOURCE_PATH}`;
+  opts.log.debug({ url }, 'OPC UA simulator listening');
+  return {
+    url,
+    port,
+    server,
+    certificateManager,
+    close: async () => {
+      await server.shutdown(0);
+    },
+  };
+}
+
+/** The namespace URI each OPC UA connection declares (equipment are placed in their connection's namespace). */
+function namespaceOf(config: SiteConfig, e: OpcUaEquipmentConfig): string {
+  const c = config.connections.find((k) => k.id === e.connection);
+  return c && c.protocol === 'opcua' ? c.namespace_uri : DEFAULT_NAMESPACE_URI;
+}
+
+function buildAddressSpace(server: OPCUAServer, plant: Plant, config: SiteConfig, samplingMs: number): void {
+  const addressSpace = server.engine.addressSpace;
+  if (!addressSpace) throw new Error('address space not ready');
+  const namespaces = new Map<string, Namespace>();
+  const ns = (uri: string): Namespace => {
+    let n = namespaces.get(uri);
+    if (!n) {
+      n = addressSpace.getOwnNamespace().namespaceUri === uri ? addressSpace.getOwnNamespace() : addressSpace.registerNamespace(uri);
+      namespaces.set(uri, n);
+    }
+    return n;
+  };
+  for (const e of config.equipment) {
+    if (e.protocol !== 'opcua') continue;
+    const n = ns(namespaceOf(config, e));
+    const obj = n.addObject({ organizedBy: addressSpace.rootFolder.objects, browseName: e.id, nodeId: `s=${e.id}`, displayName: e.name });
+    const folders: Record<string, UAObject> = {};
+    for (const kind of ['Setpoints', 'Measurements', 'Supervisor']) {
+      folders[kind] = n.addObject({ componentOf: obj, browseName: kind, nodeId: `s=${e.id}.${kind}`, typeDefinition: 'FolderType' });
+    }
+    for (const t of e.tags) {
+      const folder = folders[t.kind === 'setpoint' ? 'Setpoints' : t.kind === 'measurement' ? 'Measurements' : 'Supervisor']!;
+      addTag(n, folder, plant, e, t, samplingMs);
+    }
+  }
+}
+
+/** `ns=2;s=press.Setpoints.MainForce` or `s=press...` → the part after the namespace. */
+function localNodeId(nodeId: string): string {
+  return nodeId.replace(/^ns=[^;]+;/, '').replace(/^nsu=[^;]+;/, '');
+}
+
+function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentConfig, t: OpcUaTagConfig, samplingMs: number): void {
+  const dataType = DataType[t.data_type];
+  const writable = t.kind === 'setpoint' || (t.kind === 'supervisor' && WRITABLE_SUPERVISOR.has(t.name));
+  const access = writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead';
+  const get = (): Variant => new Variant({ dataType, value: coerce(plant.read(e.id, t.name), t.data_type) });
+  const set = (v: Variant): StatusCode => {
+    try {
+      const value: unknown = v.value;
+      if (t.kind === 'setpoint') plant.writeSetpoint(e.id, t.name, value as number);
+      else if (t.name === 'Heartbeat') plant.heartbeat(e.id, value as number);
+      else if (t.name === 'SupervisorState') plant.setSupervisorState(e.id, String(value));
+      else return StatusCodes.BadNotWritable;
+      return StatusCodes.Good;
+    } catch (err) {
+      return statusOf(err);
+    }
+  };
+  const value = writable ? { get, set } : { get };
+  const common = {
+    organizedBy: folder,
+    browseName: t.name,
+    nodeId: localNodeId(t.node_id),
+    description: t.description ?? `${e.id}.${t.name} (${t.kind}, ${t.unit})`,
+    accessLevel: access,
+    userAccessLevel: access,
+    minimumSamplingInterval: samplingMs,
+  };
+  const numeric = t.data_type === 'Double' || t.data_type === 'Float';
+  if (numeric && t.kind !== 'supervisor') {
+    const r = t.range ? { low: t.range.min, high: t.range.max } : measurementRange(e.type, t.name);
+    n.addAnalogDataItem({
+      ...common,
+      dataType: t.data_type,
+      engineeringUnitsRange: r,
+      // the PLC refuses a setpoint outside its instrument range (BadOutOfRange), and so does node-opcua
+      ...(t.kind === 'setpoint' ? { instrumentRange: r } : {}),
+      engineeringUnits: euInformation(t.unit),
+      value,
+    });
+  } else {
+    n.addVariable({ ...common, dataType: t.data_type, value });
+  }
+}
+
+function coerce(v: number | string | boolean, dataType: OpcUaTagConfig['data_type']): number | string | boolean {
+  switch (dataType) {
+    case 'String':
+      return String(v);
+    case 'Boolean':
+      return Boolean(v);
+    case 'Double':
+    case 'Float':
+      return Number(v);
+    case 'UInt16':
+    case 'UInt32':
+      return Math.max(0, Math.trunc(Number(v)));
+    default:
+      return Math.trunc(Number(v));
+  }
+}
+
+/** The StatusCode a PLC answers a refused write with. */
+function statusOf(err: unknown): StatusCode {
+  if (!LkError.is(err)) return StatusCodes.BadInternalError;
+  switch (err.code) {
+    case 'LK_PLC_LOST':
+    case 'LK_PLC_NO_HEARTBEAT':
+      return StatusCodes.BadInvalidState;
+    case 'LK_PLC_OUT_OF_RANGE':
+      return StatusCodes.BadOutOfRange;
+    case 'LK_VALUE_INVALID':
+      return StatusCodes.BadOutOfRange;
+    case 'LK_TAG_NOT_WRITABLE':
+      return StatusCodes.BadNotWritable;
+    default:
+      return StatusCodes.BadInternalError;
+  }
+}
+
+/** Certificate (PEM) the simulator presents, under its PKI folder. */
+export function serverCertificateFile(pkiDir: string): string {
+  return join(pkiDir, 'own', 'certs', 'certificate.pem');
+}

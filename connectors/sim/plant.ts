@@ -1,0 +1,395 @@
+/**
+ * The protocol-agnostic plant: every equipment's setpoints, internal process
+ * state, instrument readings, last known-good (LKG) recipe and the PLC-side
+ * heartbeat watchdog (the PLC half of rule R8).
+ *
+ * Two clocks, one injected: the watchdog runs on the clock's (wall) time —
+ * a PLC watchdog is wall-clock — while the process runs `timeScale` times
+ * faster, so a batch of hours passes in seconds. Nothing here reads
+ * Date.now() or Math.random(): with a ManualClock and a seed the plant is
+ * deterministic. The OPC UA and Modbus servers are thin views over it.
+ */
+import type { Clock, Rng } from '../../src/clock.js';
+import { createRng } from '../../src/clock.js';
+import type { EquipmentConfig, TagConfig } from '../../src/config/schema.js';
+import { LkError } from '../../src/errors.js';
+import { MODELS, type LineView, type Value } from './dynamics.js';
+import { DEFAULT_LKG_NUMBER, DEFAULT_LKG_SETPOINTS, lkgRecipeId, trueParameters, type TrueParameters } from './truth.js';
+
+export type SupervisorState = 'ATTENDED' | 'LOST';
+
+/** ActiveRecipe while a supervisor has moved a setpoint away from the recipe. */
+export const SUPERVISED = 'SUPERVISED';
+
+export interface LkgRecipe {
+  /** OPC UA form, e.g. `LKG-press-0007`. */
+  readonly id: string;
+  /** Modbus form (recipe number), e.g. 7. Never 0: 0 means SUPERVISED. */
+  readonly number: number;
+  readonly setpoints: Readonly<Record<string, number>>;
+}
+
+export interface SupervisorStatus {
+  readonly state: SupervisorState;
+  readonly heartbeat: number;
+  /** Wall-clock ms of the last heartbeat CHANGE, if any. */
+  readonly lastHeartbeatAt: number | undefined;
+  /** The watchdog runs once a supervisor has shown up (first heartbeat change or first setpoint write). */
+  readonly armed: boolean;
+  readonly watchdogTimeoutMs: number;
+  /** `SUPERVISED` or the LKG recipe id. */
+  readonly activeRecipe: string;
+  /** Modbus form of activeRecipe: 0 = SUPERVISED, else the LKG recipe number. */
+  readonly activeRecipeNumber: number;
+  readonly lkg: LkgRecipe;
+  readonly revertCount: number;
+}
+
+export interface RevertEvent {
+  readonly equipment: string;
+  readonly reason: 'watchdog' | 'commanded';
+  /** Wall-clock ms. */
+  readonly at: number;
+  readonly revertCount: number;
+  readonly recipe: string;
+}
+
+export type PlantEvent = ({ type: 'revert' } & RevertEvent) | { type: 'rearm'; equipment: string; at: number };
+
+export interface PlantOptions {
+  readonly equipment: readonly EquipmentConfig[];
+  /** Wall clock: the watchdog's time, and the base of process time. */
+  readonly clock: Clock;
+  /** Process time advances timeScale × wall time. Default 1. */
+  readonly timeScale?: number;
+  readonly seed: number;
+  readonly watchdogTimeoutMs: number;
+  /** Punch diameter of the tooling in use, mm (default 10). */
+  readonly punchDiameterMm?: number;
+  /** Initial batch phase reported by the line PLC. */
+  readonly batchPhase?: string;
+}
+
+interface Unit {
+  readonly cfg: EquipmentConfig;
+  readonly tags: ReadonlyMap<string, TagConfig>;
+  readonly rng: Rng;
+  setpoints: Record<string, number>;
+  state: Record<string, number>;
+  readings: Record<string, Value>;
+  sup: {
+    state: SupervisorState;
+    heartbeat: number;
+    lastHeartbeatAt: number | undefined;
+    armed: boolean;
+    watchdogTimeoutMs: number;
+    activeRecipe: string;
+    lkg: LkgRecipe;
+    revertCount: number;
+  };
+}
+
+const UINT32 = 2 ** 32;
+
+/** The simulated line. Throws LkError from every method given bad input; a refused call changes nothing. */
+export class Plant {
+  readonly truth: TrueParameters;
+  readonly timeScale: number;
+  private readonly units = new Map<string, Unit>();
+  private readonly listeners = new Set<(e: PlantEvent) => void>();
+  private readonly clock: Clock;
+  private lastStepAt: number;
+  private processMs = 0;
+  private phase: string;
+
+  constructor(opts: PlantOptions) {
+    const scale = opts.timeScale ?? 1;
+    if (!(scale > 0) || !Number.isFinite(scale)) throw new LkError('LK_VALIDATION', `time scale must be a positive finite number, got ${scale}`);
+    if (!(opts.watchdogTimeoutMs > 0)) throw new LkError('LK_VALIDATION', `watchdog timeout must be positive, got ${opts.watchdogTimeoutMs}`);
+    this.clock = opts.clock;
+    this.timeScale = scale;
+    this.truth = trueParameters(opts.seed, opts.punchDiameterMm);
+    this.lastStepAt = opts.clock.now();
+    this.phase = opts.batchPhase ?? 'COMPRESS';
+    const root = createRng(opts.seed);
+    for (const cfg of opts.equipment) {
+      const tags = new Map<string, TagConfig>(cfg.tags.map((t) => [t.name, t]));
+      const defaults = DEFAULT_LKG_SETPOINTS[cfg.type] ?? {};
+      const setpoints: Record<string, number> = {};
+      for (const t of cfg.tags) {
+        if (t.kind !== 'setpoint') continue;
+        const mid = t.range ? (t.range.min + t.range.max) / 2 : 0;
+        const v = defaults[t.name] ?? mid;
+        setpoints[t.name] = t.range ? Math.min(Math.max(v, t.range.min), t.range.max) : v;
+      }
+      const lkg: LkgRecipe = Object.freeze({ id: lkgRecipeId(cfg.id, DEFAULT_LKG_NUMBER), number: DEFAULT_LKG_NUMBER, setpoints: Object.freeze({ ...setpoints }) });
+      const model = MODELS[cfg.type];
+      this.units.set(cfg.id, {
+        cfg,
+        tags,
+        rng: root.fork(),
+        setpoints,
+        state: model ? model.init(setpoints, this.truth) : {},
+        readings: {},
+        sup: { state: 'ATTENDED', heartbeat: 0, lastHeartbeatAt: undefined, armed: false, watchdogTimeoutMs: opts.watchdogTimeoutMs, activeRecipe: lkg.id, lkg, revertCount: 0 },
+      });
+    }
+    for (const id of this.units.keys()) this.measure(id);
+  }
+
+  /** Equipment ids in configuration order. */
+  get equipmentIds(): string[] {
+    return [...this.units.keys()];
+  }
+
+  equipment(id: string): EquipmentConfig {
+    return this.unit(id).cfg;
+  }
+
+  /** Process milliseconds since the plant started (timeScale × wall time). */
+  processTimeMs(): number {
+    return this.processMs;
+  }
+
+  /**
+   * One PLC scan: advance the process to now and run every watchdog. The
+   * servers call it on a timer; tests on a ManualClock call it by hand.
+   */
+  tick(): void {
+    this.step();
+    this.checkWatchdogs();
+  }
+
+  /** Advance the process to the clock's now (no watchdog). */
+  step(): void {
+    const now = this.clock.now();
+    const dtMs = Math.max(0, now - this.lastStepAt) * this.timeScale;
+    this.lastStepAt = now;
+    if (dtMs === 0) return;
+    this.processMs += dtMs;
+    const line = this.lineView();
+    for (const [id, u] of this.units) {
+      MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.truth, rng: u.rng, line, dtMs });
+      this.measure(id);
+    }
+  }
+
+  /** Run every watchdog against the wall clock; reverts the equipment whose heartbeat has stood still for its timeout. */
+  checkWatchdogs(): void {
+    const now = this.clock.now();
+    for (const [id, u] of this.units) {
+      const s = u.sup;
+      if (s.state === 'ATTENDED' && s.armed && s.lastHeartbeatAt !== undefined && now - s.lastHeartbeatAt >= s.watchdogTimeoutMs) {
+        this.revert(id, 'watchdog');
+      }
+    }
+  }
+
+  /** Current value of any tag of an equipment (setpoint, measurement or supervisor tag). Throws LK_TAG_UNKNOWN. */
+  read(equipmentId: string, tag: string): Value {
+    const u = this.unit(equipmentId);
+    const t = u.tags.get(tag);
+    if (!t) throw new LkError('LK_TAG_UNKNOWN', `${equipmentId}.${tag} is not a tag of the simulator`, { tag: `${equipmentId}.${tag}` });
+    if (t.kind === 'setpoint') return u.setpoints[tag] ?? 0;
+    if (t.kind === 'measurement') return u.readings[tag] ?? 0;
+    const s = u.sup;
+    switch (tag) {
+      case 'Heartbeat':
+        return s.heartbeat;
+      case 'WatchdogTimeoutMs':
+        return s.watchdogTimeoutMs;
+      case 'SupervisorState':
+        return s.state;
+      case 'ActiveRecipe':
+        return s.activeRecipe;
+      case 'LkgRecipeId':
+        return s.lkg.id;
+      case 'RevertCount':
+        return s.revertCount;
+      default:
+        return 0;
+    }
+  }
+
+  /** Every tag of an equipment by name. */
+  snapshot(equipmentId: string): Record<string, Value> {
+    const u = this.unit(equipmentId);
+    const out: Record<string, Value> = {};
+    for (const name of u.tags.keys()) out[name] = this.read(equipmentId, name);
+    return out;
+  }
+
+  /** The current setpoint vector of an equipment. */
+  setpoints(equipmentId: string): Readonly<Record<string, number>> {
+    return { ...this.unit(equipmentId).setpoints };
+  }
+
+  /** Internal (noise-free) process state of an equipment, for tests and the twin's ground truth. */
+  processState(equipmentId: string): Readonly<Record<string, number>> {
+    return { ...this.unit(equipmentId).state };
+  }
+
+  /**
+   * A supervisory setpoint write, as the PLC judges it: refused while LOST
+   * (LK_PLC_LOST), outside the tag's EURange (LK_PLC_OUT_OF_RANGE), not a
+   * finite number (LK_VALUE_INVALID), not a setpoint (LK_TAG_UNKNOWN /
+   * LK_TAG_NOT_WRITABLE). Accepted writes make ActiveRecipe SUPERVISED and arm the watchdog.
+   */
+  writeSetpoint(equipmentId: string, tag: string, value: number): void {
+    this.writeSetpoints(equipmentId, { [tag]: value });
+  }
+
+  /** Several setpoints of one equipment, all or nothing (one Modbus FC16 write). Same refusals as {@link writeSetpoint}. */
+  writeSetpoints(equipmentId: string, values: Readonly<Record<string, number>>): void {
+    const u = this.unit(equipmentId);
+    for (const [tag, value] of Object.entries(values)) {
+      const t = u.tags.get(tag);
+      const id = `${equipmentId}.${tag}`;
+      if (!t) throw new LkError('LK_TAG_UNKNOWN', `${id} is not a tag of the simulator`, { tag: id });
+      if (t.kind !== 'setpoint') throw new LkError('LK_TAG_NOT_WRITABLE', `${id} is not a setpoint`, { tag: id });
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new LkError('LK_VALUE_INVALID', `${id}: ${String(value)} is not a finite number`, { tag: id });
+      if (u.sup.state === 'LOST') throw new LkError('LK_PLC_LOST', `${equipmentId} is LOST (running LKG ${u.sup.lkg.id}); re-arm before writing setpoints`, { tag: id });
+      if (t.range && (value < t.range.min || value > t.range.max)) {
+        throw new LkError('LK_PLC_OUT_OF_RANGE', `${id}: ${value} is outside ${t.range.min}..${t.range.max}`, { tag: id, range: t.range });
+      }
+    }
+    Object.assign(u.setpoints, values);
+    u.sup.activeRecipe = SUPERVISED;
+    this.arm(u);
+  }
+
+  /**
+   * The supervisor's heartbeat. Only a CHANGE of value counts as a beat: a
+   * stuck counter is a dead supervisor. Throws LK_VALUE_INVALID unless a UInt32.
+   */
+  heartbeat(equipmentId: string, value: number): void {
+    const u = this.unit(equipmentId);
+    if (!Number.isInteger(value) || value < 0 || value >= UINT32) {
+      throw new LkError('LK_VALUE_INVALID', `${equipmentId}.Heartbeat: ${String(value)} is not a UInt32`, { tag: `${equipmentId}.Heartbeat` });
+    }
+    if (value !== u.sup.heartbeat) {
+      u.sup.heartbeat = value;
+      u.sup.lastHeartbeatAt = this.clock.now();
+      u.sup.armed = true;
+    }
+  }
+
+  /**
+   * A write of SupervisorState. `ATTENDED` re-arms a LOST equipment, and only
+   * while heartbeats are arriving (else LK_PLC_NO_HEARTBEAT): nothing is
+   * re-armed for a supervisor that is not there. `LOST` commands an immediate
+   * revert to LKG (the supervisor's own fail-safe). Anything else: LK_VALUE_INVALID.
+   */
+  setSupervisorState(equipmentId: string, state: string): void {
+    const u = this.unit(equipmentId);
+    if (state === 'LOST') {
+      if (u.sup.state !== 'LOST') this.revert(equipmentId, 'commanded');
+      return;
+    }
+    if (state !== 'ATTENDED') throw new LkError('LK_VALUE_INVALID', `${equipmentId}.SupervisorState: "${state}" is neither ATTENDED nor LOST`, { tag: `${equipmentId}.SupervisorState` });
+    if (u.sup.state === 'ATTENDED') return;
+    const now = this.clock.now();
+    const last = u.sup.lastHeartbeatAt;
+    if (last === undefined || now - last >= u.sup.watchdogTimeoutMs) {
+      throw new LkError('LK_PLC_NO_HEARTBEAT', `${equipmentId}: no heartbeat within ${u.sup.watchdogTimeoutMs} ms; cannot re-arm`, { tag: `${equipmentId}.SupervisorState` });
+    }
+    u.sup.state = 'ATTENDED';
+    u.sup.armed = true;
+    this.emit({ type: 'rearm', equipment: equipmentId, at: now });
+  }
+
+  supervisor(equipmentId: string): SupervisorStatus {
+    const s = this.unit(equipmentId).sup;
+    return { ...s, activeRecipeNumber: s.activeRecipe === SUPERVISED ? 0 : s.lkg.number };
+  }
+
+  /** Change the watchdog timeout of one equipment (or all). Throws LK_VALIDATION unless a positive integer of ms. */
+  setWatchdogTimeout(ms: number, equipmentId?: string): void {
+    if (!Number.isInteger(ms) || ms <= 0 || ms >= UINT32) throw new LkError('LK_VALIDATION', `watchdog timeout must be a positive integer of ms, got ${ms}`);
+    for (const u of equipmentId === undefined ? this.units.values() : [this.unit(equipmentId)]) u.sup.watchdogTimeoutMs = ms;
+  }
+
+  /**
+   * Install a new LKG recipe at the PLC (a QA-released recipe, done at the
+   * equipment, never over the supervisory link). Unspecified setpoints keep
+   * their current LKG value. Throws LK_VALIDATION / LK_TAG_* / LK_PLC_OUT_OF_RANGE.
+   */
+  setLkgRecipe(equipmentId: string, recipeNumber: number, setpoints: Readonly<Record<string, number>> = {}): LkgRecipe {
+    const u = this.unit(equipmentId);
+    if (!Number.isInteger(recipeNumber) || recipeNumber < 1 || recipeNumber > 9999) throw new LkError('LK_VALIDATION', `recipe number must be an integer 1..9999, got ${recipeNumber}`);
+    for (const [tag, v] of Object.entries(setpoints)) {
+      const t = u.tags.get(tag);
+      if (!t || t.kind !== 'setpoint') throw new LkError(t ? 'LK_TAG_NOT_WRITABLE' : 'LK_TAG_UNKNOWN', `${equipmentId}.${tag} is not a setpoint`);
+      if (!Number.isFinite(v)) throw new LkError('LK_VALUE_INVALID', `${equipmentId}.${tag}: not a finite number`);
+      if (t.range && (v < t.range.min || v > t.range.max)) throw new LkError('LK_PLC_OUT_OF_RANGE', `${equipmentId}.${tag}: ${v} is outside ${t.range.min}..${t.range.max}`);
+    }
+    const wasLkg = u.sup.activeRecipe === u.sup.lkg.id;
+    const lkg: LkgRecipe = Object.freeze({ id: lkgRecipeId(equipmentId, recipeNumber), number: recipeNumber, setpoints: Object.freeze({ ...u.sup.lkg.setpoints, ...setpoints }) });
+    u.sup.lkg = lkg;
+    if (wasLkg) u.sup.activeRecipe = lkg.id;
+    return lkg;
+  }
+
+  /** Start a new batch: blender revolutions, drying and coating progress and counters back to zero. */
+  resetBatch(equipmentId?: string): void {
+    for (const u of equipmentId === undefined ? this.units.values() : [this.unit(equipmentId)]) {
+      u.state = MODELS[u.cfg.type]?.init(u.setpoints, this.truth) ?? {};
+      this.measure(u.cfg.id);
+    }
+  }
+
+  setBatchPhase(phase: string): void {
+    this.phase = phase;
+    for (const u of this.units.values()) if (u.cfg.type === 'plc') this.measure(u.cfg.id);
+  }
+
+  /** Listen to reverts and re-arms; returns the unsubscribe function. */
+  on(listener: (e: PlantEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private revert(equipmentId: string, reason: RevertEvent['reason']): void {
+    const u = this.unit(equipmentId);
+    const now = this.clock.now();
+    u.setpoints = { ...u.setpoints, ...u.sup.lkg.setpoints };
+    u.sup.state = 'LOST';
+    u.sup.activeRecipe = u.sup.lkg.id;
+    u.sup.revertCount = (u.sup.revertCount + 1) % UINT32;
+    this.emit({ type: 'revert', equipment: equipmentId, reason, at: now, revertCount: u.sup.revertCount, recipe: u.sup.lkg.id });
+  }
+
+  private arm(u: Unit): void {
+    if (!u.sup.armed) {
+      u.sup.armed = true;
+      // a supervisor that writes without ever beating gets one timeout's grace, then the PLC reverts
+      u.sup.lastHeartbeatAt ??= this.clock.now();
+    }
+  }
+
+  private measure(equipmentId: string): void {
+    const u = this.unit(equipmentId);
+    const model = MODELS[u.cfg.type];
+    const r = model ? model.measure(u.state, u.setpoints, { truth: this.truth, rng: u.rng, line: this.lineView() }) : {};
+    if (u.cfg.type === 'plc') r.BatchPhase = this.phase;
+    for (const t of u.cfg.tags) if (t.kind === 'measurement') u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
+  }
+
+  private lineView(): LineView {
+    const byType = (type: string): Unit | undefined => {
+      for (const u of this.units.values()) if (u.cfg.type === type) return u;
+      return undefined;
+    };
+    return { state: (type) => byType(type)?.state, setpoint: (type, name) => byType(type)?.setpoints[name] };
+  }
+
+  private emit(e: PlantEvent): void {
+    for (const l of this.listeners) l(e);
+  }
+
+  private unit(id: string): Unit {
+    const u = this.units.get(id);
+    if (!u) throw new LkError('LK_NOT_FOUND', `equipment "${id}" is not simulated`, { equipment: id });
+    return u;
+  }
+}
