@@ -1,0 +1,19 @@
+/**
+ * The OPC UA connector of linekeeper. Everything other modules need:
+ * `createOpcUaConnector(...)` and the PKI operations behind `linekeeper certs`.
+ */
+import { OpcUaConnectorImpl, type OpcUaConnector, type OpcUaConnectorOptions } from './connector.js';
+
+export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './connector.js';
+export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertificate, type CertificateInfo } from './pki.js';
+export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
+
+/**
+ * Create the connector of one OPC UA connection and the equipment that uses
+ * it. Nothing is contacted until `connect()`. Throws LK_CONFIG_INVALID for a
+ * security mode/policy pair that cannot work (Sign without Basic256Sha256,
+ * ...) or a duplicate tag id.
+ */
+export function createOpcUaConnector(options: OpcUaConnectorOptions): OpcUaConnector {
+  return new OpcUaConnectorImpl(options);
+}

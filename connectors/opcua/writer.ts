@@ -1,0 +1,167 @@
+/**
+ * Writes to OPC UA equipment: the setpoint write capability (handed to the
+ * guarded writer alone) and the supervisor heartbeat (the connector's own
+ * write; the PLC watchdog reverts to LKG when it stops, rule R8).
+ *
+ * A write is encoded with the node's own DataType (read from the server and
+ * cached), checked before anything is sent, and read back: WriteResult.verified
+ * says whether the equipment holds what we wrote, within the tag's
+ * readback_tolerance.
+ */
+import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { LkError } from '../../src/errors.js';
+import type { Clock } from '../../src/clock.js';
+import type { Logger } from '../../src/log.js';
+import type { OpcUaEquipmentConfig } from '../../src/config/schema.js';
+import type { ConnectorEvent, Sample, WriteCapability, WriteResult } from '../types.js';
+import type { OpcUaTag } from './tags.js';
+import { builtInDataType, encodeForWrite, numericValue } from './values.js';
+
+export interface WriteHost {
+  readonly id: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly tags: ReadonlyMap<string, OpcUaTag>;
+  /** The current session, or throws LK_CONN_UNAVAILABLE. */
+  requireSession(): ClientSession;
+  nodeOf(tag: OpcUaTag): NodeId;
+  /** DataType from the connect-time metadata, if known. */
+  cachedDataType(tag: OpcUaTag): DataType | undefined;
+  rememberDataType(tag: OpcUaTag, dt: DataType): void;
+  /** Throws LK_TAG_UNIT_MISMATCH when the server's unit for the tag differs from the configuration. */
+  assertUnit(tag: OpcUaTag): void;
+  toSample(tag: OpcUaTag, dv: DataValue): Sample;
+  emit(e: ConnectorEvent): void;
+}
+
+async function dataTypeOf(host: WriteHost, session: ClientSession, tag: OpcUaTag, nodeId: NodeId): Promise<DataType> {
+  const cached = host.cachedDataType(tag);
+  if (cached !== undefined) return cached;
+  const dv = await session.read({ nodeId, attributeId: AttributeIds.DataType });
+  const dt = dv.statusCode.isGood() ? builtInDataType(dv.value?.value as NodeId) : undefined;
+  if (dt === undefined) {
+    throw new LkError('LK_WRITE_FAILED', `${tag.id}: cannot determine the node's DataType (${dv.statusCode.name})`, { tag: tag.id, status: dv.statusCode.name });
+  }
+  host.rememberDataType(tag, dt);
+  return dt;
+}
+
+/**
+ * Write `value` to `tag` with its exact DataType and verify it by reading it
+ * back. Throws LK_TAG_UNKNOWN, LK_TAG_NOT_WRITABLE (not a setpoint),
+ * LK_VALUE_INVALID (NaN/Infinity/not a number/does not fit the type, before
+ * sending), LK_TAG_UNIT_MISMATCH, LK_CONN_UNAVAILABLE, or LK_WRITE_FAILED
+ * with detail.status when the server refuses.
+ */
+export async function writeSetpoint(host: WriteHost, tagId: string, value: unknown): Promise<WriteResult> {
+  const tag = host.tags.get(tagId);
+  if (!tag) throw new LkError('LK_TAG_UNKNOWN', `tag ${tagId} is not configured on ${host.id}`, { tag: tagId });
+  if (tag.kind !== 'setpoint') throw new LkError('LK_TAG_NOT_WRITABLE', `${tagId} is a ${tag.kind}, not a setpoint`, { tag: tagId, kind: tag.kind });
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new LkError('LK_VALUE_INVALID', `${tagId}: ${String(value)} is not a finite number`, { tag: tagId, value: String(value) });
+  }
+  host.assertUnit(tag);
+  const session = host.requireSession();
+  const nodeId = host.nodeOf(tag);
+  const dataType = await dataTypeOf(host, session, tag, nodeId);
+  const enc = encodeForWrite(tagId, value, dataType);
+  let status;
+  try {
+    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });
+  } catch (err) {
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: write did not complete: ${(err as Error).message}`, { tag: tagId, status: 'BadCommunicationError' }, { cause: err });
+  }
+  if (!status.isGood()) {
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the write of ${enc.written} (${status.name})`, { tag: tagId, status: status.name, value: enc.written });
+  }
+  let back: Sample;
+  try {
+    back = host.toSample(tag, await session.read({ nodeId, attributeId: AttributeIds.Value, }));
+  } catch (err) {
+    const at = host.clock.now();
+    back = { tag: tagId, value: null, quality: 'bad', status: (err as Error).message.includes('imeout') ? 'LK_CONN_TIMEOUT' : 'LK_CONN_UNAVAILABLE', unit: tag.unit, sourceTime: at, receivedAt: at };
+  }
+  const readBack = back.quality === 'good' ? numericValue(back.value) : null;
+  const tolerance = tag.readbackTolerance ?? 0;
+  return {
+    tag: tagId,
+    written: enc.written,
+    readBack,
+    readBackQuality: back.quality,
+    verified: readBack !== null && Math.abs(readBack - enc.written) <= tolerance,
+    status: status.name,
+    at: host.clock.now(),
+  };
+}
+
+/** The capability object; `claimWriter()` hands it out once. */
+export function writeCapability(host: WriteHost): WriteCapability {
+  return Object.freeze({ connectorId: host.id, write: (tag: string, value: number) => writeSetpoint(host, tag, value) });
+}
+
+/**
+ * Heartbeats of every equipment with a `Heartbeat` supervisor tag: read the
+ * current counter once, then increment (UInt32, wrapping) every
+ * heartbeat.period_ms. A failed write is reported as {type:'heartbeat_failed'}
+ * and retried on the next period; a write still in flight skips a beat rather
+ * than queueing (a late burst would fake liveness).
+ */
+export class Heartbeats {
+  private timers: NodeJS.Timeout[] = [];
+  private readonly counters = new Map<string, number>();
+
+  constructor(
+    private readonly host: WriteHost,
+    private readonly equipment: readonly OpcUaEquipmentConfig[],
+  ) {}
+
+  get running(): boolean {
+    return this.timers.length > 0;
+  }
+
+  start(): void {
+    if (this.running) return;
+    for (const e of this.equipment) {
+      const tag = this.host.tags.get(`${e.id}.Heartbeat`);
+      if (!tag) continue;
+      let busy = false;
+      const beat = async (): Promise<void> => {
+        if (busy) return;
+        busy = true;
+        try {
+          await this.beat(e.id, tag);
+        } catch (err) {
+          this.host.emit({ type: 'heartbeat_failed', equipment: e.id, error: LkError.is(err) ? err.code : (err as Error).message });
+        } finally {
+          busy = false;
+        }
+      };
+      const t = setInterval(() => void beat(), e.heartbeat.period_ms);
+      t.unref();
+      this.timers.push(t);
+      void beat();
+    }
+  }
+
+  stop(): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+  }
+
+  private async beat(equipment: string, tag: OpcUaTag): Promise<void> {
+    const session = this.host.requireSession();
+    const nodeId = this.host.nodeOf(tag);
+    let n = this.counters.get(equipment);
+    if (n === undefined) {
+      const dv = await session.read({ nodeId, attributeId: AttributeIds.Value });
+      const v: unknown = dv.value?.value;
+      n = dv.statusCode.isGood() && typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
+    }
+    const next = (n + 1) % 2 ** 32;
+    const dataType = await dataTypeOf(this.host, session, tag, nodeId).catch(() => DataType.UInt32);
+    const enc = encodeForWrite(tag.id, next, dataType);
+    const status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });
+    if (!status.isGood()) throw new LkError('LK_WRITE_FAILED', `${tag.id}: heartbeat refused (${status.name})`, { tag: tag.id, status: status.name });
+    this.counters.set(equipment, next);
+  }
+}
