@@ -1,0 +1,88 @@
+/**
+ * `linekeeper sim`: run the plant simulator (OPC UA + Modbus TCP servers with
+ * the PLC-side watchdog) until SIGTERM/SIGINT. Prints ONE JSON line with the
+ * endpoints on stdout — `{"opcua":"opc.tcp://127.0.0.1:P/linekeeper/sim","modbus":"127.0.0.1:Q"}`
+ * — so a script can start it on free ports and read where it listens; logs go to stderr.
+ */
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { registerMapMarkdown, startSimulator } from '../../../connectors/sim/index.js';
+import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { createLogger } from '../../log.js';
+
+interface SimOptions {
+  config: string;
+  opcuaPort?: number;
+  modbusPort?: number;
+  timeScale?: number;
+  seed?: number;
+  watchdogTimeoutMs?: number;
+  data?: string;
+  printRegisterMap?: boolean | string;
+  logLevel?: string;
+}
+
+const port = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be an integer 0..65535 (0 = any free port)');
+  return n;
+};
+const positive = (v: string): number => {
+  const n = Number(v);
+  if (!(Number.isFinite(n) && n > 0)) throw new InvalidArgumentError('must be a positive number');
+  return n;
+};
+const integer = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
+  return n;
+};
+
+export function registerSim(program: Command): void {
+  program
+    .command('sim')
+    .description('Run the plant simulator: OPC UA (press, coater, NIR, vision, PLC) and Modbus TCP (blender, fluid bed) with the PLC heartbeat watchdog')
+    .option('--config <file>', 'site configuration file', defaultConfigFile())
+    .option('--opcua-port <n>', 'OPC UA port (0 = any free port)', port, 0)
+    .option('--modbus-port <n>', 'Modbus TCP port (0 = any free port)', port, 0)
+    .option('--time-scale <x>', 'process time runs x times faster than wall time (default: config simulator.time_scale)', positive)
+    .option('--seed <s>', 'seed of the hidden process parameters and noise (default: config simulator.seed)', integer)
+    .option('--watchdog-timeout-ms <ms>', 'PLC watchdog timeout, wall ms (default: config simulator.watchdog_timeout_ms)', positive)
+    .option('--data <dir>', 'folder for the server PKI (default: a temp dir removed at exit)')
+    .option('--log-level <level>', 'log level on stderr (default: config log.level)')
+    .option('--print-register-map [file]', 'print (or write) the Modbus register map (Markdown) and exit')
+    .action(async (opts: SimOptions) => {
+      const loaded = loadConfig(opts.config);
+      if (opts.printRegisterMap !== undefined) {
+        const text = registerMapMarkdown(loaded.config);
+        if (typeof opts.printRegisterMap === 'string') writeFileSync(opts.printRegisterMap, text);
+        else process.stdout.write(text);
+        return;
+      }
+      const log = createLogger((opts.logLevel ?? loaded.config.log.level) as 'info', 2).child({ component: 'sim' });
+      const sim = await startSimulator({
+        config: loaded,
+        opcuaPort: opts.opcuaPort,
+        modbusPort: opts.modbusPort,
+        timeScale: opts.timeScale,
+        seed: opts.seed,
+        watchdogTimeoutMs: opts.watchdogTimeoutMs === undefined ? undefined : Math.round(opts.watchdogTimeoutMs),
+        dataDir: opts.data,
+        log,
+      });
+      process.stdout.write(`${sim.endpointsJson()}\n`);
+      log.info({ opcua: sim.opcuaUrl, modbus: sim.modbusEndpoint, timeScale: sim.plant.timeScale, seed: sim.plant.truth.seed }, 'simulator running');
+      await new Promise<void>((resolve) => {
+        const stop = (signal: NodeJS.Signals): void => {
+          log.info({ signal }, 'simulator stopping');
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          resolve();
+        };
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
+      });
+      await sim.close();
+    });
+}
