@@ -1,11 +1,9 @@
 import type { Command } from 'commander';
 import { registerConfig } from './config.js';
-import { registerPolicy } from './policy.js';
 import { registerSim } from './sim.js';
 
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
   registerConfig(program);
-  registerPolicy(program);
   registerSim(program);
 }
