@@ -1,0 +1,204 @@
+/**
+ * The policy decision (R4–R7), pure: `evaluate(request, bundle, context)`.
+ *
+ * Every check runs at every autonomy level (the spec: "checks are identical
+ * at all levels"); only the outcome differs. Precedence of outcomes:
+ *   1. any deny reason → `deny` (also: no bundle → deny everything, fail closed);
+ *   2. batch release → `needs_qa` (R3: never performed by an agent);
+ *   3. effective level L0/L1 → `recommend_only`;
+ *   4. outside the design space / validated parameter without a QA approval → `needs_qa` (R4);
+ *   5. no attended operator → `recommend_only` (R5);
+ *   6. L2, or L3 on a setpoint that is not low-risk, without a reviewer approval →
+ *      `recommend_only` with `pendingApproval: 'reviewer'` (executes once approved);
+ *   7. otherwise `allow`.
+ * Time, the decision id and every input come from the caller (OPA-style), so
+ * a recorded decision replays to the same result.
+ */
+import { type AutonomyLevel, DENY_REASONS, type Decision, type Outcome, type PolicyContext, type PolicyRequest, type ReasonCode, levelRank } from '../domain/policy.js';
+import { LkError } from '../errors.js';
+import { isAttended } from './attendance.js';
+import { type PolicyBundle, designSpaceKey } from './bundle.js';
+import { boundEpsilon, parseRequestedValue, toSetpointUnit } from './value.js';
+
+/**
+ * Decide one request.
+ * @param bundle the loaded bundle, or null when none could be loaded (every request is then denied)
+ * @throws LkError(LK_VALIDATION) only when the context itself is unusable (`now` not a finite number):
+ *   then no decision can be made. Bad requests (unknown agent, NaN, wrong unit…) are decisions, not exceptions.
+ */
+export function evaluate(request: PolicyRequest, bundle: PolicyBundle | null | undefined, context: PolicyContext): Decision {
+  const now = context.now;
+  if (typeof now !== 'number' || !Number.isFinite(now)) {
+    throw new LkError('LK_VALIDATION', 'policy context needs `now` as finite epoch milliseconds', { now: String(now) });
+  }
+  if (typeof request !== 'object' || request === null) throw new LkError('LK_VALIDATION', 'policy request must be an object');
+  const inputs = { request, context };
+  if (!bundle) {
+    const v = parseRequestedValue(request?.value);
+    return finish(context, 'none', 'deny', ['BUNDLE_MISSING'], 'L0', 'none', v.ok && v.unit === null ? v.value : null, null, inputs);
+  }
+  const ix = bundle.index;
+  const reasons: ReasonCode[] = [];
+
+  if (request.kind === 'release') {
+    // R3: whatever the autonomy level or approvals, release waits for the named QA reviewer
+    reasons.push('BATCH_RELEASE_NEEDS_QA');
+    if (!context.reviewer) reasons.push('NO_REVIEWER_ASSIGNED');
+    return finish(context, bundle.version, 'needs_qa', reasons, 'L0', 'qa', null, null, inputs);
+  }
+
+  const agent = typeof request.agent === 'string' ? ix.agents.get(request.agent) : undefined;
+  const sp = typeof request.setpoint === 'string' ? ix.setpoints.get(request.setpoint) : undefined;
+  if (!agent) reasons.push('AGENT_UNKNOWN', 'NOT_IN_ALLOW_LIST');
+  if (!sp) reasons.push('TAG_UNKNOWN');
+  else if (agent && !agent.allowSet.has(sp.id)) reasons.push('NOT_IN_ALLOW_LIST');
+
+  const limit = sp ? ix.designSpaces.get(designSpaceKey(request.product, request.tooling))?.get(sp.id) : undefined;
+  if (sp && !limit) reasons.push('DESIGN_SPACE_UNKNOWN');
+
+  let value: number | null = null;
+  if (sp) {
+    const r = toSetpointUnit(ix, request.value, sp.unit);
+    if (r.ok) value = r.value;
+    else reasons.push(r.reason);
+  } else {
+    const p = parseRequestedValue(request.value);
+    if (!p.ok) reasons.push(p.reason);
+  }
+
+  if (sp && value !== null) {
+    const ir = sp.instrumentRange;
+    if (ir && (value < ir.min - boundEpsilon(ir.min, ir.max) || value > ir.max + boundEpsilon(ir.min, ir.max))) reasons.push('OUTSIDE_INSTRUMENT_RANGE');
+    if (limit) {
+      const eps = boundEpsilon(limit.min, limit.max);
+      if (value < limit.min - eps || value > limit.max + eps) reasons.push('OUTSIDE_DESIGN_SPACE');
+      const cur = context.current;
+      if (typeof cur !== 'number' || !Number.isFinite(cur)) reasons.push('CURRENT_VALUE_UNKNOWN');
+      else if (Math.abs(value - cur) > limit.maxStep + eps) reasons.push('STEP_TOO_LARGE');
+      const last = context.lastMove;
+      if (last && typeof last.value === 'number' && typeof last.at === 'number') {
+        const dv = Math.abs(value - last.value);
+        const dtMin = (now - last.at) / 60_000;
+        if (!Number.isFinite(dv) || !Number.isFinite(dtMin)) reasons.push('RATE_TOO_HIGH');
+        else if (dv > eps && (dtMin <= 0 || dv / dtMin > limit.maxRatePerMin * (1 + 1e-9))) reasons.push('RATE_TOO_HIGH');
+      }
+    }
+  }
+
+  if (typeof context.batchState !== 'string' || !ix.writableBatchStates.has(context.batchState)) reasons.push('BATCH_STATE_FORBIDS');
+
+  const model = context.model;
+  if (agent?.model && !model) reasons.push('MODEL_MISSING');
+  if (model) {
+    const m = bundle.content.models[model.id];
+    if (!m || !m.sites.includes(bundle.content.site) || (agent?.model && agent.model !== model.id)) reasons.push('MODEL_NOT_PINNED');
+    else if (m.validatedVersion !== model.version) reasons.push('MODEL_NOT_VALIDATED');
+  }
+
+  if (sp?.equipmentType === 'press' && context.predictedCappingRisk !== undefined) {
+    const risk = context.predictedCappingRisk;
+    if (typeof risk !== 'number' || !Number.isFinite(risk) || risk > bundle.content.cappingRiskThreshold) reasons.push('CAPPING_RISK_TOO_HIGH');
+  }
+
+  const needsQa = reasons.includes('OUTSIDE_DESIGN_SPACE') || sp?.validated === true;
+  if (sp?.validated) reasons.push('VALIDATED_PARAMETER');
+
+  const approval = context.approval;
+  let qaApproved = false;
+  let reviewApproved = false;
+  if (approval) {
+    const roleOk = approval.kind === 'qa' ? ix.qaRoles.has(approval.role) : ix.reviewerRoles.has(approval.role);
+    if (!roleOk || typeof approval.by !== 'string' || approval.by.length === 0) reasons.push('APPROVAL_ROLE_INVALID');
+    else {
+      qaApproved = approval.kind === 'qa';
+      reviewApproved = true;
+    }
+  }
+
+  const agentLevel = context.autonomy?.agent ?? agent?.autonomy ?? 'L0';
+  const spLevel = context.autonomy?.setpoint ?? sp?.autonomy ?? 'L0';
+  const level: AutonomyLevel = levelRank(agentLevel) <= levelRank(spLevel) ? agentLevel : spLevel;
+  const attended = isAttended(context.attendance, now, bundle.content.attendanceWindowMs);
+  const needsReview = level === 'L2' || (level === 'L3' && sp?.lowRisk !== true);
+  if (level === 'L3' && sp && !sp.lowRisk) reasons.push('NOT_LOW_RISK');
+
+  let outcome: Outcome;
+  let pending: Decision['pendingApproval'] = 'none';
+  if (reasons.some((r) => DENY_REASONS.has(r))) outcome = 'deny';
+  else if (levelRank(level) <= 1) {
+    outcome = 'recommend_only';
+    reasons.push('AUTONOMY_RECOMMEND_ONLY');
+  } else if (needsQa && !qaApproved) {
+    outcome = 'needs_qa';
+    pending = 'qa';
+    if (!context.reviewer) reasons.push('NO_REVIEWER_ASSIGNED');
+  } else if (!attended) {
+    outcome = 'recommend_only';
+    reasons.push('UNATTENDED');
+  } else if (needsReview && !reviewApproved) {
+    outcome = 'recommend_only';
+    pending = 'reviewer';
+    reasons.push('APPROVAL_REQUIRED');
+    if (!context.reviewer) reasons.push('NO_REVIEWER_ASSIGNED');
+  } else {
+    outcome = 'allow';
+    if (qaApproved) reasons.push('QA_APPROVED');
+    else if (reviewApproved && needsReview) reasons.push('REVIEWER_APPROVED');
+  }
+  return finish(context, bundle.version, outcome, reasons, level, pending, value, sp?.unit ?? null, inputs);
+}
+
+function finish(
+  context: PolicyContext,
+  bundleVersion: string,
+  outcome: Outcome,
+  reasons: ReasonCode[],
+  autonomy: AutonomyLevel,
+  pendingApproval: Decision['pendingApproval'],
+  valueInSetpointUnit: number | null,
+  setpointUnit: string | null,
+  inputs: Decision['inputs'],
+): Decision {
+  return {
+    id: context.decisionId ?? decisionId(inputs, bundleVersion),
+    outcome,
+    reasons,
+    bundleVersion,
+    valueInSetpointUnit,
+    setpointUnit,
+    autonomy,
+    pendingApproval,
+    at: context.now,
+    inputs,
+  };
+}
+
+/**
+ * A deterministic id from the inputs (same inputs, same id: a replay
+ * reproduces it). Two 53-bit string hashes (cyrb53 with different seeds):
+ * cheap enough for the hot path, unlike a SHA-256 of serialised inputs.
+ */
+export function decisionId(inputs: Decision['inputs'], bundleVersion: string): string {
+  const { request: r, context: c } = inputs;
+  const v = typeof r?.value === 'object' && r.value !== null ? `${String(r.value.value)} ${String(r.value.unit)}` : String(r?.value);
+  const key =
+    `${c.now}|${bundleVersion}|${r?.kind ?? 'setpoint'}|${String(r?.agent)}|${String(r?.setpoint)}|${v}|${String(r?.product)}|${String(r?.tooling)}|` +
+    `${String(c.batchState)}|${c.autonomy?.agent ?? ''}|${c.autonomy?.setpoint ?? ''}|${c.model ? `${c.model.id}@${c.model.version}` : ''}|` +
+    `${String(c.current)}|${c.lastMove ? `${c.lastMove.value}@${c.lastMove.at}` : ''}|${c.reviewer ?? ''}|` +
+    `${c.attendance ? `${c.attendance.operator}@${c.attendance.lastPresenceAt}` : ''}|${c.approval ? `${c.approval.kind}:${c.approval.by}:${c.approval.role}` : ''}|${String(c.predictedCappingRisk)}`;
+  return `dec_${cyrb53(key, 0x9e3779b9).toString(16).padStart(14, '0')}${cyrb53(key, 0x85ebca6b).toString(16).padStart(14, '0')}`;
+}
+
+/** cyrb53 (public domain, bryc): a fast 53-bit string hash with good avalanche. */
+function cyrb53(s: string, seed: number): number {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = 0; i < s.length; i++) {
+    const ch = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}

@@ -1,0 +1,19 @@
+/**
+ * The policy engine: bundle loading and change control, decisions, design
+ * space, autonomy and attendance. Everything here is pure except
+ * `loadPolicyBundle` (load.ts), which reads the bundle folder.
+ */
+export { DesignSpace, designSpaceKey } from './bundle.js';
+export type { AgentPolicy, ApprovedDesignSpace, BundleContent, CompiledLimit, PolicyBundle, SetpointInfo } from './bundle.js';
+export { compilePolicyBundle } from './compile.js';
+export type { BundleIssue } from './compile.js';
+export { checkChangeControl } from './change-control.js';
+export type { AcceptedBundle, ChangeControlEvent } from './change-control.js';
+export { loadPolicyBundle } from './load.js';
+export type { LoadPolicyOptions, LoadedPolicyBundle } from './load.js';
+export { evaluate, decisionId } from './evaluate.js';
+export { agentLevel, autonomyFor, changeAutonomy, initialAutonomy, setpointLevel } from './autonomy.js';
+export type { AutonomyChange, AutonomyEvent, AutonomyState, AutonomyTarget } from './autonomy.js';
+export { attendanceTransition, isAttended } from './attendance.js';
+export type { AttendanceEvent } from './attendance.js';
+export { parseRequestedValue, toSetpointUnit } from './value.js';
