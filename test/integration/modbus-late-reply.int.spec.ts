@@ -21,6 +21,8 @@ interface Script {
   delayMs(seq: number): number;
   /** Transaction id to stamp on the reply; default: the request's own. */
   tid?(seq: number, requestTid: number): number;
+  /** Answer with this Modbus exception code instead of data. */
+  exception?(fn: number, address: number, count: number): number | undefined;
 }
 
 interface ScriptedModbusServer {
@@ -52,9 +54,13 @@ async function startScriptedModbusServer(): Promise<ScriptedModbusServer> {
         const tid = frame.readUInt16BE(0);
         const unit = frame[6]!;
         const fn = frame[7]!;
+        const address = frame.readUInt16BE(8);
         const count = frame.readUInt16BE(10);
+        const exception = script.exception?.(fn, address, count);
         let pdu: Buffer;
-        if (fn === 3 || fn === 4) {
+        if (exception !== undefined) {
+          pdu = Buffer.from([fn | 0x80, exception]);
+        } else if (fn === 3 || fn === 4) {
           pdu = Buffer.alloc(2 + 2 * count);
           pdu[0] = fn;
           pdu[1] = 2 * count;
@@ -103,7 +109,11 @@ describe('modbus: a late reply after a timeout', () => {
       connection: ModbusConnection.parse({ id: 'mb', protocol: 'modbus', endpoint: 'sim', timeout_ms: TIMEOUT }),
       equipment: [ModbusEquipment.parse({
         id: 'dev', name: 'dev', type: 'plc', protocol: 'modbus', connection: 'mb', unit_id: 7,
-        tags: [{ name: 'Seq', kind: 'measurement', unit: '1', table: 'input', address: 0, type: 'uint16' }],
+        tags: [
+          { name: 'Seq', kind: 'measurement', unit: '1', table: 'input', address: 0, type: 'uint16' },
+          { name: 'Next', kind: 'measurement', unit: '1', table: 'input', address: 1, type: 'uint16' },
+          { name: 'Hole', kind: 'measurement', unit: '1', table: 'input', address: 2, type: 'uint16' },
+        ],
       })],
       host: '127.0.0.1',
       port: srv.port,
@@ -156,5 +166,20 @@ describe('modbus: a late reply after a timeout', () => {
     srv.setScript({ delayMs: () => 0 });
     await expect(w.write('dev.Seq', 1)).rejects.toMatchObject({ code: 'LK_TAG_NOT_WRITABLE' });
     expect(srv.requests).toBe(0);
+  });
+
+  it('maps exception replies to LK codes, and one illegal address does not black out its coalesced neighbours', async () => {
+    const cases: [number, string][] = [[1, 'LK_MODBUS_ILLEGAL_FUNCTION'], [2, 'LK_MODBUS_ILLEGAL_ADDRESS'], [4, 'LK_MODBUS_DEVICE_FAILURE'], [6, 'LK_MODBUS_BUSY'], [11, 'LK_MODBUS_GATEWAY'], [8, 'LK_MODBUS_EXCEPTION']];
+    for (const [code, lk] of cases) {
+      srv.setScript({ delayMs: () => 0, exception: () => code });
+      expect((await conn.read(['dev.Seq']))[0], `exception ${code}`).toMatchObject({ quality: 'bad', value: null, status: lk });
+    }
+    // registers 0..2 are read as one block; address 2 is "unmapped"
+    srv.setScript({ delayMs: () => 0, exception: (_fn, a, n) => (a + n > 2 ? 2 : undefined) });
+    const s = await conn.read(['dev.Seq', 'dev.Next', 'dev.Hole']);
+    expect(s.map((x) => x.status)).toEqual(['Good', 'Good', 'LK_MODBUS_ILLEGAL_ADDRESS']);
+    expect(srv.requests).toBe(4); // the block, then each tag on its own
+    expect(s[0]!.value).toBe(2);
+    expect(s[1]!.value).toBe(3);
   });
 });
