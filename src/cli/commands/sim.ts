@@ -5,11 +5,19 @@
  * — so a script can start it on free ports and read where it listens; logs go to stderr.
  */
 import { writeFileSync } from 'node:fs';
+import { format } from 'node:util';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
+import { setErrorLogger, setWarningLogger } from 'node-opcua';
 import { registerMapMarkdown, startSimulator } from '../../../connectors/sim/index.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { createLogger } from '../../log.js';
+
+// node-opcua prints its warnings with console.log (stdout) — e.g. an RSA self-test at import
+// time — and stdout of `linekeeper sim` is one machine-read JSON line: send them to stderr.
+const toStderr = (_ctx: unknown, ...args: unknown[]): void => void process.stderr.write(`${format(...args)}\n`);
+setWarningLogger(toStderr);
+setErrorLogger(toStderr);
 
 interface SimOptions {
   config: string;
