@@ -200,6 +200,14 @@ describe('modbus connector against the simulator', () => {
       expect(failures).toContain('fluidbed');
       expect(failures).not.toContain('blender');
 
+      // a write to the muted unit times out (outcome unknown) and says so
+      const other = createModbusConnector({ ...modbusSetup(sim), host: sim.modbusHost, port: sim.modbusPort });
+      try {
+        await expect(other.claimWriter().write('fluidbed.Airflow', 200)).rejects.toMatchObject({ code: 'LK_CONN_TIMEOUT' });
+      } finally {
+        await other.close();
+      }
+
       // a direct read of unit 1 is not held up either
       const t0 = Date.now();
       expect((await conn.read(['blender.Speed']))[0]!.quality).toBe('good');

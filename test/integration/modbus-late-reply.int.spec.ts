@@ -183,3 +183,37 @@ describe('modbus: a late reply after a timeout', () => {
     expect(s[1]!.value).toBe(3);
   });
 });
+
+describe('modbus: an endpoint that refuses connections', () => {
+  it('connect() keeps retrying with backoff, reads fail fast as bad samples, close() ends it', async () => {
+    // a port that was free a moment ago and is closed now
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+
+    const conn = createModbusConnector({
+      connection: ModbusConnection.parse({ id: 'mb', protocol: 'modbus', endpoint: 'sim', timeout_ms: 200 }),
+      equipment: [ModbusEquipment.parse({
+        id: 'dev', name: 'dev', type: 'plc', protocol: 'modbus', connection: 'mb', unit_id: 1,
+        tags: [{ name: 'A', kind: 'measurement', unit: '1', table: 'input', address: 0, type: 'uint16' }],
+      })],
+      host: '127.0.0.1',
+      port,
+      backoff: { initialMs: 20, maxMs: 100 },
+    });
+    const connecting = conn.connect();
+    let settled = false;
+    connecting.then(() => (settled = true), () => (settled = true));
+    await sleep(300);
+    expect(settled).toBe(false);
+    expect(conn.health()).toMatchObject({ state: 'connecting', units: { '1': 'error' } });
+    const t0 = Date.now();
+    const [a] = await conn.read(['dev.A']);
+    expect(a).toMatchObject({ quality: 'bad', value: null, status: 'LK_CONN_UNAVAILABLE' });
+    expect(Date.now() - t0).toBeLessThan(250);
+    await conn.close();
+    await expect(connecting).rejects.toMatchObject({ code: 'LK_CONN_UNAVAILABLE' });
+    expect(conn.health().state).toBe('closed');
+  });
+});
