@@ -1,0 +1,3 @@
+/** Arbitration of contested setpoints (pure). */
+export { EMPTY_ARBITRATION, arbitrate, resolveEscalation, scoreOf } from './arbitrate.js';
+export type { ArbitrationRequest, ArbitrationResult, ArbitrationState, DeclineReason, Declined, Escalation, Ownership, Refused, Winner } from './arbitrate.js';
