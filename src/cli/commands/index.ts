@@ -1,9 +1,13 @@
 import type { Command } from 'commander';
 import { registerConfig } from './config.js';
+import { registerModels } from './models.js';
 import { registerSim } from './sim.js';
+import { registerTwin } from './twin.js';
 
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
   registerConfig(program);
   registerSim(program);
+  registerTwin(program);
+  registerModels(program);
 }
