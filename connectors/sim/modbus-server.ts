@@ -67,7 +67,8 @@ export async function startModbusServer(plant: Plant, config: SiteConfig, opts: 
       err = toModbusException(e);
       log.debug({ unitId, code: (err as ModbusException).modbusErrorCode, err: err.message }, 'modbus request refused');
     }
-    const reply = (): void => cb(err, value as T);
+    // modbus-serial's FC4 path indexes the values even on error: hand it an empty array, not undefined
+    const reply = (): void => (err ? cb(err, [] as unknown as T) : cb(null, value as T));
     const delay = delays.get(unitId) ?? 0;
     if (delay <= 0) return reply();
     const t = setTimeout(() => {

@@ -1,0 +1,136 @@
+import m from 'modbus-serial';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestSimulator, waitFor, type Simulator } from '../helpers/sim.js';
+
+const ModbusRTU = m.default;
+type Client = InstanceType<typeof ModbusRTU>;
+
+let sim: Simulator;
+let client: Client;
+
+// independent decoders, written from the register map rather than imported from the simulator
+const f32 = (hi: number, lo: number): number => {
+  const b = Buffer.alloc(4);
+  b.writeUInt16BE(hi, 0);
+  b.writeUInt16BE(lo, 2);
+  return b.readFloatBE(0);
+};
+const f32regs = (v: number): number[] => {
+  const b = Buffer.alloc(4);
+  b.writeFloatBE(v, 0);
+  return [b.readUInt16BE(0), b.readUInt16BE(2)];
+};
+const i16 = (r: number): number => (r >= 0x8000 ? r - 0x10000 : r);
+const u32 = (hi: number, lo: number): number => hi * 65536 + lo;
+
+const exceptionOf = async (p: Promise<unknown>): Promise<number | undefined> => {
+  try {
+    await p;
+  } catch (e) {
+    return (e as { modbusCode?: number }).modbusCode;
+  }
+  return undefined;
+};
+
+beforeAll(async () => {
+  sim = await startTestSimulator({ timeScale: 60, watchdogTimeoutMs: 60_000 });
+  client = new ModbusRTU();
+  client.setTimeout(1000);
+  await client.connectTCP(sim.modbusHost, { port: sim.modbusPort });
+});
+
+afterAll(async () => {
+  await new Promise<void>((r) => (client?.isOpen ? client.close(() => r()) : r()));
+  await sim?.close();
+});
+
+describe('simulator Modbus TCP server', () => {
+  it('fluid bed input registers decode per the map: float32 BE, int16 × 0.1, float32 LE word order', async () => {
+    client.setID(2);
+    const { data } = await client.readInputRegisters(0, 7);
+    const [r0, r1, r2, r3, r4, r5, r6] = data as [number, number, number, number, number, number, number];
+    const truth = sim.plant.snapshot('fluidbed');
+    expect(f32(r0, r1)).toBeCloseTo(truth.InletAirTempActual as number, 1);
+    expect(i16(r2) * 0.1).toBeCloseTo(truth.ProductTemp as number, 0);
+    // Lod is low word first: decoding it big-endian gives nonsense, little-endian gives a moisture
+    const lod = f32(r4, r3);
+    expect(lod).toBeGreaterThan(0.5);
+    expect(lod).toBeLessThan(30);
+    expect(lod).toBeCloseTo(truth.Lod as number, 1);
+    expect(f32(r5, r6)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('supervisor holding registers: watchdog timeout, ATTENDED, recipe numbers', async () => {
+    client.setID(1);
+    const { data } = await client.readHoldingRegisters(0, 12);
+    expect(u32(data[2]!, data[3]!)).toBe(60_000);
+    expect(data[4]).toBe(0);
+    expect(u32(data[8]!, data[9]!)).toBe(7);
+    expect(u32(data[10]!, data[11]!)).toBe(7);
+  });
+
+  it('writes a float32 setpoint with FC16, reads it back, and the process follows', async () => {
+    client.setID(1);
+    await client.writeRegisters(100, f32regs(30));
+    const back = await client.readHoldingRegisters(100, 2);
+    expect(f32(back.data[0]!, back.data[1]!)).toBe(30);
+    expect(sim.plant.read('blender', 'Speed')).toBe(30);
+    const recipe = await client.readHoldingRegisters(8, 2);
+    expect(u32(recipe.data[0]!, recipe.data[1]!)).toBe(0); // SUPERVISED
+    expect(
+      await waitFor(async () => {
+        const r = await client.readInputRegisters(0, 2);
+        return f32(r.data[0]!, r.data[1]!) > 27;
+      }, 3000),
+    ).toBe(true);
+  });
+
+  it('refuses out-of-range values (exception 3), half a float (3), read-only and unmapped registers (2), unknown units (11)', async () => {
+    client.setID(2);
+    expect(await exceptionOf(client.writeRegisters(100, f32regs(81)))).toBe(3);
+    expect(await exceptionOf(client.writeRegisters(100, f32regs(Number.NaN)))).toBe(3);
+    expect(await exceptionOf(client.writeRegister(100, 0x4200))).toBe(3);
+    expect(await exceptionOf(client.writeRegisters(6, [0, 0]))).toBe(2); // RevertCount is the PLC's
+    expect(await exceptionOf(client.writeRegisters(50, [1]))).toBe(2);
+    expect(await exceptionOf(client.readHoldingRegisters(104, 2))).toBe(2);
+    expect(await exceptionOf(client.readInputRegisters(0, 8))).toBe(2);
+    expect(sim.plant.read('fluidbed', 'InletAirTemp')).toBe(60);
+    client.setID(9);
+    expect(await exceptionOf(client.readHoldingRegisters(0, 2))).toBe(11);
+  });
+
+  it('faults: a muted unit never answers, a delayed one answers late, the other unit is unaffected', async () => {
+    sim.faults.muteModbusUnit(2, true);
+    try {
+      client.setID(2);
+      client.setTimeout(300);
+      const t0 = Date.now();
+      const err = await client.readInputRegisters(0, 2).then(
+        () => undefined,
+        (e: { errno?: string; message?: string }) => e,
+      );
+      expect(err?.errno ?? err?.message).toMatch(/ETIMEDOUT|Timed out/i);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(280);
+    } finally {
+      sim.faults.muteModbusUnit(2, false);
+    }
+    // a late reply to the timed-out request may still arrive; a fresh connection keeps this test independent of that
+    client.close(() => undefined);
+    client = new ModbusRTU();
+    client.setTimeout(1000);
+    await client.connectTCP(sim.modbusHost, { port: sim.modbusPort });
+    sim.faults.delayModbusUnit(1, 200);
+    try {
+      client.setID(1);
+      const t0 = Date.now();
+      await client.readHoldingRegisters(0, 2);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+      client.setID(2);
+      const t1 = Date.now();
+      await client.readHoldingRegisters(0, 2);
+      expect(Date.now() - t1).toBeLessThan(150);
+    } finally {
+      sim.faults.clear();
+    }
+  });
+});
