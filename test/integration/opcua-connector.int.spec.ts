@@ -1,0 +1,197 @@
+/**
+ * The OPC UA connector against the plant simulator (a real node-opcua server
+ * on a free loopback port): reads, subscriptions with deadband, writes with
+ * read-back and refusals, heartbeats, unit check, and a server restart under
+ * a connected client.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOpcUaConnector, type OpcUaConnector } from '../../connectors/opcua/index.js';
+import type { ConnectorEvent, Sample, WriteCapability } from '../../connectors/types.js';
+import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
+import { LkError } from '../../src/errors.js';
+import { rawOpcUaSession, startTestSimulator, waitFor, type RawOpcUaSession, type Simulator } from '../helpers/sim.js';
+
+let sim: Simulator;
+let raw: RawOpcUaSession;
+let dataDir: string;
+let c: OpcUaConnector;
+let writer: WriteCapability;
+const events: ConnectorEvent[] = [];
+
+function opcua(s: Simulator): { connection: OpcUaConnectionConfig; equipment: OpcUaEquipmentConfig[] } {
+  const cfg = s.config.config;
+  const conn = cfg.connections.find((k) => k.protocol === 'opcua') as OpcUaConnectionConfig;
+  return {
+    connection: { ...conn, keepalive_ms: 500, request_timeout_ms: 2000, max_data_age_ms: 2000 },
+    equipment: cfg.equipment.filter((e): e is OpcUaEquipmentConfig => e.protocol === 'opcua'),
+  };
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (e) {
+    return LkError.is(e) ? e.code : `not an LkError: ${String(e)}`;
+  }
+}
+
+const rawValue = async (id: string): Promise<unknown> => (await raw.session.read({ nodeId: raw.nodeId(id), attributeId: 13 })).value.value;
+
+beforeAll(async () => {
+  // A long PLC watchdog: these tests write setpoints without always running heartbeats.
+  sim = await startTestSimulator({ watchdogTimeoutMs: 60_000, scanMs: 20 });
+  raw = await rawOpcUaSession(sim);
+  dataDir = mkdtempSync(join(tmpdir(), 'lk-opcua-'));
+  const { connection, equipment } = opcua(sim);
+  c = createOpcUaConnector({ connection, equipment, url: sim.opcuaUrl, dataDir, backoff: { initialMs: 100, maxMs: 500 } });
+  c.on((e) => events.push(e));
+  await c.connect();
+  writer = c.claimWriter();
+});
+
+afterAll(async () => {
+  await c?.close();
+  await raw?.close();
+  await sim?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('OPC UA connector on the simulator', () => {
+  it('describes tags with what the server reports (DataType, EURange, node id in the resolved namespace)', async () => {
+    expect(c.health().state).toBe('connected');
+    const d = await c.describe();
+    const force = d.find((t) => t.tag === 'press.MainForce');
+    expect(force).toMatchObject({ kind: 'setpoint', unit: 'kN', dataType: 'Double', writable: true, range: { min: 0, max: 40 }, address: raw.nodeId('press.Setpoints.MainForce') });
+    expect(d.find((t) => t.tag === 'press.RevertCount')).toMatchObject({ dataType: 'UInt32', writable: false });
+    expect(d.find((t) => t.tag === 'press.Hardness')?.writable).toBe(false);
+  });
+
+  it('reads many tags at once, each with unit, quality and source time', async () => {
+    const tags = ['press.MainForce', 'press.Hardness', 'press.SupervisorState', 'plc.LineRunning', 'vision.Inspected', 'nir.Potency'];
+    const s = await c.read(tags);
+    expect(s.map((x) => x.tag)).toEqual(tags);
+    expect(s.every((x) => x.quality === 'good' && x.status === 'Good')).toBe(true);
+    expect(s[0]).toMatchObject({ unit: 'kN', value: sim.plant.read('press', 'MainForce') });
+    expect(typeof s[1]!.value).toBe('number');
+    expect(s[2]!.value).toBe('ATTENDED');
+    expect(typeof s[3]!.value).toBe('boolean');
+    expect(await codeOf(c.read(['press.MainForce', 'press.NoSuchTag']))).toBe('LK_TAG_UNKNOWN');
+  });
+
+  it('subscription delivers changes of a measurement', async () => {
+    const got: Sample[] = [];
+    const sub = await c.subscribe(['press.Hardness'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => new Set(got.map((x) => x.value)).size >= 4, 5000)).toBe(true);
+    await sub.close();
+    expect(got.every((x) => x.tag === 'press.Hardness' && x.quality === 'good' && x.unit === 'N')).toBe(true);
+  });
+
+  it('absolute deadband suppresses changes smaller than it (DataChangeFilter on the server)', async () => {
+    await writer.write('coater.PanSpeed', 10);
+    const plain: number[] = [];
+    const banded: number[] = [];
+    const subPlain = await c.subscribe(['coater.PanSpeed'], { intervalMs: 50 }, (s) => plain.push(...s.map((x) => x.value as number)));
+    const subBand = await c.subscribe(['coater.PanSpeed'], { intervalMs: 50, deadband: 1 }, (s) => banded.push(...s.map((x) => x.value as number)));
+    expect(await waitFor(() => plain.length >= 1 && banded.length >= 1, 3000)).toBe(true);
+    await writer.write('coater.PanSpeed', 10.4); // inside the deadband
+    expect(await waitFor(() => plain.includes(10.4), 3000)).toBe(true);
+    await writer.write('coater.PanSpeed', 12); // outside
+    expect(await waitFor(() => banded.includes(12) && plain.includes(12), 3000)).toBe(true);
+    await Promise.all([subPlain.close(), subBand.close()]);
+    expect(banded).toEqual([10, 12]);
+    expect(plain).toEqual([10, 10.4, 12]);
+  });
+
+  it('writes with the exact DataType and verifies by reading back', async () => {
+    const r = await writer.write('press.MainForce', 13.25);
+    expect(r).toMatchObject({ tag: 'press.MainForce', written: 13.25, readBack: 13.25, readBackQuality: 'good', verified: true, status: 'Good' });
+    expect(sim.plant.read('press', 'MainForce')).toBe(13.25);
+    expect(await rawValue('press.Setpoints.MainForce')).toBe(13.25);
+  });
+
+  it('a write the equipment refuses is LK_WRITE_FAILED with the status (out of range, LOST)', async () => {
+    let err: unknown;
+    try {
+      await writer.write('press.MainForce', 41);
+    } catch (e) {
+      err = e;
+    }
+    expect(LkError.is(err, 'LK_WRITE_FAILED')).toBe(true);
+    expect((err as LkError).detail).toMatchObject({ status: 'BadOutOfRange', tag: 'press.MainForce' });
+    expect(sim.plant.read('press', 'MainForce')).toBe(13.25);
+
+    sim.plant.setSupervisorState('vision', 'LOST');
+    try {
+      await writer.write('vision.RejectThreshold', 5);
+      err = undefined;
+    } catch (e) {
+      err = e;
+    }
+    expect(LkError.is(err, 'LK_WRITE_FAILED')).toBe(true);
+    expect((err as LkError).detail).toMatchObject({ status: 'BadInvalidState' });
+  });
+
+  it('refuses bad values, non-setpoints and unknown tags before anything is sent', async () => {
+    const before = await rawValue('press.Setpoints.PreForce');
+    for (const v of [Number.NaN, Number.POSITIVE_INFINITY, '3', null, undefined]) {
+      expect(await codeOf(writer.write('press.PreForce', v as number))).toBe('LK_VALUE_INVALID');
+    }
+    expect(await rawValue('press.Setpoints.PreForce')).toBe(before);
+    expect(await codeOf(writer.write('press.Hardness', 1))).toBe('LK_TAG_NOT_WRITABLE');
+    expect(await codeOf(writer.write('press.Heartbeat', 1))).toBe('LK_TAG_NOT_WRITABLE');
+    expect(await codeOf(writer.write('press.Nope', 1))).toBe('LK_TAG_UNKNOWN');
+    expect(() => c.claimWriter()).toThrowError(expect.objectContaining({ code: 'LK_WRITER_CLAIMED' }) as Error);
+  });
+
+  it('heartbeat increments <equipment>.Heartbeat on the server every period, and stops when told', async () => {
+    const h0 = sim.plant.supervisor('nir').heartbeat;
+    c.startHeartbeat();
+    c.startHeartbeat(); // idempotent
+    expect(await waitFor(() => sim.plant.supervisor('nir').heartbeat >= h0 + 2, 4000)).toBe(true);
+    const plc0 = Number(await rawValue('plc.Supervisor.Heartbeat'));
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(Number(await rawValue('plc.Supervisor.Heartbeat'))).toBeGreaterThan(plc0);
+    c.stopHeartbeat();
+    await new Promise((r) => setTimeout(r, 150));
+    const stopped = sim.plant.supervisor('nir').heartbeat;
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(sim.plant.supervisor('nir').heartbeat).toBe(stopped);
+    expect(events.some((e) => e.type === 'heartbeat_failed')).toBe(false);
+  });
+
+  it('refuses to connect when the server unit differs from the configuration, naming the tag', async () => {
+    const { connection, equipment } = opcua(sim);
+    const wrong = equipment.map((e) => (e.id !== 'press' ? e : { ...e, tags: e.tags.map((t) => (t.name === 'MainForce' ? { ...t, unit: 'N' } : t)) }));
+    const bad = createOpcUaConnector({ connection, equipment: wrong, url: sim.opcuaUrl, dataDir });
+    let err: unknown;
+    try {
+      await bad.connect();
+    } catch (e) {
+      err = e;
+    } finally {
+      await bad.close();
+    }
+    expect(LkError.is(err, 'LK_TAG_UNIT_MISMATCH')).toBe(true);
+    expect((err as LkError).detail?.tags).toEqual(['press.MainForce']);
+    expect((err as LkError).message).toContain('press.MainForce');
+  });
+
+  it('reconnects after the server restarts and the subscription delivers new values again', async () => {
+    const got: Sample[] = [];
+    await c.subscribe(['press.Hardness', 'coater.BedTemp'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => got.length >= 2, 3000)).toBe(true);
+    const reconnects = c.health().reconnects;
+    const from = events.length;
+    await sim.faults.restartOpcUa({ downtimeMs: 300 });
+    const restartedAt = Date.now();
+    expect(await waitFor(() => c.health().state === 'connected' && c.health().reconnects > reconnects, 15_000)).toBe(true);
+    expect(await waitFor(() => got.some((x) => x.tag === 'press.Hardness' && x.receivedAt > restartedAt && x.sourceTime > restartedAt), 10_000)).toBe(true);
+    const states = events.slice(from).filter((e) => e.type === 'state');
+    expect(states.map((e) => (e.type === 'state' ? e.to : ''))).toEqual(expect.arrayContaining(['lost', 'connected']));
+    expect((await c.read(['press.MainForce']))[0]?.quality).toBe('good');
+  });
+});

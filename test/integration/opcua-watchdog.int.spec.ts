@@ -1,0 +1,168 @@
+/**
+ * The OPC UA connector against a small real node-opcua server whose values,
+ * statuses and subscriptions the test controls (test/helpers/opcua-fixture.ts):
+ * one Read per batched read, bad/uncertain/NaN/wrong-type values surfaced as
+ * such, integer and Float writes with the node's DataType, and the data-age
+ * watchdog re-creating subscriptions that the server silenced or dropped.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataType, StatusCodes } from 'node-opcua';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOpcUaConnector, type OpcUaConnector } from '../../connectors/opcua/index.js';
+import type { ConnectorEvent, Sample, WriteCapability } from '../../connectors/types.js';
+import { LkError } from '../../src/errors.js';
+import { startOpcUaFixture, type OpcUaFixture } from '../helpers/opcua-fixture.js';
+import { waitFor } from '../helpers/sim.js';
+
+let fx: OpcUaFixture;
+let dataDir: string;
+let c: OpcUaConnector;
+let writer: WriteCapability;
+const events: ConnectorEvent[] = [];
+const requests: { type: string; nodes: number }[] = [];
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'lk-opcua-wd-'));
+  fx = await startOpcUaFixture(dataDir);
+  fx.server.on('request', (req: { schema: { name: string }; nodesToRead?: unknown[]; nodesToWrite?: unknown[] }) => {
+    requests.push({ type: req.schema.name, nodes: (req.nodesToRead ?? req.nodesToWrite ?? []).length });
+  });
+  c = createOpcUaConnector({ connection: fx.connection(), equipment: [fx.equipment], url: fx.url, dataDir, backoff: { initialMs: 100, maxMs: 400 } });
+  c.on((e) => events.push(e));
+  await c.connect();
+  writer = c.claimWriter();
+});
+
+afterAll(async () => {
+  await c?.close();
+  await fx?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function error(p: Promise<unknown>): Promise<LkError | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (e) {
+    if (!LkError.is(e)) throw e;
+    return e as LkError;
+  }
+}
+
+describe('reads', () => {
+  it('reads 100 tags (repeats included) with one Read service call', async () => {
+    const tags = Array.from({ length: 100 }, (_, i) => ['rig.Value', 'rig.Ramp', 'rig.Level', 'rig.Ratio', 'rig.Heartbeat'][i % 5]!);
+    const from = requests.length;
+    const s = await c.read(tags);
+    const reads = requests.slice(from).filter((r) => r.type === 'ReadRequest');
+    expect(reads).toEqual([{ type: 'ReadRequest', nodes: 100 }]);
+    expect(s).toHaveLength(100);
+    expect(s.every((x) => x.quality === 'good')).toBe(true);
+  });
+
+  it('surfaces Bad and Uncertain statuses as such, never as numbers', async () => {
+    fx.set('Value', 42, DataType.Double, StatusCodes.UncertainLastUsableValue);
+    expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'uncertain', status: 'UncertainLastUsableValue' });
+    fx.set('Value', 42, DataType.Double, StatusCodes.BadSensorFailure);
+    expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'BadSensorFailure' });
+    fx.set('Value', 42);
+    expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: 42, quality: 'good', status: 'Good', unit: 'kN' });
+  });
+
+  it('surfaces NaN, Infinity and a value of the wrong type as bad', async () => {
+    fx.set('Value', Number.NaN);
+    expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'LK_VALUE_INVALID' });
+    fx.set('Value', Number.NEGATIVE_INFINITY);
+    expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'LK_VALUE_INVALID' });
+    fx.set('Value', 7);
+    fx.set('Loose', 'twelve', DataType.String);
+    expect((await c.read(['rig.Loose']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'BadTypeMismatch' });
+    fx.set('Loose', 12, DataType.Int64);
+    expect((await c.read(['rig.Loose']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'BadTypeMismatch' });
+    fx.set('Loose', 12, DataType.Double);
+    expect((await c.read(['rig.Loose']))[0]).toMatchObject({ value: 12, quality: 'good' });
+  });
+
+  it('delivers bad status through a subscription too', async () => {
+    const got: Sample[] = [];
+    const sub = await c.subscribe(['rig.Value'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => got.some((x) => x.value === 7), 2000)).toBe(true);
+    fx.set('Value', 7, DataType.Double, StatusCodes.BadDeviceFailure);
+    expect(await waitFor(() => got.some((x) => x.status === 'BadDeviceFailure'), 2000)).toBe(true);
+    await sub.close();
+    expect(got.find((x) => x.status === 'BadDeviceFailure')).toMatchObject({ value: null, quality: 'bad' });
+    fx.set('Value', 7);
+  });
+});
+
+describe('writes with the node DataType', () => {
+  it('rounds for an Int16 node and reads back the rounded value', async () => {
+    const r = await writer.write('rig.Level', 12.6);
+    expect(r).toMatchObject({ written: 13, readBack: 13, verified: true, status: 'Good' });
+  });
+
+  it('writes single precision to a Float node and verifies it', async () => {
+    const r = await writer.write('rig.Ratio', 0.1);
+    expect(r.written).toBe(Math.fround(0.1));
+    expect(r).toMatchObject({ readBack: Math.fround(0.1), verified: true });
+  });
+
+  it('refuses what the type cannot hold before sending: no WriteRequest reaches the server', async () => {
+    const from = requests.length;
+    for (const v of [40000, -40000, Number.NaN, Number.POSITIVE_INFINITY]) expect((await error(writer.write('rig.Level', v)))?.code).toBe('LK_VALUE_INVALID');
+    expect((await error(writer.write('rig.Level', '5' as unknown as number)))?.code).toBe('LK_VALUE_INVALID');
+    expect(requests.slice(from).filter((r) => r.type === 'WriteRequest')).toEqual([]);
+    expect((await c.read(['rig.Level']))[0]?.value).toBe(13);
+  });
+
+  it('the server refusing (outside InstrumentRange) is LK_WRITE_FAILED with its status', async () => {
+    const e = await error(writer.write('rig.Level', 101));
+    expect(e?.code).toBe('LK_WRITE_FAILED');
+    expect(e?.detail).toMatchObject({ status: 'BadOutOfRange' });
+  });
+});
+
+describe('data-age watchdog', () => {
+  it('re-creates a subscription whose monitored items the server silently disabled (alive, keep-alives, no data)', async () => {
+    const got: Sample[] = [];
+    const sub = await c.subscribe(['rig.Ramp'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => got.length >= 3, 2000)).toBe(true);
+    const before = c.health().staleRecoveries;
+    const oldId = sub.serverSubscriptionId!;
+    expect(fx.silenceSubscription(oldId)).toBe(true);
+    const silencedAt = Date.now();
+    expect(await waitFor(() => c.health().staleRecoveries > before, 5000)).toBe(true);
+    const detectedIn = Date.now() - silencedAt;
+    expect(events.some((e) => e.type === 'stale' && e.subscription > 0)).toBe(true);
+    expect(await waitFor(() => got.some((x) => x.receivedAt > silencedAt + detectedIn), 3000)).toBe(true);
+    expect(sub.serverSubscriptionId).not.toBe(oldId);
+    // max_data_age_ms is 1200 in the fixture's connection
+    expect(detectedIn).toBeLessThan(2 * 1200 + 500);
+    await sub.close();
+  });
+
+  it('re-creates a subscription the server dropped without telling the client (no publish responses at all)', async () => {
+    const got: Sample[] = [];
+    const sub = await c.subscribe(['rig.Ramp'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => got.length >= 3, 2000)).toBe(true);
+    const before = c.health().staleRecoveries;
+    expect(fx.dropSubscription(sub.serverSubscriptionId!)).toBe(true);
+    const droppedAt = Date.now();
+    expect(await waitFor(() => c.health().staleRecoveries > before, 5000)).toBe(true);
+    expect(await waitFor(() => got.some((x) => x.receivedAt > Date.now() - 200 && x.receivedAt > droppedAt + 100), 3000)).toBe(true);
+    await sub.close();
+  });
+
+  it('leaves a healthy subscription alone, including one with a deadband that suppresses changes', async () => {
+    const got: Sample[] = [];
+    const before = c.health().staleRecoveries;
+    const a = await c.subscribe(['rig.Ramp', 'rig.Value'], { intervalMs: 50 }, (s) => got.push(...s));
+    const b = await c.subscribe(['rig.Ramp'], { intervalMs: 50, deadband: 1e9 }, () => undefined);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(c.health().staleRecoveries).toBe(before);
+    await Promise.all([a.close(), b.close()]);
+    expect(got.length).toBeGreaterThan(20);
+  });
+});
