@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerModels } from './models.js';
 import { registerSim } from './sim.js';
@@ -8,6 +9,7 @@ import { registerTwin } from './twin.js';
 export function registerAll(program: Command): void {
   registerConfig(program);
   registerSim(program);
+  registerCerts(program);
   registerTwin(program);
   registerModels(program);
 }
