@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
-import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerModels } from './models.js';
+import { registerPolicy } from './policy.js';
 import { registerSim } from './sim.js';
 import { registerTwin } from './twin.js';
 
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
   registerConfig(program);
+  registerPolicy(program);
   registerSim(program);
-  registerCerts(program);
   registerTwin(program);
   registerModels(program);
 }

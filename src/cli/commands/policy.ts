@@ -1,0 +1,177 @@
+/**
+ * `linekeeper policy show | limits | eval`: the same engine the daemon asks,
+ * for process engineers checking a bundle and for scripts. `eval` exits 0
+ * for every decision it makes (deny included); non-zero only when no
+ * decision could be made (bad bundle, bad options).
+ */
+import type { Command } from 'commander';
+import { systemClock } from '../../clock.js';
+import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type PolicyContext } from '../../domain/policy.js';
+import { LkError } from '../../errors.js';
+import { type LoadedPolicyBundle, evaluate, loadPolicyBundle, toSetpointUnit } from '../../policy/index.js';
+
+interface Common {
+  config: string;
+  policy?: string;
+  json?: boolean;
+}
+
+function load(opts: Common): LoadedPolicyBundle {
+  const cfg = loadConfig(opts.config);
+  return loadPolicyBundle(opts.policy ?? cfg.policyDir, { site: cfg.config });
+}
+
+function out(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+function level(v: string): AutonomyLevel {
+  if (!(AUTONOMY_LEVELS as readonly string[]).includes(v)) throw new LkError('LK_VALIDATION', `--autonomy must be one of ${AUTONOMY_LEVELS.join(', ')} (there is no unattended level), got "${v}"`);
+  return v as AutonomyLevel;
+}
+
+function common(cmd: Command): Command {
+  return cmd
+    .option('-c, --config <file>', 'site configuration file', defaultConfigFile())
+    .option('--policy <dir>', 'policy bundle folder (default: the one the configuration names)')
+    .option('--json', 'machine-readable output');
+}
+
+export function registerPolicy(program: Command): void {
+  const policy = program.command('policy').description('Inspect the policy bundle and ask the policy engine for a decision');
+
+  common(policy.command('show').description('Print the compiled bundle: version, change record, design spaces, allow-lists, autonomy, validated and low-risk setpoints, thresholds')).action(
+    (opts: Common) => {
+      const { bundle, changeControl } = load(opts);
+      const c = bundle.content;
+      const view = {
+        version: bundle.version,
+        change: bundle.change,
+        changeControl: changeControl.kind,
+        site: c.site,
+        thresholds: { cappingRisk: c.cappingRiskThreshold, attendanceWindowMs: c.attendanceWindowMs, ownershipWindowMs: c.ownershipWindowMs },
+        writableBatchStates: c.writableBatchStates,
+        approvers: c.approvers,
+        autonomy: {
+          raiseRoles: c.raiseRoles,
+          agents: Object.fromEntries(Object.entries(c.agents).map(([k, a]) => [k, a.autonomy])),
+          setpoints: Object.fromEntries(Object.entries(c.setpoints).map(([k, s]) => [k, s.autonomy])),
+        },
+        allowLists: Object.fromEntries(Object.entries(c.agents).map(([k, a]) => [k, a.allow])),
+        validated: Object.values(c.setpoints).filter((s) => s.validated).map((s) => s.id),
+        lowRisk: Object.values(c.setpoints).filter((s) => s.lowRisk).map((s) => s.id),
+        models: c.models,
+        designSpaces: Object.values(c.designSpaces),
+      };
+      if (opts.json) return out(JSON.stringify(view, null, 2));
+      out(`policy bundle ${bundle.version}`);
+      out(`  change ${bundle.change.change_ref} approved by ${bundle.change.approver.name} (${bundle.change.approver.role}) on ${bundle.change.date}: ${bundle.change.reason}`);
+      out(`  site ${c.site}; capping risk ≤ ${c.cappingRiskThreshold}; attendance window ${c.attendanceWindowMs / 1000} s; ownership window ${c.ownershipWindowMs / 1000} s; writable batch states ${c.writableBatchStates.join(', ')}`);
+      for (const [id, a] of Object.entries(c.agents)) out(`  ${id} ${a.autonomy}${a.model ? ` model ${a.model}` : ''}: ${a.allow.length ? a.allow.join(', ') : '(read-only)'}`);
+      out(`  validated: ${view.validated.join(', ')}`);
+      out(`  low-risk (L3): ${view.lowRisk.join(', ')}`);
+      for (const d of view.designSpaces) out(`  design space ${d.product} × ${d.tooling}: ${Object.keys(d.setpoints).length} setpoints (${d.approvedBy})`);
+    },
+  );
+
+  common(
+    policy
+      .command('limits')
+      .description('Print the approved design space of a product family × tooling family')
+      .requiredOption('--product <id>', 'product family, e.g. ir-family-a')
+      .requiredOption('--tooling <id>', 'tooling family, e.g. round-10mm-ff'),
+  ).action((opts: Common & { product: string; tooling: string }) => {
+    const { bundle } = load(opts);
+    const ds = bundle.designSpace.approved(opts.product, opts.tooling);
+    const rows = Object.entries(ds.setpoints).map(([id, l]) => {
+      const s = bundle.content.setpoints[id]!;
+      return { setpoint: id, min: l.min, max: l.max, unit: l.unit, maxStep: l.maxStep, maxRatePerMin: l.maxRatePerMin, validated: s.validated, lowRisk: s.lowRisk, autonomyCeiling: s.autonomy };
+    });
+    if (opts.json) return out(JSON.stringify({ bundleVersion: bundle.version, product: ds.product, tooling: ds.tooling, approvedBy: ds.approvedBy, setpoints: rows }, null, 2));
+    out(`design space ${ds.product} × ${ds.tooling} (${ds.approvedBy}), bundle ${bundle.version.slice(0, 12)}`);
+    for (const r of rows) {
+      const flags = [r.validated ? 'validated' : '', r.lowRisk ? 'low-risk' : ''].filter(Boolean).join(', ');
+      out(`  ${r.setpoint.padEnd(26)} ${String(r.min).padStart(7)} – ${String(r.max).padEnd(7)} ${r.unit.padEnd(10)} step ≤ ${r.maxStep}, rate ≤ ${r.maxRatePerMin}/min${flags ? `  [${flags}]` : ''}`);
+    }
+  });
+
+  common(
+    policy
+      .command('eval')
+      .description('Ask the policy engine for a decision on one setpoint move (exit 0 whatever the decision)')
+      .requiredOption('--product <id>', 'product family')
+      .requiredOption('--tooling <id>', 'tooling family')
+      .requiredOption('--agent <id>', 'agent id, e.g. agent.compress_fill')
+      .requiredOption('--setpoint <tag>', 'setpoint tag id, e.g. press.MainForce')
+      .requiredOption('--value <value>', 'value with its UCUM unit, e.g. "12.5 kN"')
+      .option('--current <value>', 'current value of the setpoint (with unit); without it the step limit cannot be checked and the move is denied')
+      .option('--autonomy <level>', 'agent autonomy L0..L3 (default: the bundle level)')
+      .option('--attended', 'an operator is signed in with a fresh presence heartbeat')
+      .option('--batch-state <state>', 'batch state', 'running')
+      .option('--reviewer <name>', 'named reviewer assigned to the batch')
+      .option('--model <id@version>', 'model that produced the proposal')
+      .option('--capping-risk <fraction>', 'twin-predicted capping risk of the move (0.01 = 1 %)'),
+  ).action(
+    (
+      opts: Common & {
+        product: string;
+        tooling: string;
+        agent: string;
+        setpoint: string;
+        value: string;
+        current?: string;
+        autonomy?: string;
+        attended?: boolean;
+        batchState: string;
+        reviewer?: string;
+        model?: string;
+        cappingRisk?: string;
+      },
+    ) => {
+      const { bundle } = load(opts);
+      const now = systemClock.now();
+      const sp = bundle.content.setpoints[opts.setpoint];
+      let current: number | null = null;
+      if (opts.current !== undefined && sp) {
+        const c = toSetpointUnit(bundle.index, /^\s*[-+.\d][\d.eE+-]*\s*$/.test(opts.current) ? Number(opts.current) : opts.current, sp.unit);
+        if (!c.ok) throw new LkError('LK_VALIDATION', `--current "${opts.current}" is not a value in a unit compatible with ${sp.unit} (${c.reason})`);
+        current = c.value;
+      }
+      let model: PolicyContext['model'];
+      if (opts.model !== undefined) {
+        const at = opts.model.lastIndexOf('@');
+        if (at <= 0 || at === opts.model.length - 1) throw new LkError('LK_VALIDATION', `--model must be <id>@<version>, got "${opts.model}"`);
+        model = { id: opts.model.slice(0, at), version: opts.model.slice(at + 1) };
+      }
+      let risk: number | undefined;
+      if (opts.cappingRisk !== undefined) {
+        risk = Number(opts.cappingRisk);
+        if (!Number.isFinite(risk)) throw new LkError('LK_VALIDATION', `--capping-risk must be a number, got "${opts.cappingRisk}"`);
+      }
+      const context: PolicyContext = {
+        now,
+        batchState: opts.batchState,
+        current,
+        ...(opts.autonomy ? { autonomy: { agent: level(opts.autonomy) } } : {}),
+        ...(opts.attended ? { attendance: { operator: process.env.USER || 'cli', lastPresenceAt: now } } : {}),
+        ...(opts.reviewer ? { reviewer: opts.reviewer } : {}),
+        ...(model ? { model } : {}),
+        ...(risk !== undefined ? { predictedCappingRisk: risk } : {}),
+      };
+      const d = evaluate({ agent: opts.agent, setpoint: opts.setpoint, value: opts.value, product: opts.product, tooling: opts.tooling }, bundle, context);
+      if (opts.json) return out(JSON.stringify(d, null, 2));
+      out(describe(d));
+    },
+  );
+}
+
+function describe(d: Decision): string {
+  const v = d.valueInSetpointUnit === null ? 'n/a' : `${d.valueInSetpointUnit} ${d.setpointUnit ?? ''}`.trim();
+  return [
+    `${d.outcome}  (${d.id})`,
+    `  reasons: ${d.reasons.length ? d.reasons.join(', ') : '(none)'}`,
+    `  value in setpoint unit: ${v}; effective autonomy ${d.autonomy}; pending approval: ${d.pendingApproval}`,
+    `  bundle ${d.bundleVersion}`,
+  ].join('\n');
+}
