@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
@@ -10,6 +11,7 @@ export function registerAll(program: Command): void {
   registerConfig(program);
   registerPolicy(program);
   registerSim(program);
+  registerCerts(program);
   registerTwin(program);
   registerModels(program);
 }
