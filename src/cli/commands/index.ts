@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
+import { registerServe } from './serve.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
 import { registerSim } from './sim.js';
@@ -8,6 +9,7 @@ import { registerTwin } from './twin.js';
 
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
+  registerServe(program);
   registerConfig(program);
   registerPolicy(program);
   registerSim(program);

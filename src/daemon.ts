@@ -1,0 +1,168 @@
+/**
+ * The daemon: main-level composition of configuration, embedded simulator,
+ * connectors, heartbeats and live values. This is I/O code; it creates the
+ * clock and the sockets and hands them to everything else.
+ *
+ * Start order: validate config → site events (start) → simulator (when
+ * embedded) → connectors (connect, heartbeat, subscribe) → ready.
+ * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
+ * watchdogs take the line to its last known-good recipe by themselves.
+ */
+import { mkdirSync } from 'node:fs';
+import { createConnectors } from '../connectors/index.js';
+import { startSimulator, type Simulator } from '../connectors/sim/index.js';
+import type { Connector, ConnectorEvent, Sample, Subscription } from '../connectors/types.js';
+import { systemClock, type Clock } from './clock.js';
+import { loadConfig, type LoadedConfig } from './config/load.js';
+import type { Logger } from './log.js';
+import { VERSION } from './version.js';
+
+/** Where the daemon reports the edge node's own events (the audit trail's site chain). */
+export interface SiteEventSink {
+  started(info: { version: string; configHash: string; configFile: string }): void;
+  stopped(info: { reason: string }): void;
+  connector(info: { connector: string; event: ConnectorEvent }): void;
+  close(): void;
+}
+
+export interface DaemonOptions {
+  configFile?: string;
+  dataDir?: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Opens the site event sink once the data directory is known (the audit trail). */
+  openSiteEvents?: (loaded: LoadedConfig, clock: Clock) => SiteEventSink;
+  /** How long to wait for first connections before reporting ready anyway (connectors keep retrying). */
+  connectTimeoutMs?: number;
+  /** Interval of the live-value summary in the log. */
+  liveLogMs?: number;
+}
+
+export interface ReadyInfo {
+  site: string;
+  line: string;
+  version: string;
+  data: string;
+  /** Connection id → endpoint actually used. */
+  endpoints: Record<string, string>;
+  /** Connection id → state at ready time. */
+  connections: Record<string, string>;
+}
+
+export interface Daemon {
+  readonly loaded: LoadedConfig;
+  readonly ready: ReadyInfo;
+  readonly connectors: readonly Connector[];
+  readonly simulator: Simulator | undefined;
+  /** Latest sample per tag id. */
+  readonly live: ReadonlyMap<string, Sample>;
+  stop(reason?: string): Promise<void>;
+}
+
+/**
+ * Start linekeeper on a site configuration.
+ *
+ * @throws LkError LK_CONFIG_* when the configuration is invalid — before any equipment is touched.
+ */
+export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const log = opts.logger;
+  const clock = opts.clock ?? systemClock;
+  const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
+  const { config } = loaded;
+  mkdirSync(loaded.dataDir, { recursive: true, mode: 0o700 });
+  const events = opts.openSiteEvents?.(loaded, clock);
+  events?.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
+  log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
+
+  let simulator: Simulator | undefined;
+  const connectors: Connector[] = [];
+  const subscriptions: Subscription[] = [];
+  const live = new Map<string, Sample>();
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const stop = async (reason = 'stop requested'): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    if (timer) clearInterval(timer);
+    await Promise.allSettled(subscriptions.map((s) => s.close()));
+    for (const c of connectors) c.stopHeartbeat();
+    await Promise.allSettled(connectors.map((c) => c.close()));
+    if (simulator) await simulator.close();
+    events?.stopped({ reason });
+    events?.close();
+    log.info({ reason }, 'stopped');
+  };
+
+  try {
+    const usesSim = config.connections.some((c) => c.endpoint === 'sim');
+    if (usesSim && config.simulator.embedded) {
+      simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
+      log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
+    }
+    const sim = simulator ? { opcuaUrl: simulator.opcuaUrl, modbusHost: simulator.modbusHost, modbusPort: simulator.modbusPort } : undefined;
+    connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }));
+
+    for (const c of connectors) {
+      c.on((event) => {
+        events?.connector({ connector: c.id, event });
+        if (event.type === 'state') log.info({ connector: c.id, from: event.from, to: event.to, reason: event.reason }, 'connection state');
+        else log.warn({ connector: c.id, event }, 'connector event');
+      });
+    }
+    const timeoutMs = opts.connectTimeoutMs ?? 15_000;
+    await Promise.all(
+      connectors.map(async (c) => {
+        const connected = c.connect().then(
+          () => true,
+          (err: unknown) => {
+            log.error({ connector: c.id, err }, 'connection failed; retrying in the background');
+            return false;
+          },
+        );
+        const ok = await Promise.race([connected, delay(timeoutMs).then(() => false)]);
+        if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
+      }),
+    );
+    for (const c of connectors) c.startHeartbeat();
+
+    for (const c of connectors) {
+      const tags = (await c.describe()).filter((t) => t.kind === 'measurement').map((t) => t.tag);
+      if (tags.length === 0) continue;
+      subscriptions.push(
+        await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
+          for (const s of samples) live.set(s.tag, s);
+        }),
+      );
+    }
+    const liveLogMs = opts.liveLogMs ?? 5000;
+    timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);
+    timer.unref();
+  } catch (err) {
+    await stop(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+    throw err;
+  }
+
+  const ready: ReadyInfo = {
+    site: config.site.id,
+    line: config.line.id,
+    version: VERSION,
+    data: loaded.dataDir,
+    endpoints: Object.fromEntries(connectors.map((c) => [c.id, c.health().endpoint])),
+    connections: Object.fromEntries(connectors.map((c) => [c.id, c.health().state])),
+  };
+  return { loaded, ready, connectors, simulator, live, stop };
+}
+
+/** `{ "press.Hardness": "118.2 N", ... }` of good samples, bad ones by status. */
+function summarise(live: ReadonlyMap<string, Sample>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [tag, s] of live) {
+    out[tag] = s.quality === 'good' && typeof s.value === 'number' ? `${+s.value.toPrecision(4)} ${s.unit}` : s.quality === 'good' ? String(s.value) : `(${s.status})`;
+  }
+  return out;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
