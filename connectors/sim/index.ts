@@ -39,7 +39,7 @@ export { trueParameters, DEFAULT_LKG_SETPOINTS, DEFAULT_LKG_NUMBER, lkgRecipeId,
 export { buildRegisterMap, decodeValue, encodeValue, registerMapMarkdown, REGISTER_WIDTH, SUPERVISOR_STATE_CODES, isWritableTag } from './register-map.js';
 export { MODBUS_EXCEPTION } from './modbus-server.js';
 export { RESOURCE_PATH, DEFAULT_NAMESPACE_URI, serverCertificateFile } from './opcua-server.js';
-export { euInformation, ucumFromEu, commonCodeToUnitId, unitEntry, UNIT_TABLE, UNECE_NAMESPACE } from './eu.js';
+export { euInformation, ucumFromEu, commonCodeToUnitId, UNIT_TABLE, UNECE_NAMESPACE } from './eu.js';
 export { MODELS, TAU_MS, visionRejectRates } from './dynamics.js';
 
 export interface SimulatorOptions {
