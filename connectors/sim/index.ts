@@ -141,7 +141,14 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   mkdirSync(userPkiDir, { recursive: true });
   const autoAccept = opts.security?.autoAcceptClientCertificates ?? true;
 
-  const timer = setInterval(() => plant.tick(), scanMs);
+  const timer = setInterval(() => {
+    try {
+      plant.tick();
+    } catch (e) {
+      // a model bug must not take the servers (and the watchdog's visibility) down with it
+      log.error({ err: (e as Error).message }, 'plant scan failed');
+    }
+  }, scanMs);
   const offRevert = plant.on((e) => {
     if (e.type === 'revert') log.warn({ equipment: e.equipment, reason: e.reason, recipe: e.recipe, revertCount: e.revertCount }, 'PLC reverted to LKG recipe');
     else log.info({ equipment: e.equipment }, 'PLC re-armed');

@@ -1,4 +1,7 @@
-import { AttributeIds, BrowseDirection, DataType, MessageSecurityMode, NodeClass, SecurityPolicy, StatusCodes, type ClientSession } from 'node-opcua';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AttributeIds, BrowseDirection, DataType, MessageSecurityMode, NodeClass, OPCUACertificateManager, SecurityPolicy, StatusCodes, type ClientSession } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ucumFromEu } from '../../connectors/sim/index.js';
 import { rawOpcUaSession, startTestSimulator, waitFor, type RawOpcUaSession, type Simulator } from '../helpers/sim.js';
@@ -119,6 +122,34 @@ describe('simulator OPC UA server', () => {
       expect(dv.value.value).toBe(before);
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe('simulator OPC UA server without auto-accept', () => {
+  it('rejects an unknown client certificate until trustClientCertificate() trusts it', async () => {
+    const strict = await startTestSimulator({ security: { autoAcceptClientCertificates: false }, watchdogTimeoutMs: 60_000 });
+    const pki = mkdtempSync(join(tmpdir(), 'lk-test-strict-client-'));
+    const opts = {
+      securityMode: MessageSecurityMode.SignAndEncrypt,
+      securityPolicy: SecurityPolicy.Basic256Sha256,
+      clientCertificateManager: new OPCUACertificateManager({ rootFolder: pki, automaticallyAcceptUnknownCertificate: true }),
+    };
+    try {
+      await expect(rawOpcUaSession(strict, opts)).rejects.toThrow();
+      const pem = readFileSync(join(pki, 'own', 'certs', 'client_certificate.pem'), 'utf8');
+      const der = Buffer.from(pem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, ''), 'base64');
+      await strict.trustClientCertificate(der);
+      const ok = await rawOpcUaSession(strict, opts);
+      try {
+        const dv = await ok.session.read({ nodeId: ok.nodeId('nir.Measurements.Potency'), attributeId: AttributeIds.Value });
+        expect(dv.statusCode).toBe(StatusCodes.Good);
+      } finally {
+        await ok.close();
+      }
+    } finally {
+      await strict.close();
+      rmSync(pki, { recursive: true, force: true });
     }
   });
 });
