@@ -1,0 +1,89 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelSummary } from '../../src/models/registry.js';
+import type { SimulationResult } from '../../src/twin/simulate.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+let data: string;
+
+/** Run the real binary in a child process (start-up of the whole CLI included). */
+function spawnCli(...args: string[]): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** Run the same `main` in this process, capturing its output (a child process costs seconds of start-up per call). */
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const { main } = await import('../../src/cli/main.js');
+  let out = '';
+  let err = '';
+  const w = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
+  process.stdout.write = ((c: string | Uint8Array) => ((out += String(c)), true)) as typeof process.stdout.write;
+  process.stderr.write = ((c: string | Uint8Array) => ((err += String(c)), true)) as typeof process.stderr.write;
+  const before = process.exitCode;
+  process.exitCode = 0;
+  try {
+    await main(['node', 'linekeeper', ...args]);
+  } finally {
+    process.stdout.write = w.out;
+    process.stderr.write = w.err;
+  }
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = before;
+  return { code, out, err };
+}
+
+beforeAll(async () => {
+  data = mkdtempSync(join(tmpdir(), 'lk-twin-cli-'));
+  const r = await cli('models', 'seed', '--tenant', 'acme-pharma', '--data', data);
+  expect(r.code, r.err).toBe(0);
+});
+afterAll(() => rmSync(data, { recursive: true, force: true }));
+
+describe('linekeeper models / twin simulate (real files, real process)', () => {
+  it('lists the seeded, validated, pinned models of the tenant only', async () => {
+    const all = JSON.parse((await cli('models', 'list', '--data', data, '--json')).out) as ModelSummary[];
+    expect(all.map((m) => m.id).sort()).toEqual(['defects-softmax-v1', 'potency-pls-v1', 'process-twin-v1']);
+    for (const m of all) {
+      expect(m.status).toBe('validated');
+      expect(m.sites).toEqual(['site-ravenna']);
+      expect(m.card.tenant).toBe('acme-pharma');
+    }
+    const pls = all.find((m) => m.kind === 'nir-pls')!;
+    expect(pls.card.metrics['rmsep']).toBeLessThan(1.5);
+    const twin = all.find((m) => m.kind === 'twin')!;
+    expect(twin.card.metrics['rmsep.cappingPct']).toBeGreaterThan(0);
+    expect(JSON.parse((await cli('models', 'list', '--data', data, '--tenant', 'borealis-bio', '--json')).out)).toEqual([]);
+    expect((await cli('models', 'list', '--data', data)).out).toMatch(/acme-pharma {2}process-twin-v1 {2}validated/);
+  });
+
+  it('rehearses deterministically (the real binary and in-process agree) and prints ranked and discarded candidates', async () => {
+    const args = ['twin', 'simulate', '--candidates', '200', '--horizon', 'full batch', '--seed', '5', '--data', data, '--json'];
+    const a = spawnCli(...args);
+    expect(a.code, a.err).toBe(0);
+    const r = JSON.parse(a.out) as SimulationResult;
+    expect(r.model).toEqual({ id: 'process-twin-v1', version: 1 });
+    expect(r.ranked.length + r.discarded.length).toBe(200);
+    expect(r.discarded.some((d) => d.reasons[0]!.code === 'capping_risk')).toBe(true);
+    expect(r.ranked[0]!.setpoints['press.MainForce'].unit).toBe('kN');
+    expect((await cli(...args)).out).toBe(a.out);
+    const text = await cli('twin', 'simulate', '--candidates', '50', '--horizon', 'full batch', '--data', data, '--top', '2');
+    expect(text.out).toMatch(/ranked \(best first\):\n {2}#1 /);
+    expect(text.out).toMatch(/\[capping_risk\] predicted capping/);
+  });
+
+  it('fails with a typed error when the tenant has no model, or the request is bad', async () => {
+    const r = await cli('twin', 'simulate', '--candidates', '10', '--data', data, '--tenant', 'borealis-bio');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/\[LK_MODEL_MISSING\]/);
+    const bad = await cli('twin', 'simulate', '--candidates', '10', '--horizon', 'forever', '--data', data);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/\[LK_VALIDATION\]/);
+    const unknown = await cli('models', 'seed', '--tenant', 'nobody', '--data', data);
+    expect(unknown.err).toMatch(/\[LK_VALIDATION\]/);
+  });
+});
