@@ -1,0 +1,65 @@
+/**
+ * The walk over a bundle's entry lines, in file order, against the segments
+ * its signed header declares. tools/verify-audit-bundle.mjs carries a line-by-
+ * line copy of this function (it may import nothing of ours); the agreement
+ * test runs both on the same damaged bundles. Change both or neither.
+ */
+import type { SignedCheckpoint } from './checkpoints.js';
+import type { Damage, DamageKind } from './verify.js';
+
+/** One entry line: its claimed position and links, and whether its content matches its hash; null when unreadable. */
+export type BundleItem = { seq: unknown; prev: unknown; hash: unknown; tenant: unknown; hashOk: boolean } | null;
+
+export function diagnoseBundle(
+  items: readonly BundleItem[],
+  segments: readonly (readonly [number, number])[],
+  checkpoints: readonly SignedCheckpoint[],
+  tenant: string,
+  genesis: string,
+): { damage?: Damage; head: { seq: number; hash: string } | null } {
+  const cp = new Map<number, string>();
+  for (const c of checkpoints) if (!cp.has(c.seq)) cp.set(c.seq, c.head_hash);
+  const d = (kind: DamageKind, seq: number | null, detail: string): { damage: Damage; head: null } => ({ damage: { kind, seq, detail }, head: null });
+  const ok = (x: BundleItem | undefined, e: number, ph: string): boolean =>
+    !!x && x.hashOk && x.seq === e && x.prev === ph && x.tenant === tenant;
+  let i = 0;
+  let head: { seq: number; hash: string } | null = null;
+  for (const [from, to] of segments) {
+    const anchor = from === 1 ? genesis : cp.get(from - 1);
+    if (anchor === undefined) return d('checkpoint_missing', from - 1, `no valid checkpoint at seq ${from - 1} anchors the segment starting at ${from}`);
+    let ph = anchor;
+    let lastGood = from - 1;
+    for (let e = from; e <= to; e++) {
+      const x = items[i];
+      if (x === undefined) return d('truncated', e, `bundle ends before entry ${e}`);
+      if (ok(x, e, ph)) {
+        ph = x!.hash as string;
+        i++;
+        const c = cp.get(e);
+        if (c !== undefined) {
+          if (c !== ph) return d('rewritten', lastGood + 1, `entries ${lastGood + 1}..${e} differ from the signed checkpoint at seq ${e}`);
+          lastGood = e;
+        }
+        continue;
+      }
+      if (x === null) return d('edited', e, `the line of entry ${e} is unreadable`);
+      if (ok(items[i + 1], e, ph)) return d('inserted', e, `an extra line sits before entry ${e}`);
+      if (!x.hashOk) return d('edited', e, `entry ${e} does not match its hash`);
+      if (x.tenant !== tenant) return d('inserted', e, `an entry of another chain sits at ${e}`);
+      if (typeof x.seq !== 'number' || !Number.isSafeInteger(x.seq)) return d('edited', e, `entry ${e} has no valid seq`);
+      if (x.seq < e) return d('inserted', x.seq === e - 1 ? e - 1 : e, `entry ${x.seq} appears again at position ${e}`);
+      if (x.seq > e) {
+        const later = items.slice(i + 1).some((z) => ok(z, e, ph));
+        return later ? d('reordered', e, `entry ${e} appears after entry ${x.seq}`) : d('deleted', e, `entry ${e} is missing`);
+      }
+      return e > from ? d('edited', e - 1, `entry ${e} does not link to entry ${e - 1}: ${e - 1} was replaced`) : d('edited', e, `entry ${e} does not link to the checkpoint before it`);
+    }
+    if (!cp.has(to)) return d('checkpoint_missing', to, `no valid checkpoint closes the segment ending at ${to}`);
+    head = { seq: to, hash: ph };
+  }
+  if (i < items.length) {
+    const x = items[i];
+    return d('inserted', x && typeof x.seq === 'number' ? x.seq : null, `${items.length - i} entry lines beyond the declared segments`);
+  }
+  return { head };
+}

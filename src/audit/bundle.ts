@@ -1,0 +1,216 @@
+/**
+ * The audit bundle: a JSON Lines export of one tenant's trail that verifies
+ * offline, here (`linekeeper audit verify --bundle`) and with the standalone
+ * tools/verify-audit-bundle.mjs, which must reach the same verdict (tested).
+ *
+ * Lines: a signed header (tenant, filter, segments, counts, public key), then
+ * the signed checkpoints, then the entries. A filtered export cannot prove an
+ * isolated entry on its own (its hash depends on every entry before it), so it
+ * carries whole checkpoint intervals: each segment [from, to] starts right
+ * after a signed checkpoint (or at seq 1) and ends on one, and every entry of
+ * those intervals is included, `in_filter` marking the ones the filter chose.
+ * docs/audit.md describes the format for auditors.
+ */
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import type { Store } from '../store/store.js';
+import { LkError } from '../errors.js';
+import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from './checkpoints.js';
+import { canonicalJson, GENESIS_HASH, type AuditEntry } from './entry.js';
+import { parsePublicKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
+import { iterateAudit, parseFilter, type AuditFilter } from './query.js';
+import { diagnoseBundle, type BundleItem } from './bundle-diagnose.js';
+import type { Damage } from './verify.js';
+
+export const BUNDLE_FORMAT = 'linekeeper.audit-bundle';
+
+export interface BundleHeader {
+  type: 'header';
+  format: typeof BUNDLE_FORMAT;
+  version: 1;
+  tenant: string;
+  exported_at: string;
+  filter: AuditFilter;
+  /** Inclusive seq ranges, ascending; each starts after a checkpoint (or at 1) and ends on one. */
+  segments: [number, number][];
+  entries: number;
+  checkpoints: number;
+  key_id: string;
+  public_key: string;
+  /** Ed25519 (base64) over the canonical JSON of the header without `sig`. */
+  sig: string;
+}
+
+/**
+ * The lines of a bundle of `tenant`'s entries matching `filter`. Signs a checkpoint of the
+ * chain head first, so the newest entries are anchored too.
+ * @throws LkError LK_NOT_FOUND when the tenant has no chain; LK_VALIDATION for a bad filter.
+ */
+export function* bundleLines(store: Store, tenant: string, filter: unknown = {}): Generator<string> {
+  const f = parseFilter(filter);
+  if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
+  store.audit.checkpoint(tenant);
+  const key = store.audit.siteKey();
+  const cps = (store.db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint WHERE tenant = ? ORDER BY seq').all(tenant) as Record<string, unknown>[])
+    .map((r) => asCheckpoint({ v: 1, ...r }))
+    .filter((c): c is SignedCheckpoint => c !== undefined && c.key_id === key.keyId);
+  const bounds = [0, ...cps.map((c) => c.seq)];
+  const segments = segmentsFor(bounds, matchedSeqs(store, tenant, f));
+  const included = cps.filter((c) => segments.some(([from, to]) => c.seq >= from - 1 && c.seq <= to));
+  const unsigned = {
+    type: 'header' as const, format: BUNDLE_FORMAT, version: 1 as const, tenant, exported_at: new Date(store.clock.now()).toISOString(), filter: f,
+    segments, entries: segments.reduce((n, [a, b]) => n + b - a + 1, 0), checkpoints: included.length, key_id: key.keyId, public_key: key.publicPem,
+  };
+  yield canonicalJson({ ...unsigned, sig: signBytes(key, canonicalJson(unsigned)) });
+  for (const c of included) yield canonicalJson({ type: 'checkpoint', ...c });
+  const isMatch = matcher(f);
+  for (const [from, to] of segments) {
+    for (const e of iterateAudit(store.db, tenant, {}, { fromSeq: from, toSeq: to })) {
+      const { hash, ...hashed } = e;
+      yield canonicalJson({ type: 'entry', in_filter: isMatch(e), hash, entry: hashed });
+    }
+  }
+}
+
+/** Write a bundle to `file` (fsync'd); returns the number of lines. */
+export function exportBundle(store: Store, tenant: string, filter: unknown, file: string): number {
+  const fd = openSync(file, 'w', 0o644);
+  let n = 0;
+  try {
+    for (const line of bundleLines(store, tenant, filter)) {
+      writeSync(fd, `${line}\n`);
+      n++;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return n;
+}
+
+function matchedSeqs(store: Store, tenant: string, f: AuditFilter): number[] | 'all' {
+  if (Object.keys(f).length === 0) return 'all';
+  const seqs: number[] = [];
+  for (const e of iterateAudit(store.db, tenant, f)) seqs.push(e.seq);
+  return seqs;
+}
+
+/** Merge the checkpoint intervals (bounds[i-1], bounds[i]] that hold a matched seq into segments. */
+function segmentsFor(bounds: number[], matched: number[] | 'all'): [number, number][] {
+  const head = bounds[bounds.length - 1] ?? 0;
+  if (matched === 'all') return head > 0 ? [[1, head]] : [];
+  const out: [number, number][] = [];
+  let i = 1;
+  for (const m of matched) {
+    while (i < bounds.length && bounds[i]! < m) i++;
+    if (i >= bounds.length) break; // after the last checkpoint: cannot happen, export checkpoints the head first
+    const from = bounds[i - 1]! + 1;
+    const to = bounds[i]!;
+    const last = out[out.length - 1];
+    if (last && last[1] >= from - 1) last[1] = Math.max(last[1], to);
+    else out.push([from, to]);
+  }
+  return out;
+}
+
+function matcher(f: AuditFilter): (e: AuditEntry) => boolean {
+  const from = f.from ? new Date(f.from).toISOString() : undefined;
+  const to = f.to ? new Date(f.to).toISOString() : undefined;
+  return (e) =>
+    (['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer'] as const).every((k) => f[k] === undefined || e.subject[k] === f[k]) &&
+    (f.actor === undefined || e.actor === f.actor) && (f.kind === undefined || e.kind === f.kind) &&
+    (from === undefined || e.ts >= from) && (to === undefined || e.ts < to);
+}
+
+export interface BundleReport {
+  readonly ok: boolean;
+  readonly tenant: string;
+  readonly entries: number;
+  readonly segments: [number, number][];
+  readonly keyId: string;
+  /** Last entry of the last segment, when intact. */
+  readonly head: { readonly seq: number; readonly hash: string } | null;
+  readonly damage?: Damage;
+}
+
+/**
+ * Verify a bundle's text offline. The bundle's own public key is used unless `publicKey`
+ * pins the site key the auditor got separately (`linekeeper audit key --export`).
+ * @throws LkError LK_VALIDATION when the text is not a bundle at all; LK_AUDIT_KEY when the embedded
+ *   key is unreadable or is not the pinned key.
+ */
+export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } = {}): BundleReport {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+  } catch {
+    throw new LkError('LK_VALIDATION', 'not a linekeeper audit bundle (first line is not JSON)');
+  }
+  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== BUNDLE_FORMAT || header.version !== 1) {
+    throw new LkError('LK_VALIDATION', 'not a linekeeper audit bundle (no header line)');
+  }
+  const embedded = parsePublicKey(String(header.public_key ?? ''), 'bundle public key');
+  const key = opts.publicKey ?? embedded;
+  if (embedded.keyId !== key.keyId) throw new LkError('LK_AUDIT_KEY', `bundle was signed by key ${embedded.keyId.slice(0, 16)}…, not the pinned site key ${key.keyId.slice(0, 16)}…`);
+  const tenant = String(header.tenant);
+  const { sig, ...unsigned } = header;
+  const damages: Damage[] = [];
+  const segments = asSegments(header.segments);
+  if (!segments) return { ok: false, tenant, entries: 0, segments: [], keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } };
+
+  const items: BundleItem[] = [];
+  const cps: SignedCheckpoint[] = [];
+  const headDamages: Damage[] = [];
+  const headerBytes = tryCanonical(unsigned);
+  if (header.key_id !== key.keyId || headerBytes === undefined || !verifyBytes(key, headerBytes, sig)) headDamages.push({ kind: 'signature_invalid', seq: null, detail: 'bundle header signature is invalid' });
+  for (let i = 1; i < lines.length; i++) {
+    let o: Record<string, unknown> | undefined;
+    try {
+      const v = JSON.parse(lines[i]!) as unknown;
+      o = typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
+    } catch {
+      o = undefined;
+    }
+    if (o?.type === 'checkpoint') {
+      const c = asCheckpoint({ ...o, type: undefined });
+      if (c && c.tenant === tenant && checkpointSignatureValid(key, c)) cps.push(c);
+      else damages.push({ kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` });
+    } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
+      const entry = o.entry as Record<string, unknown>;
+      const body = tryCanonical(entry);
+      const hashOk = body !== undefined && sha256(body) === o.hash;
+      items.push({ seq: entry.seq, prev: entry.prev_hash, hash: o.hash, tenant: entry.tenant, hashOk });
+    } else if (items.length === 0) {
+      headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
+    } else {
+      items.push(null);
+    }
+  }
+  const walk = diagnoseBundle(items, segments, cps, tenant, GENESIS_HASH);
+  const all = [...(walk.damage ? [walk.damage] : []), ...damages, ...headDamages];
+  const first = all.reduce<Damage | undefined>((best, d) => (best === undefined || (d.seq ?? 0) < (best.seq ?? 0) ? d : best), undefined);
+  const base = { ok: first === undefined, tenant, entries: items.length, segments, keyId: key.keyId, head: first ? null : walk.head };
+  return first ? { ...base, damage: first } : base;
+}
+
+function asSegments(v: unknown): [number, number][] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  let prev = 0;
+  for (const s of v) {
+    if (!Array.isArray(s) || s.length !== 2 || !s.every((n) => Number.isSafeInteger(n)) || !(s[0] > prev && s[1] >= s[0])) return undefined;
+    prev = s[1] as number;
+  }
+  return v as [number, number][];
+}
+
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/** Canonical JSON, or undefined for what has none (a lone surrogate from a doctored line): damage, not a crash. */
+function tryCanonical(v: unknown): string | undefined {
+  try {
+    return canonicalJson(v);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Query the audit trail of ONE tenant (R1/R9: the tenant is the first
+ * parameter, never a filter field) by batch, run, agent, tool, setpoint,
+ * reviewer, actor, kind and time, with cursor pagination in chain order.
+ * The REST route (surfaces issue) and `linekeeper audit query` call this.
+ */
+import { createHash } from 'node:crypto';
+import type { Database, Statement } from 'better-sqlite3';
+import { z } from 'zod';
+import { LkError } from '../errors.js';
+import { mapSqliteError } from '../store/store.js';
+import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
+
+const ref = z.string().min(1).max(200);
+const iso = z.iso.datetime({ offset: false });
+
+export const AuditFilter = z.strictObject({
+  batch: ref.optional(),
+  run: ref.optional(),
+  agent: ref.optional(),
+  tool: ref.optional(),
+  setpoint: ref.optional(),
+  reviewer: ref.optional(),
+  actor: ref.optional(),
+  kind: ref.optional(),
+  /** Inclusive, UTC ISO 8601. */
+  from: iso.optional(),
+  /** Exclusive, UTC ISO 8601. */
+  to: iso.optional(),
+});
+export type AuditFilter = z.infer<typeof AuditFilter>;
+
+export interface AuditPage {
+  readonly entries: AuditEntry[];
+  /** Pass back as `cursor` for the next page; absent on the last page. */
+  readonly next?: string;
+}
+
+export const MAX_PAGE = 1000;
+const COLUMN_FILTERS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind'] as const;
+
+/**
+ * Validate a filter (unknown keys, bad times and from ≥ to are refused).
+ * @throws LkError LK_VALIDATION
+ */
+export function parseFilter(filter: unknown): AuditFilter {
+  const r = AuditFilter.safeParse(filter ?? {});
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new LkError('LK_VALIDATION', `audit filter ${i.path.join('.') || '(root)'}: ${i.message}`);
+  }
+  if (r.data.from && r.data.to && normIso(r.data.from) >= normIso(r.data.to)) throw new LkError('LK_VALIDATION', 'audit filter: from must be before to');
+  return r.data;
+}
+
+/** Entries are stored with millisecond ISO times; compare filters in the same form. */
+function normIso(s: string): string {
+  return new Date(s).toISOString();
+}
+
+function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
+  const parts = ['tenant = ?'];
+  const params: unknown[] = [];
+  for (const k of COLUMN_FILTERS) {
+    if (f[k] !== undefined) {
+      parts.push(`${k} = ?`);
+      params.push(f[k]);
+    }
+  }
+  if (f.from) {
+    parts.push('ts >= ?');
+    params.push(normIso(f.from));
+  }
+  if (f.to) {
+    parts.push('ts < ?');
+    params.push(normIso(f.to));
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+const filterTag = (tenant: string, f: AuditFilter): string => createHash('sha256').update(JSON.stringify([tenant, f])).digest('base64url').slice(0, 12);
+
+function decodeCursor(cursor: string, tag: string): number {
+  const m = /^([A-Za-z0-9_-]{12})\.(\d{1,15})$/.exec(cursor);
+  if (!m || m[1] !== tag) throw new LkError('LK_VALIDATION', 'cursor does not belong to this tenant and filter');
+  return Number(m[2]);
+}
+
+const cache = new WeakMap<Database, Map<string, Statement>>();
+function prepared(db: Database, sql: string): Statement {
+  let m = cache.get(db);
+  if (!m) cache.set(db, (m = new Map()));
+  let s = m.get(sql);
+  if (!s) m.set(sql, (s = db.prepare(sql).raw()));
+  return s;
+}
+
+/**
+ * One page of `tenant`'s entries matching `filter`, in chain order.
+ * @throws LkError LK_VALIDATION for a bad filter, limit or cursor (a cursor only works with the
+ *   tenant and filter it came from); LK_STORE_CORRUPT when the file is damaged.
+ */
+export function queryAudit(db: Database, tenant: string, filter: unknown = {}, opts: { cursor?: string; limit?: number } = {}): AuditPage {
+  const f = parseFilter(filter);
+  const limit = opts.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LkError('LK_VALIDATION', `limit must be 1..${MAX_PAGE}`);
+  const tag = filterTag(tenant, f);
+  const after = opts.cursor === undefined ? 0 : decodeCursor(opts.cursor, tag);
+  const w = whereOf(f);
+  try {
+    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND seq > ? ORDER BY seq LIMIT ?`).all(tenant, ...w.params, after, limit + 1) as EntryRow[];
+    const entries = rows.slice(0, limit).map((r) => rowToEntry(tenant, r));
+    const last = entries[entries.length - 1];
+    return rows.length > limit && last ? { entries, next: `${tag}.${last.seq}` } : { entries };
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+}
+
+/** Every matching entry of `tenant` in chain order, streamed (exports). Same validation as {@link queryAudit}. */
+export function* iterateAudit(db: Database, tenant: string, filter: unknown = {}, range: { fromSeq?: number; toSeq?: number } = {}): Generator<AuditEntry> {
+  const f = parseFilter(filter);
+  const w = whereOf(f);
+  const sql = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND seq >= ? AND seq <= ? ORDER BY seq`;
+  try {
+    for (const r of db.prepare(sql).raw().iterate(tenant, ...w.params, range.fromSeq ?? 1, range.toSeq ?? Number.MAX_SAFE_INTEGER) as IterableIterator<EntryRow>) {
+      yield rowToEntry(tenant, r);
+    }
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * `audit verify` on a database: recompute every chain, check every checkpoint
+ * (database and log file) and name the first bad seq and the kind of damage.
+ *
+ * The walk is the hot path (prepared statement, raw rows, no per-row objects
+ * beyond the hashed string). Only when something is wrong does a slower
+ * diagnosis look around the first bad position to tell an edit from a
+ * deletion, insertion or reorder. A rewritten suffix with recomputed hashes is
+ * internally consistent; only a checkpoint shows it, and only to the
+ * precision of the checkpoint interval: the reported seq is the first one after
+ * the last checkpoint that still matches.
+ */
+import type { Database } from 'better-sqlite3';
+import { LkError } from '../errors.js';
+import { mapSqliteError } from '../store/store.js';
+import { rowHash, rowVerifiesAt } from './body.js';
+import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
+import { COL as C, ENTRY_COLUMNS, GENESIS_HASH, type EntryRow } from './entry.js';
+import { loadSitePublicKey, type PublicSiteKey } from './keys.js';
+
+export type DamageKind =
+  | 'edited' | 'deleted' | 'inserted' | 'reordered' | 'truncated' | 'rewritten'
+  | 'signature_invalid' | 'checkpoint_missing' | 'checkpoint_log_corrupt' | 'malformed';
+
+export interface Damage {
+  readonly kind: DamageKind;
+  /** First bad seq of the chain; null when the damage is not at a position (a header, a log line). */
+  readonly seq: number | null;
+  readonly detail: string;
+}
+
+export interface ChainReport {
+  readonly tenant: string;
+  readonly ok: boolean;
+  /** Entries verified from seq 1 (the whole chain when ok). */
+  readonly count: number;
+  /** Last verified entry (seq 0 / genesis for an empty chain). */
+  readonly head: { readonly seq: number; readonly hash: string };
+  /** Valid checkpoints that match the chain. */
+  readonly checkpoints: number;
+  /** Entries after the last matching checkpoint: a chain alone cannot prove they were not cut off. */
+  readonly unanchored: number;
+  readonly damage?: Damage;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  readonly chains: ChainReport[];
+  /** Damage not tied to one chain (the checkpoint log file). */
+  readonly problems: Damage[];
+  readonly keyId: string | null;
+}
+
+export interface VerifyOptions {
+  /** Verify only this chain. */
+  tenant?: string;
+  /** The public key to check checkpoints with (default: the site key in `<dataDir>/keys`). */
+  publicKey?: PublicSiteKey;
+}
+
+interface Source {
+  readonly db: Database;
+  readonly dataDir: string;
+}
+
+/**
+ * Verify the audit chains and checkpoints of a store.
+ * @throws LkError LK_AUDIT_CHECKPOINT_MISSING when the database has checkpoints and the log file is gone;
+ *   LK_AUDIT_KEY when the key is missing or did not sign these checkpoints; LK_NOT_FOUND for an
+ *   unknown `tenant`; LK_STORE_CORRUPT when SQLite finds the file damaged.
+ */
+export function verifyStore(src: Source, opts: VerifyOptions = {}): VerifyReport {
+  try {
+    return verifyInner(src, opts);
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+}
+
+function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
+  const { db } = src;
+  const dbCps = (db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint ORDER BY tenant, seq').all() as Record<string, unknown>[])
+    .filter((r) => opts.tenant === undefined || r.tenant === opts.tenant);
+  const log = readCheckpointLog(checkpointLogFile(src.dataDir));
+  if (!log.exists && dbCps.length > 0) {
+    throw new LkError('LK_AUDIT_CHECKPOINT_MISSING', `${checkpointLogFile(src.dataDir)} is missing but the database holds ${dbCps.length} checkpoints`);
+  }
+  const logCps = log.checkpoints.filter((c) => opts.tenant === undefined || c.tenant === opts.tenant);
+  const logKeys = new Set(log.checkpoints.map(cpKey));
+  // One statement per checkpoint: a row that is also in the log counts once.
+  const dbKeys = new Set(dbCps.map((r) => `${String(r.tenant)}|${String(r.seq)}|${String(r.head_hash)}|${String(r.sig)}`));
+  const all = [
+    ...dbCps.map((r) => ({ c: asCheckpoint({ v: 1, ...r }), inDb: true, raw: r })),
+    ...logCps.filter((c) => !dbKeys.has(cpKey(c))).map((c) => ({ c, inDb: false, raw: c as unknown as Record<string, unknown> })),
+  ];
+
+  let key: PublicSiteKey | null = null;
+  if (all.length > 0) {
+    key = opts.publicKey ?? loadSitePublicKey(src.dataDir);
+    const k = key.keyId;
+    if (!all.some((x) => x.c?.key_id === k)) {
+      throw new LkError('LK_AUDIT_KEY', `the public key ${k.slice(0, 16)}… did not sign any of these checkpoints`, { keyId: k });
+    }
+  }
+
+  const tenants = new Set<string>();
+  if (opts.tenant !== undefined) tenants.add(opts.tenant);
+  else {
+    for (const t of db.prepare('SELECT tenant FROM audit_chain UNION SELECT DISTINCT tenant FROM audit_entry').pluck().all() as unknown[]) tenants.add(String(t));
+    for (const x of all) if (x.c) tenants.add(x.c.tenant);
+  }
+  if (opts.tenant !== undefined && all.length === 0) {
+    const known = db.prepare('SELECT 1 FROM audit_chain WHERE tenant = ? UNION SELECT 1 FROM audit_entry WHERE tenant = ?').get(opts.tenant, opts.tenant);
+    if (!known) throw new LkError('LK_NOT_FOUND', `no audit chain "${opts.tenant}"`, { tenant: opts.tenant });
+  }
+
+  const chains = [...tenants].sort().map((tenant) => {
+    const mine = all.filter((x) => (x.c ? x.c.tenant : x.raw.tenant) === tenant);
+    const missing = mine.filter((x) => x.inDb && x.c && !logKeys.has(cpKey(x.c))).map((x) => x.c!.seq);
+    return verifyChain(db, tenant, mine.map((x) => ({ c: x.c, seq: x.raw.seq })), key, missing);
+  });
+  const problems: Damage[] = log.badLines.map((line) => ({ kind: 'checkpoint_log_corrupt', seq: null, detail: `checkpoint log line ${line} is not a checkpoint` }));
+  return { ok: problems.length === 0 && chains.every((c) => c.ok), chains, problems, keyId: key?.keyId ?? null };
+}
+
+const cpKey = (c: SignedCheckpoint): string => `${c.tenant}|${c.seq}|${c.head_hash}|${c.sig}`;
+
+const SELECT_CHAIN = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
+
+function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | undefined; seq: unknown }[], key: PublicSiteKey | null, missingFromLog: number[]): ChainReport {
+  const cpDamages: Damage[] = [];
+  const valid: SignedCheckpoint[] = [];
+  for (const { c, seq } of cps) {
+    const at = typeof seq === 'number' ? seq : null;
+    if (!c || !key || !checkpointSignatureValid(key, c)) cpDamages.push({ kind: 'signature_invalid', seq: at, detail: `checkpoint at seq ${String(seq)} has an invalid signature` });
+    else valid.push(c);
+  }
+  for (const s of missingFromLog) cpDamages.push({ kind: 'checkpoint_missing', seq: s, detail: `checkpoint at seq ${s} is in the database but not in the checkpoint log` });
+  const wanted = new Set(valid.map((c) => c.seq));
+  const hashAt = new Map<number, string>();
+
+  // The walk: expected position e, expected prev hash ph.
+  let e = 1;
+  let ph = GENESIS_HASH;
+  let broken: { row: EntryRow | undefined } | undefined;
+  for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<EntryRow>) {
+    if (r[C.seq] !== e) {
+      broken = { row: undefined };
+      break;
+    }
+    const h = r[C.hash];
+    if (r[C.prev_hash] !== ph || rowHash(tenant, r) !== h) {
+      broken = { row: r };
+      break;
+    }
+    ph = h as string;
+    if (wanted.has(e)) hashAt.set(e, ph);
+    e++;
+  }
+  const head = e - 1;
+  const damages: Damage[] = broken ? [diagnose(db, tenant, e, ph, broken.row)] : [];
+
+  let lastGood = 0;
+  let matched = 0;
+  let rewritten = false;
+  for (const c of valid.sort((a, b) => a.seq - b.seq)) {
+    const h = hashAt.get(c.seq);
+    if (h !== undefined) {
+      if (h === c.head_hash) {
+        lastGood = Math.max(lastGood, c.seq);
+        matched++;
+      } else if (!rewritten) {
+        rewritten = true;
+        damages.push({ kind: 'rewritten', seq: lastGood + 1, detail: `entries ${lastGood + 1}..${c.seq} differ from the signed checkpoint at seq ${c.seq}` });
+      }
+    } else if (!broken && c.seq > head) {
+      damages.push({ kind: 'truncated', seq: head + 1, detail: `chain ends at seq ${head} but a signed checkpoint covers seq ${c.seq}` });
+    }
+  }
+  damages.push(...cpDamages);
+  // Lowest seq first; a position-less damage (null) before any seq; the walk's own finding wins ties.
+  const first = damages.reduce<Damage | undefined>((best, d) => (best === undefined || (d.seq ?? 0) < (best.seq ?? 0) ? d : best), undefined);
+  const report: ChainReport = { tenant, ok: first === undefined, count: head, head: { seq: head, hash: ph }, checkpoints: matched, unanchored: head - lastGood };
+  return first ? { ...report, damage: first } : report;
+}
+
+/**
+ * Name the damage at the first bad position `e` of `tenant`'s chain, where `ph` is the hash
+ * of the intact entry e-1 and `R` the row at seq e (undefined when there is none).
+ * "O" is the original entry e wherever it is now: a row that links to `ph` and hashes right as entry e.
+ */
+function diagnose(db: Database, tenant: string, e: number, ph: string, R: EntryRow | undefined): Damage {
+  const d = (kind: DamageKind, seq: number, detail: string): Damage => ({ kind, seq, detail });
+  const candidates = db.prepare(`SELECT tenant, ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE prev_hash = ?`).raw().all(ph) as unknown[][];
+  const O = candidates
+    .map((c) => ({ tenant: c[0] as string, row: c.slice(1) }))
+    .find((c) => (c.tenant !== tenant || c.row[C.seq] !== e) && rowVerifiesAt(tenant, c.row, e));
+  if (!R) {
+    if (O) return d('edited', e, `entry ${e} was moved to ${O.tenant === tenant ? '' : `chain ${O.tenant} `}seq ${String(O.row[C.seq])} (its position columns were changed)`);
+    return d('deleted', e, `entry ${e} is missing`);
+  }
+  if (O) {
+    const p = O.row[C.seq] as number;
+    if (O.tenant !== tenant) return d('edited', e, `entry ${e} was moved to chain ${O.tenant}`);
+    if (rowVerifiesAt(tenant, R, p)) return d('reordered', e, `entries ${e} and ${p} were swapped`);
+    if (p === e + 1) return d('inserted', e, `a foreign entry was inserted at seq ${e}; the original ${e} now sits at ${p}`);
+    return d('reordered', e, `entry ${e} now sits at seq ${p}`);
+  }
+  const verifiesHere = rowVerifiesAt(tenant, R, e);
+  if (verifiesHere) return d('edited', e - 1, `entry ${e - 1} was replaced by one with a recomputed hash: entry ${e} no longer links to it`);
+  if (R[C.prev_hash] === ph) return d('edited', e, `entry ${e} does not match its hash`);
+  if (rowVerifiesAt(tenant, R, e + 1)) return d('deleted', e, `entry ${e} is missing and later entries were renumbered`);
+  if (e > 1 && rowVerifiesAt(tenant, R, e - 1)) return d('inserted', e - 1, `a self-consistent foreign entry was inserted at seq ${e - 1}`);
+  return d('edited', e, `entry ${e} does not match its hash`);
+}

@@ -1,0 +1,156 @@
+/**
+ * `linekeeper audit verify | query | export | key`: the audit trail for QA,
+ * auditors and operators. Verification and queries open the database
+ * read-only; a bundle export signs a checkpoint of the head first.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { systemClock } from '../../clock.js';
+import { loadConfig } from '../../config/load.js';
+import { LkError } from '../../errors.js';
+import { openStore, type Store } from '../../store/store.js';
+import { exportBundle, verifyBundle } from '../../audit/bundle.js';
+import { exportCsv } from '../../audit/export-csv.js';
+import { exportPdf } from '../../audit/export-pdf.js';
+import { loadSitePublicKey, parsePublicKey } from '../../audit/keys.js';
+import { queryAudit, type AuditFilter } from '../../audit/query.js';
+import { verifyStore } from '../../audit/verify.js';
+import type { AuditEntry } from '../../audit/entry.js';
+
+interface Common {
+  data?: string;
+  config?: string;
+}
+type FilterOpts = Partial<Record<keyof AuditFilter, string>>;
+
+function dataDirOf(o: Common): string {
+  return o.data ?? loadConfig(...(o.config ? [o.config] : [])).dataDir;
+}
+
+function withStore<T>(o: Common, readonly: boolean, fn: (s: Store) => T): T {
+  const s = openStore({ dataDir: dataDirOf(o), readonly });
+  try {
+    return fn(s);
+  } finally {
+    s.close();
+  }
+}
+
+const FILTER_KEYS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'from', 'to'] as const;
+function filterOf(o: FilterOpts): AuditFilter {
+  const f: AuditFilter = {};
+  for (const k of FILTER_KEYS) if (o[k] !== undefined) f[k] = o[k];
+  return f;
+}
+
+function addFilterOptions(c: Command): Command {
+  return c
+    .option('--batch <id>', 'batch id').option('--run <id>', 'run id').option('--agent <id>', 'agent id (agent.<role>)')
+    .option('--tool <name>', 'tool name').option('--setpoint <tag>', 'setpoint tag').option('--reviewer <user>', 'reviewer id')
+    .option('--actor <id>', 'actor').option('--kind <kind>', 'entry kind')
+    .option('--from <iso>', 'from time (inclusive, UTC ISO 8601)').option('--to <iso>', 'to time (exclusive, UTC ISO 8601)');
+}
+
+function addCommon(c: Command): Command {
+  return c.option('--data <dir>', 'data directory (default: data_dir of the configuration)').option('--config <file>', 'site configuration file');
+}
+
+const out = (s: string): void => {
+  process.stdout.write(`${s}\n`);
+};
+
+function line(e: AuditEntry): string {
+  const subj = Object.entries(e.subject).map(([k, v]) => `${k}=${v}`).join(' ');
+  const change = e.old !== undefined || e.new !== undefined ? ` ${JSON.stringify(e.old ?? null)} → ${JSON.stringify(e.new ?? null)}` : '';
+  return `#${e.seq} ${e.ts} ${e.actor} ${e.kind} ${e.action}${subj ? ` [${subj}]` : ''}${change}${e.reason ? ` — ${e.reason}` : ''}`;
+}
+
+export function registerAudit(program: Command): void {
+  const audit = program.command('audit').description('Verify, query and export the hash-chained audit trail (Part 11 / Annex 11)');
+
+  addCommon(audit.command('verify'))
+    .description('Recompute every chain and check every signed checkpoint; exit 0 when intact, 65 naming the first bad seq and the damage')
+    .option('--tenant <id>', 'verify only this chain')
+    .option('--bundle <file>', 'verify an exported bundle instead of the database')
+    .option('--key <file>', 'site public key (PEM) to check signatures with, instead of the one beside the data / in the bundle')
+    .option('--json', 'print the report as JSON')
+    .action((o: Common & { tenant?: string; bundle?: string; key?: string; json?: boolean }) => {
+      const publicKey = o.key ? parsePublicKey(readFileSync(o.key, 'utf8'), o.key) : undefined;
+      if (o.bundle) {
+        if (o.data) throw new LkError('LK_VALIDATION', 'use either --data or --bundle');
+        const r = verifyBundle(readFileSync(o.bundle, 'utf8'), publicKey ? { publicKey } : {});
+        if (o.json) out(JSON.stringify(r));
+        else if (r.ok) out(`ok: tenant ${r.tenant}, ${r.entries} entries, head ${r.head ? `#${r.head.seq} ${r.head.hash}` : '(none)'}, key ${r.keyId}`);
+        else out(`DAMAGED: tenant ${r.tenant}: ${r.damage!.kind} at seq ${r.damage!.seq ?? '-'}: ${r.damage!.detail}`);
+        if (!r.ok) throw new LkError('LK_AUDIT_BROKEN', `bundle is damaged: ${r.damage!.kind} at seq ${r.damage!.seq ?? '-'}`, { ...r.damage });
+        return;
+      }
+      const r = withStore(o, true, (s) => verifyStore(s, { ...(o.tenant ? { tenant: o.tenant } : {}), ...(publicKey ? { publicKey } : {}) }));
+      if (o.json) out(JSON.stringify(r));
+      else {
+        for (const c of r.chains) {
+          if (c.ok) {
+            const tail = c.unanchored > 0 ? `, ${c.unanchored} after the last checkpoint` : '';
+            out(`${c.tenant}: ok, ${c.count} entries, head #${c.head.seq} ${c.head.hash}, ${c.checkpoints} checkpoints${tail}`);
+          } else out(`${c.tenant}: DAMAGED: ${c.damage!.kind} at seq ${c.damage!.seq ?? '-'}: ${c.damage!.detail}`);
+        }
+        for (const p of r.problems) out(`checkpoint log: DAMAGED: ${p.kind}: ${p.detail}`);
+        if (r.chains.length === 0) out('no audit chains');
+      }
+      if (!r.ok) {
+        const bad = r.chains.find((c) => !c.ok);
+        const d = bad?.damage ?? r.problems[0];
+        throw new LkError('LK_AUDIT_BROKEN', `audit trail is damaged${bad ? ` in chain ${bad.tenant}` : ''}: ${d?.kind} at seq ${d?.seq ?? '-'}`, { tenant: bad?.tenant, ...d });
+      }
+    });
+
+  addFilterOptions(addCommon(audit.command('query')))
+    .description("Show one tenant's entries, filtered, a page at a time")
+    .requiredOption('--tenant <id>', 'tenant (or "site" for the edge node\'s own events)')
+    .option('--limit <n>', 'entries per page (1..1000)', '50')
+    .option('--cursor <c>', 'continue after the page that printed this cursor')
+    .option('--json', 'print entries as JSON Lines')
+    .action((o: Common & FilterOpts & { tenant: string; limit: string; cursor?: string; json?: boolean }) => {
+      const limit = Number(o.limit);
+      const page = withStore(o, true, (s) => queryAudit(s.db, o.tenant, filterOf(o), { limit, ...(o.cursor ? { cursor: o.cursor } : {}) }));
+      for (const e of page.entries) out(o.json ? JSON.stringify(e) : line(e));
+      if (page.next) process.stderr.write(`more: --cursor ${page.next}\n`);
+    });
+
+  addFilterOptions(addCommon(audit.command('export')))
+    .description("Export one tenant's entries: a verifiable JSON Lines bundle, CSV, or a PDF report")
+    .requiredOption('--tenant <id>', 'tenant')
+    .requiredOption('--out <file>', 'output file')
+    .option('--format <f>', 'bundle | csv | pdf', 'bundle')
+    .action(async (o: Common & FilterOpts & { tenant: string; out: string; format: string }) => {
+      const f = filterOf(o);
+      if (o.format === 'bundle') {
+        const n = withStore(o, false, (s) => exportBundle(s, o.tenant, f, o.out));
+        out(`${o.out}: bundle of ${n - 1} lines (header, checkpoints, entries); verify with: linekeeper audit verify --bundle ${o.out}`);
+      } else if (o.format === 'csv') {
+        const n = withStore(o, true, (s) => exportCsv(s.db, o.tenant, f, o.out));
+        out(`${o.out}: ${n} entries as CSV`);
+      } else if (o.format === 'pdf') {
+        const s = openStore({ dataDir: dataDirOf(o), readonly: true });
+        try {
+          const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now() });
+          out(`${o.out}: ${r.entries} entries on ${r.pages} pages`);
+        } finally {
+          s.close();
+        }
+      } else throw new LkError('LK_VALIDATION', `--format must be bundle, csv or pdf, not "${o.format}"`);
+    });
+
+  addCommon(audit.command('key'))
+    .description("Print (or write) the site's Ed25519 public key and its id, for auditors to pin")
+    .option('--export', 'output the public key PEM')
+    .option('--out <file>', 'write the PEM to a file instead of stdout')
+    .action((o: Common & { export?: boolean; out?: string }) => {
+      const k = loadSitePublicKey(dataDirOf(o));
+      if (o.out) {
+        writeFileSync(o.out, k.publicPem);
+        out(`${o.out}: key id ${k.keyId}`);
+      } else if (o.export) process.stdout.write(k.publicPem);
+      else out(`key id ${k.keyId}`);
+    });
+}

@@ -1,0 +1,135 @@
+/**
+ * The schema of the linekeeper database, as an ordered, forward-only list of
+ * migrations. Each migration runs once, inside one transaction with the row
+ * that records it in `schema_migration`, so a crash mid-migration leaves the
+ * previous version intact.
+ *
+ * To add tables for another module, APPEND a migration with the next version
+ * number at the end of {@link MIGRATIONS}. Never edit or reorder a migration
+ * that has shipped: a site database that already ran it would silently differ
+ * from a fresh one. The audit tables come first because every later table's
+ * state changes are audited in the same transaction.
+ */
+import type { Database } from 'better-sqlite3';
+import { LkError } from '../errors.js';
+
+export interface Migration {
+  /** 1, 2, 3, … without gaps; the list is sorted by it. */
+  readonly version: number;
+  /** Short, stable name (shown by `schema_migration`, never parsed). */
+  readonly name: string;
+  /** SQL script, or a function for data migrations that need code. */
+  readonly up: string | ((db: Database) => void);
+}
+
+/** Refuse every UPDATE and DELETE on an append-only table (R12, Part 11 §11.10(e)). */
+function appendOnly(table: string): string {
+  return `
+    CREATE TRIGGER ${table}_no_update BEFORE UPDATE ON ${table}
+      BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: ${table} is append-only'); END;
+    CREATE TRIGGER ${table}_no_delete BEFORE DELETE ON ${table}
+      BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: ${table} is append-only'); END;`;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'audit: hash-chained entries, chains, signed checkpoints',
+    up: `
+      -- One row per entry; (tenant, seq) is the chain position. JSON columns hold
+      -- RFC 8785 canonical JSON text; NULL means "absent" (omitted from the hash).
+      CREATE TABLE audit_entry (
+        tenant     TEXT    NOT NULL,
+        seq        INTEGER NOT NULL,
+        ts         TEXT    NOT NULL,
+        actor      TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,
+        action     TEXT    NOT NULL,
+        run        TEXT,
+        batch      TEXT,
+        agent      TEXT,
+        tool       TEXT,
+        setpoint   TEXT,
+        reviewer   TEXT,
+        args       TEXT,
+        result     TEXT,
+        reason     TEXT,
+        old_value  TEXT,
+        new_value  TEXT,
+        intent     INTEGER,
+        signature  TEXT,
+        prev_hash  TEXT    NOT NULL,
+        hash       TEXT    NOT NULL,
+        PRIMARY KEY (tenant, seq)
+      ) WITHOUT ROWID;
+      -- Partial indexes: most entries carry only some subject references.
+      CREATE INDEX audit_entry_run      ON audit_entry (tenant, run, seq)      WHERE run IS NOT NULL;
+      CREATE INDEX audit_entry_batch    ON audit_entry (tenant, batch, seq)    WHERE batch IS NOT NULL;
+      CREATE INDEX audit_entry_agent    ON audit_entry (tenant, agent, seq)    WHERE agent IS NOT NULL;
+      CREATE INDEX audit_entry_tool     ON audit_entry (tenant, tool, seq)     WHERE tool IS NOT NULL;
+      CREATE INDEX audit_entry_reviewer ON audit_entry (tenant, reviewer, seq) WHERE reviewer IS NOT NULL;
+      CREATE INDEX audit_entry_intent   ON audit_entry (tenant, intent)        WHERE intent IS NOT NULL;
+      CREATE INDEX audit_entry_ts       ON audit_entry (tenant, ts);
+      CREATE INDEX audit_entry_intents  ON audit_entry (tenant, seq)         WHERE kind = 'intent';
+      ${appendOnly('audit_entry')}
+
+      -- Every chain that ever had an entry, so a chain whose rows were all removed is still known.
+      CREATE TABLE audit_chain (
+        tenant     TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+      ${appendOnly('audit_chain')}
+
+      -- Signed checkpoints (also appended to <dataDir>/audit-checkpoints.log).
+      CREATE TABLE audit_checkpoint (
+        tenant    TEXT    NOT NULL,
+        seq       INTEGER NOT NULL,
+        head_hash TEXT    NOT NULL,
+        ts        TEXT    NOT NULL,
+        key_id    TEXT    NOT NULL,
+        sig       TEXT    NOT NULL,
+        PRIMARY KEY (tenant, seq)
+      ) WITHOUT ROWID;
+      ${appendOnly('audit_checkpoint')}
+    `,
+  },
+];
+
+/** Highest applied migration version (0 for a fresh database). */
+export function currentVersion(db: Database): number {
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migration').get() as { v: number | null } | undefined;
+  return row?.v ?? 0;
+}
+
+/**
+ * Bring `db` up to the newest version in `migrations`. Each migration is its
+ * own IMMEDIATE transaction together with its `schema_migration` row.
+ *
+ * @throws LkError LK_STORE_MIGRATION when a migration fails (the database stays at the previous version),
+ *   when the list is not 1..n without gaps, or when the database is newer than this software
+ *   (running old code on it would misread tables it does not know).
+ */
+export function runMigrations(db: Database, now: () => string, migrations: readonly Migration[] = MIGRATIONS): number {
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new LkError('LK_STORE_MIGRATION', `migration list is out of order at index ${i} (version ${m.version})`);
+  });
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+  const have = currentVersion(db);
+  if (have > migrations.length) {
+    throw new LkError('LK_STORE_MIGRATION', `database schema version ${have} is newer than this linekeeper (${migrations.length})`, { have, known: migrations.length });
+  }
+  const record = db.prepare('INSERT INTO schema_migration (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const m of migrations.slice(have)) {
+    const apply = db.transaction(() => {
+      if (typeof m.up === 'string') db.exec(m.up);
+      else m.up(db);
+      record.run(m.version, m.name, now());
+    });
+    try {
+      apply.immediate();
+    } catch (err) {
+      throw new LkError('LK_STORE_MIGRATION', `migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { version: m.version }, { cause: err });
+    }
+  }
+  return migrations.length;
+}

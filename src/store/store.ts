@@ -1,0 +1,227 @@
+/**
+ * The linekeeper database: one SQLite file (better-sqlite3, WAL) in the data
+ * directory, with forward-only migrations and the audit trail built in.
+ *
+ * Every state change and the audit entry that records it commit in ONE
+ * transaction: `store.tx((t) => { t.db.prepare(...).run(...); t.audit.append(...) })`.
+ * The whole database runs at synchronous=FULL, so when `tx` (or
+ * `audit.append`) returns, the commit is on disk (R2/R12, Part 11 §11.10(e)).
+ */
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { systemClock, type Clock } from '../clock.js';
+import { LkError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { AuditTrail, type AuditOptions } from '../audit/trail.js';
+import { MIGRATIONS, runMigrations, type Migration } from './migrations.js';
+
+/** PRAGMA application_id of a linekeeper database ("LKS1"): a foreign SQLite file is refused, not migrated. */
+export const APPLICATION_ID = 0x4c4b5331;
+export const DB_FILE = 'linekeeper.db';
+
+export interface StoreOptions {
+  /** Absolute or relative data directory; created when missing (unless read-only). */
+  dataDir: string;
+  clock?: Clock;
+  logger?: Logger;
+  /** Open for verification/query only: no migrations, no key creation, no writes. */
+  readonly?: boolean;
+  /** Checkpoint policy (from config `audit`). */
+  audit?: Partial<AuditOptions>;
+  /** For tests of the migration mechanism only. */
+  migrations?: readonly Migration[];
+}
+
+/** What a `store.tx` callback receives: the connection and the audit trail, both inside the transaction. */
+export interface TxContext {
+  readonly db: Database.Database;
+  readonly audit: AuditTrail;
+}
+
+export interface Store {
+  readonly db: Database.Database;
+  readonly dataDir: string;
+  readonly file: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly readonly: boolean;
+  readonly audit: AuditTrail;
+  /** Schema version after migrations. */
+  readonly schemaVersion: number;
+  /**
+   * Run `fn` in one IMMEDIATE transaction (nested calls become savepoints) and
+   * commit durably. `fn` must be synchronous. After the outermost commit, the
+   * hooks registered with {@link afterCommit} run (audit checkpoints, notifications).
+   * @throws whatever `fn` throws (everything is rolled back); LkError LK_AUDIT_IMMUTABLE when
+   *   something tries to change an audit row; LK_STORE_CORRUPT when SQLite finds the file damaged.
+   */
+  tx<T>(fn: (t: TxContext) => T): T;
+  /**
+   * Run `fn` once the current outermost transaction has committed (dropped on rollback); immediately
+   * outside one. Hooks with the same `key` in one transaction run once (the last one registered).
+   */
+  afterCommit(fn: () => void, key?: string): void;
+  /** True inside `tx`. */
+  inTx(): boolean;
+  /** Clean stop: final audit checkpoints (when writable), then close the file. Idempotent. */
+  close(): void;
+}
+
+/** Map SQLite failures to stable codes: a damaged file is LK_STORE_CORRUPT, a trigger refusal LK_AUDIT_IMMUTABLE. */
+export function mapSqliteError(err: unknown): unknown {
+  if (LkError.is(err)) return err;
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const msg = typeof e?.message === 'string' ? e.message : '';
+  if (msg.includes('LK_AUDIT_IMMUTABLE')) return new LkError('LK_AUDIT_IMMUTABLE', msg.replace(/^.*LK_AUDIT_IMMUTABLE: /, ''), undefined, { cause: err });
+  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
+    return new LkError('LK_STORE_CORRUPT', `database file is damaged or not a database (${code})`, { sqlite: code }, { cause: err });
+  }
+  return err;
+}
+
+/**
+ * Open (or create) the database in `dataDir`, migrate it, and attach the audit trail.
+ * @throws LkError LK_STORE_CORRUPT for a damaged file or a SQLite file of another application;
+ *   LK_NOT_FOUND when read-only and there is no database; LK_STORE_MIGRATION when a migration fails
+ *   or the file is newer than this software; LK_AUDIT_KEY when the site key is unusable or does
+ *   not match the checkpoints already signed.
+ */
+export function openStore(opts: StoreOptions): Store {
+  const dataDir = resolve(opts.dataDir);
+  const file = join(dataDir, DB_FILE);
+  const ro = opts.readonly === true;
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? silentLogger;
+  if (ro && !existsSync(file)) throw new LkError('LK_NOT_FOUND', `no linekeeper database in ${dataDir}`, { dataDir });
+  if (!ro) mkdirSync(dataDir, { recursive: true });
+  if (existsSync(file) && !statSync(file).isFile()) throw new LkError('LK_STORE_CORRUPT', `${file} is not a file`);
+
+  let db: Database.Database;
+  try {
+    db = new Database(file, ro ? { readonly: true, fileMustExist: true } : {});
+  } catch (err) {
+    throw mapOpenError(err, file);
+  }
+  try {
+    checkIdentity(db, file, ro);
+    if (!ro) {
+      db.pragma('journal_mode = WAL');
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+    }
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    const nowIso = (): string => new Date(clock.now()).toISOString();
+    const schemaVersion = ro ? readonlyVersion(db, opts.migrations ?? MIGRATIONS) : runMigrations(db, nowIso, opts.migrations ?? MIGRATIONS);
+    return new SqliteStore(db, dataDir, file, clock, logger, ro, schemaVersion, opts.audit ?? {});
+  } catch (err) {
+    db.close();
+    throw mapOpenError(err, file);
+  }
+}
+
+function mapOpenError(err: unknown, file: string): unknown {
+  const mapped = mapSqliteError(err);
+  if (LkError.is(mapped)) return mapped;
+  const code = (err as { code?: unknown })?.code;
+  if (code === 'SQLITE_CANTOPEN') return new LkError('LK_STORE_CORRUPT', `${file}: cannot be opened`, undefined, { cause: err });
+  return err;
+}
+
+/** A new file is ours to initialise; an existing one must carry our application id (or be empty). */
+function checkIdentity(db: Database.Database, file: string, ro: boolean): void {
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  if (appId === APPLICATION_ID) return;
+  const objects = (db.prepare('SELECT COUNT(*) AS n FROM sqlite_master').get() as { n: number }).n;
+  if (appId === 0 && objects === 0 && !ro) return;
+  throw new LkError('LK_STORE_CORRUPT', `${file} is not a linekeeper database (application_id ${appId}, ${objects} schema objects)`, { applicationId: appId });
+}
+
+function readonlyVersion(db: Database.Database, migrations: readonly Migration[]): number {
+  const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration'").get();
+  if (!has) throw new LkError('LK_STORE_CORRUPT', 'database has no schema version');
+  const v = (db.prepare('SELECT MAX(version) AS v FROM schema_migration').get() as { v: number | null }).v ?? 0;
+  if (v > migrations.length) throw new LkError('LK_STORE_MIGRATION', `database schema version ${v} is newer than this linekeeper (${migrations.length})`);
+  if (v < 1) throw new LkError('LK_STORE_CORRUPT', 'database has no audit tables');
+  return v;
+}
+
+class SqliteStore implements Store {
+  readonly audit: AuditTrail;
+  private depth = 0;
+  private hooks = new Map<string | symbol, () => void>();
+  private closed = false;
+  private readonly runTx: Database.Transaction<(fn: (t: TxContext) => unknown, t: TxContext) => unknown>;
+  private readonly ctx: TxContext;
+
+  constructor(
+    readonly db: Database.Database,
+    readonly dataDir: string,
+    readonly file: string,
+    readonly clock: Clock,
+    readonly logger: Logger,
+    readonly readonly: boolean,
+    readonly schemaVersion: number,
+    auditOptions: Partial<AuditOptions>,
+  ) {
+    this.runTx = db.transaction((fn: (t: TxContext) => unknown, t: TxContext) => fn(t));
+    this.audit = new AuditTrail(this, auditOptions);
+    this.ctx = { db, audit: this.audit };
+  }
+
+  tx<T>(fn: (t: TxContext) => T): T {
+    if (this.closed) throw new LkError('LK_INTERNAL', 'store is closed');
+    if (this.readonly) throw new LkError('LK_INTERNAL', 'store is open read-only');
+    if (this.depth === 0 && this.db.inTransaction) {
+      // A transaction opened behind store.tx's back would skip the after-commit checkpoints.
+      throw new LkError('LK_INTERNAL', 'store.tx inside a transaction not opened by store.tx');
+    }
+    const outer = this.depth === 0;
+    this.depth++;
+    let result: T;
+    try {
+      result = this.runTx.immediate(fn as (t: TxContext) => unknown, this.ctx) as T;
+    } catch (err) {
+      if (outer) this.hooks.clear();
+      throw mapSqliteError(err);
+    } finally {
+      this.depth--;
+    }
+    if (outer) this.runHooks();
+    return result;
+  }
+
+  afterCommit(fn: () => void, key?: string): void {
+    if (this.depth > 0) this.hooks.set(key ?? Symbol('hook'), fn);
+    else fn();
+  }
+
+  inTx(): boolean {
+    return this.depth > 0;
+  }
+
+  private runHooks(): void {
+    const hooks = [...this.hooks.values()];
+    this.hooks.clear();
+    for (const h of hooks) {
+      try {
+        h();
+      } catch (err) {
+        // The transaction has committed; a failing hook must not make the caller believe it did not.
+        this.logger.error({ err }, 'after-commit hook failed');
+      }
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      if (!this.readonly) this.audit.close();
+    } finally {
+      this.closed = true;
+      this.db.close();
+    }
+  }
+}

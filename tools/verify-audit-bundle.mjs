@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// Standalone verifier for linekeeper audit bundles (JSON Lines), for auditors
+// who do not want to trust linekeeper to check its own trail.
+//
+//   node verify-audit-bundle.mjs BUNDLE.jsonl [--key SITE-PUBLIC-KEY.pem] [--json]
+//
+// Exit 0: intact. 65: damaged (prints the kind and the first bad seq).
+// 2: not a bundle. 1: key problem (unreadable, or not the --key you pinned).
+//
+// Deliberately self-contained: Node's own node:crypto and node:fs only, no
+// npm packages and nothing imported from linekeeper. That is also why it
+// carries its own RFC 8785 canonicaliser below (linekeeper itself uses the
+// `canonicalize` package): independence is the point of this file. The
+// format and the hashed bytes are described in linekeeper's docs/audit.md.
+import { createHash, createPublicKey, verify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+const FORMAT = 'linekeeper.audit-bundle';
+const GENESIS = '0'.repeat(64);
+
+// RFC 8785 (JCS) for the values JSON.parse produces. Strings and numbers use
+// ECMAScript JSON.stringify, which is exactly what RFC 8785 §3.2.2 specifies;
+// object keys are sorted by UTF-16 code units (JavaScript's default sort).
+function canonical(v) {
+  if (typeof v === 'string') {
+    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(v)) throw new Error('lone surrogate');
+    return JSON.stringify(v);
+  }
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error('non-finite number');
+    return JSON.stringify(v);
+  }
+  if (v === null || typeof v === 'boolean') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${canonical(k)}:${canonical(v[k])}`).join(',')}}`;
+  }
+  throw new Error(`not a JSON value: ${typeof v}`);
+}
+
+const sha256 = (s) => createHash('sha256').update(s, 'utf8').digest('hex');
+const tryCanonical = (v) => {
+  try {
+    return canonical(v);
+  } catch {
+    return undefined;
+  }
+};
+
+class Fail extends Error {
+  constructor(exit, message) {
+    super(message);
+    this.exit = exit;
+  }
+}
+
+function loadKey(pem, where) {
+  let key;
+  try {
+    key = createPublicKey(pem);
+  } catch {
+    throw new Fail(1, `${where}: not a PEM public key`);
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new Fail(1, `${where}: not an Ed25519 key`);
+  return { key, keyId: sha256Der(key) };
+}
+const sha256Der = (key) => createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+
+function sigValid(k, text, sig) {
+  if (typeof sig !== 'string' || text === undefined) return false;
+  try {
+    return verify(null, Buffer.from(text, 'utf8'), k.key, Buffer.from(sig, 'base64'));
+  } catch {
+    return false;
+  }
+}
+
+function asCheckpoint(o) {
+  const str = (x) => typeof x === 'string';
+  if (o.v !== 1 || !str(o.tenant) || !str(o.head_hash) || !str(o.ts) || !str(o.key_id) || !str(o.sig)) return undefined;
+  if (typeof o.seq !== 'number' || !Number.isSafeInteger(o.seq) || o.seq < 1) return undefined;
+  return o;
+}
+
+function checkpointValid(k, c) {
+  const bytes = tryCanonical({ v: c.v, tenant: c.tenant, seq: c.seq, head_hash: c.head_hash, ts: c.ts, key_id: c.key_id });
+  return c.key_id === k.keyId && sigValid(k, bytes, c.sig);
+}
+
+function asSegments(v) {
+  if (!Array.isArray(v)) return undefined;
+  let prev = 0;
+  for (const s of v) {
+    if (!Array.isArray(s) || s.length !== 2 || !s.every((n) => Number.isSafeInteger(n)) || !(s[0] > prev && s[1] >= s[0])) return undefined;
+    prev = s[1];
+  }
+  return v;
+}
+
+// The walk over entry lines in file order against the declared segments.
+function walk(items, segments, checkpoints, tenant) {
+  const cp = new Map();
+  for (const c of checkpoints) if (!cp.has(c.seq)) cp.set(c.seq, c.head_hash);
+  const d = (kind, seq, detail) => ({ damage: { kind, seq, detail }, head: null });
+  const ok = (x, e, ph) => !!x && x.hashOk && x.seq === e && x.prev === ph && x.tenant === tenant;
+  let i = 0;
+  let head = null;
+  for (const [from, to] of segments) {
+    const anchor = from === 1 ? GENESIS : cp.get(from - 1);
+    if (anchor === undefined) return d('checkpoint_missing', from - 1, `no valid checkpoint at seq ${from - 1} anchors the segment starting at ${from}`);
+    let ph = anchor;
+    let lastGood = from - 1;
+    for (let e = from; e <= to; e++) {
+      const x = items[i];
+      if (x === undefined) return d('truncated', e, `bundle ends before entry ${e}`);
+      if (ok(x, e, ph)) {
+        ph = x.hash;
+        i++;
+        const c = cp.get(e);
+        if (c !== undefined) {
+          if (c !== ph) return d('rewritten', lastGood + 1, `entries ${lastGood + 1}..${e} differ from the signed checkpoint at seq ${e}`);
+          lastGood = e;
+        }
+        continue;
+      }
+      if (x === null) return d('edited', e, `the line of entry ${e} is unreadable`);
+      if (ok(items[i + 1], e, ph)) return d('inserted', e, `an extra line sits before entry ${e}`);
+      if (!x.hashOk) return d('edited', e, `entry ${e} does not match its hash`);
+      if (x.tenant !== tenant) return d('inserted', e, `an entry of another chain sits at ${e}`);
+      if (typeof x.seq !== 'number' || !Number.isSafeInteger(x.seq)) return d('edited', e, `entry ${e} has no valid seq`);
+      if (x.seq < e) return d('inserted', x.seq === e - 1 ? e - 1 : e, `entry ${x.seq} appears again at position ${e}`);
+      if (x.seq > e) {
+        const later = items.slice(i + 1).some((z) => ok(z, e, ph));
+        return later ? d('reordered', e, `entry ${e} appears after entry ${x.seq}`) : d('deleted', e, `entry ${e} is missing`);
+      }
+      return e > from ? d('edited', e - 1, `entry ${e} does not link to entry ${e - 1}: ${e - 1} was replaced`) : d('edited', e, `entry ${e} does not link to the checkpoint before it`);
+    }
+    if (!cp.has(to)) return d('checkpoint_missing', to, `no valid checkpoint closes the segment ending at ${to}`);
+    head = { seq: to, hash: ph };
+  }
+  if (i < items.length) {
+    const x = items[i];
+    return d('inserted', x && typeof x.seq === 'number' ? x.seq : null, `${items.length - i} entry lines beyond the declared segments`);
+  }
+  return { head };
+}
+
+export function verifyBundleText(text, pinnedPem) {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  let header;
+  try {
+    header = JSON.parse(lines[0] ?? '');
+  } catch {
+    throw new Fail(2, 'not a linekeeper audit bundle (first line is not JSON)');
+  }
+  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== FORMAT || header.version !== 1) {
+    throw new Fail(2, 'not a linekeeper audit bundle (no header line)');
+  }
+  const embedded = loadKey(String(header.public_key ?? ''), 'bundle public key');
+  const k = pinnedPem === undefined ? embedded : loadKey(pinnedPem, '--key');
+  if (embedded.keyId !== k.keyId) throw new Fail(1, `bundle was signed by key ${embedded.keyId.slice(0, 16)}…, not the pinned key ${k.keyId.slice(0, 16)}…`);
+  const tenant = String(header.tenant);
+  const { sig, ...unsigned } = header;
+  const segments = asSegments(header.segments);
+  if (!segments) return { ok: false, tenant, entries: 0, keyId: k.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } };
+
+  const items = [];
+  const cps = [];
+  const damages = [];
+  const headDamages = [];
+  if (header.key_id !== k.keyId || !sigValid(k, tryCanonical(unsigned), sig)) headDamages.push({ kind: 'signature_invalid', seq: null, detail: 'bundle header signature is invalid' });
+  for (let i = 1; i < lines.length; i++) {
+    let o;
+    try {
+      const v = JSON.parse(lines[i]);
+      o = typeof v === 'object' && v !== null ? v : undefined;
+    } catch {
+      o = undefined;
+    }
+    if (o?.type === 'checkpoint') {
+      const c = asCheckpoint(o);
+      if (c && c.tenant === tenant && checkpointValid(k, c)) cps.push(c);
+      else damages.push({ kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` });
+    } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
+      const body = tryCanonical(o.entry);
+      items.push({ seq: o.entry.seq, prev: o.entry.prev_hash, hash: o.hash, tenant: o.entry.tenant, hashOk: body !== undefined && sha256(body) === o.hash });
+    } else if (items.length === 0) {
+      headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
+    } else {
+      items.push(null);
+    }
+  }
+  const w = walk(items, segments, cps, tenant);
+  const all = [...(w.damage ? [w.damage] : []), ...damages, ...headDamages];
+  const first = all.reduce((best, x) => (best === undefined || (x.seq ?? 0) < (best.seq ?? 0) ? x : best), undefined);
+  const base = { ok: first === undefined, tenant, entries: items.length, keyId: k.keyId, head: first ? null : w.head };
+  return first ? { ...base, damage: first } : base;
+}
+
+function main(argv) {
+  const args = argv.slice(2);
+  const json = args.includes('--json');
+  const ki = args.indexOf('--key');
+  const keyFile = ki >= 0 ? args[ki + 1] : undefined;
+  const file = args.find((a, i) => !a.startsWith('--') && (ki < 0 || i !== ki + 1));
+  if (!file || (ki >= 0 && !keyFile)) {
+    process.stderr.write('usage: node verify-audit-bundle.mjs BUNDLE.jsonl [--key SITE-PUBLIC-KEY.pem] [--json]\n');
+    return 2;
+  }
+  try {
+    const r = verifyBundleText(readFileSync(file, 'utf8'), keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
+    if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+    else if (r.ok) process.stdout.write(`ok: tenant ${r.tenant}, ${r.entries} entries, head ${r.head ? `#${r.head.seq} ${r.head.hash}` : '(none)'}, key ${r.keyId}\n`);
+    else process.stdout.write(`DAMAGED: tenant ${r.tenant}: ${r.damage.kind} at seq ${r.damage.seq ?? '-'}: ${r.damage.detail}\n`);
+    return r.ok ? 0 : 65;
+  } catch (err) {
+    if (!(err instanceof Fail)) {
+      if (err && err.code === 'ENOENT') {
+        process.stderr.write(`verify-audit-bundle: ${err.path}: no such file\n`);
+        return 2;
+      }
+      throw err;
+    }
+    if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: err.message, exit: err.exit })}\n`);
+    process.stderr.write(`verify-audit-bundle: ${err.message}\n`);
+    return err.exit;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('verify-audit-bundle.mjs')) {
+  process.exitCode = main(process.argv);
+}
