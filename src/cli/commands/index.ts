@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAudit } from './audit.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerServe } from './serve.js';
@@ -11,6 +12,7 @@ import { registerTwin } from './twin.js';
 export function registerAll(program: Command): void {
   registerServe(program);
   registerConfig(program);
+  registerAudit(program);
   registerPolicy(program);
   registerSim(program);
   registerCerts(program);
