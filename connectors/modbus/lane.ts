@@ -189,7 +189,9 @@ export class UnitLane {
           const lk = this.classify(e);
           finish(lk);
           if (lk.code === 'LK_CONN_TIMEOUT') this.onTimeout(client);
-          else if (lk.code === 'LK_MODBUS_PROTOCOL') this.restart(client, lk.message);
+          // A malformed reply means the stream may be out of step; "port not open" means the
+          // socket died under us. Either way only a fresh socket is trustworthy.
+          else if (lk.code === 'LK_MODBUS_PROTOCOL' || lk.code === 'LK_CONN_UNAVAILABLE') this.restart(client, lk.message);
         },
       );
     });

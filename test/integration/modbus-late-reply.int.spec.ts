@@ -97,7 +97,11 @@ async function startScriptedModbusServer(): Promise<ScriptedModbusServer> {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const TIMEOUT = 200;
+// Margins chosen for a loaded two-core box: the late reply (700 ms) lands while request 2
+// (sent at ~500 ms, answered 350 ms later, inside its own timeout) is still waiting.
+const TIMEOUT = 500;
+const LATE = 700;
+const SLOW = 350;
 
 describe('modbus: a late reply after a timeout', () => {
   let srv: ScriptedModbusServer;
@@ -127,8 +131,7 @@ describe('modbus: a late reply after a timeout', () => {
   });
 
   it('times out, then every later request gets its own answer, never the late one', async () => {
-    // request 1 answers at 300 ms (after the 200 ms timeout); request 2 is slow enough that the late reply arrives while it waits
-    srv.setScript({ delayMs: (seq) => (seq === 1 ? 300 : seq === 2 ? 150 : 0) });
+    srv.setScript({ delayMs: (seq) => (seq === 1 ? LATE : seq === 2 ? SLOW : 0) });
     const [first] = await conn.read(['dev.Seq']);
     expect(first).toMatchObject({ quality: 'bad', value: null, status: 'LK_CONN_TIMEOUT' });
     const values: unknown[] = [];
@@ -139,7 +142,7 @@ describe('modbus: a late reply after a timeout', () => {
 
   it('even when the late reply carries the transaction id of the next request', async () => {
     // The hazard is real: raw modbus-serial on one socket takes the late reply for the next answer.
-    srv.setScript({ delayMs: (seq) => (seq === 1 ? 300 : seq === 2 ? 150 : 0), tid: (seq, t) => (seq === 1 ? t + 1 : t) });
+    srv.setScript({ delayMs: (seq) => (seq === 1 ? LATE : seq === 2 ? SLOW : 0), tid: (seq, t) => (seq === 1 ? t + 1 : t) });
     const raw = new ModbusRTU();
     await raw.connectTCP('127.0.0.1', { port: srv.port });
     raw.setID(7);
@@ -151,11 +154,11 @@ describe('modbus: a late reply after a timeout', () => {
     await sleep(50);
 
     // Ours drops the socket on the timeout, so the mis-stamped late reply has nowhere to land.
-    srv.setScript({ delayMs: (seq) => (seq === 1 ? 300 : seq === 2 ? 150 : 0), tid: (seq, t) => (seq === 1 ? t + 1 : t) });
+    srv.setScript({ delayMs: (seq) => (seq === 1 ? LATE : seq === 2 ? SLOW : 0), tid: (seq, t) => (seq === 1 ? t + 1 : t) });
     const connectionsBefore = srv.connections;
     expect((await conn.read(['dev.Seq']))[0]!.status).toBe('LK_CONN_TIMEOUT');
     expect((await conn.read(['dev.Seq']))[0]!.value).toBe(2);
-    await sleep(200);
+    await sleep(LATE - SLOW);
     expect((await conn.read(['dev.Seq']))[0]!.value).toBe(3);
     expect(srv.connections).toBe(connectionsBefore + 1);
   });
