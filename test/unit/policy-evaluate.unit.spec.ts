@@ -17,7 +17,7 @@ describe('evaluate: the textbook allow', () => {
     expect(d.valueInSetpointUnit).toBe(12.5);
     expect(d.setpointUnit).toBe('kN');
     expect(d.pendingApproval).toBe('none');
-    expect(d.id).toMatch(/^dec_[0-9a-f]{28}$/);
+    expect(d.id).toMatch(/^dec_[0-9a-f]{32}$/);
     expect(d.inputs.request.value).toBe('12.5 kN');
     expect(d.at).toBe(T0);
   });
