@@ -222,6 +222,11 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
       session.on('session_closed', () => {
         if (this.session === session && !this.closing) this.recover('session closed by the server');
       });
+      // node-opcua re-creates a session the server dropped while the channel stayed up (BadSessionIdInvalid):
+      // no connection loss, but a new session on the server — re-validate as after a reconnection.
+      session.on('session_restored', () => {
+        if (this.session === session && !this.closing && this.state === 'connected') void this.onRestored();
+      });
       await this.prepare(session, initial);
       this.session = session;
     } catch (err) {
@@ -373,9 +378,8 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     return n;
   }
 
-  private sample(tag: OpcUaTag, dv: DataValue): Sample {
-    const at = this.clock.now();
-    if (this.unitBad.has(tag.id)) return badSample(tag, 'LK_TAG_UNIT_MISMATCH', at);
+  private sample(tag: OpcUaTag, dv: DataValue, at: number = this.clock.now()): Sample {
+    if (this.unitBad.size > 0 && this.unitBad.has(tag.id)) return badSample(tag, 'LK_TAG_UNIT_MISMATCH', at);
     const s = toSample(tag, dv, at);
     if (s.quality === 'good') this.lastDataAt = at;
     return s;
@@ -388,7 +392,8 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     if (!session) return list.map((t) => badSample(t, 'LK_CONN_UNAVAILABLE', this.clock.now()));
     try {
       const dvs = await session.read(list.map((t) => ({ nodeId: this.nodeOf(t), attributeId: AttributeIds.Value })), 0);
-      return list.map((t, i) => (dvs[i] ? this.sample(t, dvs[i]) : badSample(t, 'BadNoData', this.clock.now())));
+      const at = this.clock.now();
+      return list.map((t, i) => (dvs[i] ? this.sample(t, dvs[i], at) : badSample(t, 'BadNoData', at)));
     } catch (err) {
       const e = this.classify(err);
       this.lastError = `${e.code}: ${e.message}`;

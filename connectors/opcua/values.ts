@@ -23,14 +23,14 @@ export function qualityOf(statusValue: number): Quality {
 
 /** Convert one DataValue of `tag` into a Sample; `receivedAt` is our clock's reading. */
 export function toSample(tag: OpcUaTag, dv: DataValue, receivedAt: number): Sample {
+  // Object literals, not spreads: this runs for every value of every read and notification.
   const sourceTime = dv.sourceTimestamp ? dv.sourceTimestamp.getTime() : receivedAt;
   const sc = dv.statusCode ?? StatusCodes.Good;
   const quality = qualityOf(sc.value);
-  const base = { tag: tag.id, unit: tag.unit, sourceTime, receivedAt };
-  if (quality !== 'good') return { ...base, value: null, quality, status: sc.name };
+  if (quality !== 'good') return { tag: tag.id, value: null, quality, status: sc.name, unit: tag.unit, sourceTime, receivedAt };
   const checked = checkValue(tag, dv);
-  if (typeof checked === 'string') return { ...base, value: null, quality: 'bad', status: checked };
-  return { ...base, value: checked.value, quality: 'good', status: 'Good' };
+  if (typeof checked === 'string') return { tag: tag.id, value: null, quality: 'bad', status: checked, unit: tag.unit, sourceTime, receivedAt };
+  return { tag: tag.id, value: checked.value, quality: 'good', status: 'Good', unit: tag.unit, sourceTime, receivedAt };
 }
 
 /** A bad sample for a tag whose value could not be obtained at all (no session, timeout, unit mismatch). */

@@ -39,6 +39,8 @@ export interface OpcUaFixture {
   silenceSubscription(subscriptionId: number): boolean;
   /** Terminate a subscription on the server without telling the client. */
   dropSubscription(subscriptionId: number): boolean;
+  /** Close every client session on the server (as a PLC does on session timeout or a restart of its OPC UA stack); returns how many. */
+  closeSessions(): number;
   readonly equipment: OpcUaEquipmentConfig;
   connection(overrides?: Partial<OpcUaConnectionConfig>): OpcUaConnectionConfig;
   close(): Promise<void>;
@@ -116,6 +118,11 @@ export async function startOpcUaFixture(dataDir: string): Promise<OpcUaFixture> 
       if (!sub) return false;
       sub.terminate();
       return true;
+    },
+    closeSessions() {
+      const sessions = server.engine.getSessions();
+      for (const s of sessions) server.engine.closeSession(s.authenticationToken, true, 'Forcing');
+      return sessions.length;
     },
     connection: (o = {}) => ({
       id: 'opcua-fixture',

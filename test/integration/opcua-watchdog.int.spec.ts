@@ -124,6 +124,20 @@ describe('writes with the node DataType', () => {
   });
 });
 
+describe('session loss', () => {
+  it('gets a new session when the server closes ours, and subscriptions deliver again', async () => {
+    const got: Sample[] = [];
+    const sub = await c.subscribe(['rig.Ramp'], { intervalMs: 50 }, (s) => got.push(...s));
+    expect(await waitFor(() => got.length >= 2, 2000)).toBe(true);
+    expect(fx.closeSessions()).toBeGreaterThanOrEqual(1);
+    const closedAt = Date.now();
+    expect(await waitFor(() => got.some((x) => x.receivedAt > closedAt + 200), 10_000)).toBe(true);
+    expect(await waitFor(async () => (await c.read(['rig.Ramp']))[0]?.quality === 'good', 5000)).toBe(true);
+    expect(c.health().state).toBe('connected');
+    await sub.close();
+  });
+});
+
 describe('data-age watchdog', () => {
   it('re-creates a subscription whose monitored items the server silently disabled (alive, keep-alives, no data)', async () => {
     const got: Sample[] = [];
