@@ -63,6 +63,12 @@ function readRaw(type: ModbusCodecType, buf: Buffer): number {
   }
 }
 
+/** One-register types without a Buffer: the hot path of polling. */
+function readRaw16(spec: CodecSpec, reg: number): number {
+  const r = spec.byte_order === 'LE' ? ((reg & 0xff) << 8) | ((reg >> 8) & 0xff) : reg & 0xffff;
+  return spec.type === 'int16' && r >= 0x8000 ? r - 0x10000 : r;
+}
+
 function toRegisters(buf: Buffer, spec: CodecSpec): number[] {
   const regs: number[] = [];
   for (let i = 0; i < buf.length; i += 2) {
@@ -152,7 +158,7 @@ export function decode(spec: CodecSpec, registers: readonly number[]): Decoded {
   if (registers.length !== WIDTH[spec.type]) {
     throw new LkError('LK_CODEC', `${spec.type} needs ${WIDTH[spec.type]} registers, got ${registers.length}`);
   }
-  const raw = readRaw(spec.type, fromRegisters(registers, spec));
+  const raw = registers.length === 1 ? readRaw16(spec, registers[0]!) : readRaw(spec.type, fromRegisters(registers, spec));
   if (!Number.isFinite(raw)) return { ok: false, status: 'LK_VALUE_INVALID' };
   const value = engineering(spec, raw);
   if (!Number.isFinite(value)) return { ok: false, status: 'LK_VALUE_INVALID' };

@@ -61,6 +61,7 @@ class ModbusTcpConnector implements ModbusConnector {
   private readonly lanes = new Map<number, UnitLane>();
   private readonly listeners = new Set<(e: ConnectorEvent) => void>();
   private readonly subscriptions = new Set<{ groups: PollGroup[] }>();
+  private readonly plans = new Map<string, ReadBlock[]>();
   private state: ConnectorState = 'connecting';
   private closed = false;
   private lastDataAt: number | undefined;
@@ -116,15 +117,27 @@ class ModbusTcpConnector implements ModbusConnector {
 
   /** Batched read; unknown tags, timeouts, exceptions and NaN registers come back as bad-quality samples. */
   async read(tags: readonly string[]): Promise<Sample[]> {
-    const entries = new Map<string, TagEntry>();
-    for (const t of tags) {
-      const e = this.tags.get(t);
-      if (e) entries.set(t, e);
-    }
     const out = new Map<string, Sample>();
-    await Promise.all(planReads([...entries.values()], this.o.maxGap ?? 0).map((b) => this.readBlock(b, out)));
+    await Promise.all(this.planFor(tags).map((b) => this.readBlock(b, out)));
     const now = this.clock.now();
     return tags.map((t) => out.get(t) ?? { tag: t, value: null, quality: 'bad', status: 'LK_TAG_UNKNOWN', unit: '', sourceTime: now, receivedAt: now });
+  }
+
+  /** Polling groups read the same tag list over and over: plan it once. */
+  private planFor(tags: readonly string[]): ReadBlock[] {
+    const key = tags.join('\n');
+    let plan = this.plans.get(key);
+    if (!plan) {
+      const entries = new Map<string, TagEntry>();
+      for (const t of tags) {
+        const e = this.tags.get(t);
+        if (e) entries.set(t, e);
+      }
+      plan = planReads([...entries.values()], this.o.maxGap ?? 0);
+      if (this.plans.size >= 256) this.plans.clear();
+      this.plans.set(key, plan);
+    }
+    return plan;
   }
 
   private async readBlock(b: ReadBlock, out: Map<string, Sample>): Promise<void> {
