@@ -6,9 +6,11 @@
  *    rate) outrank yield, energy and takt, whatever the order of arrival.
  * 2. A request outside the design space is refused before arbitration: the
  *    design space is a limit, not a target, so it never contests.
- * 3. The winner of a contest owns the setpoint for the bundle's ownership
- *    window; within it, equal or lower rank is declined; after it, the owner
- *    must re-justify with a new request.
+ * 3. The winner owns the setpoint for the bundle's ownership window; a
+ *    request of another agent inside the window contests the owner's claim
+ *    (higher rank takes over, lower rank is declined until the window ends,
+ *    equal rank with another target is a deadlock). After the window the
+ *    owner must re-justify with a new request.
  * 4. Every loser is returned with its score and reason (for the batch
  *    genealogy); a throughput loser is flagged to re-plan by other means.
  * A true deadlock (equal rank, different targets) escalates to a human and
@@ -34,6 +36,8 @@ export interface ArbitrationRequest {
 }
 
 export interface Ownership {
+  /** The request that won (kept so a deadlock against the owner shows both sides to the human). */
+  readonly request: ArbitrationRequest;
   readonly setpoint: string;
   readonly agent: string;
   readonly requestId: string;
@@ -57,7 +61,7 @@ export interface ArbitrationState {
   readonly escalations: Readonly<Record<string, Escalation>>;
 }
 
-export type DeclineReason = 'OUTRANKED' | 'OWNED' | 'SUPERSEDED' | 'SAME_TARGET' | 'HUMAN_DECISION';
+export type DeclineReason = 'OUTRANKED' | 'SUPERSEDED' | 'SAME_TARGET' | 'HUMAN_DECISION';
 
 export interface Winner {
   readonly request: ArbitrationRequest;
@@ -71,7 +75,7 @@ export interface Declined {
   readonly reason: DeclineReason;
   /** Who won instead (request id and agent), or the owner holding the setpoint. */
   readonly winner: { readonly requestId: string; readonly agent: string; readonly attribute: ArbitrationAttribute; readonly score: number } | null;
-  /** When reason is OWNED: when the owner must re-justify. */
+  /** When the setpoint is owned by the winner: when its window ends and the owner must re-justify. */
   readonly ownedUntil: number | null;
   /** True for throughput requests: re-plan by other means (e.g. re-sequence the next changeover) instead of moving the equipment. */
   readonly replan: boolean;
@@ -173,8 +177,8 @@ export function resolveEscalation(
   const value = conv?.ok ? conv.value : Number.NaN;
   const out = new Collector(state, now, bundle.content.ownershipWindowMs);
   out.escalations.delete(setpoint);
-  out.win({ request: chosen, score: esc.score, value }, true);
-  for (const r of esc.requests) if (r !== chosen) out.decline({ request: r, score: esc.score, value: Number.NaN }, 'HUMAN_DECISION', { request: chosen, score: esc.score }, null);
+  out.win({ request: chosen, score: esc.score, value });
+  for (const r of esc.requests) if (r !== chosen) out.decline({ request: r, score: esc.score, value: Number.NaN }, 'HUMAN_DECISION', { request: chosen, score: esc.score }, now + bundle.content.ownershipWindowMs);
   return out.result();
 }
 
@@ -225,16 +229,15 @@ class Collector {
     this.escalations = new Map(Object.entries(state.escalations));
   }
 
-  win(v: Valid, contested: boolean): void {
+  /** A winner owns the setpoint for the window from now. */
+  win(v: Valid): void {
     this.winners.push({ request: v.request, score: v.score, valueInSetpointUnit: v.value });
-    if (contested) {
-      const r = v.request;
-      this.owners.set(r.setpoint, { setpoint: r.setpoint, agent: r.agent, requestId: r.id, attribute: r.attribute, score: v.score, value: v.value, since: this.now, expiresAt: this.now + this.windowMs });
-    }
+    const r = v.request;
+    this.owners.set(r.setpoint, { request: r, setpoint: r.setpoint, agent: r.agent, requestId: r.id, attribute: r.attribute, score: v.score, value: v.value, since: this.now, expiresAt: this.now + this.windowMs });
   }
 
-  decline(v: Valid, reason: DeclineReason, winner: { request: ArbitrationRequest; score: number } | Ownership | null, ownedUntil: number | null): void {
-    const w = winner === null ? null : 'request' in winner ? { requestId: winner.request.id, agent: winner.request.agent, attribute: winner.request.attribute, score: winner.score } : { requestId: winner.requestId, agent: winner.agent, attribute: winner.attribute, score: winner.score };
+  decline(v: Valid, reason: DeclineReason, winner: { request: ArbitrationRequest; score: number } | null, ownedUntil: number | null): void {
+    const w = winner === null ? null : { requestId: winner.request.id, agent: winner.request.agent, attribute: winner.request.attribute, score: winner.score };
     this.declined.push({ request: v.request, score: v.score, reason, winner: w, ownedUntil, replan: THROUGHPUT.has(v.request.attribute), at: this.now });
   }
 
@@ -255,50 +258,51 @@ class Collector {
       }
       // a strictly higher rank decides by rule 1: the deadlocked requests lose to it
       this.escalations.delete(setpoint);
-      const escTop = list.filter((v) => v.score === top);
-      const winner = escTop.length === 1 ? escTop[0]! : undefined;
-      for (const r of esc.requests) this.decline({ request: r, score: esc.score, value: Number.NaN }, 'OUTRANKED', winner ?? null, null);
+      const best = list.filter((v) => v.score === top);
+      for (const r of esc.requests) this.decline({ request: r, score: esc.score, value: Number.NaN }, 'OUTRANKED', best.length === 1 ? best[0]! : null, null);
     }
     let owner = this.owners.get(setpoint);
     if (owner && owner.expiresAt <= this.now) {
       this.owners.delete(setpoint); // rule 3: the window ran out; the owner must re-justify
       owner = undefined;
     }
-    const incumbent = owner ? list.find((v) => v.request.agent === owner.agent) : undefined;
-    let contenders = list;
-    if (owner) {
-      // within the window a challenger needs a strictly higher rank than the owner's claim
-      const holdScore = Math.max(owner.score, incumbent?.score ?? 0);
-      const challengers = list.filter((v) => v !== incumbent && v.score > holdScore);
-      for (const v of list) if (v !== incumbent && v.score <= holdScore) this.decline(v, 'OWNED', owner, owner.expiresAt);
-      if (challengers.length === 0) {
-        if (incumbent) this.win(incumbent, false);
-        return;
-      }
-      if (incumbent) this.decline(incumbent, 'OUTRANKED', null, null);
-      contenders = challengers;
-    }
-    this.contest(setpoint, contenders, owner !== undefined);
+    if (!owner) return this.contest(setpoint, list, null);
+    const o = owner;
+    const incumbent = list.find((v) => v.request.agent === o.agent);
+    // the owner's standing claim: its new request if it made one (ranked no lower than what it won with), else the old one
+    const claim: Valid & { standing: true } = incumbent
+      ? { request: incumbent.request, score: Math.max(o.score, incumbent.score), value: incumbent.value, standing: true }
+      : { request: o.request, score: o.score, value: o.value, standing: true };
+    this.contest(setpoint, [claim, ...list.filter((v) => v !== incumbent)], o);
   }
 
-  private contest(setpoint: string, list: Valid[], tookOver: boolean): void {
+  /** Rank the contenders; `owner` set when one of them is the live owner's standing claim. */
+  private contest(setpoint: string, list: (Valid & { standing?: true })[], owner: Ownership | null): void {
     const top = Math.max(...list.map((v) => v.score));
     const best = list.filter((v) => v.score === top);
     const lower = list.filter((v) => v.score < top);
-    const first = best[0]!;
+    // the owner's claim comes first among equals; otherwise earliest request, then id
+    const first = best.find((v) => v.standing) ?? best[0]!;
     const eps = boundEpsilon(first.value, first.value);
     if (best.length > 1 && best.some((v) => Math.abs(v.value - first.value) > eps)) {
       const esc: Escalation = { setpoint, score: top, requests: best.map((v) => v.request), reason: 'DEADLOCK_EQUAL_RANK', since: this.now };
       this.escalations.set(setpoint, esc);
       this.escalated.push(esc);
       this.owners.delete(setpoint);
-      for (const v of lower) this.decline(v, 'OUTRANKED', null, null);
+      for (const v of lower) if (!v.standing) this.decline(v, 'OUTRANKED', null, null);
       return;
     }
-    // best is sorted by (at, id): equal targets of equal rank → the earliest stands, the rest are declined explicitly
-    this.win(first, list.length > 1 || tookOver);
-    for (const v of best.slice(1)) this.decline(v, 'SAME_TARGET', first, null);
-    for (const v of lower) this.decline(v, 'OUTRANKED', first, null);
+    const ownerHolds = first.standing === true && owner !== null;
+    if (ownerHolds) {
+      // the owner keeps the setpoint (no silent extension of its window); a fresh request of the owner is its winner
+      if (first.request.id !== owner.requestId) {
+        this.winners.push({ request: first.request, score: first.score, valueInSetpointUnit: first.value });
+        this.owners.set(setpoint, { ...owner, request: first.request, requestId: first.request.id, attribute: first.request.attribute, value: first.value });
+      }
+    } else this.win(first);
+    const until = ownerHolds ? owner.expiresAt : this.now + this.windowMs;
+    for (const v of best) if (v !== first && !v.standing) this.decline(v, 'SAME_TARGET', first, until);
+    for (const v of lower) if (!v.standing) this.decline(v, 'OUTRANKED', first, until);
   }
 
   result(): ArbitrationResult {

@@ -70,7 +70,7 @@ describe('rule 2: the design space is a limit, not a target', () => {
     const r = arbitrate([outside, raise], EMPTY_ARBITRATION, T0, bundle, scope);
     expect(r.refused).toEqual([{ request: outside, reasons: ['OUTSIDE_DESIGN_SPACE'] }]);
     expect(r.winners.map((w) => w.request.id)).toEqual(['r-yield']);
-    expect(r.state.owners['press.TurretSpeed']).toBeUndefined(); // uncontested: no ownership
+    expect(r.state.owners['press.TurretSpeed']).toMatchObject({ agent: 'agent.yield_takt', expiresAt: T0 + W });
   });
 
   it('refuses bad values, unknown units, unknown setpoints and unknown attributes', () => {
@@ -103,25 +103,28 @@ describe('rule 3: ownership is time-boxed; after the window the owner must re-ju
     expect(first.state.owners['press.TurretSpeed']).toMatchObject({ agent: 'agent.quality_conf', requestId: 'r-cu', since: T0, expiresAt: T0 + W, value: 45 });
   });
 
-  it('within the window, equal or lower rank is declined as OWNED, with when the owner must re-justify', () => {
+  it('within the window a lower rank is declined with when the owner must re-justify', () => {
     const again = req('r-yield-2', 'agent.yield_takt', 'takt', '62 {rev}/min', T0 + 10_000);
-    const peer = req('r-pot', 'agent.compress_fill', 'potency', '50 {rev}/min', T0 + 10_000);
-    const r = arbitrate([again, peer], first.state, T0 + 10_000, bundle, scope);
+    const r = arbitrate([again], first.state, T0 + 10_000, bundle, scope);
     expect(r.winners).toEqual([]);
-    expect(r.declined.map((d) => [d.request.id, d.reason, d.ownedUntil])).toEqual([
-      ['r-pot', 'OWNED', T0 + W],
-      ['r-yield-2', 'OWNED', T0 + W],
-    ]);
+    expect(r.declined.map((d) => [d.request.id, d.reason, d.winner?.requestId, d.ownedUntil, d.replan])).toEqual([['r-yield-2', 'OUTRANKED', 'r-cu', T0 + W, true]]);
+    expect(r.state.owners['press.TurretSpeed']!.expiresAt).toBe(T0 + W);
   });
 
-  it('after the window the ownership lapses: the same throughput request now wins unless re-justified', () => {
-    const again = req('r-yield-3', 'agent.yield_takt', 'takt', '62 {rev}/min', T0 + W);
-    const lapsed = arbitrate([again], first.state, T0 + W, bundle, scope);
-    expect(lapsed.winners.map((w) => w.request.id)).toEqual(['r-yield-3']);
-    expect(lapsed.state.owners['press.TurretSpeed']).toBeUndefined();
-    const rejustified = arbitrate([again, req('r-cu-2', 'agent.quality_conf', 'content_uniformity', '45 {rev}/min', T0 + W)], first.state, T0 + W, bundle, scope);
-    expect(rejustified.winners.map((w) => w.request.id)).toEqual(['r-cu-2']);
-    expect(rejustified.state.owners['press.TurretSpeed']!.expiresAt).toBe(T0 + 2 * W);
+  it('within the window an equal rank with another target deadlocks against the owner (both go to the human)', () => {
+    const peer = req('r-pot', 'agent.compress_fill', 'potency', '50 {rev}/min', T0 + 10_000);
+    const r = arbitrate([peer], first.state, T0 + 10_000, bundle, scope);
+    expect(r.winners).toEqual([]);
+    expect(r.escalated[0]!.requests.map((x) => x.id).sort()).toEqual(['r-cu', 'r-pot']);
+    expect(r.state.owners['press.TurretSpeed']).toBeUndefined();
+  });
+
+  it('the owner may move its own setpoint again within the window, without extending it', () => {
+    const own = req('r-cu-b', 'agent.quality_conf', 'content_uniformity', '47 {rev}/min', T0 + 20_000);
+    const r = arbitrate([own, req('r-y', 'agent.yield_takt', 'yield', '66 {rev}/min', T0 + 20_000)], first.state, T0 + 20_000, bundle, scope);
+    expect(r.winners.map((w) => w.request.id)).toEqual(['r-cu-b']);
+    expect(r.declined.map((d) => [d.request.id, d.reason])).toEqual([['r-y', 'OUTRANKED']]);
+    expect(r.state.owners['press.TurretSpeed']).toMatchObject({ requestId: 'r-cu-b', value: 47, since: T0, expiresAt: T0 + W });
   });
 
   it('a strictly higher rank takes a setpoint from a throughput owner within the window', () => {
