@@ -15,53 +15,23 @@
  * NamespaceArray, DataTypes and EngineeringUnits are read again; and each
  * subscription has a data-age watchdog (subscription.ts).
  */
-import { AttributeIds, MessageSecurityMode, OPCUAClient, SecurityPolicy, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { AttributeIds, OPCUAClient, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { silentLogger, type Logger } from '../../src/log.js';
-import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
-import type { Connector, ConnectorEvent, ConnectorHealth, ConnectorState, Sample, SubscribeOptions, TagDescription, WriteCapability } from '../types.js';
-import { fetchMetadata, readNamespaces, unitMismatches, type TagMeta } from './metadata.js';
-import { acquireClientPki, pkiFolder } from './pki.js';
+import type { OpcUaConnectionConfig } from '../../src/config/schema.js';
+import type { ConnectorEvent, ConnectorHealth, ConnectorState, Sample, SubscribeOptions, TagDescription, WriteCapability } from '../types.js';
+import type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './api.js';
+import { describeTags, fetchMetadata, readNamespaces, unitMismatches, type TagMeta } from './metadata.js';
+import { classifyError, clientOptions, disposeClient } from './link.js';
+import { acquireClientPki } from './pki.js';
 import { ManagedSubscription, type SubscriptionHost } from './subscription.js';
 import { buildTagTable, lookupTags, resolveNodeId, type OpcUaTag } from './tags.js';
 import { badSample, toSample } from './values.js';
 import { Heartbeats, writeCapability, type WriteHost } from './writer.js';
 
-export interface OpcUaConnectorOptions {
-  readonly connection: OpcUaConnectionConfig;
-  /** The equipment of the site configuration that uses this connection. */
-  readonly equipment: readonly OpcUaEquipmentConfig[];
-  /** The actual endpoint URL (the caller resolves `sim` to the simulator's URL). */
-  readonly url: string;
-  /** Data directory: the client PKI lives in `<dataDir>/pki`. */
-  readonly dataDir: string;
-  /** Stamps Sample.receivedAt and WriteResult.at; watchdog timing uses the monotonic clock. */
-  readonly clock?: Clock;
-  readonly logger?: Logger;
-  /** Retry delays of the initial connection and of session re-creation (node-opcua's reconnection uses the same bounds). */
-  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
-}
-
-/** A subscription of this connector; `serverSubscriptionId` is for diagnostics and fault tests. */
-export interface OpcUaSubscription {
-  readonly tags: readonly string[];
-  readonly serverSubscriptionId: number | undefined;
-  close(): Promise<void>;
-}
-
-export interface OpcUaConnector extends Connector {
-  readonly protocol: 'opcua';
-  subscribe(tags: readonly string[], options: SubscribeOptions, onSamples: (samples: Sample[]) => void): Promise<OpcUaSubscription>;
-}
-
 /** Errors that need a human (trust a certificate, fix a unit): retrying would only hide them. */
 const FATAL: readonly ErrorCode[] = ['LK_CERT_UNTRUSTED', 'LK_TAG_UNIT_MISMATCH', 'LK_CONFIG_INVALID'];
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let t: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<undefined>((resolve) => (t = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(t));
-}
 
 export class OpcUaConnectorImpl implements OpcUaConnector {
   readonly id: string;
@@ -154,11 +124,28 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
    */
   connect(): Promise<void> {
     if (this.state === 'connected') return Promise.resolve();
+    // Already connected once and now repairing (node-opcua's reconnection or our recovery): wait for it, do not race it.
+    if (!this.connecting && (this.client || this.recovering) && !this.closing) return this.waitConnected();
     this.closing = false;
     this.connecting ??= this.connectLoop(true).finally(() => {
       this.connecting = undefined;
     });
     return this.connecting;
+  }
+
+  private waitConnected(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const off = this.on((e) => {
+        if (e.type !== 'state') return;
+        if (e.to === 'connected') {
+          off();
+          resolve();
+        } else if (e.to === 'closed') {
+          off();
+          reject(new LkError('LK_CONN_UNAVAILABLE', `${this.id}: closed before the connection was restored`));
+        }
+      });
+    });
   }
 
   private async connectLoop(initial: boolean): Promise<void> {
@@ -188,24 +175,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     this.pki ??= await acquireClientPki(this.opts.dataDir);
     // An operator may have run `linekeeper certs trust` since the last attempt.
     await this.pki.cm.reloadCertificates();
-    const { mode, policy } = this.cfg.security;
-    const keepalive = this.cfg.keepalive_ms;
-    const client = OPCUAClient.create({
-      applicationName: 'linekeeper',
-      clientName: `linekeeper-${this.id}`,
-      endpointMustExist: false,
-      securityMode: MessageSecurityMode[mode],
-      securityPolicy: policy === 'Basic256Sha256' ? SecurityPolicy.Basic256Sha256 : SecurityPolicy.None,
-      clientCertificateManager: this.pki.cm,
-      // maxRetry ≥ 1 keeps node-opcua's automatic reconnection on; the initial connection's retries are ours.
-      connectionStrategy: { initialDelay: this.backoff.initialMs, maxDelay: this.backoff.maxMs, maxRetry: 1, randomisationFactor: 0 },
-      keepSessionAlive: true,
-      keepAliveInterval: keepalive,
-      requestedSessionTimeout: Math.max(10 * keepalive, 10_000),
-      defaultTransactionTimeout: this.cfg.request_timeout_ms,
-      // A socket silent for three keep-alive periods is dead (the default waits 60 s).
-      transportTimeout: Math.max(3 * keepalive, this.cfg.request_timeout_ms + keepalive),
-    });
+    const client = OPCUAClient.create(clientOptions(this.cfg, this.backoff, this.pki.cm));
     this.client = client;
     client.on('connection_lost', () => {
       if (this.client === client && !this.closing) this.setState('lost', 'connection lost');
@@ -296,10 +266,8 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     });
   }
 
-  private async dispose(client: OPCUAClient | undefined, session: ClientSession | undefined): Promise<void> {
-    const ms = this.cfg.request_timeout_ms;
-    if (session) await withTimeout(session.close(true).catch(() => undefined), ms);
-    if (client) await withTimeout(client.disconnect().catch(() => undefined), ms);
+  private dispose(client: OPCUAClient | undefined, session: ClientSession | undefined): Promise<void> {
+    return disposeClient(client, session, this.cfg.request_timeout_ms);
   }
 
   async close(): Promise<void> {
@@ -332,13 +300,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
   }
 
   private classify(err: unknown): LkError {
-    if (LkError.is(err)) return err as LkError;
-    const msg = err instanceof Error ? err.message : String(err);
-    if (/BadCertificateUntrusted|certificate verification failed/i.test(msg)) {
-      return new LkError('LK_CERT_UNTRUSTED', `${this.id}: the server certificate of ${this.opts.url} is not trusted; it is in ${pkiFolder(this.opts.dataDir)}/rejected — trust it with \`linekeeper certs trust <thumbprint>\``, { url: this.opts.url }, { cause: err });
-    }
-    if (/timeout|timed out/i.test(msg)) return new LkError('LK_CONN_TIMEOUT', `${this.id}: ${msg}`, undefined, { cause: err });
-    return new LkError('LK_CONN_UNAVAILABLE', `${this.id}: ${msg.split('\n')[0]}`, undefined, { cause: err });
+    return classifyError(err, this.id, this.opts.url, this.opts.dataDir);
   }
 
   private setState(to: ConnectorState, reason?: string): void {
@@ -403,21 +365,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
 
   /** Every tag with what the server reported on the last connect (DataType, EURange, access); the configuration where it reported nothing. */
   async describe(): Promise<TagDescription[]> {
-    return [...this.tags.values()].map((t) => {
-      const m = this.meta.get(t.id);
-      const range = m?.range ?? t.range;
-      return {
-        tag: t.id,
-        equipment: t.equipment,
-        name: t.name,
-        kind: t.kind,
-        unit: t.unit,
-        dataType: m?.dataTypeName ?? t.configType,
-        writable: t.kind === 'setpoint' && (m ? m.writable : true),
-        ...(range ? { range } : {}),
-        address: this.nsIndex >= 0 ? this.nodeOf(t).toString() : t.nodeId,
-      };
-    });
+    return describeTags([...this.tags.values()], this.meta, (t) => (this.nsIndex >= 0 ? this.nodeOf(t).toString() : t.nodeId));
   }
 
   /**

@@ -2,9 +2,10 @@
  * The OPC UA connector of linekeeper. Everything other modules need:
  * `createOpcUaConnector(...)` and the PKI operations behind `linekeeper certs`.
  */
-import { OpcUaConnectorImpl, type OpcUaConnector, type OpcUaConnectorOptions } from './connector.js';
+import type { OpcUaConnector, OpcUaConnectorOptions } from './api.js';
+import { OpcUaConnectorImpl } from './connector.js';
 
-export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './connector.js';
+export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './api.js';
 export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertificate, type CertificateInfo } from './pki.js';
 export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
 

@@ -6,6 +6,7 @@
  * so no BadTypeMismatch), its UserAccessLevel, EngineeringUnits and EURange.
  */
 import { AttributeIds, DataType, makeBrowsePath, StatusCodes, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import type { TagDescription } from '../types.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType } from './values.js';
 import { describeReportedUnit, unitMatches, type ReportedUnit } from './units.js';
@@ -100,4 +101,23 @@ export function unitMismatches(tags: readonly OpcUaTag[], meta: ReadonlyMap<stri
     if (u && !unitMatches(u, t.unit)) out.push({ tag: t.id, configured: t.unit, reported: describeReportedUnit(u) });
   }
   return out;
+}
+
+/** TagDescriptions: what the server reported on the last connect (DataType, EURange, access), the configuration where it reported nothing. */
+export function describeTags(tags: readonly OpcUaTag[], meta: ReadonlyMap<string, TagMeta>, address: (t: OpcUaTag) => string): TagDescription[] {
+  return tags.map((t) => {
+    const m = meta.get(t.id);
+    const range = m?.range ?? t.range;
+    return {
+      tag: t.id,
+      equipment: t.equipment,
+      name: t.name,
+      kind: t.kind,
+      unit: t.unit,
+      dataType: m?.dataTypeName ?? t.configType,
+      writable: t.kind === 'setpoint' && (m ? m.writable : true),
+      ...(range ? { range } : {}),
+      address: address(t),
+    };
+  });
 }

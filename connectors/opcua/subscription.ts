@@ -169,6 +169,7 @@ export class ManagedSubscription implements Subscription {
     }
     this.sub = sub;
     this.lastAliveAt = now();
+    for (const it of this.items) it.failed = false;
     const alive = (): void => {
       if (gen === this.generation) this.lastAliveAt = now();
     };
@@ -196,7 +197,10 @@ export class ManagedSubscription implements Subscription {
       const i = indexes[k];
       if (gen === this.generation && i !== undefined) this.notified(i, dv);
     });
+    // A creation that never answers (connection lost half-way) must not wedge the watchdog: give up, the next check re-creates.
+    let timer: NodeJS.Timeout | undefined;
     return new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('monitored items were not created in time')), 2 * this.host.requestTimeoutMs);
       group.once('initialized', () => {
         group.monitoredItems.forEach((mi, k) => {
           const it = this.items[indexes[k]!];
@@ -207,7 +211,7 @@ export class ManagedSubscription implements Subscription {
         resolve();
       });
       group.once('terminated', (err?: Error) => reject(err ?? new Error('monitored item group terminated')));
-    });
+    }).finally(() => clearTimeout(timer));
   }
 
   private notified(i: number, dv: DataValue): void {

@@ -76,7 +76,7 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   }
   let back: Sample;
   try {
-    back = host.toSample(tag, await session.read({ nodeId, attributeId: AttributeIds.Value, }));
+    back = host.toSample(tag, await session.read({ nodeId, attributeId: AttributeIds.Value }));
   } catch (err) {
     const at = host.clock.now();
     back = { tag: tagId, value: null, quality: 'bad', status: (err as Error).message.includes('imeout') ? 'LK_CONN_TIMEOUT' : 'LK_CONN_UNAVAILABLE', unit: tag.unit, sourceTime: at, receivedAt: at };
@@ -131,7 +131,7 @@ export class Heartbeats {
         try {
           await this.beat(e.id, tag);
         } catch (err) {
-          this.host.emit({ type: 'heartbeat_failed', equipment: e.id, error: LkError.is(err) ? err.code : (err as Error).message });
+          this.host.emit({ type: 'heartbeat_failed', equipment: e.id, error: LkError.is(err) ? `${err.code}: ${err.message}` : String((err as Error).message ?? err) });
         } finally {
           busy = false;
         }
