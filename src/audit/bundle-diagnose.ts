@@ -33,10 +33,14 @@ export function diagnoseBundle(
       const x = items[i];
       if (x === undefined) return d('truncated', e, `bundle ends before entry ${e}`);
       if (ok(x, e, ph)) {
+        const before = ph;
         ph = x!.hash as string;
         i++;
         const c = cp.get(e);
         if (c !== undefined) {
+          const y = items[i];
+          // The genuine entry right behind an accepted forgery: the forgery was inserted.
+          if (c !== ph && y && y.hashOk && y.seq === e && y.prev === before && y.hash === c) return d('inserted', e, `an extra line sits before entry ${e}`);
           if (c !== ph) return d('rewritten', lastGood + 1, `entries ${lastGood + 1}..${e} differ from the signed checkpoint at seq ${e}`);
           lastGood = e;
         }

@@ -87,7 +87,7 @@ export type AuditSignature = z.infer<typeof AuditSignature>;
 export const AuditEntryInput = z.strictObject({
   tenant: tenantId,
   /** user id, `agent.<role>` or `system`. */
-  actor: z.string().regex(/^(system|agent\.[a-z][a-z0-9_]*|[A-Za-z0-9][A-Za-z0-9._@-]{0,127})$/, 'actor must be a user id, agent.<role> or system'),
+  actor: z.string().regex(/^(system|agent\.[a-z][a-z0-9_]*|(?!agent\.)[A-Za-z0-9][A-Za-z0-9._@-]{0,127})$/, 'actor must be a user id, agent.<role> or system'),
   kind: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'kind must be snake_case'),
   /** What happened, e.g. the tool name or `setpoint.write`. */
   action: text(200),

@@ -79,6 +79,9 @@ export function verifyStore(src: Source, opts: VerifyOptions = {}): VerifyReport
 
 function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
   const { db } = src;
+  // Structural damage (a scribbled page) must be an error, not whatever rows happen to read back.
+  const check = db.pragma('quick_check(1)', { simple: true });
+  if (check !== 'ok') throw new LkError('LK_STORE_CORRUPT', `database file is damaged: ${String(check)}`);
   const dbCps = (db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint ORDER BY tenant, seq').all() as Record<string, unknown>[])
     .filter((r) => opts.tenant === undefined || r.tenant === opts.tenant);
   const log = readCheckpointLog(checkpointLogFile(src.dataDir));
@@ -162,19 +165,26 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
 
   let lastGood = 0;
   let matched = 0;
-  let rewritten = false;
+  let reported = false;
+  const walkDamage = damages[0];
   for (const c of valid.sort((a, b) => a.seq - b.seq)) {
     const h = hashAt.get(c.seq);
     if (h !== undefined) {
       if (h === c.head_hash) {
         lastGood = Math.max(lastGood, c.seq);
         matched++;
-      } else if (!rewritten) {
-        rewritten = true;
-        damages.push({ kind: 'rewritten', seq: lastGood + 1, detail: `entries ${lastGood + 1}..${c.seq} differ from the signed checkpoint at seq ${c.seq}` });
+      } else if (!reported) {
+        reported = true;
+        // The walk's diagnosis is exact; keep it when it lies in the range this checkpoint condemns.
+        const within = walkDamage?.seq != null && walkDamage.seq > lastGood && walkDamage.seq <= c.seq;
+        if (!within) damages.push({ kind: 'rewritten', seq: lastGood + 1, detail: `entries ${lastGood + 1}..${c.seq} differ from the signed checkpoint at seq ${c.seq}` });
       }
-    } else if (!broken && c.seq > head) {
-      damages.push({ kind: 'truncated', seq: head + 1, detail: `chain ends at seq ${head} but a signed checkpoint covers seq ${c.seq}` });
+    } else if (!broken && c.seq > head && !reported) {
+      reported = true;
+      const moved = findOriginal(db, tenant, head + 1, ph);
+      damages.push(moved
+        ? { kind: 'edited', seq: head + 1, detail: `entry ${head + 1} was moved to ${moved.tenant === tenant ? '' : `chain ${moved.tenant} `}seq ${String(moved.row[C.seq])} (its position columns were changed)` }
+        : { kind: 'truncated', seq: head + 1, detail: `chain ends at seq ${head} but a signed checkpoint covers seq ${c.seq}` });
     }
   }
   damages.push(...cpDamages);
@@ -191,10 +201,7 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
  */
 function diagnose(db: Database, tenant: string, e: number, ph: string, R: EntryRow | undefined): Damage {
   const d = (kind: DamageKind, seq: number, detail: string): Damage => ({ kind, seq, detail });
-  const candidates = db.prepare(`SELECT tenant, ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE prev_hash = ?`).raw().all(ph) as unknown[][];
-  const O = candidates
-    .map((c) => ({ tenant: c[0] as string, row: c.slice(1) }))
-    .find((c) => (c.tenant !== tenant || c.row[C.seq] !== e) && rowVerifiesAt(tenant, c.row, e));
+  const O = findOriginal(db, tenant, e, ph);
   if (!R) {
     if (O) return d('edited', e, `entry ${e} was moved to ${O.tenant === tenant ? '' : `chain ${O.tenant} `}seq ${String(O.row[C.seq])} (its position columns were changed)`);
     return d('deleted', e, `entry ${e} is missing`);
@@ -212,4 +219,12 @@ function diagnose(db: Database, tenant: string, e: number, ph: string, R: EntryR
   if (rowVerifiesAt(tenant, R, e + 1)) return d('deleted', e, `entry ${e} is missing and later entries were renumbered`);
   if (e > 1 && rowVerifiesAt(tenant, R, e - 1)) return d('inserted', e - 1, `a self-consistent foreign entry was inserted at seq ${e - 1}`);
   return d('edited', e, `entry ${e} does not match its hash`);
+}
+
+/** The original entry e of `tenant` wherever it sits now (another seq or chain): links to `ph`, hashes right as entry e. */
+function findOriginal(db: Database, tenant: string, e: number, ph: string): { tenant: string; row: EntryRow } | undefined {
+  const candidates = db.prepare(`SELECT tenant, ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE prev_hash = ?`).raw().all(ph) as unknown[][];
+  return candidates
+    .map((c) => ({ tenant: c[0] as string, row: c.slice(1) }))
+    .find((c) => (c.tenant !== tenant || c.row[C.seq] !== e) && rowVerifiesAt(tenant, c.row, e));
 }

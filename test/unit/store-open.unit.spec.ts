@@ -1,0 +1,146 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { APPLICATION_ID, DB_FILE, openStore } from '../../src/store/store.js';
+import { MIGRATIONS, type Migration } from '../../src/store/migrations.js';
+import { codeOf, entry, newStore, tempDir } from './audit-helpers.js';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+function dir(): string {
+  const t = tempDir('lk-store-');
+  cleanups.push(t.cleanup);
+  return t.dir;
+}
+
+describe('openStore', () => {
+  it('creates a WAL database at synchronous=FULL, stamped as linekeeper, with the migrations recorded once', () => {
+    const d = dir();
+    const { store } = newStore(d);
+    expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(store.db.pragma('synchronous', { simple: true })).toBe(2); // FULL
+    expect(store.db.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
+    expect(store.schemaVersion).toBe(MIGRATIONS.length);
+    store.close();
+    const again = openStore({ dataDir: d });
+    const rows = again.db.prepare('SELECT version FROM schema_migration ORDER BY version').pluck().all();
+    expect(rows).toEqual(MIGRATIONS.map((m) => m.version));
+    again.close();
+  });
+
+  it('refuses a file that is not a database, and a SQLite database of another application', () => {
+    const a = dir();
+    writeFileSync(join(a, DB_FILE), Buffer.alloc(8192, 0x5a));
+    expect(codeOf(() => openStore({ dataDir: a }))).toBe('LK_STORE_CORRUPT');
+    const b = dir();
+    const foreign = new Database(join(b, DB_FILE));
+    foreign.exec('CREATE TABLE recipes (id INTEGER PRIMARY KEY, body TEXT)');
+    foreign.close();
+    expect(codeOf(() => openStore({ dataDir: b }))).toBe('LK_STORE_CORRUPT');
+    expect(codeOf(() => openStore({ dataDir: b, readonly: true }))).toBe('LK_STORE_CORRUPT');
+  });
+
+  it('refuses a database whose header was damaged', () => {
+    const d = dir();
+    const { store } = newStore(d);
+    store.audit.append(entry(1));
+    store.close();
+    const f = join(d, DB_FILE);
+    const buf = readFileSync(f);
+    buf.write('garbage garbage!', 0, 'latin1'); // the 16-byte "SQLite format 3\0" magic
+    writeFileSync(f, buf);
+    expect(codeOf(() => openStore({ dataDir: d }))).toBe('LK_STORE_CORRUPT');
+  });
+
+  it('read-only: no database → LK_NOT_FOUND; never creates one; refuses writes', () => {
+    const d = dir();
+    expect(codeOf(() => openStore({ dataDir: d, readonly: true }))).toBe('LK_NOT_FOUND');
+    newStore(d).store.close();
+    const ro = openStore({ dataDir: d, readonly: true });
+    expect(codeOf(() => ro.audit.append(entry(1)))).toBe('LK_INTERNAL');
+    ro.close();
+  });
+
+  it('a newer database than this software is refused; a failing migration leaves the previous version', () => {
+    const d = dir();
+    const bad: Migration[] = [...MIGRATIONS, { version: MIGRATIONS.length + 1, name: 'broken', up: 'CREATE TABLE t (a); SELECT * FROM no_such_table;' }];
+    expect(codeOf(() => openStore({ dataDir: d, migrations: bad }))).toBe('LK_STORE_MIGRATION');
+    const s = openStore({ dataDir: d });
+    expect(s.schemaVersion).toBe(MIGRATIONS.length);
+    expect(s.db.prepare("SELECT name FROM sqlite_master WHERE name = 't'").get()).toBeUndefined();
+    s.close();
+    const later: Migration[] = [...MIGRATIONS, { version: MIGRATIONS.length + 1, name: 'later', up: 'CREATE TABLE later_table (a)' }];
+    openStore({ dataDir: d, migrations: later }).close();
+    expect(codeOf(() => openStore({ dataDir: d }))).toBe('LK_STORE_MIGRATION');
+    expect(codeOf(() => openStore({ dataDir: d, migrations: [{ version: 2, name: 'gap', up: '' }] }))).toBe('LK_STORE_MIGRATION');
+  });
+});
+
+describe('store.tx', () => {
+  const stateMigration: Migration = { version: MIGRATIONS.length + 1, name: 'test state', up: 'CREATE TABLE setpoint_state (tag TEXT PRIMARY KEY, value REAL NOT NULL)' };
+
+  it('commits a state change and its audit entry together, and rolls both back together', () => {
+    const d = dir();
+    const { store } = newStore(d, { migrations: [...MIGRATIONS, stateMigration] });
+    store.tx((t) => {
+      t.db.prepare('INSERT INTO setpoint_state VALUES (?, ?)').run('press.MainForce', 12);
+      t.audit.append(entry(1, 'acme-pharma', { old: null, new: 12 }));
+    });
+    expect(() =>
+      store.tx((t) => {
+        t.db.prepare('UPDATE setpoint_state SET value = ? WHERE tag = ?').run(14, 'press.MainForce');
+        t.audit.append(entry(2, 'acme-pharma', { old: 12, new: 14 }));
+        throw new Error('write to the PLC failed before commit');
+      }),
+    ).toThrow('write to the PLC failed');
+    expect(store.db.prepare('SELECT value FROM setpoint_state').pluck().get()).toBe(12);
+    expect(store.audit.head('acme-pharma').seq).toBe(1);
+    // An invalid audit entry aborts the state change too.
+    expect(codeOf(() => store.tx((t) => {
+      t.db.prepare('UPDATE setpoint_state SET value = 99').run();
+      t.audit.append({ ...entry(3), new: Number.NaN });
+    }))).toBe('LK_VALIDATION');
+    expect(store.db.prepare('SELECT value FROM setpoint_state').pluck().get()).toBe(12);
+    store.close();
+  });
+
+  it('runs after-commit hooks once after the outermost commit, drops them on rollback', () => {
+    const { store } = newStore(dir());
+    const ran: string[] = [];
+    store.tx(() => {
+      store.afterCommit(() => ran.push('a'), 'k');
+      store.tx(() => store.afterCommit(() => ran.push('b'), 'k'));
+      expect(ran).toEqual([]);
+    });
+    expect(ran).toEqual(['b']);
+    expect(() => store.tx(() => {
+      store.afterCommit(() => ran.push('c'));
+      throw new Error('rollback');
+    })).toThrow('rollback');
+    expect(ran).toEqual(['b']);
+    store.close();
+  });
+
+  it('refuses UPDATE and DELETE on audit rows (triggers), even inside a transaction', () => {
+    const { store } = newStore(dir());
+    store.audit.append(entry(1));
+    expect(store.audit.checkpoint('acme-pharma')?.seq).toBe(1);
+    expect(codeOf(() => store.tx((t) => t.db.prepare("UPDATE audit_entry SET actor = 'someone.else'").run()))).toBe('LK_AUDIT_IMMUTABLE');
+    expect(codeOf(() => store.tx((t) => t.db.prepare('DELETE FROM audit_entry').run()))).toBe('LK_AUDIT_IMMUTABLE');
+    expect(codeOf(() => store.tx((t) => t.db.prepare('DELETE FROM audit_checkpoint').run()))).toBe('LK_AUDIT_IMMUTABLE');
+    expect(store.audit.head('acme-pharma').seq).toBe(1);
+    expect('update' in store.audit || 'delete' in store.audit || 'remove' in store.audit).toBe(false);
+    store.close();
+  });
+
+  it('refuses to run inside a transaction it did not open (the checkpoint hooks would be skipped)', () => {
+    const { store } = newStore(dir());
+    store.db.exec('BEGIN');
+    expect(codeOf(() => store.audit.append(entry(1)))).toBe('LK_INTERNAL');
+    store.db.exec('ROLLBACK');
+    store.close();
+  });
+});
