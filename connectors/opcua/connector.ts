@@ -198,9 +198,13 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
         if (this.session === session && !this.closing && this.state === 'connected') void this.onRestored();
       });
       await this.prepare(session, initial);
+      if (this.closing) {
+        await this.dispose(undefined, session);
+        throw new LkError('LK_CONN_UNAVAILABLE', `${this.id}: closed while connecting`);
+      }
       this.session = session;
     } catch (err) {
-      this.client = undefined;
+      if (this.client === client) this.client = undefined;
       await this.dispose(client, undefined);
       throw err;
     }
@@ -275,13 +279,14 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     for (const w of this.wakeups) w();
     this.heartbeats.stop();
     await Promise.all([...this.subs.values()].map((s) => s.close()));
-    await this.connecting?.catch(() => undefined);
-    await this.recovering;
+    // Disconnecting first also aborts a connection attempt in flight (it would otherwise run to its own timeout).
     const client = this.client;
     const session = this.session;
     this.client = undefined;
     this.session = undefined;
     await this.dispose(client, session);
+    await this.connecting?.catch(() => undefined);
+    await this.recovering;
     await this.pki?.release();
     this.pki = undefined;
     this.setState('closed');

@@ -130,7 +130,7 @@ export async function startOpcUaFixture(dataDir: string): Promise<OpcUaFixture> 
       endpoint: url,
       namespace_uri: FIXTURE_NS,
       security: { mode: 'None', policy: 'None' },
-      max_data_age_ms: 1200,
+      max_data_age_ms: 2000,
       request_timeout_ms: 2000,
       keepalive_ms: 400,
       ...o,

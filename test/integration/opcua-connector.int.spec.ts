@@ -194,4 +194,26 @@ describe('OPC UA connector on the simulator', () => {
     expect(states.map((e) => (e.type === 'state' ? e.to : ''))).toEqual(expect.arrayContaining(['lost', 'connected']));
     expect((await c.read(['press.MainForce']))[0]?.quality).toBe('good');
   });
+
+  it('keeps trying to connect until the server is up; close() ends a pending connect with LK_CONN_UNAVAILABLE', async () => {
+    const { connection, equipment } = opcua(sim);
+    await sim.faults.stopOpcUa();
+    const late = createOpcUaConnector({ connection, equipment, url: sim.opcuaUrl, dataDir, backoff: { initialMs: 100, maxMs: 300 } });
+    const never = createOpcUaConnector({ connection, equipment, url: sim.opcuaUrl, dataDir, backoff: { initialMs: 100, maxMs: 300 } });
+    try {
+      const pending = late.connect();
+      const abandoned = codeOf(never.connect());
+      await new Promise((r) => setTimeout(r, 700));
+      expect(late.health().state).toBe('connecting');
+      expect(late.health().lastError).toMatch(/^LK_CONN_/);
+      await never.close();
+      expect(await abandoned).toBe('LK_CONN_UNAVAILABLE');
+      await sim.faults.startOpcUa();
+      await pending;
+      expect((await late.read(['press.MainForce']))[0]?.quality).toBe('good');
+    } finally {
+      await late.close();
+      await sim.faults.startOpcUa();
+    }
+  });
 });

@@ -147,13 +147,13 @@ describe('data-age watchdog', () => {
     const oldId = sub.serverSubscriptionId!;
     expect(fx.silenceSubscription(oldId)).toBe(true);
     const silencedAt = Date.now();
-    expect(await waitFor(() => c.health().staleRecoveries > before, 5000)).toBe(true);
+    expect(await waitFor(() => c.health().staleRecoveries > before, 8000)).toBe(true);
     const detectedIn = Date.now() - silencedAt;
     expect(events.some((e) => e.type === 'stale' && e.subscription > 0)).toBe(true);
     expect(await waitFor(() => got.some((x) => x.receivedAt > silencedAt + detectedIn), 3000)).toBe(true);
     expect(sub.serverSubscriptionId).not.toBe(oldId);
-    // max_data_age_ms is 1200 in the fixture's connection
-    expect(detectedIn).toBeLessThan(2 * 1200 + 500);
+    // max_data_age_ms is 2000 in the fixture's connection: detected within it, plus scheduling slack
+    expect(detectedIn).toBeLessThan(2000 + 1000);
     await sub.close();
   });
 
@@ -164,7 +164,7 @@ describe('data-age watchdog', () => {
     const before = c.health().staleRecoveries;
     expect(fx.dropSubscription(sub.serverSubscriptionId!)).toBe(true);
     const droppedAt = Date.now();
-    expect(await waitFor(() => c.health().staleRecoveries > before, 5000)).toBe(true);
+    expect(await waitFor(() => c.health().staleRecoveries > before, 8000)).toBe(true);
     expect(await waitFor(() => got.some((x) => x.receivedAt > Date.now() - 200 && x.receivedAt > droppedAt + 100), 3000)).toBe(true);
     await sub.close();
   });
