@@ -17,3 +17,5 @@ export type { AutonomyChange, AutonomyEvent, AutonomyState, AutonomyTarget } fro
 export { attendanceTransition, isAttended } from './attendance.js';
 export type { AttendanceEvent } from './attendance.js';
 export { parseRequestedValue, toSetpointUnit } from './value.js';
+export { combineDecisions, vectorHash } from './vector.js';
+export type { VectorMove } from './vector.js';
