@@ -73,7 +73,7 @@ export async function exportPdf(src: { db: Database; dataDir: string }, tenant: 
   let n = 0;
   for (const e of iterateAudit(src.db, tenant, f)) {
     n++;
-    if (doc.y > doc.page.height - 190) doc.addPage();
+    if (doc.y > doc.page.height - 150) doc.addPage();
     doc.font('Helvetica-Bold').fontSize(10).text(pdfText(`#${e.seq}   ${utc(e.ts)}   ${e.kind}   ${e.action}`));
     doc.font('Helvetica').fontSize(9);
     const subj = Object.entries(e.subject).map(([k, v]) => `${k} ${v}`).join(', ');
