@@ -6,15 +6,28 @@
  * `statefulIsAuthorized` with no entities. Cedar has no decimals beyond 4
  * places, so its values are scaled to integer milli-units beforehand (work
  * Cedar is spared: ours parses "12.5 kN" strings and converts units per call).
+ *
+ * Part 2: one end-to-end guarded write (arbitration + policy + audit intent +
+ * OPC UA write + read-back + audit outcome, SQLite at synchronous=FULL) on
+ * loopback against the simulator, vs a raw node-opcua write + read of the
+ * same node in the same run; the difference is the guard's overhead.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { AttributeIds, DataType, OPCUACertificateManager, OPCUAClient } from 'node-opcua';
+import { createConnectors } from '../connectors/index.js';
+import { startSimulator } from '../connectors/sim/index.js';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { loadConfig } from '../src/config/load.js';
 import type { PolicyContext, PolicyRequest } from '../src/domain/policy.js';
 import { convertUnit } from '../src/domain/units.js';
-import { createRng } from '../src/clock.js';
-import { evaluate, loadPolicyBundle } from '../src/policy/index.js';
-import { opsPerSecond, percentile, report } from './lib.js';
+import { ManualClock, createRng } from '../src/clock.js';
+import { GuardedWriter } from '../src/engine/guarded-writer.js';
+import { changeAutonomy, evaluate, initialAutonomy, loadPolicyBundle } from '../src/policy/index.js';
+import { openStore } from '../src/store/store.js';
+import { latencies, opsPerSecond, percentile, report } from './lib.js';
 
 const cfg = loadConfig();
 const { bundle } = loadPolicyBundle(cfg.policyDir, { site: cfg.config });
@@ -143,3 +156,70 @@ report({
     verdicts_agree: `${agree}/${compared}`,
   },
 });
+
+// ── part 2: end-to-end guarded write vs raw node-opcua write + read ──
+{
+  const dir = mkdtempSync(join(tmpdir(), 'lk-bench-gw-'));
+  const sim = await startSimulator({ config: cfg, timeScale: 1, seed: 1, watchdogTimeoutMs: 600_000, scanMs: 20 });
+  const store = openStore({ dataDir: join(dir, 'data') });
+  const opcua = createConnectors(cfg.config, { dataDir: join(dir, 'data'), sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
+  await Promise.all(opcua.map((c) => c.connect()));
+  const clock = new ManualClock(NOW);
+  const qa = { person: 'q.russo', role: 'qa_reviewer' };
+  const autonomy = changeAutonomy(initialAutonomy(bundle), { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-BENCH', at: NOW }, bundle).state;
+  const writer = new GuardedWriter({ store, site: cfg.config, connectors: opcua, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  let flip = 0;
+  const guarded = async (): Promise<void> => {
+    clock.advance(60_000); // one move a minute keeps inside the rate-of-change limit
+    const out = await writer.propose({
+      id: `bench-${flip}`,
+      tenant: 'acme-pharma',
+      batch: 'B-BENCH',
+      agent: 'agent.compress_fill',
+      product: 'ir-family-a',
+      tooling: 'round-10mm-ff',
+      batchState: 'running',
+      moves: [{ setpoint: 'press.MainForce', value: flip++ % 2 === 0 ? '12.5 kN' : '12 kN' }],
+      attribute: 'content_uniformity',
+      justification: 'bench',
+      model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+      reviewer: 'a.bianchi',
+    });
+    if (out.status !== 'written') throw new Error(`guarded write ${out.status}: ${JSON.stringify(out.decisions.map((d) => d.reasons))}`);
+  };
+  const client = OPCUAClient.create({
+    endpointMustExist: false,
+    connectionStrategy: { maxRetry: 0 },
+    clientCertificateManager: new OPCUACertificateManager({ rootFolder: join(dir, 'raw-pki'), automaticallyAcceptUnknownCertificate: true }),
+  });
+  await client.connect(sim.opcuaUrl);
+  const session = await client.createSession();
+  const ns = (await session.readNamespaceArray()).indexOf(sim.namespaceUri);
+  const nodeId = `ns=${ns};s=press.Setpoints.MainForce`;
+  let rawFlip = 0;
+  const raw = async (): Promise<void> => {
+    const value = rawFlip++ % 2 === 0 ? 12.5 : 12;
+    const st = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.Double, value } } });
+    if (!st.isGood()) throw new Error(`raw write ${st.name}`);
+    const dv = await session.read({ nodeId, attributeId: AttributeIds.Value });
+    if (Math.abs((dv.value.value as number) - value) > 1e-9) throw new Error('raw read-back differs');
+  };
+  const gLat = await latencies(guarded, 400, 30);
+  const rLat = await latencies(raw, 400, 30);
+  const g50 = percentile(gLat, 50);
+  const r50 = percentile(rLat, 50);
+  report({
+    name: 'guarded write end-to-end (loopback)',
+    unit: 'ms p50',
+    ours: { label: 'GuardedWriter.propose: arbitration + policy + audit intent + OPC UA write + read-back + audit outcome', value: g50 },
+    peer: { label: 'raw node-opcua session.write + session.read', value: r50 },
+    higherIsBetter: false,
+    extra: { ours_p99_ms: percentile(gLat, 99), raw_p99_ms: percentile(rLat, 99), overhead_p50_ms: g50 - r50, overhead_p99_ms: percentile(gLat, 99) - percentile(rLat, 99), audit_entries_per_write: 3 },
+  });
+  await session.close();
+  await client.disconnect();
+  await Promise.all(opcua.map((c) => c.close()));
+  store.close();
+  await sim.close();
+  rmSync(dir, { recursive: true, force: true });
+}

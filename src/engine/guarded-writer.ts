@@ -229,8 +229,8 @@ export class GuardedWriter {
     // 2. policy at call time, with the current values read from the equipment
     const current = await this.readCurrent(p.moves.map((m) => m.setpoint));
     const decisions = p.moves.map((m) => evaluate({ agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling }, bundle, this.context(p, m.setpoint, now, current, approval, bundle)));
-    this.o.store.audit.appendBatch(
-      decisions.map((d, i) => this.entry(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome })),
+    const decisionEntries = decisions.map((d, i) =>
+      this.entry(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
     );
     const combined = combineDecisions(decisions);
     const moves: Move[] | null = decisions.every((d) => d.valueInSetpointUnit !== null && d.setpointUnit !== null)
@@ -239,6 +239,7 @@ export class GuardedWriter {
     const hash = moves ? vectorHash({ agent: p.agent, product: p.product, tooling: p.tooling, moves }) : null;
     const keep = combined.outcome === 'allow' || combined.pendingApproval !== 'none';
     if (arbResult) this.arb = keep ? arbResult.state : this.withoutWins(arbResult, p);
+    if (combined.outcome !== 'allow') this.o.store.audit.appendBatch(decisionEntries);
     if (combined.outcome === 'deny') return { ...base, status: 'denied', decisions, vectorHash: hash };
     if (combined.outcome !== 'allow') {
       if (combined.pendingApproval === 'none' || !hash) return { ...base, status: 'recommended', decisions, vectorHash: hash };
@@ -252,7 +253,7 @@ export class GuardedWriter {
     }
     // 3. write the vector
     this.supersede(p, null);
-    return this.execute(p, moves!, decisions, hash!);
+    return this.execute(p, moves!, decisions, hash!, decisionEntries);
   }
 
   private context(p: WriteProposal, setpoint: string, now: number, current: Map<string, number | null>, approval: Approval | null, bundle: PolicyBundle | null): PolicyContext {
@@ -273,12 +274,17 @@ export class GuardedWriter {
     };
   }
 
-  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string): Promise<WriteOutcome> {
+  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, decisionEntries: AuditEntryInput[]): Promise<WriteOutcome> {
     const base = { proposalId: p.id, decisions, vectorHash: hash };
     const done: { move: Move; result: WriteResult | null }[] = [];
     for (const [i, m] of moves.entries()) {
       const cap = this.capFor(m.setpoint);
-      const intent = this.o.store.audit.intent(this.entry(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value }));
+      const intentEntry = this.entry(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value });
+      // the decisions and the first intent commit together: one durable sync fewer per write
+      const intent = this.o.store.tx((t) => {
+        if (i === 0) t.audit.appendBatch(decisionEntries);
+        return t.audit.intent(intentEntry);
+      });
       let result: WriteResult;
       try {
         if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${m.setpoint}`);
