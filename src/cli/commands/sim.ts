@@ -8,16 +8,22 @@ import { writeFileSync } from 'node:fs';
 import { format } from 'node:util';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { setErrorLogger, setWarningLogger } from 'node-opcua';
-import { registerMapMarkdown, startSimulator } from '../../../connectors/sim/index.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { createLogger } from '../../log.js';
 
-// node-opcua prints its warnings with console.log (stdout) — e.g. an RSA self-test at import
-// time — and stdout of `linekeeper sim` is one machine-read JSON line: send them to stderr.
-const toStderr = (_ctx: unknown, ...args: unknown[]): void => void process.stderr.write(`${format(...args)}\n`);
-setWarningLogger(toStderr);
-setErrorLogger(toStderr);
+/**
+ * Load the simulator lazily: node-opcua is heavy and runs an RSA self-test at
+ * import, which other subcommands (and usage errors) should not pay for.
+ * node-opcua prints warnings with console.log (stdout); stdout of
+ * `linekeeper sim` is one machine-read JSON line, so they go to stderr.
+ */
+async function loadSim(): Promise<typeof import('../../../connectors/sim/index.js')> {
+  const [sim, opcua] = await Promise.all([import('../../../connectors/sim/index.js'), import('node-opcua')]);
+  const toStderr = (_ctx: unknown, ...args: unknown[]): void => void process.stderr.write(`${format(...args)}\n`);
+  opcua.setWarningLogger(toStderr);
+  opcua.setErrorLogger(toStderr);
+  return sim;
+}
 
 interface SimOptions {
   config: string;
@@ -62,6 +68,7 @@ export function registerSim(program: Command): void {
     .option('--print-register-map [file]', 'print (or write) the Modbus register map (Markdown) and exit')
     .action(async (opts: SimOptions) => {
       const loaded = loadConfig(opts.config);
+      const { registerMapMarkdown, startSimulator } = await loadSim();
       if (opts.printRegisterMap !== undefined) {
         const text = registerMapMarkdown(loaded.config);
         if (typeof opts.printRegisterMap === 'string') writeFileSync(opts.printRegisterMap, text);
