@@ -10,6 +10,7 @@ import {
   blendRsdPct,
   clamp,
   coatingModel,
+  DIE_STATIONS,
   dryingRatePerMin,
   firstOrder,
   pressModel,
@@ -188,7 +189,7 @@ const vision: EquipmentModel = {
   step(st, sp, { dtMs, truth, rng, line }) {
     const p = line.state('press');
     const lineFactor = (line.setpoint('plc', 'LineSpeedFactor') ?? 100) / 100;
-    const perHour = p ? Math.max(p.rpm ?? 0, 0) * 60 * 36 * lineFactor : 0;
+    const perHour = p ? Math.max(p.rpm ?? 0, 0) * 60 * DIE_STATIONS * lineFactor : 0;
     const n = (perHour * dtMs) / 3_600_000;
     if (n <= 0) return;
     const capping = p ? pressOutputs(p, truth).cappingPct : 0;

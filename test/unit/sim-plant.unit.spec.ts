@@ -113,6 +113,47 @@ describe('plant dynamics', () => {
     expect(rsdEarly).toBeLessThan(revs);
     expect(p.read('blender', 'SpeedActual') as number).toBeLessThan(0.5);
   });
+
+  it('NIR scans every ScanInterval; potency scatters around the true potency, blend concentration by the blend RSD', () => {
+    const { p, clock } = plant({ timeScale: 1, watchdogTimeoutMs: 10_000_000 });
+    run(p, clock, 35_000, 500);
+    expect(p.read('nir', 'ScanCount')).toBe(3);
+    const sample = (n: number, tag: string): number[] => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) {
+        run(p, clock, 10_000, 10_000);
+        out.push(p.read('nir', tag) as number);
+      }
+      return out;
+    };
+    const sd = (xs: number[]): number => {
+      const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+      return Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1));
+    };
+    const early = sample(12, 'BlendConcentration'); // first 2 min at 20 rpm: ~40 rev, RSD still high
+    run(p, clock, 20 * 60_000, 10_000); // blender reaches its 300 rev target
+    const late = sample(60, 'BlendConcentration');
+    expect(sd(early)).toBeGreaterThan(2 * sd(late));
+    const potency = sample(200, 'Potency');
+    const mean = potency.reduce((a, b) => a + b, 0) / potency.length;
+    expect(Math.abs(mean - p.truth.nir.potencyPct)).toBeLessThan(0.4);
+  });
+
+  it('vision inspects the press output and rejects more when the press caps', () => {
+    const { p, clock } = plant({ timeScale: 60, watchdogTimeoutMs: 10_000_000 });
+    run(p, clock, 1000); // one process minute at 40 rpm
+    const inspected = p.read('vision', 'Inspected') as number;
+    expect(inspected).toBeGreaterThan(0.9 * 40 * 36);
+    expect(inspected).toBeLessThan(1.1 * 40 * 36);
+    expect(p.read('vision', 'TriggerId')).toBe(inspected);
+    run(p, clock, 5000);
+    const calm = p.read('vision', 'DefectRate') as number;
+    p.writeSetpoints('press', { MainForce: 38, PreForce: 0, TurretSpeed: 100 });
+    run(p, clock, 10_000);
+    expect(p.read('press', 'CappingRate') as number).toBeGreaterThan(5);
+    expect(p.read('vision', 'DefectRate') as number).toBeGreaterThan(3 * calm);
+    expect(p.read('vision', 'Rejected') as number).toBeLessThanOrEqual(p.read('vision', 'Inspected') as number);
+  });
 });
 
 describe('plant supervision and watchdog', () => {
