@@ -41,6 +41,7 @@ export { MODBUS_EXCEPTION } from './modbus-server.js';
 export { RESOURCE_PATH, DEFAULT_NAMESPACE_URI, serverCertificateFile } from './opcua-server.js';
 export { euInformation, ucumFromEu, commonCodeToUnitId, UNIT_TABLE, UNECE_NAMESPACE } from './eu.js';
 export { MODELS, TAU_MS, visionRejectRates } from './dynamics.js';
+export { DRIFT } from './drift.js';
 
 export interface SimulatorOptions {
   /** Site configuration file (default: the shipped config/site.yaml). Ignored when `config` is given. */
@@ -66,6 +67,8 @@ export interface SimulatorOptions {
   };
   /** Wall clock (default the system clock). */
   clock?: Clock;
+  /** Slow drift of material parameters (default true); false keeps the plant on its true parameters. */
+  drift?: boolean;
   log?: Logger;
 }
 
@@ -132,6 +135,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     seed: opts.seed ?? config.simulator.seed,
     watchdogTimeoutMs: opts.watchdogTimeoutMs ?? config.simulator.watchdog_timeout_ms,
     punchDiameterMm: config.tooling[0]?.punch_diameter_mm,
+    drift: opts.drift ?? true,
   });
   const ownDataDir = opts.dataDir === undefined;
   const dataDir = ownDataDir ? mkdtempSync(join(tmpdir(), 'linekeeper-sim-')) : resolve(opts.dataDir!);

@@ -14,61 +14,12 @@ import { createRng } from '../../src/clock.js';
 import type { EquipmentConfig, TagConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { MODELS, type LineView, type Value } from './dynamics.js';
+import { applyDrift, initialDrift, stepDrift, type DriftState } from './drift.js';
+import { SUPERVISED, type LkgRecipe, type PlantEvent, type PlantOptions, type RevertEvent, type SupervisorState, type SupervisorStatus } from './plant-types.js';
 import { DEFAULT_LKG_NUMBER, DEFAULT_LKG_SETPOINTS, lkgRecipeId, trueParameters, type TrueParameters } from './truth.js';
 
-export type SupervisorState = 'ATTENDED' | 'LOST';
-
-/** ActiveRecipe while a supervisor has moved a setpoint away from the recipe. */
-export const SUPERVISED = 'SUPERVISED';
-
-export interface LkgRecipe {
-  /** OPC UA form, e.g. `LKG-press-0007`. */
-  readonly id: string;
-  /** Modbus form (recipe number), e.g. 7. Never 0: 0 means SUPERVISED. */
-  readonly number: number;
-  readonly setpoints: Readonly<Record<string, number>>;
-}
-
-export interface SupervisorStatus {
-  readonly state: SupervisorState;
-  readonly heartbeat: number;
-  /** Wall-clock ms of the last heartbeat CHANGE, if any. */
-  readonly lastHeartbeatAt: number | undefined;
-  /** The watchdog runs once a supervisor has shown up (first heartbeat change or first setpoint write). */
-  readonly armed: boolean;
-  readonly watchdogTimeoutMs: number;
-  /** `SUPERVISED` or the LKG recipe id. */
-  readonly activeRecipe: string;
-  /** Modbus form of activeRecipe: 0 = SUPERVISED, else the LKG recipe number. */
-  readonly activeRecipeNumber: number;
-  readonly lkg: LkgRecipe;
-  readonly revertCount: number;
-}
-
-export interface RevertEvent {
-  readonly equipment: string;
-  readonly reason: 'watchdog' | 'commanded';
-  /** Wall-clock ms. */
-  readonly at: number;
-  readonly revertCount: number;
-  readonly recipe: string;
-}
-
-export type PlantEvent = ({ type: 'revert' } & RevertEvent) | { type: 'rearm'; equipment: string; at: number };
-
-export interface PlantOptions {
-  readonly equipment: readonly EquipmentConfig[];
-  /** Wall clock: the watchdog's time, and the base of process time. */
-  readonly clock: Clock;
-  /** Process time advances timeScale × wall time. Default 1. */
-  readonly timeScale?: number;
-  readonly seed: number;
-  readonly watchdogTimeoutMs: number;
-  /** Punch diameter of the tooling in use, mm (default 10). */
-  readonly punchDiameterMm?: number;
-  /** Initial batch phase reported by the line PLC. */
-  readonly batchPhase?: string;
-}
+export type { LkgRecipe, PlantEvent, PlantOptions, RevertEvent, SupervisorState, SupervisorStatus } from './plant-types.js';
+export { SUPERVISED } from './plant-types.js';
 
 interface Unit {
   readonly cfg: EquipmentConfig;
@@ -101,6 +52,9 @@ export class Plant {
   private lastStepAt: number;
   private processMs = 0;
   private phase: string;
+  private readonly driftRng: Rng | undefined;
+  private readonly driftState: DriftState = initialDrift();
+  private effective: TrueParameters;
 
   constructor(opts: PlantOptions) {
     const scale = opts.timeScale ?? 1;
@@ -108,7 +62,7 @@ export class Plant {
     if (!(opts.watchdogTimeoutMs > 0)) throw new LkError('LK_VALIDATION', `watchdog timeout must be positive, got ${opts.watchdogTimeoutMs}`);
     this.clock = opts.clock;
     this.timeScale = scale;
-    this.truth = trueParameters(opts.seed, opts.punchDiameterMm);
+    this.truth = this.effective = trueParameters(opts.seed, opts.punchDiameterMm);
     this.lastStepAt = opts.clock.now();
     this.phase = opts.batchPhase ?? 'COMPRESS';
     const root = createRng(opts.seed);
@@ -134,7 +88,13 @@ export class Plant {
         sup: { state: 'ATTENDED', heartbeat: 0, lastHeartbeatAt: undefined, armed: false, watchdogTimeoutMs: opts.watchdogTimeoutMs, activeRecipe: lkg.id, lkg, revertCount: 0 },
       });
     }
+    this.driftRng = opts.drift === false ? undefined : root.fork();
     for (const id of this.units.keys()) this.measure(id);
+  }
+
+  /** The parameters the plant runs on now: {@link truth} with the current drift applied. */
+  effectiveParameters(): TrueParameters {
+    return this.effective;
   }
 
   /** Equipment ids in configuration order. */
@@ -167,9 +127,13 @@ export class Plant {
     this.lastStepAt = now;
     if (dtMs === 0) return;
     this.processMs += dtMs;
+    if (this.driftRng) {
+      stepDrift(this.driftState, dtMs, this.driftRng);
+      this.effective = applyDrift(this.truth, this.driftState);
+    }
     const line = this.lineView();
     for (const [id, u] of this.units) {
-      MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.truth, rng: u.rng, line, dtMs });
+      MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line, dtMs });
       this.measure(id);
     }
   }
@@ -333,7 +297,7 @@ export class Plant {
   /** Start a new batch: blender revolutions, drying and coating progress and counters back to zero. */
   resetBatch(equipmentId?: string): void {
     for (const u of equipmentId === undefined ? this.units.values() : [this.unit(equipmentId)]) {
-      u.state = MODELS[u.cfg.type]?.init(u.setpoints, this.truth) ?? {};
+      u.state = MODELS[u.cfg.type]?.init(u.setpoints, this.effective) ?? {};
       this.measure(u.cfg.id);
     }
   }
@@ -370,7 +334,7 @@ export class Plant {
   private measure(equipmentId: string): void {
     const u = this.unit(equipmentId);
     const model = MODELS[u.cfg.type];
-    const r = model ? model.measure(u.state, u.setpoints, { truth: this.truth, rng: u.rng, line: this.lineView() }) : {};
+    const r = model ? model.measure(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.lineView() }) : {};
     if (u.cfg.type === 'plc') r.BatchPhase = this.phase;
     for (const t of u.cfg.tags) if (t.kind === 'measurement') u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
   }

@@ -62,6 +62,21 @@ describe('plant dynamics', () => {
     expect(p.processState('press').force!).toBeCloseTo(20, 1);
   });
 
+  it('bulk density drifts slowly around its true value (weight moves at a fixed fill depth); drift: false holds it', () => {
+    const clock = new ManualClock();
+    const p = new Plant({ equipment: config.equipment, clock, seed: 11, timeScale: 600, watchdogTimeoutMs: 1e9 });
+    const still = new Plant({ equipment: config.equipment, clock: new ManualClock(), seed: 11, timeScale: 600, watchdogTimeoutMs: 1e9, drift: false });
+    const factors: number[] = [];
+    for (let h = 0; h < 48; h++) {
+      run(p, clock, 6000, 1000); // one process hour
+      factors.push(p.effectiveParameters().press.bulkDensity / p.truth.press.bulkDensity);
+    }
+    const mean = factors.reduce((a, b) => a + b, 0) / factors.length;
+    expect(Math.max(...factors) - Math.min(...factors)).toBeGreaterThan(0.01);
+    expect(Math.abs(mean - 1)).toBeLessThan(0.03);
+    expect(still.effectiveParameters()).toBe(still.truth);
+  });
+
   it('time scale: process time runs timeScale × wall time', () => {
     const { p, clock } = plant({ timeScale: 60 });
     run(p, clock, 1000);
@@ -81,7 +96,7 @@ describe('plant dynamics', () => {
     run(p, clock, 2000);
     const before = mean(200);
     const sp = p.setpoints('press');
-    const truthBefore = pressModel({ fillDepthMm: sp.FillDepth!, mainForceKn: sp.MainForce!, preForceKn: sp.PreForce!, turretRpm: sp.TurretSpeed! }, p.truth.press).hardnessN;
+    const truthBefore = pressModel({ fillDepthMm: sp.FillDepth!, mainForceKn: sp.MainForce!, preForceKn: sp.PreForce!, turretRpm: sp.TurretSpeed! }, p.effectiveParameters().press).hardnessN;
     expect(Math.abs(before - truthBefore) / truthBefore).toBeLessThan(0.02);
     p.writeSetpoint('press', 'MainForce', 20);
     p.heartbeat('press', 1);
