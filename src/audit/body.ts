@@ -1,20 +1,27 @@
 /**
  * The canonical bytes of a stored row, assembled straight from its columns:
- * the hot path of `audit verify` (a million rows should take seconds).
+ * the hot path of `audit append` and `audit verify` (a million rows should
+ * verify in seconds).
  *
- * Append hashes `canonicalJson(hashedObject)` with the `canonicalize`
- * package; this function must yield the same string for every row append
- * wrote (a property test checks it on random entries). The JSON columns are
- * already canonical text (append stored them so), so only the fixed envelope
- * is assembled here. For a row append could not have written — a column of the
- * wrong type, a JSON column that is not exactly one JSON value — it returns
- * undefined: then no tampered set of columns can splice into the bytes of a
- * different, valid row, and verify reports the row as damaged.
+ * The hashed object is defined as RFC 8785 canonical JSON of the entry
+ * (`canonicalJson`, the `canonicalize` package). Its free-form parts (args,
+ * result, old, new, signature) are canonicalised by that package when the row
+ * is built and stored as canonical text; only the fixed envelope around them
+ * (keys in RFC 8785 order, strings by JSON.stringify, as RFC 8785 specifies)
+ * is assembled here. A property test holds this byte-identical to
+ * `canonicalJson(hashedObject)` on random entries.
+ *
+ * For a row append could not have written (a column of the wrong type, a JSON
+ * column that is not exactly one JSON value) it returns undefined: so no
+ * tampered set of columns can splice into the bytes of a different, valid
+ * row, and verify reports the row as damaged.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { COL as C, ENTRY_FORMAT, type EntryRow } from './entry.js';
 
 const q = JSON.stringify;
+
+const isString = (v: unknown): v is string => typeof v === 'string';
 
 function isJsonText(v: unknown): v is string {
   if (typeof v !== 'string') return false;
@@ -26,18 +33,23 @@ function isJsonText(v: unknown): v is string {
   }
 }
 
+const TEXT_COLS = [C.ts, C.actor, C.kind, C.action, C.prev_hash] as const;
+const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
+
 /**
  * Canonical JSON of the hashed object of row `r` of chain `tenant`, taking the
  * position from `seq` (the row's own seq unless a diagnosis asks "would this row
  * verify at another position?"). Undefined when the row is malformed.
+ * `trusted`: the JSON columns were just produced by the canonicaliser, skip re-parsing them.
  */
-export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq]): string | undefined {
+export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], trusted = false): string | undefined {
+  const isJson = trusted ? isString : isJsonText;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
-  for (const i of [C.ts, C.actor, C.kind, C.action, C.prev_hash]) if (typeof r[i] !== 'string') return undefined;
+  for (const i of TEXT_COLS) if (typeof r[i] !== 'string') return undefined;
   let s = `{"action":${q(r[C.action])},"actor":${q(r[C.actor])}`;
   const args = r[C.args];
   if (args !== null) {
-    if (!isJsonText(args)) return undefined;
+    if (!isJson(args)) return undefined;
     s += `,"args":${args}`;
   }
   const intent = r[C.intent];
@@ -46,10 +58,10 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq]): s
     s += `,"intent":${intent}`;
   }
   s += `,"kind":${q(r[C.kind])}`;
-  for (const [key, i] of [['new', C.new_value], ['old', C.old_value]] as const) {
+  for (const [key, i] of VALUE_COLS) {
     const v = r[i];
     if (v === null) continue;
-    if (!isJsonText(v)) return undefined;
+    if (!isJson(v)) return undefined;
     s += `,"${key}":${v}`;
   }
   s += `,"prev_hash":${q(r[C.prev_hash])}`;
@@ -60,13 +72,13 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq]): s
   }
   const result = r[C.result];
   if (result !== null) {
-    if (!isJsonText(result)) return undefined;
+    if (!isJson(result)) return undefined;
     s += `,"result":${result}`;
   }
   s += `,"seq":${seq}`;
   const sig = r[C.signature];
   if (sig !== null) {
-    if (!isJsonText(sig)) return undefined;
+    if (!isJson(sig)) return undefined;
     s += `,"signature":${sig}`;
   }
   s += ',"subject":{';
@@ -86,10 +98,20 @@ const SUBJECT_COLS = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.rev
 /** SHA-256 (hex) of a row's canonical bytes, or undefined when the row is malformed. */
 export function rowHash(tenant: string, r: EntryRow, seq: unknown = r[C.seq]): string | undefined {
   const body = rowBody(tenant, r, seq);
-  return body === undefined ? undefined : createHash('sha256').update(body).digest('hex');
+  return body === undefined ? undefined : hash('sha256', body);
 }
 
 /** True when row `r` is intact as entry `seq` of chain `tenant`: its columns hash to its stored hash. */
 export function rowVerifiesAt(tenant: string, r: EntryRow, seq: number): boolean {
   return rowHash(tenant, r, seq) === r[C.hash];
+}
+
+/**
+ * Hash of a row append is about to insert. Its JSON columns came from the `canonicalize` package
+ * a moment ago, so they are not re-parsed.
+ */
+export function newRowHash(tenant: string, r: EntryRow): string {
+  const body = rowBody(tenant, r, r[C.seq], true);
+  if (body === undefined) throw new Error('row is malformed'); // append built it: a bug, not input
+  return hash('sha256', body);
 }

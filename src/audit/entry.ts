@@ -8,7 +8,7 @@
  * docs/audit.md states the same definition for auditors, and
  * tools/verify-audit-bundle.mjs re-implements it without this code.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
@@ -139,12 +139,6 @@ export function parseEntryInput(input: unknown): z.output<typeof AuditEntryInput
     const i = r.error.issues[0]!;
     throw new LkError('LK_VALIDATION', `audit entry ${i.path.join('.') || '(root)'}: ${i.message}`, { issues: r.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })) });
   }
-  for (const k of ['args', 'result', 'old', 'new'] as const) {
-    const v = r.data[k];
-    if (v !== undefined && (canonicalize(v) ?? '').length > MAX_JSON_CHARS) {
-      throw new LkError('LK_VALIDATION', `audit entry ${k}: larger than ${MAX_JSON_CHARS} characters`);
-    }
-  }
   return r.data;
 }
 
@@ -170,9 +164,12 @@ export function canonicalJson(v: unknown): string {
   return s;
 }
 
-/** SHA-256 (hex) of the canonical JSON of the hashed object. */
+/**
+ * SHA-256 (hex) of the canonical JSON of the hashed object, straight from the definition. Append and
+ * verify use the equivalent, faster column serialisation in body.ts; tests hold the two equal.
+ */
 export function entryHash(e: HashedEntry): string {
-  return createHash('sha256').update(canonicalJson(e)).digest('hex');
+  return hash('sha256', canonicalJson(e));
 }
 
 /** Columns of `audit_entry` after `tenant`, in the order every statement of the audit module uses. */
@@ -184,15 +181,25 @@ export type EntryRow = unknown[];
 const C = Object.fromEntries(ENTRY_COLUMNS.map((c, i) => [c, i])) as Record<(typeof ENTRY_COLUMNS)[number], number>;
 export { C as COL };
 
-const jsonCol = (v: Json | undefined): string | null => (v === undefined ? null : canonicalJson(v));
+function jsonCol(v: Json | undefined, field: string): string | null {
+  if (v === undefined) return null;
+  // A primitive's canonical form is its JSON.stringify (RFC 8785 §3.2.2); objects go through the package.
+  const text = v === null || typeof v !== 'object' ? JSON.stringify(v) : canonicalJson(v);
+  if (text.length > MAX_JSON_CHARS) throw new LkError('LK_VALIDATION', `audit entry ${field}: larger than ${MAX_JSON_CHARS} characters`);
+  return text;
+}
 
-/** Column values (in {@link ENTRY_COLUMNS} order) of an entry. */
-export function entryToRow(e: AuditEntry): (string | number | null)[] {
+/**
+ * Column values (in {@link ENTRY_COLUMNS} order) of an entry; JSON fields become their canonical text,
+ * computed once here and reused for the hash (see body.ts).
+ * @throws LkError LK_VALIDATION when a JSON field is too large (inside the append transaction: nothing commits).
+ */
+export function entryToRow(e: HashedEntry & { hash?: string }): (string | number | null)[] {
   const s = e.subject;
   return [
     e.seq, e.ts, e.actor, e.kind, e.action, s.run ?? null, s.batch ?? null, s.agent ?? null, s.tool ?? null, s.setpoint ?? null, s.reviewer ?? null,
-    jsonCol(e.args), jsonCol(e.result), e.reason ?? null, jsonCol(e.old), jsonCol(e.new), e.intent ?? null,
-    e.signature === undefined ? null : canonicalJson(e.signature), e.prev_hash, e.hash,
+    jsonCol(e.args, 'args'), jsonCol(e.result, 'result'), e.reason ?? null, jsonCol(e.old, 'old'), jsonCol(e.new, 'new'), e.intent ?? null,
+    e.signature === undefined ? null : canonicalJson(e.signature), e.prev_hash, e.hash ?? null,
   ];
 }
 

@@ -12,7 +12,8 @@
 import type { Statement } from 'better-sqlite3';
 import type { Store } from '../store/store.js';
 import { LkError } from '../errors.js';
-import { GENESIS_HASH, ENTRY_COLUMNS, entryHash, entryToRow, parseEntryInput, rowToEntry, toHashed, type AuditEntry, type AuditEntryInput, type EntryRow } from './entry.js';
+import { COL, GENESIS_HASH, ENTRY_COLUMNS, entryToRow, parseEntryInput, rowToEntry, toHashed, type AuditEntry, type AuditEntryInput, type EntryRow } from './entry.js';
+import { newRowHash } from './body.js';
 import { appendCheckpointLog, checkpointLogFile, signCheckpoint, type SignedCheckpoint } from './checkpoints.js';
 import { ensureSiteKey, type SiteKey } from './keys.js';
 
@@ -107,7 +108,15 @@ export class AuditTrail {
         throw err;
       }
     });
-    return this.host.tx(() => parsed.map((p) => this.write(p)));
+    return this.host.tx(() => {
+      // One head lookup per chain per batch, not per entry.
+      const heads = new Map<string, ChainHead>();
+      return parsed.map((p) => {
+        const e = this.write(p, undefined, heads.get(p.tenant));
+        heads.set(p.tenant, e);
+        return e;
+      });
+    });
   }
 
   /**
@@ -153,13 +162,16 @@ export class AuditTrail {
     return this.st.chains.all() as string[];
   }
 
-  private write(p: Input, intent?: number): AuditEntry {
-    const head = this.head(p.tenant);
+  private write(p: Input, intent?: number, known?: ChainHead): AuditEntry {
+    const head = known ?? this.head(p.tenant);
     const ts = new Date(this.host.clock.now()).toISOString();
     const hashed = toHashed(p, head.seq + 1, ts, head.hash, intent);
-    const entry: AuditEntry = { ...hashed, hash: entryHash(hashed) };
+    const row = entryToRow(hashed);
+    const hash = newRowHash(p.tenant, row);
+    row[COL.hash] = hash;
+    const entry: AuditEntry = { ...hashed, hash };
     if (head.seq === 0) this.st.chain.run(p.tenant, ts);
-    this.st.insert.run(p.tenant, ...entryToRow(entry));
+    this.st.insert.run(p.tenant, ...row);
     const tenant = p.tenant;
     this.host.afterCommit(() => {
       if (this.due(tenant)) this.checkpoint(tenant);
