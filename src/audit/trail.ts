@@ -63,7 +63,8 @@ export class AuditTrail {
       bySeq: db.prepare(`SELECT ${SELECT_COLS} FROM audit_entry WHERE tenant = ? AND seq = ?`).raw(),
       outcomeOf: db.prepare('SELECT seq FROM audit_entry WHERE tenant = ? AND intent = ? LIMIT 1').pluck(),
       lastCp: db.prepare('SELECT seq, ts FROM audit_checkpoint WHERE tenant = ? ORDER BY seq DESC LIMIT 1').raw(),
-      insertCp: db.prepare('INSERT INTO audit_checkpoint (tenant, seq, head_hash, ts, key_id, sig) VALUES (?, ?, ?, ?, ?, ?)'),
+      // OR IGNORE: another process (a CLI export beside the daemon) may have signed this very head already.
+      insertCp: db.prepare('INSERT OR IGNORE INTO audit_checkpoint (tenant, seq, head_hash, ts, key_id, sig) VALUES (?, ?, ?, ?, ?, ?)'),
       chains: db.prepare('SELECT tenant FROM audit_chain ORDER BY tenant').pluck(),
       openIntents: db.prepare(
         `SELECT ${SELECT_COLS} FROM audit_entry i WHERE tenant = ? AND kind = 'intent'

@@ -124,6 +124,22 @@ describe('checkpoints and the site key', () => {
     expect(log.badLines).toEqual([]);
   });
 
+  it('a second process (a CLI export beside the daemon) may sign the same head first: no error, one row', () => {
+    const d = dir();
+    const daemon = newStore(d).store;
+    const cli = newStore(d).store;
+    daemon.audit.append(entry(1));
+    daemon.audit.append(entry(2));
+    expect(cli.audit.checkpoint('acme-pharma')?.seq).toBe(2);
+    expect(daemon.audit.checkpoint('acme-pharma')?.seq).toBe(2);
+    expect(daemon.db.prepare('SELECT COUNT(*) FROM audit_checkpoint').pluck().get()).toBe(1);
+    cli.close();
+    daemon.close();
+    const ro = newStore(d, { readonly: true }).store;
+    expect(verifyStore(ro).ok).toBe(true);
+    ro.close();
+  });
+
   it('creates the private key 0600 once, keeps it across restarts, refuses one readable by others', () => {
     const d = dir();
     const { store } = newStore(d);
