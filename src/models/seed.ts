@@ -12,7 +12,7 @@ import type { ModelCard } from '../twin/card.js';
 import { evaluateTwin, fitTwin } from '../twin/fit.js';
 import { nirSamples } from '../twin/nir/spectra.js';
 import { trainPls } from '../twin/nir/pls.js';
-import { DEFAULT_DESIGN_SPACE, widen } from '../twin/setpoints.js';
+import { DEFAULT_DESIGN_SPACE, widen, type DesignSpaceRanges } from '../twin/setpoints.js';
 import { NOMINAL_PARAMS, perturbParams } from '../twin/truth.js';
 import { classifyFrameSet, precisionRecall, trainVision } from '../twin/vision/classifier.js';
 import { frameSets } from '../twin/vision/frames.js';
@@ -29,6 +29,8 @@ export interface SeedOptions {
   by: string;
   /** Register as draft instead of validated. */
   draft?: boolean;
+  /** The approved design space the twin must cover (default: the built-in DEFAULT_DESIGN_SPACE). */
+  designSpace?: Readonly<DesignSpaceRanges>;
 }
 
 /** Fit and train the three default models and register them. Throws the registry's errors. */
@@ -41,8 +43,9 @@ export function seedDefaultModels(dataDir: string, opts: SeedOptions): ModelMani
   // twin: fitted on 16 batches spanning a knowledge space 10 % wider than the design space, checked on 8 held-out batches
   const truth = perturbParams(NOMINAL_PARAMS, seed);
   const rng = createRng(seed);
-  const train = recordBatches(truth, widen(DEFAULT_DESIGN_SPACE, 0.1), 16, rng, 'T');
-  const held = recordBatches(truth, DEFAULT_DESIGN_SPACE, 8, rng, 'H');
+  const space = opts.designSpace ?? DEFAULT_DESIGN_SPACE;
+  const train = recordBatches(truth, widen(space, 0.1), 16, rng, 'T');
+  const held = recordBatches(truth, space, 8, rng, 'H');
   const fit = fitTwin(train, { tenant: opts.tenant, seed });
   const heldOut = evaluateTwin(fit.params, held);
   const card: ModelCard = { ...fit.card, metrics: { ...fit.card.metrics, ...Object.fromEntries(Object.entries(heldOut).map(([k, r]) => [`rmsep.${k}`, r.rmse])) } };

@@ -76,6 +76,26 @@ describe('linekeeper models / twin simulate (real files, real process)', () => {
     expect(text.out).toMatch(/\[capping_risk\] predicted capping/);
   });
 
+  it('draws candidates from the approved design space of the tenant\'s product and uses the bundle\'s capping threshold', async () => {
+    const { loadPolicyBundle } = await import('../../src/policy/index.js');
+    const { loadConfig } = await import('../../src/config/load.js');
+    const loaded = loadConfig();
+    const limits = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle.designSpace.approved('ir-family-a', 'round-10mm-ff').setpoints;
+    const r = JSON.parse((await cli('twin', 'simulate', '--candidates', '300', '--data', data, '--json')).out) as SimulationResult;
+    expect(r.cappingThresholdPct).toBeCloseTo(1.5, 10);
+    const all = [...r.ranked, ...r.discarded];
+    expect(all.length).toBe(300);
+    for (const c of all) {
+      for (const [id, v] of Object.entries(c.setpoints)) {
+        const l = limits[id]!;
+        expect(v.value, id).toBeGreaterThanOrEqual(l.min);
+        expect(v.value, id).toBeLessThanOrEqual(l.max);
+      }
+    }
+    // the seeded twin was fitted over that space, so nothing is discarded as an extrapolation
+    expect(r.discarded.filter((d) => d.reasons.some((x) => x.code === 'outside_valid_range'))).toEqual([]);
+  });
+
   it('fails with a typed error when the tenant has no model, or the request is bad', async () => {
     const r = await cli('twin', 'simulate', '--candidates', '10', '--data', data, '--tenant', 'borealis-bio');
     expect(r.code).toBe(1);

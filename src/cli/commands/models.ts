@@ -9,6 +9,7 @@ import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { listModels, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
+import { approvedTwinSpace } from '../design-space.js';
 
 const integer = (v: string): number => {
   const n = Number(v);
@@ -77,6 +78,8 @@ export function registerModels(program: Command): void {
         at: systemClock.now(),
         by: process.env['USER'] ?? 'linekeeper',
         draft: opts.draft === true,
+        // the twin must cover the tenant's approved design space, or rehearsal would flag most candidates
+        designSpace: approvedTwinSpace(loaded, opts.tenant).space,
       });
       if (opts.json) process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
       else for (const m of manifests) process.stdout.write(`registered ${m.tenant}/${m.id} (${m.status}, pinned to ${m.sites.join(',')}), sha256 ${m.sha256}\n`);

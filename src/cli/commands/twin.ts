@@ -3,10 +3,11 @@
  * tenant's validated twin (from the model registry under the data directory)
  * and print them ranked, with the discarded ones and why.
  *
- * The design space is the built-in default of src/twin/setpoints.ts
- * (DEFAULT_DESIGN_SPACE, product ir-family-a, 10 mm round flat-faced) unless
- * `--design-space FILE` gives a JSON map `{ "<tag id>": { min, max, unit } }`;
- * the policy engine's approved design space replaces it when connected.
+ * Candidates are drawn inside the policy bundle's approved design space
+ * (`DesignSpace.approved(product, tooling)`, product and tooling defaulting to
+ * the tenant's first product and its first tooling) and the capping threshold
+ * is the bundle's, unless `--design-space FILE` (a JSON map
+ * `{ "<tag id>": { min, max, unit } }`) or `--capping-threshold` say otherwise.
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -14,8 +15,9 @@ import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { twinModelOf } from '../../models/artefacts.js';
 import { loadLatest } from '../../models/registry.js';
-import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
-import { DEFAULT_CAPPING_THRESHOLD_PCT, simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
+import { approvedTwinSpace } from '../design-space.js';
+import { SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
+import { simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
 import { cloneParams, NOMINAL_PARAMS } from '../../twin/truth.js';
 
 interface SimulateOptions {
@@ -27,7 +29,9 @@ interface SimulateOptions {
   data?: string;
   tenant?: string;
   site?: string;
-  cappingThreshold: number;
+  cappingThreshold?: number;
+  product?: string;
+  tooling?: string;
   designSpace?: string;
   nominal?: boolean;
   top: number;
@@ -102,8 +106,10 @@ export function registerTwin(program: Command): void {
     .option('--data <dir>', 'data directory (default: the configuration data_dir)')
     .option('--tenant <id>', 'tenant whose twin is used (default: the first tenant of the configuration)')
     .option('--site <id>', 'site the model must be pinned to (default: the configuration site id)')
-    .option('--capping-threshold <pct>', 'site threshold of predicted capping, %', positive, DEFAULT_CAPPING_THRESHOLD_PCT)
-    .option('--design-space <file>', 'JSON map { "<tag id>": { min, max, unit } } (default: the built-in design space)')
+    .option('--capping-threshold <pct>', 'threshold of predicted capping, % (default: the policy bundle\'s site threshold)', positive)
+    .option('--product <id>', 'product family of the approved design space (default: the tenant\'s first product)')
+    .option('--tooling <id>', 'tooling family of the approved design space (default: the product\'s first tooling)')
+    .option('--design-space <file>', 'JSON map { "<tag id>": { min, max, unit } } instead of the approved design space (what-if studies)')
     .option('--nominal', 'use the un-fitted nominal twin instead of the registry (demonstration only)')
     .option('--top <k>', 'ranked and discarded candidates to print (0 = all)', integer, 10)
     .action((opts: SimulateOptions) => {
@@ -113,12 +119,15 @@ export function registerTwin(program: Command): void {
       const model: TwinModel = opts.nominal
         ? { id: 'process-twin-nominal', version: 0, params: cloneParams(NOMINAL_PARAMS), validRanges: {} }
         : twinModelOf(loadLatest(loaded.dataDir, 'process', 'twin', { tenant, site }));
+      // The design space is a limit, not a target: candidates come from the approved one (fail closed without a bundle).
+      const approved = approvedTwinSpace(loaded, tenant, { ...(opts.product ? { product: opts.product } : {}), ...(opts.tooling ? { tooling: opts.tooling } : {}) });
+      const designSpace = opts.designSpace ? readDesignSpace(opts.designSpace) : approved.space;
       const result = simulate(model, {
         candidates: opts.candidates,
         horizon: opts.horizon,
         seed: opts.seed,
-        designSpace: opts.designSpace ? readDesignSpace(opts.designSpace) : DEFAULT_DESIGN_SPACE,
-        cappingThresholdPct: opts.cappingThreshold,
+        designSpace,
+        cappingThresholdPct: opts.cappingThreshold ?? approved.bundle.content.cappingRiskThreshold * 100,
       });
       process.stdout.write(opts.json ? `${JSON.stringify(result)}\n` : formatSimulation(result, opts.top));
     });
