@@ -12,7 +12,7 @@
  * docs/audit.md describes the format for auditors.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Store } from '../store/store.js';
 import { LkError } from '../errors.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from './checkpoints.js';
@@ -20,7 +20,7 @@ import { canonicalJson, GENESIS_HASH, type AuditEntry } from './entry.js';
 import { parsePublicKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
 import { iterateAudit, parseFilter, type AuditFilter } from './query.js';
 import { diagnoseBundle, type BundleItem } from './bundle-diagnose.js';
-import type { Damage } from './verify.js';
+import { firstDamage, type Damage } from './verify.js';
 
 export const BUNDLE_FORMAT = 'linekeeper.audit-bundle';
 
@@ -55,7 +55,8 @@ export function* bundleLines(store: Store, tenant: string, filter: unknown = {})
     .map((r) => asCheckpoint({ v: 1, ...r }))
     .filter((c): c is SignedCheckpoint => c !== undefined && c.key_id === key.keyId);
   const bounds = [0, ...cps.map((c) => c.seq)];
-  const segments = segmentsFor(bounds, matchedSeqs(store, tenant, f));
+  const matched = matchedSeqs(store, tenant, f);
+  const segments = segmentsFor(bounds, matched);
   const included = cps.filter((c) => segments.some(([from, to]) => c.seq >= from - 1 && c.seq <= to));
   const unsigned = {
     type: 'header' as const, format: BUNDLE_FORMAT, version: 1 as const, tenant, exported_at: new Date(store.clock.now()).toISOString(), filter: f,
@@ -63,11 +64,11 @@ export function* bundleLines(store: Store, tenant: string, filter: unknown = {})
   };
   yield canonicalJson({ ...unsigned, sig: signBytes(key, canonicalJson(unsigned)) });
   for (const c of included) yield canonicalJson({ type: 'checkpoint', ...c });
-  const isMatch = matcher(f);
+  const chosen = matched === 'all' ? undefined : new Set(matched);
   for (const [from, to] of segments) {
     for (const e of iterateAudit(store.db, tenant, {}, { fromSeq: from, toSeq: to })) {
-      const { hash, ...hashed } = e;
-      yield canonicalJson({ type: 'entry', in_filter: isMatch(e), hash, entry: hashed });
+      const { hash: h, ...hashed } = e;
+      yield canonicalJson({ type: 'entry', in_filter: chosen === undefined || chosen.has(e.seq), hash: h, entry: hashed });
     }
   }
 }
@@ -110,15 +111,6 @@ function segmentsFor(bounds: number[], matched: number[] | 'all'): [number, numb
     else out.push([from, to]);
   }
   return out;
-}
-
-function matcher(f: AuditFilter): (e: AuditEntry) => boolean {
-  const from = f.from ? new Date(f.from).toISOString() : undefined;
-  const to = f.to ? new Date(f.to).toISOString() : undefined;
-  return (e) =>
-    (['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer'] as const).every((k) => f[k] === undefined || e.subject[k] === f[k]) &&
-    (f.actor === undefined || e.actor === f.actor) && (f.kind === undefined || e.kind === f.kind) &&
-    (from === undefined || e.ts >= from) && (to === undefined || e.ts < to);
 }
 
 export interface BundleReport {
@@ -179,7 +171,7 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
     } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
       const entry = o.entry as Record<string, unknown>;
       const body = tryCanonical(entry);
-      const hashOk = body !== undefined && sha256(body) === o.hash;
+      const hashOk = body !== undefined && hash('sha256', body) === o.hash;
       items.push({ seq: entry.seq, prev: entry.prev_hash, hash: o.hash, tenant: entry.tenant, hashOk });
     } else if (items.length === 0) {
       headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
@@ -189,7 +181,7 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   }
   const walk = diagnoseBundle(items, segments, cps, tenant, GENESIS_HASH);
   const all = [...(walk.damage ? [walk.damage] : []), ...damages, ...headDamages];
-  const first = all.reduce<Damage | undefined>((best, d) => (best === undefined || (d.seq ?? 0) < (best.seq ?? 0) ? d : best), undefined);
+  const first = firstDamage(all);
   const base = { ok: first === undefined, tenant, entries: items.length, segments, keyId: key.keyId, head: first ? null : walk.head };
   return first ? { ...base, damage: first } : base;
 }
@@ -204,7 +196,6 @@ function asSegments(v: unknown): [number, number][] | undefined {
   return v as [number, number][];
 }
 
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 /** Canonical JSON, or undefined for what has none (a lone surrogate from a doctored line): damage, not a crash. */
 function tryCanonical(v: unknown): string | undefined {

@@ -126,6 +126,11 @@ function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
   return { ok: problems.length === 0 && chains.every((c) => c.ok), chains, problems, keyId: key?.keyId ?? null };
 }
 
+/** The damage to report: lowest seq first, a position-less one (null) before any seq, earlier in the list on ties. */
+export function firstDamage(list: readonly Damage[]): Damage | undefined {
+  return list.reduce<Damage | undefined>((best, d) => (best === undefined || (d.seq ?? 0) < (best.seq ?? 0) ? d : best), undefined);
+}
+
 const cpKey = (c: SignedCheckpoint): string => `${c.tenant}|${c.seq}|${c.head_hash}|${c.sig}`;
 
 const SELECT_CHAIN = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
@@ -188,8 +193,7 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
     }
   }
   damages.push(...cpDamages);
-  // Lowest seq first; a position-less damage (null) before any seq; the walk's own finding wins ties.
-  const first = damages.reduce<Damage | undefined>((best, d) => (best === undefined || (d.seq ?? 0) < (best.seq ?? 0) ? d : best), undefined);
+  const first = firstDamage(damages);
   const report: ChainReport = { tenant, ok: first === undefined, count: head, head: { seq: head, hash: ph }, checkpoints: matched, unanchored: head - lastGood };
   return first ? { ...report, damage: first } : report;
 }

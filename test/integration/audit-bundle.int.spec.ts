@@ -119,6 +119,11 @@ describe('audit bundle', () => {
     const b7 = verifyBundle(readFileSync(filtered, 'utf8'));
     expect(b7.segments.length).toBeGreaterThan(1);
     expect(b7.entries).toBeLessThan(61);
+    // Whole checkpoint intervals travel, but in_filter marks exactly the entries the filter chose.
+    const rows = readFileSync(filtered, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string; in_filter?: boolean; entry?: { subject: { batch?: string } } });
+    const es = rows.filter((r) => r.type === 'entry');
+    expect(es.filter((r) => r.in_filter).length).toBe(8);
+    expect(es.every((r) => r.in_filter === (r.entry!.subject.batch === 'B-7'))).toBe(true);
   });
 
   it('every damage is detected, and both verifiers name the same kind and first bad seq', () => {
