@@ -10,11 +10,20 @@
 /** OPC UA-style quality, also used for Modbus (timeouts and exceptions are `bad`). */
 export type Quality = 'good' | 'uncertain' | 'bad';
 
-export type TagValue = number | string | boolean;
+/**
+ * A tag's value. Scalars as numbers, strings and booleans; a `DoubleArray`
+ * tag (an NIR spectrum) as a frozen plain `readonly number[]` — not a
+ * Float64Array, so it survives JSON, structuredClone and logging as an array;
+ * a `ByteString` tag (a camera frame) as a `Uint8Array` copied out of the
+ * protocol's receive buffer (never a Buffer that aliases it). Both arrive
+ * only from tags configured with those types, and are never written.
+ * Summaries and logs should print their length, not their elements.
+ */
+export type TagValue = number | string | boolean | readonly number[] | Uint8Array;
 
 export interface Sample {
   readonly tag: string;
-  /** null whenever quality is not good, or the value was NaN/Infinity/of the wrong type: never a made-up number. */
+  /** null whenever quality is not good, or the value (or any element of an array) was NaN/Infinity/of the wrong type: never a made-up number. */
   readonly value: TagValue | null;
   readonly quality: Quality;
   /** Protocol status, e.g. `Good`, `BadNodeIdUnknown`, `UncertainLastUsableValue`, `LK_CONN_TIMEOUT`. */

@@ -77,7 +77,8 @@ export async function fetchMetadata(session: ClientSession, tags: readonly OpcUa
     const range = ranges.get(i);
     out.set(t.id, {
       dataType,
-      dataTypeName: dataType !== undefined ? DataType[dataType] : t.configType,
+      // a DoubleArray node is DataType Double with ValueRank 1: report it as configured, not as a scalar
+      dataTypeName: dataType === undefined ? t.configType : t.configType === 'DoubleArray' && dataType === DataType.Double ? 'DoubleArray' : DataType[dataType],
       ...(unit ? { unit } : {}),
       ...(range ? { range } : {}),
       writable: (access & CURRENT_WRITE) !== 0,

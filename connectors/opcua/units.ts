@@ -32,6 +32,7 @@ export interface UnitRow {
  */
 export const UNIT_TABLE: readonly UnitRow[] = [
   { ucum: 'mm', unece: 'MMT', symbol: 'mm', description: 'millimetre' },
+  { ucum: 'nm', unece: 'C45', symbol: 'nm', description: 'nanometre' },
   { ucum: 'kN', unece: 'B47', symbol: 'kN', description: 'kilonewton' },
   { ucum: 'N', unece: 'NEW', symbol: 'N', description: 'newton' },
   { ucum: 'mg', unece: 'MGM', symbol: 'mg', description: 'milligram' },

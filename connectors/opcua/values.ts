@@ -2,6 +2,8 @@
  * OPC UA values in and out: DataValue → Sample (bad values surface as bad
  * quality with value null, never as numbers) and number → Variant of the
  * node's exact DataType (so the server never answers BadTypeMismatch).
+ * DoubleArray tags arrive as frozen `number[]`, ByteString tags as a copied
+ * `Uint8Array` (see TagValue); they are read-only, never encoded for a write.
  */
 import { DataType, StatusCodes, VariantArrayType, type DataValue, type NodeId } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
@@ -10,8 +12,10 @@ import type { OpcUaTag } from './tags.js';
 
 /** Status of a value that arrived Good but is NaN or ±Infinity. */
 export const STATUS_NOT_FINITE = 'LK_VALUE_INVALID';
-/** Status of a value that arrived Good but is not of the configured type (e.g. a string for a Double tag). */
+/** Status of a value that arrived Good but is not of the configured type (e.g. a string for a Double tag, a scalar for a DoubleArray tag). */
 export const STATUS_TYPE_MISMATCH = 'BadTypeMismatch';
+/** Status of a ByteString that arrived Good but null (no frame yet). */
+export const STATUS_NO_DATA = 'BadNoData';
 
 /** OPC UA status code → our quality. Severity bits 31..30: 00 good, 01 uncertain, 1x bad. */
 export function qualityOf(statusValue: number): Quality {
@@ -40,17 +44,41 @@ export function badSample(tag: OpcUaTag, status: string, at: number): Sample {
 
 function checkValue(tag: OpcUaTag, dv: DataValue): { value: TagValue } | string {
   const v = dv.value;
-  if (!v || v.dataType === DataType.Null || v.arrayType !== VariantArrayType.Scalar) return STATUS_TYPE_MISMATCH;
+  if (!v || v.dataType === DataType.Null) return STATUS_TYPE_MISMATCH;
   const raw: unknown = v.value;
+  if (tag.configType === 'DoubleArray') {
+    if (v.arrayType !== VariantArrayType.Array || (v.dataType !== DataType.Double && v.dataType !== DataType.Float)) return STATUS_TYPE_MISMATCH;
+    return numberArray(raw);
+  }
+  if (v.arrayType !== VariantArrayType.Scalar) return STATUS_TYPE_MISMATCH;
   switch (tag.configType) {
     case 'Boolean':
       return typeof raw === 'boolean' ? { value: raw } : STATUS_TYPE_MISMATCH;
     case 'String':
       return typeof raw === 'string' ? { value: raw } : STATUS_TYPE_MISMATCH;
+    case 'ByteString':
+      if (v.dataType !== DataType.ByteString) return STATUS_TYPE_MISMATCH;
+      if (raw === null || raw === undefined) return STATUS_NO_DATA;
+      // a copy: node-opcua may hand out a view into its receive buffer
+      return raw instanceof Uint8Array ? { value: new Uint8Array(raw) } : STATUS_TYPE_MISMATCH;
     default:
       if (typeof raw !== 'number' || !NUMBER_TYPES.has(v.dataType)) return STATUS_TYPE_MISMATCH;
       return Number.isFinite(raw) ? { value: raw } : STATUS_NOT_FINITE;
   }
+}
+
+/** A Double array as a frozen plain array; one NaN/Infinity makes the whole sample bad (a spectrum with a hole is not a spectrum). */
+function numberArray(raw: unknown): { value: readonly number[] } | string {
+  if (!(raw instanceof Float64Array || raw instanceof Float32Array || Array.isArray(raw))) return STATUS_TYPE_MISMATCH;
+  const src = raw as ArrayLike<unknown>;
+  const out = new Array<number>(src.length);
+  for (let i = 0; i < src.length; i++) {
+    const x = src[i];
+    if (typeof x !== 'number') return STATUS_TYPE_MISMATCH;
+    if (!Number.isFinite(x)) return STATUS_NOT_FINITE;
+    out[i] = x;
+  }
+  return { value: Object.freeze(out) };
 }
 
 const NUMBER_TYPES = new Set<DataType>([
@@ -142,8 +170,18 @@ export function numericValue(v: TagValue | null): number | null {
   return null;
 }
 
-/** Equality used by the data-age watchdog: numbers within the deadband, everything else exactly. */
+/**
+ * Equality used by the data-age watchdog: numbers within the deadband,
+ * arrays and byte strings element by element (each read yields a new array,
+ * so identity would call every unchanged spectrum "changed" and the
+ * watchdog would re-create the subscription), everything else exactly.
+ */
 export function sameValue(a: TagValue | null, b: TagValue | null, deadband: number): boolean {
   if (typeof a === 'number' && typeof b === 'number') return Math.abs(a - b) <= deadband;
+  if (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+    return true;
+  }
   return a === b;
 }

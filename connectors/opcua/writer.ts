@@ -57,6 +57,10 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   const tag = host.tags.get(tagId);
   if (!tag) throw new LkError('LK_TAG_UNKNOWN', `tag ${tagId} is not configured on ${host.id}`, { tag: tagId });
   if (tag.kind !== 'setpoint') throw new LkError('LK_TAG_NOT_WRITABLE', `${tagId} is a ${tag.kind}, not a setpoint`, { tag: tagId, kind: tag.kind });
+  // the configuration refuses these as setpoints; a connector built from an unvalidated table must refuse them too
+  if (tag.configType === 'DoubleArray' || tag.configType === 'ByteString') {
+    throw new LkError('LK_TAG_NOT_WRITABLE', `${tagId} is a ${tag.configType}; only numeric scalars are written`, { tag: tagId, dataType: tag.configType });
+  }
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new LkError('LK_VALUE_INVALID', `${tagId}: ${String(value)} is not a finite number`, { tag: tagId, value: String(value) });
   }

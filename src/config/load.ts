@@ -126,6 +126,8 @@ interface RawIssue {
 }
 
 const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount'] as const;
+/** OPC UA data types a setpoint may have: one number (the guarded writer writes and reads back a scalar). */
+const SETPOINT_TYPES: ReadonlySet<string> = new Set(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double']);
 const REGISTER_WIDTH = { int16: 1, uint16: 1, int32: 2, uint32: 2, float32: 2, float64: 4 } as const;
 
 /** Checks zod cannot express: units, uniqueness, dangling references, register overlaps. */
@@ -185,7 +187,7 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
         const prev = nodeIds.get(k);
         if (prev) add(['equipment', i, 'tags', j, 'node_id'], `duplicate node id "${t.node_id}" (also at ${prev})`);
         nodeIds.set(k, where);
-        if (t.kind === 'setpoint' && t.data_type === 'String') add(['equipment', i, 'tags', j, 'data_type'], 'a setpoint must be numeric');
+        if (t.kind === 'setpoint' && !SETPOINT_TYPES.has(t.data_type)) add(['equipment', i, 'tags', j, 'data_type'], 'a setpoint must be a numeric scalar (not String, DoubleArray or ByteString)');
       } else if (e.protocol === 'modbus') {
         if (t.kind === 'measurement' && t.table !== 'input' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'invalid table');
         if (t.kind === 'setpoint' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'a setpoint must be a holding register (input registers are read-only)');

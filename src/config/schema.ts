@@ -9,7 +9,12 @@ import { z } from 'zod';
 const id = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes, starting with a letter');
 const tagName = z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'must be PascalCase letters and digits');
 
-export const DataType = z.enum(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double', 'String']);
+/**
+ * OPC UA data types of a tag. `DoubleArray` is a one-dimensional array of
+ * Double (node DataType Double, ValueRank 1: NIR spectra); `ByteString` is raw
+ * bytes (camera frames). Neither may be a setpoint (load.ts refuses it).
+ */
+export const DataType = z.enum(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double', 'String', 'DoubleArray', 'ByteString']);
 export const ModbusType = z.enum(['int16', 'uint16', 'int32', 'uint32', 'float32', 'float64']);
 export const ByteOrder = z.enum(['BE', 'LE']);
 
