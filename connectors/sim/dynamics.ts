@@ -18,7 +18,8 @@ import {
 } from '../../src/twin/process.js';
 import type { TrueParameters } from './truth.js';
 
-export type Value = number | string | boolean;
+/** A reading: scalars, or the raw data of the analyser and the cameras (feeds.ts; read-only by convention, a new array per scan). */
+export type Value = number | string | boolean | Float64Array | Uint8Array;
 
 /** What one model may see of the rest of the line (e.g. NIR sees the blender's uniformity). */
 export interface LineView {
@@ -161,7 +162,8 @@ const blender: EquipmentModel = {
 };
 
 const nir: EquipmentModel = {
-  init: (_sp, truth) => ({ since: 0, scans: 0, potency: truth.nir.potencyPct, blend: 100 }),
+  // blendTrue: the probe's true local API content of the last scan (the spectrum feed draws its spectrum from it)
+  init: (_sp, truth) => ({ since: 0, scans: 0, potency: truth.nir.potencyPct, blend: 100, blendTrue: 100 }),
   step(st, sp, { dtMs, truth, rng, line }) {
     const intervalMs = Math.max(g(sp, 'ScanInterval', 10), 0.001) * 1000;
     st.since = s(st, 'since') + dtMs;
@@ -173,7 +175,9 @@ const nir: EquipmentModel = {
     // the probe sees the blend's non-uniformity: local concentration scatters by the blend RSD
     const b = line.state('blender');
     const rsd = b ? blendRsdPct(b.revs ?? 0, truth.blend) : truth.blend.rsdInf;
-    st.blend = 100 * (1 + rng.normal(0, rsd / 100)) + rng.normal(0, truth.nir.rmsepPct);
+    const local = 100 * (1 + rng.normal(0, rsd / 100));
+    st.blendTrue = local;
+    st.blend = local + rng.normal(0, truth.nir.rmsepPct);
   },
   measure: (st) => ({ Potency: s(st, 'potency'), BlendConcentration: s(st, 'blend'), ScanCount: s(st, 'scans') }),
 };
@@ -185,7 +189,9 @@ export function visionRejectRates(thresholdPct: number): { sensitivity: number; 
 }
 
 const vision: EquipmentModel = {
-  init: () => ({ inspected: 0, rejected: 0, rate: 0 }),
+  // capping: the press's capping % at the last step (the frame feed draws defect labels from it);
+  // injectedPct: extra defects injected by a test (Plant.injectDefects), written by the plant before each step
+  init: () => ({ inspected: 0, rejected: 0, rate: 0, capping: 0, injectedPct: 0 }),
   step(st, sp, { dtMs, truth, rng, line }) {
     const p = line.state('press');
     const lineFactor = (line.setpoint('plc', 'LineSpeedFactor') ?? 100) / 100;
@@ -193,7 +199,8 @@ const vision: EquipmentModel = {
     const n = (perHour * dtMs) / 3_600_000;
     if (n <= 0) return;
     const capping = p ? pressOutputs(p, truth).cappingPct : 0;
-    const defect = clamp((truth.vision.baseDefectPct + capping) / 100, 0, 1);
+    st.capping = capping;
+    const defect = clamp((truth.vision.baseDefectPct + capping + s(st, 'injectedPct')) / 100, 0, 1);
     const r = visionRejectRates(g(sp, 'RejectThreshold', 50));
     const expected = n * (defect * r.sensitivity + (1 - defect) * r.falsePositive);
     const rejects = clamp(expected + rng.normal(0, Math.sqrt(expected)), 0, n);

@@ -21,6 +21,31 @@
  * clock) → LKG setpoints, SupervisorState LOST, ActiveRecipe = LkgRecipeId,
  * RevertCount + 1. Writing SupervisorState ATTENDED (Modbus 0) while
  * heartbeats arrive re-arms; writing LOST (1) commands a revert.
+ *
+ * Raw data feeds (feeds.ts; when the configuration has the tags):
+ * - NIR: every scan (ScanInterval, process time) publishes `nir.Spectrum`
+ *   (Double array, ValueRank 1, 351 absorbances on the axis `nir.Wavelengths`,
+ *   1100–2500 nm in 4 nm steps) and `nir.SpectrumId` (= ScanCount). The
+ *   spectrum is drawn with src/twin/nir `nirSample` from the true state: in
+ *   BatchPhase BLEND… the probe's local concentration (scattered by the
+ *   blender's RSD at its current revolutions), otherwise the batch's true
+ *   potency. Both nodes carry the scan's wall time as source timestamp: a
+ *   client pairs a spectrum with its id by equal source timestamps (one Read
+ *   of both returns a pair from the same scan).
+ * - Vision: every PLC scan in which the trigger count (one trigger per
+ *   tablet) moved, a frame set of the newest trigger is rendered with
+ *   src/twin/vision `renderFrameSet` and published as `vision.Frame1`…`Frame6`
+ *   (ByteStrings) together with `vision.TriggerId`, in the same scan. Each
+ *   frame starts with an 8-byte header holding its trigger id and camera
+ *   (connectors/opcua/frames.ts: `assembleFrameSet` refuses a mixed set), so
+ *   consistency is provable even from six separately sampled monitored
+ *   items. The label is drawn from the station's defect rates: the press's
+ *   capping, the truth's base rate split over the other classes, plus
+ *   `sim.faults.injectDefects({...})`; mostly `good`.
+ * - Ground truth: `sim.plant.nirScan(spectrumId)` (potency, blend/tablet),
+ *   `sim.plant.visionTrigger(triggerId)` (label), for the last 4096 ids.
+ * - Cost: at most one spectrum (~15 µs) and one frame set (~0.25 ms) per
+ *   PLC scan; intermediate scans and triggers are counted, never rendered.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +56,7 @@ import { LkError } from '../../src/errors.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import { startModbusServer, type SimModbusServer } from './modbus-server.js';
 import { DEFAULT_NAMESPACE_URI, serverCertificateFile, startOpcUaServer, type SimOpcUaServer } from './opcua-server.js';
+import type { DefectRates } from './feeds.js';
 import { Plant } from './plant.js';
 
 export { Plant, SUPERVISED } from './plant.js';
@@ -42,6 +68,7 @@ export { RESOURCE_PATH, DEFAULT_NAMESPACE_URI, serverCertificateFile } from './o
 export { euInformation, ucumFromEu, commonCodeToUnitId, UNIT_TABLE, UNECE_NAMESPACE } from './eu.js';
 export { MODELS, TAU_MS, visionRejectRates } from './dynamics.js';
 export { DRIFT } from './drift.js';
+export { BASE_DEFECT_SHARES, HISTORY as FEED_HISTORY, defectRates, drawDefect, type DefectRates, type NirScanTruth, type TriggerTruth } from './feeds.js';
 
 export interface SimulatorOptions {
   /** Site configuration file (default: the shipped config/site.yaml). Ignored when `config` is given. */
@@ -85,7 +112,9 @@ export interface SimulatorFaults {
   startOpcUa(): Promise<void>;
   /** stopOpcUa, wait downtimeMs (default 0), startOpcUa. */
   restartOpcUa(opts?: { downtimeMs?: number }): Promise<void>;
-  /** Undo mutes and delays. */
+  /** Raise the camera station's defect rates (% per class; `{}` ends it). Throws LK_VALIDATION. See Plant.injectDefects. */
+  injectDefects(rates: DefectRates): void;
+  /** Undo mutes, delays and injected defects. */
   clear(): void;
 }
 
@@ -195,7 +224,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       if ((o.downtimeMs ?? 0) > 0) await new Promise((r) => setTimeout(r, o.downtimeMs));
       await faults.startOpcUa();
     },
+    injectDefects: (rates) => plant.injectDefects(rates),
     clear() {
+      plant.injectDefects({});
       for (const e of config.equipment) {
         if (e.protocol !== 'modbus') continue;
         modbus.muteUnit(e.unit_id, false);

@@ -14,12 +14,14 @@
 import { join } from 'node:path';
 import {
   DataType,
+  DataValue,
   MessageSecurityMode,
   OPCUACertificateManager,
   OPCUAServer,
   SecurityPolicy,
   StatusCodes,
   Variant,
+  VariantArrayType,
   type Namespace,
   type StatusCode,
   type UAObject,
@@ -28,6 +30,7 @@ import type { OpcUaEquipmentConfig, OpcUaTagConfig, SiteConfig } from '../../src
 import { LkError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { euInformation } from './eu.js';
+import type { Value } from './dynamics.js';
 import type { Plant } from './plant.js';
 import { measurementRange } from './truth.js';
 
@@ -138,10 +141,13 @@ function localNodeId(nodeId: string): string {
 }
 
 function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentConfig, t: OpcUaTagConfig, samplingMs: number): void {
-  const dataType = DataType[t.data_type];
+  const array = t.data_type === 'DoubleArray';
+  const dataType = t.data_type === 'DoubleArray' ? DataType.Double : DataType[t.data_type];
   const writable = t.kind === 'setpoint' || (t.kind === 'supervisor' && WRITABLE_SUPERVISOR.has(t.name));
   const access = writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead';
-  const get = (): Variant => new Variant({ dataType, value: coerce(plant.read(e.id, t.name), t.data_type) });
+  const variant = (): Variant =>
+    array ? new Variant({ dataType, arrayType: VariantArrayType.Array, value: doubles(plant.read(e.id, t.name)) }) : new Variant({ dataType, value: coerce(plant.read(e.id, t.name), t.data_type) });
+  const get = variant;
   const set = (v: Variant): StatusCode => {
     try {
       const value: unknown = v.value;
@@ -154,7 +160,20 @@ function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentC
       return statusOf(err);
     }
   };
-  const value = writable ? { get, set } : { get };
+  // raw data (spectra, frames, their ids) carry the acquisition time as source timestamp, so a client can pair them;
+  // one DataValue per acquisition: a 351-point spectrum is not rebuilt and compared on every sample of every client
+  let stampedSeq = -1;
+  let stamped: DataValue | undefined;
+  const timestamped_get = (): DataValue => {
+    const acq = plant.acquisition(e.id, t.name)!;
+    if (!stamped || acq.seq !== stampedSeq) {
+      stampedSeq = acq.seq;
+      const at = new Date(acq.at);
+      stamped = new DataValue({ value: variant(), statusCode: StatusCodes.Good, sourceTimestamp: at, serverTimestamp: at });
+    }
+    return stamped;
+  };
+  const value = plant.acquisition(e.id, t.name) ? { timestamped_get } : writable ? { get, set } : { get };
   const common = {
     organizedBy: folder,
     browseName: t.name,
@@ -176,13 +195,25 @@ function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentC
       engineeringUnits: euInformation(t.unit),
       value,
     });
+  } else if (array) {
+    n.addVariable({ ...common, dataType: 'Double', valueRank: 1, arrayDimensions: [0], value });
   } else {
     n.addVariable({ ...common, dataType: t.data_type, value });
   }
 }
 
-function coerce(v: number | string | boolean, dataType: OpcUaTagConfig['data_type']): number | string | boolean {
+function doubles(v: Value): Float64Array {
+  return v instanceof Float64Array ? v : new Float64Array(0);
+}
+
+function coerce(v: Value, dataType: OpcUaTagConfig['data_type']): number | string | boolean | Buffer {
+  if (typeof v === 'object') {
+    // the ByteString of a frame: a Buffer view of the feed's bytes (node-opcua encodes Buffers), no copy
+    return dataType === 'ByteString' && v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : 0;
+  }
   switch (dataType) {
+    case 'ByteString':
+      return Buffer.alloc(0);
     case 'String':
       return String(v);
     case 'Boolean':

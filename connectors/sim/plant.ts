@@ -15,6 +15,7 @@ import type { EquipmentConfig, TagConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { MODELS, type LineView, type Value } from './dynamics.js';
 import { applyDrift, initialDrift, stepDrift, type DriftState } from './drift.js';
+import { checkDefectRates, feedFor, NirFeed, VisionFeed, type DefectRates, type FeedContext, type NirScanTruth, type TriggerTruth } from './feeds.js';
 import { SUPERVISED, type LkgRecipe, type PlantEvent, type PlantOptions, type RevertEvent, type SupervisorState, type SupervisorStatus } from './plant-types.js';
 import { DEFAULT_LKG_NUMBER, DEFAULT_LKG_SETPOINTS, lkgRecipeId, trueParameters, type TrueParameters } from './truth.js';
 
@@ -28,6 +29,8 @@ interface Unit {
   setpoints: Record<string, number>;
   state: Record<string, number>;
   readings: Record<string, Value>;
+  /** Raw data (spectra, frame sets) of an analyser or camera station whose configuration has those tags. */
+  readonly feed: NirFeed | VisionFeed | undefined;
   sup: {
     state: SupervisorState;
     heartbeat: number;
@@ -55,6 +58,7 @@ export class Plant {
   private readonly driftRng: Rng | undefined;
   private readonly driftState: DriftState = initialDrift();
   private effective: TrueParameters;
+  private injected: DefectRates = Object.freeze({});
 
   constructor(opts: PlantOptions) {
     const scale = opts.timeScale ?? 1;
@@ -66,6 +70,8 @@ export class Plant {
     this.lastStepAt = opts.clock.now();
     this.phase = opts.batchPhase ?? 'COMPRESS';
     const root = createRng(opts.seed);
+    // a stream of its own, so the units' and the drift's streams stay what they were before the feeds existed
+    const feedRoot = createRng(opts.seed ^ 0xfeed);
     for (const cfg of opts.equipment) {
       const tags = new Map<string, TagConfig>(cfg.tags.map((t) => [t.name, t]));
       const defaults = DEFAULT_LKG_SETPOINTS[cfg.type] ?? {};
@@ -85,10 +91,13 @@ export class Plant {
         setpoints,
         state: model ? model.init(setpoints, this.truth) : {},
         readings: {},
+        feed: feedFor(cfg.type, tags, feedRoot.fork()),
         sup: { state: 'ATTENDED', heartbeat: 0, lastHeartbeatAt: undefined, armed: false, watchdogTimeoutMs: opts.watchdogTimeoutMs, activeRecipe: lkg.id, lkg, revertCount: 0 },
       });
     }
     this.driftRng = opts.drift === false ? undefined : root.fork();
+    const ctx = this.feedContext();
+    for (const u of this.units.values()) u.feed?.update(u.state, ctx);
     for (const id of this.units.keys()) this.measure(id);
   }
 
@@ -132,8 +141,11 @@ export class Plant {
       this.effective = applyDrift(this.truth, this.driftState);
     }
     const line = this.lineView();
+    const ctx = this.feedContext();
     for (const [id, u] of this.units) {
+      if (u.cfg.type === 'vision') u.state.injectedPct = this.injectedTotal();
       MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line, dtMs });
+      u.feed?.update(u.state, ctx);
       this.measure(id);
     }
   }
@@ -296,8 +308,10 @@ export class Plant {
 
   /** Start a new batch: blender revolutions, drying and coating progress and counters back to zero. */
   resetBatch(equipmentId?: string): void {
+    const ctx = this.feedContext();
     for (const u of equipmentId === undefined ? this.units.values() : [this.unit(equipmentId)]) {
       u.state = MODELS[u.cfg.type]?.init(u.setpoints, this.effective) ?? {};
+      u.feed?.update(u.state, ctx);
       this.measure(u.cfg.id);
     }
   }
@@ -305,6 +319,44 @@ export class Plant {
   setBatchPhase(phase: string): void {
     this.phase = phase;
     for (const u of this.units.values()) if (u.cfg.type === 'plc') this.measure(u.cfg.id);
+  }
+
+  /**
+   * Raise the camera station's defect rates (% of tablets per class, on top
+   * of the press's capping and the truth's base rate) — a fault hook for
+   * tests; `{}` ends it. Counters (Rejected, DefectRate) and the frame sets'
+   * labels both follow. Throws LK_VALIDATION (unknown class, not 0–100 %, sum > 100 %).
+   */
+  injectDefects(rates: DefectRates): void {
+    this.injected = checkDefectRates(rates);
+  }
+
+  /** Defect rates injected by {@link injectDefects}. */
+  injectedDefects(): DefectRates {
+    return this.injected;
+  }
+
+  /** Ground truth of an NIR spectrum by its SpectrumId (the last HISTORY scans), or undefined. */
+  nirScan(spectrumId: number, equipmentId?: string): NirScanTruth | undefined {
+    const f = this.feedOf('nir', equipmentId);
+    return f instanceof NirFeed ? f.truth(spectrumId) : undefined;
+  }
+
+  /** Ground truth of a frame set by its TriggerId (the last HISTORY triggers), or undefined. */
+  visionTrigger(triggerId: number, equipmentId?: string): TriggerTruth | undefined {
+    const f = this.feedOf('vision', equipmentId);
+    return f instanceof VisionFeed ? f.truth(triggerId) : undefined;
+  }
+
+  /**
+   * When the current value of a raw-data tag (Spectrum, SpectrumId, Frame1…6,
+   * TriggerId) was acquired, wall ms, and a sequence number that changes with
+   * every acquisition; undefined for any other tag. The OPC UA server gives
+   * these tags this source timestamp, so a client can pair them.
+   */
+  acquisition(equipmentId: string, tag: string): { at: number; seq: number } | undefined {
+    const f = this.unit(equipmentId).feed;
+    return f && f.stamped.has(tag) ? { at: f.acquiredAt, seq: f.seq } : undefined;
   }
 
   /** Listen to reverts and re-arms; returns the unsubscribe function. */
@@ -336,6 +388,7 @@ export class Plant {
     const model = MODELS[u.cfg.type];
     const r = model ? model.measure(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.lineView() }) : {};
     if (u.cfg.type === 'plc') r.BatchPhase = this.phase;
+    if (u.feed) Object.assign(r, u.feed.readings);
     for (const t of u.cfg.tags) if (t.kind === 'measurement') u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
   }
 
@@ -345,6 +398,22 @@ export class Plant {
       return undefined;
     };
     return { state: (type) => byType(type)?.state, setpoint: (type, name) => byType(type)?.setpoints[name] };
+  }
+
+  private feedContext(): FeedContext {
+    return { truth: this.effective, phase: this.phase, now: this.clock.now(), injected: this.injected };
+  }
+
+  private injectedTotal(): number {
+    let t = 0;
+    for (const v of Object.values(this.injected)) t += v ?? 0;
+    return t;
+  }
+
+  private feedOf(type: string, equipmentId: string | undefined): NirFeed | VisionFeed | undefined {
+    if (equipmentId !== undefined) return this.unit(equipmentId).feed;
+    for (const u of this.units.values()) if (u.cfg.type === type && u.feed) return u.feed;
+    return undefined;
   }
 
   private emit(e: PlantEvent): void {
