@@ -3,35 +3,31 @@
  * connectors, heartbeats and live values. This is I/O code; it creates the
  * clock and the sockets and hands them to everything else.
  *
- * Start order: validate config → site events (start) → simulator (when
- * embedded) → connectors (connect, heartbeat, subscribe) → ready.
+ * Start order: validate config → audit store, site start event → policy
+ * bundle under change control → simulator (when embedded) → connectors
+ * (connect, heartbeat, subscribe) → the one guarded writer → ready.
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
 import { mkdirSync } from 'node:fs';
 import { createConnectors } from '../connectors/index.js';
+import { routeOpcUaConsole } from '../connectors/opcua/console.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
-import type { Connector, ConnectorEvent, Sample, Subscription } from '../connectors/types.js';
+import type { Connector, Sample, Subscription } from '../connectors/types.js';
+import { openAuditSiteEvents } from './audit/index.js';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
+import { GuardedWriter } from './engine/guarded-writer.js';
+import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
+import type { Store } from './store/store.js';
 import { VERSION } from './version.js';
-
-/** Where the daemon reports the edge node's own events (the audit trail's site chain). */
-export interface SiteEventSink {
-  started(info: { version: string; configHash: string; configFile: string }): void;
-  stopped(info: { reason: string }): void;
-  connector(info: { connector: string; event: ConnectorEvent }): void;
-  close(): void;
-}
 
 export interface DaemonOptions {
   configFile?: string;
   dataDir?: string;
   logger: Logger;
   clock?: Clock;
-  /** Opens the site event sink once the data directory is known (the audit trail). */
-  openSiteEvents?: (loaded: LoadedConfig, clock: Clock) => SiteEventSink;
   /** How long to wait for first connections before reporting ready anyway (connectors keep retrying). */
   connectTimeoutMs?: number;
   /** Interval of the live-value summary in the log. */
@@ -47,6 +43,8 @@ export interface ReadyInfo {
   endpoints: Record<string, string>;
   /** Connection id → state at ready time. */
   connections: Record<string, string>;
+  /** Version of the policy bundle in force, or null (every write denied). */
+  policy: string | null;
 }
 
 export interface Daemon {
@@ -54,6 +52,11 @@ export interface Daemon {
   readonly ready: ReadyInfo;
   readonly connectors: readonly Connector[];
   readonly simulator: Simulator | undefined;
+  /** The audit store (SQLite) of the data directory. */
+  readonly store: Store;
+  readonly policy: PolicyGateResult;
+  /** The single write path to equipment: it holds every connector's write capability. */
+  readonly writer: GuardedWriter;
   /** Latest sample per tag id. */
   readonly live: ReadonlyMap<string, Sample>;
   stop(reason?: string): Promise<void>;
@@ -66,13 +69,22 @@ export interface Daemon {
  */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log = opts.logger;
+  routeOpcUaConsole(log.child({ component: 'node-opcua' }));
   const clock = opts.clock ?? systemClock;
   const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
   mkdirSync(loaded.dataDir, { recursive: true, mode: 0o700 });
-  const events = opts.openSiteEvents?.(loaded, clock);
-  events?.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
+  // A daemon that cannot audit must not run: opening the store and recording the start may throw.
+  const events = openAuditSiteEvents(loaded, clock, log);
+  try {
+    events.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
+  } catch (err) {
+    events.close();
+    throw err;
+  }
   log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
+  let policy: PolicyGateResult = { bundle: null };
+  let writer: GuardedWriter | undefined;
 
   let simulator: Simulator | undefined;
   const connectors: Connector[] = [];
@@ -89,12 +101,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) c.stopHeartbeat();
     await Promise.allSettled(connectors.map((c) => c.close()));
     if (simulator) await simulator.close();
-    events?.stopped({ reason });
-    events?.close();
+    events.stopped({ reason });
+    events.close();
     log.info({ reason }, 'stopped');
   };
 
   try {
+    policy = openPolicy(events.store, loaded, log);
     const usesSim = config.connections.some((c) => c.endpoint === 'sim');
     if (usesSim && config.simulator.embedded) {
       simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
@@ -105,7 +118,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
     for (const c of connectors) {
       c.on((event) => {
-        events?.connector({ connector: c.id, event });
+        events.connector({ connector: c.id, event });
         if (event.type === 'state') log.info({ connector: c.id, from: event.from, to: event.to, reason: event.reason }, 'connection state');
         else log.warn({ connector: c.id, event }, 'connector event');
       });
@@ -125,6 +138,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }),
     );
     for (const c of connectors) c.startHeartbeat();
+    // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
+    const bundle = policy.bundle;
+    writer = new GuardedWriter({ store: events.store, site: config, connectors, clock, policy: () => bundle });
 
     for (const c of connectors) {
       const tags = (await c.describe()).filter((t) => t.kind === 'measurement').map((t) => t.tag);
@@ -150,15 +166,21 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     data: loaded.dataDir,
     endpoints: Object.fromEntries(connectors.map((c) => [c.id, c.health().endpoint])),
     connections: Object.fromEntries(connectors.map((c) => [c.id, c.health().state])),
+    policy: policy.bundle?.version ?? null,
   };
-  return { loaded, ready, connectors, simulator, live, stop };
+  return { loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer! };
 }
 
-/** `{ "press.Hardness": "118.2 N", ... }` of good samples, bad ones by status. */
+/** `{ "press.Hardness": "118.2 N", "nir.Spectrum": "[701 values]", ... }` of good samples, bad ones by status. */
 function summarise(live: ReadonlyMap<string, Sample>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [tag, s] of live) {
-    out[tag] = s.quality === 'good' && typeof s.value === 'number' ? `${+s.value.toPrecision(4)} ${s.unit}` : s.quality === 'good' ? String(s.value) : `(${s.status})`;
+    const v = s.value;
+    if (s.quality !== 'good') out[tag] = `(${s.status})`;
+    else if (typeof v === 'number') out[tag] = `${+v.toPrecision(4)} ${s.unit}`;
+    else if (v instanceof Uint8Array) out[tag] = `<${v.byteLength} bytes>`;
+    else if (Array.isArray(v)) out[tag] = `[${v.length} values]`;
+    else out[tag] = String(v);
   }
   return out;
 }

@@ -148,6 +148,10 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
   const tooling = unique(c.tooling, (t) => t.id, 'tooling', 'tooling id');
   const products = unique(c.products, (p) => p.id, 'products', 'product id');
   unique(c.tenants, (t) => t.id, 'tenants', 'tenant id');
+  c.tenants.forEach((t, i) => {
+    // the audit trail keeps the edge node's own events on a chain named `site`
+    if (t.id === 'site') add(['tenants', i, 'id'], 'tenant id "site" is reserved for the edge node\'s own audit chain');
+  });
   const connections = new Map<string, SiteConfig['connections'][number]>();
   c.connections.forEach((k, i) => {
     if (connections.has(k.id)) add(['connections', i, 'id'], `duplicate connection id "${k.id}"`);

@@ -93,6 +93,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ${appendOnly('audit_checkpoint')}
     `,
   },
+  {
+    version: 2,
+    name: 'policy: accepted bundle versions (change control)',
+    up: `
+      -- One row per policy bundle version the daemon accepted under change control;
+      -- the newest row is what a changed bundle is compared with at the next start.
+      -- Its audit entry (site chain, kind config_change) commits in the same transaction.
+      CREATE TABLE policy_acceptance (
+        id           INTEGER PRIMARY KEY,
+        version      TEXT NOT NULL,
+        change_ref   TEXT NOT NULL,
+        approver     TEXT NOT NULL,
+        role         TEXT NOT NULL,
+        reason       TEXT NOT NULL,
+        accepted_at  TEXT NOT NULL
+      );
+      ${appendOnly('policy_acceptance')}`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as storeModule from '../../src/store/store.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AttributeIds } from 'node-opcua';
@@ -11,7 +12,7 @@ import { rawOpcUaSession, waitFor, type Simulator } from '../helpers/sim.js';
 const CLI = ['--import', 'tsx', 'src/cli/bin.ts'];
 
 /** Start `linekeeper serve` as a child and resolve with its ready line. */
-function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo; stderr: () => string }> {
+function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo; stderr: () => string; stdout: () => string }> {
   const child = spawn(process.execPath, [...CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -24,7 +25,7 @@ function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo;
       const line = out.split('\n').find((l) => l.startsWith('linekeeper ready '));
       if (line) {
         clearTimeout(t);
-        resolve({ child, ready: JSON.parse(line.slice('linekeeper ready '.length)) as ReadyInfo, stderr: () => err });
+        resolve({ child, ready: JSON.parse(line.slice('linekeeper ready '.length)) as ReadyInfo, stderr: () => err, stdout: () => out });
       }
     });
   });
@@ -79,14 +80,68 @@ describe('linekeeper serve on the embedded default', () => {
   it('logs live values and stops cleanly on SIGTERM', async () => {
     expect(await waitFor(() => run.stderr().includes('"msg":"live values"'), 10_000, 100)).toBe(true);
     expect(run.stderr()).toMatch(/"press\.Hardness":"[\d.]+ N"/);
+    expect(run.stderr()).toMatch(/"nir\.Spectrum":"\[\d+ values\]"/);
     run.child.kill('SIGTERM');
     expect(await exited(run.child, 15_000)).toBe(0);
     expect(run.stderr()).toContain('"msg":"stopped"');
+    // stdout is for machines: the ready line and nothing else (node-opcua's console output is routed to the log)
+    expect(run.stdout().trim().split('\n')).toEqual([`linekeeper ready ${JSON.stringify(run.ready)}`]);
+  });
+
+  it('recorded its own life on the site chain, which verifies', () => {
+    expect(run.ready.policy).toMatch(/^[0-9a-f]{64}$/);
+    const actions = siteActions(data);
+    expect(actions[0]).toBe('site.start');
+    expect(actions).toContain('policy.accepted');
+    expect(actions).toContain('connector.connected');
+    expect(actions.at(-1)).toBe('site.stop');
+    const v = cli('audit', 'verify', '--data', data);
+    expect(v.status, v.stderr).toBe(0);
+    expect(v.stdout).toMatch(/site/);
+  });
+
+  it('on restart the same bundle is only loaded; a changed bundle without a new change reference is refused, leaving no bundle in force (fail closed)', async () => {
+    const again = await serve(['--data', data]);
+    expect(again.ready.policy).toBe(run.ready.policy);
+    again.child.kill('SIGTERM');
+    expect(await exited(again.child, 15_000)).toBe(0);
+    expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.accepted', 'policy.loaded']);
+
+    // same change reference, different content: change control refuses it (fail closed)
+    const dir = mkdtempSync(join(tmpdir(), 'lk-serve-policy-'));
+    try {
+      cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
+      const ds = join(dir, 'policy', 'design-space.yaml');
+      writeFileSync(ds, readFileSync(ds, 'utf8').replace('press.MainForce:          { min: 8,    max: 18,', 'press.MainForce:          { min: 8,    max: 19,'));
+      const site = join(dir, 'site.yaml');
+      writeFileSync(site, readFileSync(defaultConfigFile(), 'utf8'));
+      const changed = await serve(['--config', site, '--data', data]);
+      expect(changed.ready.policy).toBeNull();
+      changed.child.kill('SIGTERM');
+      expect(await exited(changed.child, 15_000)).toBe(0);
+      expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.accepted', 'policy.loaded', 'policy.refused']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
+function cli(...args: string[]) {
+  return spawnSync(process.execPath, [...CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+}
+
+/** Actions on the site chain, oldest first. */
+function siteActions(data: string): string[] {
+  const r = cli('audit', 'query', '--tenant', 'site', '--data', data, '--limit', '1000', '--json');
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { action: string }).action);
+}
+
 describe('linekeeper serve with a bad configuration', () => {
-  it('exits 78 naming file and path, and starts nothing', () => {
+  it('exits 78 naming file and path, starts nothing, and records the failure on an existing site chain', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lk-serve-bad-'));
     try {
       cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
@@ -97,6 +152,14 @@ describe('linekeeper serve with a bad configuration', () => {
       expect(r.stderr).toMatch(/site\.yaml:\d+: connections\[1\]\.baud: unknown key "baud"/);
       expect(r.stdout).not.toContain('ready');
       expect(r.stderr).not.toContain('simulator started');
+      // no data directory yet: nothing is created
+      expect(existsSync(join(dir, 'data'))).toBe(false);
+      // with an existing site database, the failure is an audited event of the edge node
+      const { openStore } = storeModule;
+      openStore({ dataDir: join(dir, 'data') }).close();
+      const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad, '--data', join(dir, 'data')], { encoding: 'utf8', timeout: 30_000 });
+      expect(r2.status).toBe(78);
+      expect(siteActions(join(dir, 'data'))).toContain('config.invalid');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

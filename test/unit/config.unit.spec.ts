@@ -65,6 +65,7 @@ describe('site configuration', () => {
     ['missing supervisor tag', (t) => t.replace(/      - \{ name: RevertCount, kind: supervisor, unit: "1", node_id: "s=coater\.Supervisor\.RevertCount", data_type: UInt32 \}\n/, ''), /missing supervisor tag "RevertCount"/],
     ['setpoint in input register', (t) => t.replace('name: Speed, kind: setpoint, unit: "{rev}/min", table: holding', 'name: Speed, kind: setpoint, unit: "{rev}/min", table: input'), /a setpoint must be a holding register/],
     ['inverted range', (t) => t.replace('range: { min: 0, max: 40 }', 'range: { min: 40, max: 0 }'), /range: min \(40\) must be below max \(0\)/],
+    ['reserved tenant id', (t) => t.replace('{ id: borealis-bio, name: Borealis Bio', '{ id: site, name: Borealis Bio'), /tenants\[1\]\.id: tenant id "site" is reserved/],
     ['protocol mismatch', (t) => t.replace('protocol: modbus\n    connection: modbus-line\n    unit_id: 2', 'protocol: modbus\n    connection: opcua-line\n    unit_id: 2'), /equipment\[1\]\.protocol: equipment speaks modbus but connection "opcua-line" is opcua/],
   ];
 

@@ -1,6 +1,30 @@
 import type { Command } from 'commander';
-import { defaultConfigFile } from '../../config/load.js';
-import { createLogger } from '../../log.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { configInvalid } from '../../audit/site-events.js';
+import { defaultConfigFile, type ConfigIssue } from '../../config/load.js';
+import { LkError } from '../../errors.js';
+import { createLogger, type Logger } from '../../log.js';
+import { DB_FILE, openStore } from '../../store/store.js';
+
+/**
+ * A configuration that fails validation is an event of the edge node: record it on the site chain
+ * of the data directory that the node already has (never create a database in a random folder).
+ */
+function recordConfigFailure(dataDir: string, configFile: string, err: LkError, logger: Logger): void {
+  if (!existsSync(join(dataDir, DB_FILE))) return;
+  try {
+    const store = openStore({ dataDir, logger });
+    try {
+      const issues = (err.detail?.['issues'] as ConfigIssue[] | undefined) ?? [];
+      configInvalid(store.audit, { file: resolve(configFile), code: err.code, issues });
+    } finally {
+      store.close();
+    }
+  } catch (e) {
+    logger.error({ err: e }, 'could not record the configuration failure in the audit trail');
+  }
+}
 
 export function registerServe(program: Command): void {
   program
@@ -12,24 +36,38 @@ export function registerServe(program: Command): void {
     .action(async (opts: { config: string; data?: string; logLevel?: string }) => {
       // Logs go to stderr as JSON lines; stdout carries only the ready line, for supervisors and scripts.
       const logger = createLogger((opts.logLevel ?? 'info') as 'info');
-      // loaded on demand: the protocol stacks are heavy and other subcommands do not need them
-      const { startDaemon } = await import('../../daemon.js');
-      const daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger });
-      if (opts.logLevel === undefined) logger.level = daemon.loaded.config.log.level;
-      process.stdout.write(`linekeeper ready ${JSON.stringify(daemon.ready)}\n`);
-      await new Promise<void>((resolve) => {
-        const onSignal = (signal: NodeJS.Signals): void => {
-          process.off('SIGTERM', onSignal);
-          process.off('SIGINT', onSignal);
-          logger.info({ signal }, 'stopping');
-          daemon.stop(`signal ${signal}`).then(resolve, (err: unknown) => {
-            logger.error({ err }, 'error while stopping');
-            process.exitCode = 1;
-            resolve();
+      // Signal handlers come first: a supervisor may send SIGTERM during start-up, or the instant it
+      // reads the ready line (a pipe write returns before the next statement runs).
+      let signalled: NodeJS.Signals | undefined;
+      let wake: () => void = () => undefined;
+      const onSignal = (signal: NodeJS.Signals): void => {
+        signalled ??= signal;
+        wake();
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+      try {
+        // loaded on demand: the protocol stacks are heavy and other subcommands do not need them
+        const { startDaemon } = await import('../../daemon.js');
+        let daemon: Awaited<ReturnType<typeof startDaemon>>;
+        try {
+          daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger });
+        } catch (err) {
+          if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? './data', opts.config, err, logger);
+          throw err;
+        }
+        if (opts.logLevel === undefined) logger.level = daemon.loaded.config.log.level;
+        if (signalled === undefined) {
+          process.stdout.write(`linekeeper ready ${JSON.stringify(daemon.ready)}\n`);
+          await new Promise<void>((resolve) => {
+            wake = resolve;
           });
-        };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
-      });
+        }
+        logger.info({ signal: signalled }, 'stopping');
+        await daemon.stop(`signal ${signalled}`);
+      } finally {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
     });
 }

@@ -5,7 +5,6 @@
  * — so a script can start it on free ports and read where it listens; logs go to stderr.
  */
 import { writeFileSync } from 'node:fs';
-import { format } from 'node:util';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
@@ -18,10 +17,8 @@ import { createLogger } from '../../log.js';
  * `linekeeper sim` is one machine-read JSON line, so they go to stderr.
  */
 async function loadSim(): Promise<typeof import('../../../connectors/sim/index.js')> {
-  const [sim, opcua] = await Promise.all([import('../../../connectors/sim/index.js'), import('node-opcua')]);
-  const toStderr = (_ctx: unknown, ...args: unknown[]): void => void process.stderr.write(`${format(...args)}\n`);
-  opcua.setWarningLogger(toStderr);
-  opcua.setErrorLogger(toStderr);
+  const [sim, { routeOpcUaConsole }] = await Promise.all([import('../../../connectors/sim/index.js'), import('../../../connectors/opcua/console.js')]);
+  routeOpcUaConsole();
   return sim;
 }
 
