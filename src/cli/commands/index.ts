@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { registerAudit } from './audit.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
-import { registerServe } from './serve.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
+import { registerServe } from './serve.js';
 import { registerSim } from './sim.js';
 import { registerTwin } from './twin.js';
 
