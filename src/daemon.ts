@@ -11,7 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { createConnectors } from '../connectors/index.js';
-import { routeOpcUaConsole } from '../connectors/opcua/console.js';
+import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { openAuditSiteEvents } from './audit/index.js';

@@ -8,6 +8,7 @@ import { OpcUaConnectorImpl } from './connector.js';
 export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './api.js';
 export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertificate, type CertificateInfo } from './pki.js';
 export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
+export { routeOpcUaConsole } from './console.js';
 export { assembleFrameSet, decodeFrame, encodeFrame, FRAME_CAMERAS, FRAME_FORMAT_GREY8, FRAME_HEADER_BYTES, type Frame, type WireFrameSet } from './frames.js';
 
 /**

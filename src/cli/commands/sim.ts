@@ -17,7 +17,7 @@ import { createLogger } from '../../log.js';
  * `linekeeper sim` is one machine-read JSON line, so they go to stderr.
  */
 async function loadSim(): Promise<typeof import('../../../connectors/sim/index.js')> {
-  const [sim, { routeOpcUaConsole }] = await Promise.all([import('../../../connectors/sim/index.js'), import('../../../connectors/opcua/console.js')]);
+  const [sim, { routeOpcUaConsole }] = await Promise.all([import('../../../connectors/sim/index.js'), import('../../../connectors/opcua/index.js')]);
   routeOpcUaConsole();
   return sim;
 }
