@@ -5,8 +5,9 @@
  *
  * 1. Batched read of 100 tags: `connector.read(100 tags)` (samples with
  *    unit, quality, timestamps) vs raw `session.read(100 ReadValueIds)` of the
- *    same node ids. The simulator serves 61 OPC UA tags, so the 100 are all 61
- *    plus the first 39 again (repeats allowed, one Read request either way).
+ *    same node ids. The 100 are the simulator's scalar OPC UA tags (spectra and
+ *    camera frames are left out: one 351-value array would not be "a value"),
+ *    repeated in order up to 100 (repeats allowed, one Read request either way).
  * 2. Notifications per second of one subscription of 1,000 monitored items at
  *    a 100 ms publishing and sampling interval: the simulator's continuously
  *    changing measurements (found by reading twice), repeated up to 1,000
@@ -56,7 +57,7 @@ await rawClient.connect(sim.opcuaUrl);
 const raw: ClientSession = await rawClient.createSession();
 const ns = (await raw.readNamespaceArray()).indexOf(connection.namespace_uri);
 
-const allTags = equipment.flatMap((e) => e.tags.map((t) => ({ id: `${e.id}.${t.name}`, nodeId: `ns=${ns};${t.node_id}`, numeric: t.data_type === 'Double' })));
+const allTags = equipment.flatMap((e) => e.tags.filter((t) => t.data_type !== 'DoubleArray' && t.data_type !== 'ByteString').map((t) => ({ id: `${e.id}.${t.name}`, nodeId: `ns=${ns};${t.node_id}`, numeric: t.data_type === 'Double' }))));
 const hundred = Array.from({ length: 100 }, (_, i) => allTags[i % allTags.length]!);
 const ids = hundred.map((t) => t.id);
 const readIds: ReadValueIdOptions[] = hundred.map((t) => ({ nodeId: t.nodeId, attributeId: AttributeIds.Value }));
