@@ -57,7 +57,7 @@ await rawClient.connect(sim.opcuaUrl);
 const raw: ClientSession = await rawClient.createSession();
 const ns = (await raw.readNamespaceArray()).indexOf(connection.namespace_uri);
 
-const allTags = equipment.flatMap((e) => e.tags.filter((t) => t.data_type !== 'DoubleArray' && t.data_type !== 'ByteString').map((t) => ({ id: `${e.id}.${t.name}`, nodeId: `ns=${ns};${t.node_id}`, numeric: t.data_type === 'Double' }))));
+const allTags = equipment.flatMap((e) => e.tags.filter((t) => t.data_type !== 'DoubleArray' && t.data_type !== 'ByteString').map((t) => ({ id: `${e.id}.${t.name}`, nodeId: `ns=${ns};${t.node_id}`, numeric: t.data_type === 'Double' })));
 const hundred = Array.from({ length: 100 }, (_, i) => allTags[i % allTags.length]!);
 const ids = hundred.map((t) => t.id);
 const readIds: ReadValueIdOptions[] = hundred.map((t) => ({ nodeId: t.nodeId, attributeId: AttributeIds.Value }));
