@@ -125,8 +125,12 @@ export class Plant {
    * servers call it on a timer; tests on a ManualClock call it by hand.
    */
   tick(): void {
-    this.step();
-    this.checkWatchdogs();
+    // the watchdog is the fail-safe: a fault in a process model must never stop it
+    try {
+      this.step();
+    } finally {
+      this.checkWatchdogs();
+    }
   }
 
   /** Advance the process to the clock's now (no watchdog). */
@@ -302,7 +306,11 @@ export class Plant {
     const wasLkg = u.sup.activeRecipe === u.sup.lkg.id;
     const lkg: LkgRecipe = Object.freeze({ id: lkgRecipeId(equipmentId, recipeNumber), number: recipeNumber, setpoints: Object.freeze({ ...u.sup.lkg.setpoints, ...setpoints }) });
     u.sup.lkg = lkg;
-    if (wasLkg) u.sup.activeRecipe = lkg.id;
+    if (wasLkg) {
+      // the PLC runs its LKG recipe: installing a new one means running it, not just renaming it
+      u.sup.activeRecipe = lkg.id;
+      u.setpoints = { ...u.setpoints, ...lkg.setpoints };
+    }
     return lkg;
   }
 

@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { pressModel, lodPct, dryingRatePerMin } from '../../src/twin/process.js';
-import { Plant, SUPERVISED, TAU_MS, trueParameters } from '../../connectors/sim/index.js';
+import { MODELS, Plant, SUPERVISED, TAU_MS, trueParameters } from '../../connectors/sim/index.js';
 
 const config = loadConfig().config;
 
@@ -253,6 +253,25 @@ describe('plant supervision and watchdog', () => {
     expect(p.read('coater', 'SprayRate')).toBe(120);
   });
 
+  it('a fault in one process model does not stop the watchdogs (fault injected into the coater model)', () => {
+    const { p, clock } = plant({ watchdogTimeoutMs: 500 });
+    p.heartbeat('press', 1);
+    p.writeSetpoint('press', 'MainForce', 15);
+    const broken = vi.spyOn(MODELS['coater']!, 'step').mockImplementation(() => {
+      throw new Error('injected model fault');
+    });
+    try {
+      for (let t = 0; t < 1000; t += 50) {
+        clock.advance(50);
+        expect(() => p.tick()).toThrow('injected model fault');
+      }
+    } finally {
+      broken.mockRestore();
+    }
+    expect(p.read('press', 'SupervisorState')).toBe('LOST');
+    expect(p.read('press', 'MainForce')).toBe(p.supervisor('press').lkg.setpoints['MainForce']);
+  });
+
   it('a supervisor that writes but never beats gets one timeout of grace', () => {
     const { p, clock } = plant({ watchdogTimeoutMs: 800 });
     p.writeSetpoint('blender', 'Speed', 25);
@@ -268,6 +287,8 @@ describe('plant supervision and watchdog', () => {
     const lkg = p.setLkgRecipe('press', 8, { MainForce: 11 });
     expect(lkg.id).toBe('LKG-press-0008');
     expect(p.read('press', 'ActiveRecipe')).toBe('LKG-press-0008');
+    // a PLC running its LKG recipe runs the new one: the values change with the id
+    expect(p.read('press', 'MainForce')).toBe(11);
     p.heartbeat('press', 5);
     p.writeSetpoint('press', 'MainForce', 19);
     p.setSupervisorState('press', 'LOST');
