@@ -141,6 +141,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
     writer = new GuardedWriter({ store: events.store, site: config, connectors, clock, policy: () => bundle });
+    // after connect, before ready: close intents a crash left open with what the equipment holds now
+    const recovered = await writer.recover();
+    if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');
+    log.info({ pending: writer.pending().length }, 'guarded writer ready');
 
     for (const c of connectors) {
       const tags = (await c.describe()).filter((t) => t.kind === 'measurement').map((t) => t.tag);

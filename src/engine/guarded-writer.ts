@@ -11,58 +11,25 @@
  * silently dropped: a superseded pending write is declined and audited.
  * Operations run one at a time (a promise queue), so no two interleave.
  */
+import { randomBytes } from 'node:crypto';
 import type { Connector, WriteCapability, WriteResult } from '../../connectors/types.js';
-import { EMPTY_ARBITRATION, type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, type Declined, type Escalation, arbitrate, resolveEscalation } from '../arbitration/index.js';
-import type { AuditEntryInput, Json } from '../audit/index.js';
+import { EMPTY_ARBITRATION, type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, arbitrate, resolveEscalation } from '../arbitration/index.js';
+import type { AuditEntryInput } from '../audit/index.js';
 import type { Clock } from '../clock.js';
 import type { SiteConfig } from '../config/schema.js';
-import type { Approval, ArbitrationAttribute, Attendance, Decision, PolicyContext, RequestedValue } from '../domain/policy.js';
+import type { Approval, Attendance, Decision, PolicyContext } from '../domain/policy.js';
 import { LkError } from '../errors.js';
-import { type AutonomyState, type PolicyBundle, autonomyFor, combineDecisions, evaluate, initialAutonomy, vectorHash } from '../policy/index.js';
-import type { Store } from '../store/store.js';
+import { type AutonomyState, type PolicyBundle, autonomyFor, combineDecisions, evaluate, vectorHash } from '../policy/index.js';
+import type { Store, TxContext } from '../store/store.js';
+import { autonomyLevels } from './autonomy-store.js';
+import { json } from './json.js';
+import { checkProposal, withoutWins } from './proposal.js';
+import { closeOpenIntents } from './recovery.js';
+import { SetpointReader } from './setpoint-reader.js';
+import { type LastMove, WriterState } from './writer-state.js';
+import type { PendingWrite, RecoveryReport, WriteOutcome, WriteProposal } from './writer-types.js';
 
-export interface WriteProposal {
-  /** Unique id of the proposal (from the run engine or the agent). */
-  readonly id: string;
-  readonly tenant: string;
-  readonly batch: string;
-  readonly run?: string;
-  readonly agent: string;
-  readonly product: string;
-  readonly tooling: string;
-  readonly batchState: string;
-  readonly moves: readonly { readonly setpoint: string; readonly value: RequestedValue }[];
-  /** The attribute the moves serve (arbitration rank). */
-  readonly attribute: ArbitrationAttribute;
-  readonly justification: string;
-  readonly model?: { readonly id: string; readonly version: string };
-  readonly predictedCappingRisk?: number;
-  /** Named reviewer assigned to the batch. */
-  readonly reviewer?: string | null;
-}
-
-export type WriteStatus = 'written' | 'denied' | 'recommended' | 'pending' | 'declined' | 'escalated' | 'failed' | 'reverted' | 'rejected';
-
-export interface WriteOutcome {
-  readonly status: WriteStatus;
-  readonly proposalId: string;
-  readonly decisions: readonly Decision[];
-  readonly vectorHash: string | null;
-  readonly pending?: { readonly id: string; readonly needs: 'qa' | 'reviewer' };
-  readonly results?: readonly WriteResult[];
-  readonly declined?: readonly Declined[];
-  readonly escalation?: Escalation;
-  readonly error?: { readonly code: string; readonly message: string };
-}
-
-export interface PendingWrite {
-  readonly id: string;
-  readonly proposal: WriteProposal;
-  readonly vectorHash: string;
-  readonly needs: 'qa' | 'reviewer';
-  readonly since: number;
-  readonly reasons: readonly string[];
-}
+export type { PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
 export interface GuardedWriterOptions {
   readonly store: Store;
@@ -71,44 +38,69 @@ export interface GuardedWriterOptions {
   readonly clock: Clock;
   /** The bundle in force; null when none could be loaded (every write is then denied). */
   readonly policy: () => PolicyBundle | null;
-  /** Current autonomy state (default: the bundle's initial levels). */
+  /**
+   * Autonomy state to use instead of the persisted one (tests, replay). Without it the writer reads the
+   * levels from the store at every decision (bundle levels overridden by `policy autonomy set`).
+   */
   readonly autonomy?: () => AutonomyState;
   /** The attended operator session, if any (R5). */
   readonly attendance?: () => Attendance | null;
 }
 
 type Move = { readonly setpoint: string; readonly value: number; readonly unit: string; readonly old: number };
-
-/** Replace what JSON cannot hold (NaN, Infinity, undefined, class instances) so the audit entry is always writable. */
-function json(v: unknown): Json {
-  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
-  if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
-  if (Array.isArray(v)) return v.map(json);
-  if (typeof v === 'object') {
-    const out: Record<string, Json> = {};
-    for (const [k, x] of Object.entries(v as object)) if (x !== undefined) out[k] = json(x);
-    return out;
-  }
-  return String(v);
-}
+type SignedApproval = Approval & { readonly vectorHash: string };
+/** An approval being executed: the pending write it came from and the vector hash it binds to. */
+type Approving = { readonly approval: Approval; readonly pendingId: string; readonly vectorHash: string };
 
 export class GuardedWriter {
   private readonly caps = new Map<string, WriteCapability>();
-  private readonly readers = new Map<string, Connector>();
-  private readonly tagConnector = new Map<string, string>();
+  private readonly reader: SetpointReader;
   private readonly pendingWrites = new Map<string, PendingWrite>();
-  private readonly lastMoves = new Map<string, { value: number; at: number }>();
+  private readonly lastMoves: Map<string, LastMove>;
+  private readonly state: WriterState;
+  /** Pending writes whose approval was running when the process stopped (resolved by {@link recover}). */
+  private interruptedApprovals: string[] = [];
   private arb: ArbitrationState = EMPTY_ARBITRATION;
   private queue: Promise<unknown> = Promise.resolve();
-  private seq = 0;
 
-  /** Claims the write capability of every connector: construct exactly one writer per process. */
+  /**
+   * Claims the write capability of every connector: construct exactly one writer per process. Reloads the
+   * pending queue and the last moves from the store, so a restart loses nothing that was acknowledged.
+   * @throws LkError LK_WRITER_CLAIMED when a capability was claimed already; LK_STORE_MIGRATION when the store
+   *   has no engine tables.
+   */
   constructor(private readonly o: GuardedWriterOptions) {
-    for (const c of o.connectors) {
-      this.caps.set(c.id, c.claimWriter());
-      this.readers.set(c.id, c);
+    this.state = new WriterState(o.store);
+    this.reader = new SetpointReader(o.connectors, o.site);
+    for (const c of o.connectors) this.caps.set(c.id, c.claimWriter());
+    for (const { write, approving } of this.state.loadPending()) {
+      this.pendingWrites.set(write.id, write);
+      if (approving) this.interruptedApprovals.push(write.id);
     }
-    for (const e of o.site.equipment) for (const t of e.tags) if (t.kind === 'setpoint') this.tagConnector.set(`${e.id}.${t.name}`, e.connection);
+    this.lastMoves = this.state.loadLastMoves();
+  }
+
+  /**
+   * Once after the connectors are connected, before serving: close every intent a crash left open with an
+   * `interrupted` outcome carrying what the equipment holds now (read back; `unknown` when it cannot be read),
+   * and put pending writes whose approval was running back to waiting (audited; they need a new approval).
+   */
+  recover(): Promise<RecoveryReport> {
+    return this.serial(async () => {
+      const approvals = this.interruptedApprovals;
+      this.interruptedApprovals = [];
+      for (const id of approvals) {
+        const pw = this.pendingWrites.get(id);
+        if (!pw) continue;
+        this.o.store.tx((t) => {
+          this.state.setApproving(t, id, null);
+          t.audit.append(this.entry(pw.proposal, { actor: 'system', kind: 'state_change', action: 'setpoint.approval_interrupted', args: json({ pendingId: id, vectorHash: pw.vectorHash }), reason: 'the process stopped while the approved write ran; it waits again and needs a new approval' }));
+        });
+      }
+      const { interrupted, moves } = await closeOpenIntents(this.o.store, this.state, (sp) => this.reader.one(sp), (sp) => this.reader.tolerance(sp), this.lastMoves);
+      for (const [sp, m] of moves) this.lastMoves.set(sp, m);
+      return { interrupted, approvalsInterrupted: approvals };
+    });
   }
 
   /** Pending writes waiting for a named reviewer or QA, oldest first. */
@@ -128,17 +120,19 @@ export class GuardedWriter {
    */
   propose(p: WriteProposal): Promise<WriteOutcome> {
     return this.serial(async () => {
-      this.check(p);
+      checkProposal(p, this.o.site);
       return this.run(p, null);
     });
   }
 
   /**
-   * A named reviewer approves a pending write; the vector is re-checked at call time with the approval.
+   * A named reviewer approves a pending write; the vector is re-evaluated at call time, with the bundle then in
+   * force, and the approval binds to the vector hash: when that bundle computes another vector, the approval is
+   * stale (the pending write carries the new hash and waits for a new approval).
    * @throws LkError LK_NOT_FOUND (no such pending write), LK_APPROVAL_STALE (the approval names another vector),
    *   LK_NEEDS_QA (a reviewer approval for a write that waits for QA).
    */
-  approve(pendingId: string, approval: Approval & { readonly vectorHash: string }): Promise<WriteOutcome> {
+  approve(pendingId: string, approval: SignedApproval): Promise<WriteOutcome> {
     return this.serial(async () => {
       const pw = this.pendingWrites.get(pendingId);
       if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
@@ -146,15 +140,26 @@ export class GuardedWriter {
         throw new LkError('LK_APPROVAL_STALE', `approval is for vector ${approval.vectorHash.slice(0, 12)}…, the pending write is ${pw.vectorHash.slice(0, 12)}…`, { pendingId });
       }
       if (pw.needs === 'qa' && approval.kind !== 'qa') throw new LkError('LK_NEEDS_QA', `pending write ${pendingId} waits for a QA approval`, { pendingId });
-      this.audit(pw.proposal, {
-        actor: approval.by,
-        kind: 'approval',
-        action: 'setpoint.approve',
-        subject: { reviewer: approval.by },
-        args: json({ pendingId, vectorHash: pw.vectorHash, kind: approval.kind, role: approval.role }),
+      const a: Approval = { by: approval.by, role: approval.role, kind: approval.kind };
+      const inForce = this.o.policy()?.version ?? null;
+      this.o.store.tx((t) => {
+        t.audit.append(this.entry(pw.proposal, {
+          actor: approval.by,
+          kind: 'approval',
+          action: 'setpoint.approve',
+          subject: { reviewer: approval.by },
+          args: json({ pendingId, vectorHash: pw.vectorHash, kind: approval.kind, role: approval.role, queuedUnder: pw.bundleVersion, bundleInForce: inForce }),
+        }));
+        this.state.setApproving(t, pendingId, { ...a, vectorHash: pw.vectorHash });
       });
-      const out = await this.run(pw.proposal, { by: approval.by, role: approval.role, kind: approval.kind });
-      if (out.status !== 'pending' && out.status !== 'recommended') this.pendingWrites.delete(pendingId);
+      let out: WriteOutcome;
+      try {
+        out = await this.run(pw.proposal, { approval: a, pendingId, vectorHash: pw.vectorHash });
+      } catch (err) {
+        this.settle(pendingId, false, LkError.is(err) ? err.code : 'LK_INTERNAL');
+        throw err;
+      }
+      this.settle(pendingId, out.status !== 'pending' && out.status !== 'recommended', out.status);
       return out;
     });
   }
@@ -164,8 +169,11 @@ export class GuardedWriter {
     return this.serial(async () => {
       const pw = this.pendingWrites.get(pendingId);
       if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
+      this.o.store.tx((t) => {
+        this.state.deletePending(t, pendingId);
+        t.audit.append(this.entry(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) }));
+      });
       this.pendingWrites.delete(pendingId);
-      this.audit(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) });
       return { status: 'rejected', proposalId: pw.proposal.id, decisions: [], vectorHash: pw.vectorHash };
     });
   }
@@ -191,43 +199,36 @@ export class GuardedWriter {
     return next;
   }
 
-  private check(p: WriteProposal): void {
-    const bad = (m: string): never => {
-      throw new LkError('LK_VALIDATION', `write proposal: ${m}`);
-    };
-    if (typeof p !== 'object' || p === null) bad('must be an object');
-    for (const k of ['id', 'tenant', 'batch', 'agent', 'product', 'tooling', 'batchState', 'attribute', 'justification'] as const) {
-      if (typeof p[k] !== 'string' || p[k].length === 0) bad(`${k} must be a non-empty string`);
-    }
-    if (!Array.isArray(p.moves) || p.moves.length === 0) bad('moves must be a non-empty array');
-    const seen = new Set<string>();
-    for (const m of p.moves) {
-      if (typeof m?.setpoint !== 'string') bad('every move needs a setpoint');
-      if (seen.has(m.setpoint)) bad(`setpoint ${m.setpoint} appears twice (a vector moves each setpoint once)`);
-      seen.add(m.setpoint);
-    }
-    const tenant = this.o.site.tenants.find((t) => t.id === p.tenant);
-    if (!tenant || !tenant.products.includes(p.product)) throw new LkError('LK_NOT_FOUND', `tenant ${p.tenant} runs no product ${p.product}`);
+  /** After an approval ran: the pending write leaves the queue (closed) or waits again, audited with the row change. */
+  private settle(pendingId: string, close: boolean, status: string): void {
+    const pw = this.pendingWrites.get(pendingId);
+    if (!pw) return; // superseded or re-keyed meanwhile: already audited
+    this.o.store.tx((t) => {
+      if (close) this.state.deletePending(t, pendingId);
+      else this.state.setApproving(t, pendingId, null);
+      t.audit.append(this.entry(pw.proposal, { kind: 'state_change', action: close ? 'setpoint.pending_closed' : 'setpoint.pending_kept', args: json({ pendingId, vectorHash: pw.vectorHash, status }), reason: close ? `approved write ${status}` : `approved write did not run (${status}); it waits` }));
+    });
+    if (close) this.pendingWrites.delete(pendingId);
   }
-
-  private async run(p: WriteProposal, approval: Approval | null): Promise<WriteOutcome> {
+  private async run(p: WriteProposal, approving: Approving | null): Promise<WriteOutcome> {
     const bundle = this.o.policy();
     const now = this.o.clock.now();
     const base = { proposalId: p.id };
+    const approval = approving?.approval ?? null;
     // 1. arbitration (a move outside the design space does not contest; policy sends it to QA or denies it)
     let arbResult: ArbitrationResult | null = null;
     if (bundle) {
       const reqs: ArbitrationRequest[] = p.moves.map((m) => ({ id: `${p.id}:${m.setpoint}`, agent: p.agent, setpoint: m.setpoint, value: m.value, attribute: p.attribute, justification: p.justification, at: now }));
       arbResult = arbitrate(reqs, this.arb, now, bundle, { product: p.product, tooling: p.tooling });
       if (arbResult.declined.length > 0 || arbResult.escalated.length > 0) {
-        this.arb = this.withoutWins(arbResult, p);
+        this.arb = withoutWins(this.arb, arbResult, p.id);
         this.audit(p, { kind: 'arbitration', action: 'arbitration.decline', result: json({ declined: arbResult.declined, escalated: arbResult.escalated }), reason: arbResult.declined.map((d) => d.reason).join(', ') || 'DEADLOCK_EQUAL_RANK' });
         const esc = arbResult.escalated[0];
         return { ...base, status: esc ? 'escalated' : 'declined', decisions: [], vectorHash: null, declined: arbResult.declined, ...(esc ? { escalation: esc } : {}) };
       }
     }
     // 2. policy at call time, with the current values read from the equipment
-    const current = await this.readCurrent(p.moves.map((m) => m.setpoint));
+    const current = await this.reader.current(p.moves.map((m) => m.setpoint));
     const decisions = p.moves.map((m) => evaluate({ agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling }, bundle, this.context(p, m.setpoint, now, current, approval, bundle)));
     const decisionEntries = decisions.map((d, i) =>
       this.entry(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
@@ -237,33 +238,65 @@ export class GuardedWriter {
       ? decisions.map((d, i) => ({ setpoint: p.moves[i]!.setpoint, value: d.valueInSetpointUnit!, unit: d.setpointUnit!, old: current.get(p.moves[i]!.setpoint) ?? Number.NaN }))
       : null;
     const hash = moves ? vectorHash({ agent: p.agent, product: p.product, tooling: p.tooling, moves }) : null;
+    if (approving && hash && hash !== approving.vectorHash && combined.outcome !== 'deny') return this.stale(p, approving, hash, decisions, decisionEntries, bundle);
     const keep = combined.outcome === 'allow' || combined.pendingApproval !== 'none';
-    if (arbResult) this.arb = keep ? arbResult.state : this.withoutWins(arbResult, p);
-    if (combined.outcome !== 'allow') this.o.store.audit.appendBatch(decisionEntries);
-    if (combined.outcome === 'deny') return { ...base, status: 'denied', decisions, vectorHash: hash };
+    if (arbResult) this.arb = keep ? arbResult.state : withoutWins(this.arb, arbResult, p.id);
+    if (combined.outcome === 'deny' || (combined.outcome !== 'allow' && (combined.pendingApproval === 'none' || !hash))) {
+      this.o.store.audit.appendBatch(decisionEntries);
+      return { ...base, status: combined.outcome === 'deny' ? 'denied' : 'recommended', decisions, vectorHash: hash };
+    }
+    const victims = this.supersededBy(p, approving?.pendingId ?? null);
     if (combined.outcome !== 'allow') {
-      if (combined.pendingApproval === 'none' || !hash) return { ...base, status: 'recommended', decisions, vectorHash: hash };
-      const needs = combined.pendingApproval;
+      const needs = combined.pendingApproval === 'qa' ? 'qa' : 'reviewer';
       const existing = [...this.pendingWrites.values()].find((w) => w.proposal.id === p.id);
-      const id = existing?.id ?? `pw_${now.toString(36)}_${(this.seq++).toString(36)}`;
-      this.supersede(p, id);
-      this.pendingWrites.set(id, { id, proposal: p, vectorHash: hash, needs, since: existing?.since ?? now, reasons: decisions.flatMap((d) => d.reasons) });
-      this.audit(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: id, vectorHash: hash, needs }), reason: `waits for ${needs === 'qa' ? 'QA' : 'a named reviewer'}` });
+      const id = existing?.id ?? `pw_${now.toString(36)}_${randomBytes(4).toString('hex')}`;
+      const w: PendingWrite = { id, proposal: p, vectorHash: hash!, needs, since: existing?.since ?? now, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
+      // decisions, superseded writes and the queued one: one transaction, so the queue and the trail agree
+      this.o.store.tx((t) => {
+        t.audit.appendBatch(decisionEntries);
+        this.supersede(t, p, victims.filter((v) => v.id !== id));
+        const e = t.audit.append(this.entry(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: id, vectorHash: hash, needs, bundle: w.bundleVersion }), reason: `waits for ${needs === 'qa' ? 'QA' : 'a named reviewer'}` }));
+        this.state.putPending(t, w, e.seq);
+      });
+      for (const v of victims) if (v.id !== id) this.pendingWrites.delete(v.id);
+      this.pendingWrites.set(id, w);
       return { ...base, status: 'pending', decisions, vectorHash: hash, pending: { id, needs } };
     }
     // 3. write the vector
-    this.supersede(p, null);
-    return this.execute(p, moves!, decisions, hash!, decisionEntries);
+    return this.execute(p, moves!, decisions, hash!, (t) => {
+      t.audit.appendBatch(decisionEntries);
+      this.supersede(t, p, victims);
+    }, victims);
+  }
+
+  /** The bundle in force computes another vector than the one approved: re-key the pending write, refuse the approval. */
+  private stale(p: WriteProposal, approving: Approving, hash: string, decisions: Decision[], decisionEntries: AuditEntryInput[], bundle: PolicyBundle | null): never {
+    const pw = this.pendingWrites.get(approving.pendingId);
+    this.o.store.tx((t) => {
+      t.audit.appendBatch(decisionEntries);
+      if (!pw) return;
+      const w: PendingWrite = { ...pw, vectorHash: hash, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
+      const e = t.audit.append(this.entry(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: pw.id, vectorHash: hash, needs: pw.needs, bundle: w.bundleVersion, staleApproval: approving.vectorHash }), reason: 'the bundle in force computes another vector: the approval is stale, a new one is needed' }));
+      this.state.putPending(t, w, e.seq);
+      this.pendingWrites.set(pw.id, w);
+    });
+    throw new LkError('LK_APPROVAL_STALE', `the bundle in force computes vector ${hash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`, { pendingId: approving.pendingId, vectorHash: hash });
   }
 
   private context(p: WriteProposal, setpoint: string, now: number, current: Map<string, number | null>, approval: Approval | null, bundle: PolicyBundle | null): PolicyContext {
-    const state = this.o.autonomy?.() ?? (bundle ? initialAutonomy(bundle) : null);
-    const lv = state ? autonomyFor(state, p.agent, setpoint) : null;
+    let autonomy: PolicyContext['autonomy'];
+    const given = this.o.autonomy?.();
+    if (given) {
+      const lv = autonomyFor(given, p.agent, setpoint);
+      autonomy = { agent: lv.agent, setpoint: lv.setpoint };
+    } else if (bundle) {
+      autonomy = autonomyLevels(this.o.store.db, bundle, p.agent, setpoint);
+    }
     const last = this.lastMoves.get(setpoint);
     return {
       now,
       batchState: p.batchState,
-      ...(lv ? { autonomy: { agent: lv.agent, setpoint: lv.setpoint } } : {}),
+      ...(autonomy ? { autonomy } : {}),
       ...(p.model ? { model: p.model } : {}),
       current: current.get(setpoint) ?? null,
       lastMove: last ?? null,
@@ -274,17 +307,18 @@ export class GuardedWriter {
     };
   }
 
-  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, decisionEntries: AuditEntryInput[]): Promise<WriteOutcome> {
+  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, first: (t: TxContext) => void, victims: readonly PendingWrite[]): Promise<WriteOutcome> {
     const base = { proposalId: p.id, decisions, vectorHash: hash };
     const done: { move: Move; result: WriteResult | null }[] = [];
     for (const [i, m] of moves.entries()) {
       const cap = this.capFor(m.setpoint);
       const intentEntry = this.entry(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value });
-      // the decisions and the first intent commit together: one durable sync fewer per write
+      // the decisions, superseded pending writes and the first intent commit together: one durable sync fewer per write
       const intent = this.o.store.tx((t) => {
-        if (i === 0) t.audit.appendBatch(decisionEntries);
+        if (i === 0) first(t);
         return t.audit.intent(intentEntry);
       });
+      if (i === 0) for (const v of victims) this.pendingWrites.delete(v.id);
       let result: WriteResult;
       try {
         if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${m.setpoint}`);
@@ -296,14 +330,19 @@ export class GuardedWriter {
         if (e.code === 'LK_CONN_TIMEOUT') done.push({ move: m, result: null });
         return this.fail(p, base, done, `write of ${m.setpoint} failed: ${e.code}`, e);
       }
-      this.o.store.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json(result), old: json(m.old), new: json(result.readBack) });
       done.push({ move: m, result });
+      const whole = result.verified && i === moves.length - 1;
+      const at = this.o.clock.now();
+      // the vector's last outcome and the moves the rate check remembers commit together
+      this.o.store.tx((t) => {
+        const out = t.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json(result), old: json(m.old), new: json(result.readBack) });
+        if (whole) for (const d of done) this.state.putLastMove(t, d.move.setpoint, { value: d.move.value, at }, p.tenant, out.seq);
+      });
+      if (whole) for (const d of done) this.lastMoves.set(d.move.setpoint, { value: d.move.value, at });
       if (!result.verified) {
         return this.fail(p, base, done, `read-back of ${m.setpoint} is ${String(result.readBack)} (${result.readBackQuality}), wrote ${result.written}`, { code: 'LK_READBACK_MISMATCH', message: 'read-back does not match the written value' });
       }
     }
-    const at = this.o.clock.now();
-    for (const d of done) this.lastMoves.set(d.move.setpoint, { value: d.move.value, at });
     return { ...base, status: 'written', results: done.map((d) => d.result!) };
   }
 
@@ -330,48 +369,23 @@ export class GuardedWriter {
     return { ...base, status: reverted ? 'reverted' : 'failed', results: done.flatMap((d) => (d.result ? [d.result] : [])), error };
   }
 
-  /** Pending writes sharing a setpoint with a newer proposal are declined explicitly, never merged or dropped. */
-  private supersede(p: WriteProposal, keepId: string | null): void {
+  /** Pending writes sharing a setpoint with a newer proposal (not the one being approved). */
+  private supersededBy(p: WriteProposal, keepId: string | null): PendingWrite[] {
     const touched = new Set(p.moves.map((m) => m.setpoint));
-    for (const w of [...this.pendingWrites.values()]) {
-      if (w.id === keepId || !w.proposal.moves.some((m) => touched.has(m.setpoint))) continue;
-      this.pendingWrites.delete(w.id);
-      this.audit(w.proposal, { kind: 'state_change', action: 'setpoint.superseded', args: json({ pendingId: w.id, vectorHash: w.vectorHash, supersededBy: p.id }), reason: `superseded by proposal ${p.id} of ${p.agent}` });
-    }
+    return [...this.pendingWrites.values()].filter((w) => w.id !== keepId && w.proposal.moves.some((m) => touched.has(m.setpoint)));
   }
 
-  /** The arbitration state without the ownership this proposal's moves would have gained (it did not move anything). */
-  private withoutWins(r: ArbitrationResult, p: WriteProposal): ArbitrationState {
-    const owners = { ...r.state.owners };
-    for (const w of r.winners) {
-      if (!w.request.id.startsWith(`${p.id}:`)) continue;
-      const prev = this.arb.owners[w.request.setpoint];
-      if (prev) owners[w.request.setpoint] = prev;
-      else delete owners[w.request.setpoint];
+  /** Superseded pending writes are declined explicitly inside `t`, never merged or dropped (the caller drops them from memory after commit). */
+  private supersede(t: TxContext, p: WriteProposal, victims: readonly PendingWrite[]): void {
+    for (const w of victims) {
+      this.state.deletePending(t, w.id);
+      t.audit.append(this.entry(w.proposal, { kind: 'state_change', action: 'setpoint.superseded', args: json({ pendingId: w.id, vectorHash: w.vectorHash, supersededBy: p.id }), reason: `superseded by proposal ${p.id} of ${p.agent}` }));
     }
-    return { owners, escalations: r.state.escalations };
   }
 
   private capFor(setpoint: string): WriteCapability | undefined {
-    const conn = this.tagConnector.get(setpoint);
+    const conn = this.reader.connectionOf.get(setpoint);
     return conn ? this.caps.get(conn) : undefined;
-  }
-
-  private async readCurrent(setpoints: readonly string[]): Promise<Map<string, number | null>> {
-    const out = new Map<string, number | null>();
-    const byConn = new Map<string, string[]>();
-    for (const s of setpoints) {
-      const c = this.tagConnector.get(s);
-      if (c && this.readers.has(c)) byConn.set(c, [...(byConn.get(c) ?? []), s]);
-    }
-    for (const [c, tags] of byConn) {
-      try {
-        for (const smp of await this.readers.get(c)!.read(tags)) out.set(smp.tag, smp.quality === 'good' && typeof smp.value === 'number' && Number.isFinite(smp.value) ? smp.value : null);
-      } catch {
-        // unknown current value: the policy denies the move (CURRENT_VALUE_UNKNOWN)
-      }
-    }
-    return out;
   }
 
   private entry(p: WriteProposal, e: Partial<AuditEntryInput> & Pick<AuditEntryInput, 'kind' | 'action'>): AuditEntryInput {

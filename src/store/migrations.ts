@@ -111,6 +111,56 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       ${appendOnly('policy_acceptance')}`,
   },
+  {
+    version: 3,
+    name: 'engine: guarded writer pending queue, last moves, autonomy state',
+    up: `
+      -- State tables (rows change and go): their history is the audit trail, whose
+      -- entry commits in the same transaction as every change of a row here.
+
+      -- needs_qa and reviewer-pending writes acknowledged to an agent; a row leaves only
+      -- with an audited decision (written, denied, rejected, superseded).
+      CREATE TABLE pending_write (
+        id            TEXT PRIMARY KEY,
+        tenant        TEXT    NOT NULL,
+        proposal_id   TEXT    NOT NULL,
+        proposal      TEXT    NOT NULL,            -- the WriteProposal as JSON, as the agent sent it
+        vector_hash   TEXT    NOT NULL,
+        needs         TEXT    NOT NULL CHECK (needs IN ('qa', 'reviewer')),
+        since         INTEGER NOT NULL,            -- epoch ms of the first queuing
+        reasons       TEXT    NOT NULL,            -- JSON array of policy reason codes
+        bundle        TEXT,                        -- policy bundle version it was queued under
+        created_seq   INTEGER NOT NULL,            -- audit seq (tenant chain) of the entry that queued this vector
+        approving     TEXT                         -- JSON of an approval being executed; set only while it runs
+      );
+      CREATE INDEX pending_write_tenant ON pending_write (tenant, since);
+
+      -- Last move per setpoint (the rate-of-change check); the equipment is one, whatever the tenant.
+      CREATE TABLE setpoint_last_move (
+        setpoint   TEXT PRIMARY KEY,
+        value      REAL    NOT NULL,               -- in the setpoint's unit
+        at         INTEGER NOT NULL,               -- epoch ms
+        tenant     TEXT    NOT NULL,
+        audit_seq  INTEGER NOT NULL                -- outcome entry that recorded the move
+      ) WITHOUT ROWID;
+
+      -- Autonomy levels changed at run time (the bundle gives the starting levels).
+      -- agent '*' = the ceiling of a setpoint; setpoint '*' = the agent on every setpoint.
+      CREATE TABLE autonomy_level (
+        agent        TEXT NOT NULL,
+        setpoint     TEXT NOT NULL,
+        level        TEXT NOT NULL CHECK (level IN ('L0', 'L1', 'L2', 'L3')),
+        changed_by   TEXT NOT NULL,
+        role         TEXT,
+        change_ref   TEXT,
+        reason       TEXT,
+        changed_at   TEXT NOT NULL,
+        bundle       TEXT NOT NULL,
+        audit_seq    INTEGER NOT NULL,             -- autonomy_change entry on the site chain
+        PRIMARY KEY (agent, setpoint),
+        CHECK (agent <> '*' OR setpoint <> '*')
+      ) WITHOUT ROWID;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

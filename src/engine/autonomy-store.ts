@@ -1,0 +1,141 @@
+/**
+ * Autonomy levels changed at run time, persisted (migration 3). The bundle
+ * gives the starting levels; a row here overrides them. Rows:
+ *   (agent, '*')        the agent on every setpoint
+ *   (agent, setpoint)   the agent on one setpoint (overrides its general level there)
+ *   ('*', setpoint)     the setpoint's ceiling for every agent
+ * Effective level = min(agent level on the setpoint, setpoint ceiling).
+ *
+ * A change goes through the pure `changeAutonomy` (raise one level at a time,
+ * by a named person with a permitted role and a change reference; lowering
+ * always allowed), and its row and its `autonomy_change` audit entry (site
+ * chain) commit in one transaction. The guarded writer reads the levels with
+ * one indexed SELECT per decision, so a change made by another process (the
+ * CLI) is in force at the daemon's next decision.
+ */
+import type { Database, Statement } from 'better-sqlite3';
+import { SITE_TENANT } from '../audit/entry.js';
+import { AUTONOMY_LEVELS, type AutonomyLevel } from '../domain/policy.js';
+import { LkError } from '../errors.js';
+import { type AutonomyEvent, type AutonomyState, type PolicyBundle, changeAutonomy } from '../policy/index.js';
+import type { Store } from '../store/store.js';
+
+export const ANY = '*';
+
+export interface AutonomyRow {
+  readonly agent: string;
+  readonly setpoint: string;
+  readonly level: AutonomyLevel;
+  readonly changedBy: string;
+  readonly role: string | null;
+  readonly changeRef: string | null;
+  readonly reason: string | null;
+  readonly changedAt: string;
+  readonly bundle: string;
+  readonly auditSeq: number;
+}
+
+export interface AutonomyRequest {
+  /** `agent.<role>`; omit to change the ceiling of `setpoint` for every agent. */
+  readonly agent?: string;
+  /** A setpoint of the bundle; omit to change the agent on every setpoint. */
+  readonly setpoint?: string;
+  readonly to: AutonomyLevel;
+  readonly by: { readonly person: string; readonly role: string };
+  readonly changeRef?: string;
+  readonly reason?: string;
+}
+
+const LOOKUP = new WeakMap<Database, Statement>();
+
+function lookup(db: Database): Statement {
+  let st = LOOKUP.get(db);
+  if (!st) {
+    st = db.prepare(`SELECT agent, setpoint, level FROM autonomy_level WHERE (agent = ? AND setpoint IN (?, '*')) OR (agent = '*' AND setpoint = ?)`).raw();
+    LOOKUP.set(db, st);
+  }
+  return st;
+}
+
+/**
+ * The agent's level on `setpoint` and the setpoint's ceiling, as persisted (bundle levels where no row exists):
+ * the shape `PolicyContext.autonomy` takes. One SELECT on the primary key.
+ */
+export function autonomyLevels(db: Database, bundle: PolicyBundle, agent: string, setpoint: string): { agent: AutonomyLevel; setpoint: AutonomyLevel } {
+  let pair: AutonomyLevel | undefined;
+  let general: AutonomyLevel | undefined;
+  let ceiling: AutonomyLevel | undefined;
+  for (const [a, s, l] of lookup(db).all(agent, setpoint, setpoint) as [string, string, AutonomyLevel][]) {
+    if (a === ANY) ceiling = l;
+    else if (s === ANY) general = l;
+    else pair = l;
+  }
+  const c = bundle.content;
+  return {
+    agent: pair ?? general ?? (Object.hasOwn(c.agents, agent) ? c.agents[agent]!.autonomy : 'L0'),
+    setpoint: ceiling ?? (Object.hasOwn(c.setpoints, setpoint) ? c.setpoints[setpoint]!.autonomy : 'L0'),
+  };
+}
+
+/** Every persisted row (what `policy autonomy show` lists beside the bundle's levels). */
+export function autonomyRows(db: Database): AutonomyRow[] {
+  const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'autonomy_level'").get();
+  if (!has) return [];
+  return db
+    .prepare(
+      `SELECT agent, setpoint, level, changed_by AS changedBy, role, change_ref AS changeRef, reason, changed_at AS changedAt, bundle, audit_seq AS auditSeq
+       FROM autonomy_level ORDER BY agent, setpoint`,
+    )
+    .all() as AutonomyRow[];
+}
+
+/**
+ * Change one autonomy level durably: the row and its `autonomy_change` entry (site chain, actor = the person)
+ * commit together; an unchanged level writes nothing.
+ * @throws LkError LK_AUTONOMY_CHANGE when the change is not permitted (raise by more than one level, without a
+ *   change reference, by a role the bundle does not permit, unknown agent id, setpoint or level) — nothing is
+ *   written then; LK_VALIDATION when neither agent nor setpoint is given or the person is not a valid user id.
+ */
+export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyRequest): AutonomyEvent & { readonly auditSeq: number | null } {
+  const agent = req.agent ?? ANY;
+  const setpoint = req.setpoint ?? ANY;
+  if (agent === ANY && setpoint === ANY) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both');
+  if (!(AUTONOMY_LEVELS as readonly string[]).includes(req.to)) throw new LkError('LK_AUTONOMY_CHANGE', `unknown autonomy level "${String(req.to)}" (L0–L3 only: there is no unattended level)`);
+  if (setpoint !== ANY && !Object.hasOwn(bundle.content.setpoints, setpoint)) throw new LkError('LK_AUTONOMY_CHANGE', `"${setpoint}" is not a setpoint of this site`);
+  return store.tx(({ db, audit }) => {
+    // read inside the IMMEDIATE transaction: two concurrent raises cannot both start from the same level
+    const now = store.clock.now();
+    const from = currentLevel(db, bundle, agent, setpoint);
+    const state: AutonomyState = agent === ANY ? { bundleVersion: bundle.version, agents: {}, setpoints: { [setpoint]: from } } : { bundleVersion: bundle.version, agents: { [agent]: from }, setpoints: {} };
+    const target = agent === ANY ? { setpoint } : { agent };
+    const { event } = changeAutonomy(state, { target, to: req.to, by: req.by, at: now, ...(req.changeRef !== undefined ? { changeRef: req.changeRef } : {}), ...(req.reason !== undefined ? { reason: req.reason } : {}) }, bundle);
+    if (event.type === 'autonomy_unchanged') return { ...event, auditSeq: null };
+    const entry = audit.append({
+      tenant: SITE_TENANT,
+      actor: req.by.person,
+      kind: 'autonomy_change',
+      action: event.type === 'autonomy_raised' ? 'autonomy.raise' : 'autonomy.lower',
+      subject: { ...(agent !== ANY ? { agent } : {}), ...(setpoint !== ANY ? { setpoint } : {}) },
+      args: { role: req.by.role, ...(event.changeRef ? { change_ref: event.changeRef } : {}), scope: agent === ANY ? 'setpoint' : setpoint === ANY ? 'agent' : 'agent_setpoint', bundle: bundle.version },
+      old: event.from,
+      new: event.to,
+      ...(event.reason ? { reason: event.reason } : {}),
+    });
+    db.prepare(
+      `INSERT INTO autonomy_level (agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (agent, setpoint) DO UPDATE SET level = excluded.level, changed_by = excluded.changed_by, role = excluded.role,
+         change_ref = excluded.change_ref, reason = excluded.reason, changed_at = excluded.changed_at, bundle = excluded.bundle, audit_seq = excluded.audit_seq`,
+    ).run(agent, setpoint, event.to, req.by.person, req.by.role, event.changeRef, event.reason, entry.ts, bundle.version, entry.seq);
+    return { ...event, target: { ...(agent !== ANY ? { agent } : {}), ...(setpoint !== ANY ? { setpoint } : {}) } as AutonomyEvent['target'], auditSeq: entry.seq };
+  });
+}
+
+/** The level a change of (agent, setpoint) starts from: its row, else what applies there without it. */
+function currentLevel(db: Database, bundle: PolicyBundle, agent: string, setpoint: string): AutonomyLevel {
+  const row = (a: string, s: string): AutonomyLevel | undefined => db.prepare('SELECT level FROM autonomy_level WHERE agent = ? AND setpoint = ?').pluck().get(a, s) as AutonomyLevel | undefined;
+  const c = bundle.content;
+  if (agent === ANY) return row(ANY, setpoint) ?? (Object.hasOwn(c.setpoints, setpoint) ? c.setpoints[setpoint]!.autonomy : 'L0');
+  const general = row(agent, ANY) ?? (Object.hasOwn(c.agents, agent) ? c.agents[agent]!.autonomy : 'L0');
+  return setpoint === ANY ? general : (row(agent, setpoint) ?? general);
+}

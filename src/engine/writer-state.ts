@@ -1,0 +1,105 @@
+/**
+ * The guarded writer's durable state (migration 3): the pending queue and
+ * the last move per setpoint. Rows are state, not history: every change here
+ * runs inside the caller's `store.tx`, together with the audit entry that
+ * records it, so a restart finds exactly what the trail says and an
+ * acknowledged pending write is never lost.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Approval } from '../domain/policy.js';
+import { LkError } from '../errors.js';
+import type { Store, TxContext } from '../store/store.js';
+import type { PendingWrite, WriteProposal } from './writer-types.js';
+
+interface PendingRow {
+  id: string;
+  proposal: string;
+  vector_hash: string;
+  needs: string;
+  since: number;
+  reasons: string;
+  bundle: string | null;
+  approving: string | null;
+}
+
+export interface LastMove {
+  readonly value: number;
+  readonly at: number;
+}
+
+export class WriterState {
+  private readonly st: Record<'pending' | 'putPending' | 'delPending' | 'approving' | 'moves' | 'putMove', Statement>;
+
+  /** @throws LkError LK_STORE_MIGRATION when the store has no engine tables (schema older than 3). */
+  constructor(store: Store) {
+    if (store.schemaVersion < 3) throw new LkError('LK_STORE_MIGRATION', `the guarded writer needs schema version 3, the store is at ${store.schemaVersion}`);
+    const db = store.db;
+    this.st = {
+      pending: db.prepare('SELECT id, proposal, vector_hash, needs, since, reasons, bundle, approving FROM pending_write ORDER BY since, id'),
+      putPending: db.prepare(
+        `INSERT INTO pending_write (id, tenant, proposal_id, proposal, vector_hash, needs, since, reasons, bundle, created_seq, approving)
+         VALUES (@id, @tenant, @proposalId, @proposal, @vectorHash, @needs, @since, @reasons, @bundle, @createdSeq, NULL)
+         ON CONFLICT (id) DO UPDATE SET proposal = excluded.proposal, vector_hash = excluded.vector_hash, needs = excluded.needs,
+           reasons = excluded.reasons, bundle = excluded.bundle, created_seq = excluded.created_seq`,
+      ),
+      delPending: db.prepare('DELETE FROM pending_write WHERE id = ?'),
+      approving: db.prepare('UPDATE pending_write SET approving = ? WHERE id = ?'),
+      moves: db.prepare('SELECT setpoint, value, at FROM setpoint_last_move'),
+      putMove: db.prepare(
+        `INSERT INTO setpoint_last_move (setpoint, value, at, tenant, audit_seq) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (setpoint) DO UPDATE SET value = excluded.value, at = excluded.at, tenant = excluded.tenant, audit_seq = excluded.audit_seq`,
+      ),
+    };
+  }
+
+  /** The pending queue as stored, oldest first, with the approval that was running for each (null: none). */
+  loadPending(): { write: PendingWrite; approving: (Approval & { vectorHash: string }) | null }[] {
+    return (this.st.pending.all() as PendingRow[]).map((r) => ({
+      write: {
+        id: r.id,
+        proposal: JSON.parse(r.proposal) as WriteProposal,
+        vectorHash: r.vector_hash,
+        needs: r.needs === 'qa' ? 'qa' : 'reviewer',
+        since: r.since,
+        reasons: JSON.parse(r.reasons) as string[],
+        bundleVersion: r.bundle,
+      },
+      approving: r.approving === null ? null : (JSON.parse(r.approving) as Approval & { vectorHash: string }),
+    }));
+  }
+
+  loadLastMoves(): Map<string, LastMove> {
+    const out = new Map<string, LastMove>();
+    for (const r of this.st.moves.all() as { setpoint: string; value: number; at: number }[]) out.set(r.setpoint, { value: r.value, at: r.at });
+    return out;
+  }
+
+  /** Queue (or re-queue with a new vector) inside `t`; `createdSeq` is the audit entry that records it. */
+  putPending(_t: TxContext, w: PendingWrite, createdSeq: number): void {
+    this.st.putPending.run({
+      id: w.id,
+      tenant: w.proposal.tenant,
+      proposalId: w.proposal.id,
+      proposal: JSON.stringify(w.proposal),
+      vectorHash: w.vectorHash,
+      needs: w.needs,
+      since: w.since,
+      reasons: JSON.stringify(w.reasons),
+      bundle: w.bundleVersion,
+      createdSeq,
+    });
+  }
+
+  deletePending(_t: TxContext, id: string): void {
+    this.st.delPending.run(id);
+  }
+
+  /** Mark (or clear, with null) the approval being executed, so a crash in the middle is visible at the next start. */
+  setApproving(_t: TxContext, id: string, approval: (Approval & { vectorHash: string }) | null): void {
+    this.st.approving.run(approval === null ? null : JSON.stringify(approval), id);
+  }
+
+  putLastMove(_t: TxContext, setpoint: string, move: LastMove, tenant: string, auditSeq: number): void {
+    this.st.putMove.run(setpoint, move.value, move.at, tenant, auditSeq);
+  }
+}

@@ -1,0 +1,58 @@
+/** Types of the guarded writer's public surface (kept apart so its state and recovery modules share them). */
+import type { WriteResult } from '../../connectors/types.js';
+import type { Declined, Escalation } from '../arbitration/index.js';
+import type { ArbitrationAttribute, Decision, RequestedValue } from '../domain/policy.js';
+
+export interface WriteProposal {
+  /** Unique id of the proposal (from the run engine or the agent). */
+  readonly id: string;
+  readonly tenant: string;
+  readonly batch: string;
+  readonly run?: string;
+  readonly agent: string;
+  readonly product: string;
+  readonly tooling: string;
+  readonly batchState: string;
+  readonly moves: readonly { readonly setpoint: string; readonly value: RequestedValue }[];
+  /** The attribute the moves serve (arbitration rank). */
+  readonly attribute: ArbitrationAttribute;
+  readonly justification: string;
+  readonly model?: { readonly id: string; readonly version: string };
+  readonly predictedCappingRisk?: number;
+  /** Named reviewer assigned to the batch. */
+  readonly reviewer?: string | null;
+}
+
+export type WriteStatus = 'written' | 'denied' | 'recommended' | 'pending' | 'declined' | 'escalated' | 'failed' | 'reverted' | 'rejected';
+
+export interface WriteOutcome {
+  readonly status: WriteStatus;
+  readonly proposalId: string;
+  readonly decisions: readonly Decision[];
+  readonly vectorHash: string | null;
+  readonly pending?: { readonly id: string; readonly needs: 'qa' | 'reviewer' };
+  readonly results?: readonly WriteResult[];
+  readonly declined?: readonly Declined[];
+  readonly escalation?: Escalation;
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+export interface PendingWrite {
+  readonly id: string;
+  readonly proposal: WriteProposal;
+  readonly vectorHash: string;
+  readonly needs: 'qa' | 'reviewer';
+  /** Epoch ms of the first queuing (kept when the same proposal is queued again). */
+  readonly since: number;
+  readonly reasons: readonly string[];
+  /** Version of the policy bundle in force when the current vector was queued (null: none). */
+  readonly bundleVersion: string | null;
+}
+
+/** What {@link GuardedWriter.recover} did at start. */
+export interface RecoveryReport {
+  /** Intents that had no outcome and now have an `interrupted` one. */
+  readonly interrupted: readonly { readonly tenant: string; readonly seq: number; readonly setpoint: string | null; readonly intended: unknown; readonly equipment: number | null; readonly quality: string }[];
+  /** Pending writes whose approval was being executed when the process stopped (back to waiting). */
+  readonly approvalsInterrupted: readonly string[];
+}
