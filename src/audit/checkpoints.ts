@@ -7,7 +7,7 @@
  * The log file is written first and fsync'd, then the database row: a crash
  * between them leaves a checkpoint only in the log, which still verifies.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from './entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from './keys.js';
@@ -56,17 +56,26 @@ export function asCheckpoint(o: unknown): SignedCheckpoint | undefined {
   return { v: 1, tenant: c.tenant as string, seq: c.seq, head_hash: c.head_hash as string, ts: c.ts as string, key_id: c.key_id as string, sig: c.sig as string };
 }
 
-/** Append one checkpoint line and fsync before returning (durable outside the database). */
+/**
+ * Append one checkpoint line and fsync before returning (durable outside the database).
+ * A crash mid-write can leave a torn last line. It never reached the database (the log is written
+ * first) and carries no verifiable signature, so it is cut off before appending: left in place it
+ * would become an interior line that verification must treat as damage.
+ */
 export function appendCheckpointLog(file: string, c: SignedCheckpoint): void {
   const fd = openSync(file, 'a+', 0o644);
   try {
-    // A crash mid-write can leave a torn last line; start ours on a fresh line so it stays readable.
-    let prefix = '';
     const size = fstatSync(fd).size;
+    let prefix = '';
     if (size > 0) {
-      const last = Buffer.alloc(1);
-      readSync(fd, last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) prefix = '\n';
+      const tail = Buffer.alloc(Math.min(size, TORN_SCAN_BYTES));
+      readSync(fd, tail, 0, tail.length, size - tail.length);
+      if (tail[tail.length - 1] !== 0x0a) {
+        const nl = tail.lastIndexOf(0x0a);
+        // a torn line is short; an unterminated tail longer than the scan is not ours to cut: keep it, verify reports it
+        if (nl >= 0 || size <= TORN_SCAN_BYTES) ftruncateSync(fd, size - tail.length + nl + 1);
+        else prefix = '\n';
+      }
     }
     writeSync(fd, `${prefix}${canonicalJson(c)}\n`);
     fsyncSync(fd);
@@ -74,6 +83,9 @@ export function appendCheckpointLog(file: string, c: SignedCheckpoint): void {
     closeSync(fd);
   }
 }
+
+/** A checkpoint line is a few hundred bytes; a torn one is shorter still. */
+const TORN_SCAN_BYTES = 64 * 1024;
 
 export interface CheckpointLog {
   readonly exists: boolean;

@@ -124,6 +124,30 @@ describe('checkpoints and the site key', () => {
     expect(log.badLines).toEqual([]);
   });
 
+  it('a checkpoint line torn by a crash is cut off by the next checkpoint, so verify stays intact', () => {
+    const d = dir();
+    const { store, clock } = newStore(d, { audit: { checkpointEvery: 5, checkpointIntervalS: 3600 } });
+    for (let i = 1; i <= 5; i++) store.audit.append(entry(i));
+    store.close();
+    const file = checkpointLogFile(d);
+    const good = readFileSync(file, 'utf8');
+    // the crash: half of a checkpoint line reached the disk, its database row never did
+    writeFileSync(file, `${good}${good.slice(0, 60)}`);
+    expect(readCheckpointLog(file).badLines).toEqual([]); // a torn last line is tolerated as such
+    const again = newStore(d, { clock, audit: { checkpointEvery: 5, checkpointIntervalS: 3600 } }).store;
+    for (let i = 6; i <= 10; i++) again.audit.append(entry(i));
+    again.close();
+    const log = readCheckpointLog(file);
+    expect(log.badLines).toEqual([]);
+    expect(log.checkpoints.map((c) => c.seq)).toEqual([5, 10]);
+    const reopened = newStore(d, { clock, readonly: true }).store;
+    try {
+      expect(verifyStore(reopened, {}).ok).toBe(true);
+    } finally {
+      reopened.close();
+    }
+  });
+
   it('a second process (a CLI export beside the daemon) may sign the same head first: no error, one row', () => {
     const d = dir();
     const daemon = newStore(d).store;
