@@ -109,6 +109,9 @@ export function evaluate(request: PolicyRequest, bundle: PolicyBundle | null | u
   if (approval) {
     const roleOk = approval.kind === 'qa' ? ix.qaRoles.has(approval.role) : ix.reviewerRoles.has(approval.role);
     if (!roleOk || typeof approval.by !== 'string' || approval.by.length === 0) reasons.push('APPROVAL_ROLE_INVALID');
+    // R6 reviewer assignment: an L2 move is approved by the reviewer assigned to the batch, not by anyone
+    // holding the role. QA approvals come from the site's pool of QA reviewers (the role check above).
+    else if (approval.kind === 'reviewer' && (!context.reviewer || approval.by !== context.reviewer)) reasons.push('APPROVER_NOT_ASSIGNED');
     else {
       qaApproved = approval.kind === 'qa';
       reviewApproved = true;

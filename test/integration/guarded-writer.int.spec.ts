@@ -187,7 +187,7 @@ describe('guarded writer on the simulator', () => {
     const out = await writer.propose(proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value: '22 {rev}/min' }] }));
     expect(out).toMatchObject({ status: 'pending', pending: { needs: 'reviewer' } });
     expect(plant('blender', 'Speed')).toBe(20);
-    const done = await writer.approve(out.pending!.id, { by: 'p.costa', role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
+    const done = await writer.approve(out.pending!.id, { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
     expect(done.status).toBe('written');
     expect(plant('blender', 'Speed')).toBeCloseTo(22, 5);
   });

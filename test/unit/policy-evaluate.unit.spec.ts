@@ -75,7 +75,7 @@ describe('R4: design space and validated parameters wait for QA', () => {
   it('a QA approval bound to the move lets it through; a reviewer approval or a QA approval from a wrong role does not', () => {
     const c = { current: 18, lastMove: null };
     expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'q.russo', role: 'qa_reviewer', kind: 'qa' } })).toMatchObject({ outcome: 'allow', reasons: ['OUTSIDE_DESIGN_SPACE', 'QA_APPROVED'] });
-    expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'p.costa', role: 'process_engineer', kind: 'reviewer' } }).outcome).toBe('needs_qa');
+    expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }).outcome).toBe('needs_qa');
     expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'p.costa', role: 'process_engineer', kind: 'qa' } })).toMatchObject({ outcome: 'deny', reasons: expect.arrayContaining(['APPROVAL_ROLE_INVALID']) });
   });
 
@@ -173,7 +173,7 @@ describe('units and value hygiene', () => {
     const d = evaluate(
       request({ agent: 'agent.coat_dry', setpoint: 'coater.InletAirTemp', value: '140 [degF]' }),
       bundle,
-      context({ model: { id: 'coating-energy-balance-v1', version: '1.4.1' }, autonomy: { agent: 'L2' }, current: 59, lastMove: null, approval: { by: 'p.costa', role: 'process_engineer', kind: 'reviewer' } }),
+      context({ model: { id: 'coating-energy-balance-v1', version: '1.4.1' }, autonomy: { agent: 'L2' }, current: 59, lastMove: null, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }),
     );
     expect(d.valueInSetpointUnit).toBeCloseTo(60, 9);
     expect(d.outcome).toBe('allow');
@@ -221,7 +221,9 @@ describe('autonomy rows: checks identical at every level, only the outcome diffe
     ['L0 shadow: observes, writes nothing', { autonomy: { agent: 'L0' } }, 'recommend_only', 'none', ['AUTONOMY_RECOMMEND_ONLY']],
     ['L1 assist: recommends; the engineer enters the move', { autonomy: { agent: 'L1' } }, 'recommend_only', 'none', ['AUTONOMY_RECOMMEND_ONLY']],
     ['L2 supervised: executes on approval', { autonomy: { agent: 'L2' } }, 'recommend_only', 'reviewer', ['APPROVAL_REQUIRED']],
-    ['L2 approved in the console', { autonomy: { agent: 'L2' }, approval: { by: 'p.costa', role: 'process_engineer', kind: 'reviewer' } }, 'allow', 'none', ['REVIEWER_APPROVED']],
+    ['L2 approved in the console by the assigned reviewer', { autonomy: { agent: 'L2' }, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }, 'allow', 'none', ['REVIEWER_APPROVED']],
+    ['L2 approved by someone with the role who is not the assigned reviewer', { autonomy: { agent: 'L2' }, approval: { by: 'p.costa', role: 'process_engineer', kind: 'reviewer' } }, 'deny', 'none', ['APPROVER_NOT_ASSIGNED']],
+    ['L2 approved while no reviewer is assigned to the batch', { autonomy: { agent: 'L2' }, reviewer: null, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }, 'deny', 'none', ['APPROVER_NOT_ASSIGNED']],
     ['L3 bounded: moves a low-risk setpoint', { autonomy: { agent: 'L3' } }, 'allow', 'none', []],
   ];
   for (const [name, c, outcome, pending, reasons] of rows) {
