@@ -1,12 +1,21 @@
 /**
- * `linekeeper policy show | limits | eval`: the same engine the daemon asks,
- * for process engineers checking a bundle and for scripts. `eval` exits 0
- * for every decision it makes (deny included); non-zero only when no
- * decision could be made (bad bundle, bad options).
+ * `linekeeper policy show | limits | eval | autonomy show | autonomy set`: the
+ * same engine the daemon asks, for process engineers checking a bundle and
+ * for scripts. `eval` exits 0 for every decision it makes (deny included);
+ * non-zero only when no decision could be made (bad bundle, bad options).
+ * `autonomy set` changes a persisted level in the data directory (row and
+ * audit entry in one transaction); a running daemon applies it at its next
+ * decision. The person is taken from `--by` on trust until the API brings
+ * authentication and re-authentication.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { ANY, type AutonomyRow, autonomyRows, setAutonomy } from '../../engine/autonomy-store.js';
+import { lastAcceptedBundle } from '../../engine/policy-gate.js';
+import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type PolicyContext } from '../../domain/policy.js';
 import { LkError } from '../../errors.js';
 import { type LoadedPolicyBundle, evaluate, loadPolicyBundle, toSetpointUnit } from '../../policy/index.js';
@@ -26,8 +35,8 @@ function out(text: string): void {
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-function level(v: string): AutonomyLevel {
-  if (!(AUTONOMY_LEVELS as readonly string[]).includes(v)) throw new LkError('LK_VALIDATION', `--autonomy must be one of ${AUTONOMY_LEVELS.join(', ')} (there is no unattended level), got "${v}"`);
+function level(v: string, flag = '--autonomy'): AutonomyLevel {
+  if (!(AUTONOMY_LEVELS as readonly string[]).includes(v)) throw new LkError('LK_VALIDATION', `${flag} must be one of ${AUTONOMY_LEVELS.join(', ')} (there is no unattended level), got "${v}"`);
   return v as AutonomyLevel;
 }
 
@@ -164,6 +173,8 @@ export function registerPolicy(program: Command): void {
       out(describe(d));
     },
   );
+
+  registerAutonomy(policy);
 }
 
 function describe(d: Decision): string {
@@ -174,4 +185,86 @@ function describe(d: Decision): string {
     `  value in setpoint unit: ${v}; effective autonomy ${d.autonomy}; pending approval: ${d.pendingApproval}`,
     `  bundle ${d.bundleVersion}`,
   ].join('\n');
+}
+
+interface AutonomyOpts extends Common {
+  data?: string;
+}
+
+/** The data directory's store, and the bundle on disk, which must be the one the daemon accepted there (when any). */
+function withStore<T>(opts: AutonomyOpts, readonly: boolean, fn: (store: Store | null, bundle: LoadedPolicyBundle['bundle']) => T): T {
+  const cfg = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {});
+  const { bundle } = loadPolicyBundle(opts.policy ?? cfg.policyDir, { site: cfg.config });
+  if (readonly && !existsSync(join(cfg.dataDir, DB_FILE))) return fn(null, bundle);
+  const store = openStore({ dataDir: cfg.dataDir, readonly });
+  try {
+    const accepted = lastAcceptedBundle(store);
+    if (accepted && accepted.version !== bundle.version) {
+      throw new LkError('LK_CONFLICT', `the bundle in ${opts.policy ?? cfg.policyDir} (${bundle.version.slice(0, 12)}…) is not the one accepted in ${cfg.dataDir} (${accepted.version.slice(0, 12)}…): start the daemon to accept it first`);
+    }
+    return fn(store, bundle);
+  } finally {
+    store.close();
+  }
+}
+
+function autonomyView(bundle: LoadedPolicyBundle['bundle'], rows: readonly AutonomyRow[]) {
+  const meta = (r: AutonomyRow) => ({ level: r.level, source: 'changed', by: r.changedBy, role: r.role, changeRef: r.changeRef, reason: r.reason, at: r.changedAt, auditSeq: r.auditSeq });
+  const agents: Record<string, object> = {};
+  for (const [id, a] of Object.entries(bundle.content.agents)) agents[id] = { level: a.autonomy, source: 'bundle' };
+  const setpoints: Record<string, object> = {};
+  for (const [id, sp] of Object.entries(bundle.content.setpoints)) setpoints[id] = { level: sp.autonomy, source: 'bundle' };
+  const agentSetpoints: object[] = [];
+  for (const r of rows) {
+    if (r.agent === ANY) setpoints[r.setpoint] = meta(r);
+    else if (r.setpoint === ANY) agents[r.agent] = meta(r);
+    else agentSetpoints.push({ agent: r.agent, setpoint: r.setpoint, ...meta(r) });
+  }
+  return { bundleVersion: bundle.version, agents, agentSetpoints, setpoints };
+}
+
+function registerAutonomy(policy: Command): void {
+  const autonomy = policy.command('autonomy').description('Show or change autonomy levels (per agent, per agent × setpoint, per setpoint ceiling) in the data directory');
+  const data = (c: Command): Command => common(c).option('--data <dir>', 'data directory (default: data_dir of the configuration)');
+
+  data(autonomy.command('show').description('Print the levels in force: the bundle\'s, overridden by persisted changes (who, when, change reference)')).action((opts: AutonomyOpts) => {
+    const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db) : []));
+    if (opts.json) return out(JSON.stringify(view, null, 2));
+    out(`autonomy (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
+    const line = (k: string, v: object): string => {
+      const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
+      return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
+    };
+    for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
+    for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
+    for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
+  });
+
+  data(
+    autonomy
+      .command('set')
+      .description('Change one level: raise one step at a time (a permitted role and a change reference), lower always; audited with the person as actor')
+      .option('--agent <id>', 'agent id, e.g. agent.compress_fill')
+      .option('--setpoint <tag>', 'setpoint tag id: with --agent the agent on this setpoint, alone the setpoint ceiling')
+      .requiredOption('--level <level>', 'L0..L3 (there is no unattended level)')
+      .requiredOption('--by <person>', 'the person making the change (taken on trust until authentication arrives)')
+      .requiredOption('--role <role>', 'their role, e.g. qa_reviewer')
+      .option('--change-ref <ref>', 'change-control reference (required to raise)')
+      .option('--reason <text>', 'why'),
+  ).action((opts: AutonomyOpts & { agent?: string; setpoint?: string; level: string; by: string; role: string; changeRef?: string; reason?: string }) => {
+    if (opts.agent === undefined && opts.setpoint === undefined) throw new LkError('LK_VALIDATION', 'give --agent, --setpoint, or both');
+    const ev = withStore(opts, false, (store, bundle) =>
+      setAutonomy(store!, bundle, {
+        ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+        ...(opts.setpoint !== undefined ? { setpoint: opts.setpoint } : {}),
+        to: level(opts.level, '--level'),
+        by: { person: opts.by, role: opts.role },
+        ...(opts.changeRef !== undefined ? { changeRef: opts.changeRef } : {}),
+        ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+      }),
+    );
+    if (opts.json) return out(JSON.stringify(ev, null, 2));
+    const what = [opts.agent, opts.setpoint].filter(Boolean).join(' on ');
+    out(ev.type === 'autonomy_unchanged' ? `${what}: already ${ev.to} (nothing changed)` : `${what}: ${ev.from} → ${ev.to} by ${opts.by} (${opts.role})${ev.changeRef ? `, ${ev.changeRef}` : ''}; audit site #${ev.auditSeq}`);
+  });
 }

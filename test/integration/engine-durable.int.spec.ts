@@ -1,0 +1,287 @@
+/**
+ * The guarded writer's state survives a restart: a real plant simulator (OPC UA
+ * and Modbus TCP on loopback), a real SQLite data directory, and a "restart"
+ * that is exactly what the daemon does — close connectors and store, open a
+ * new Store, new connectors and a new GuardedWriter on the same directory,
+ * then `recover()` once connected. Autonomy changes go through the real CLI
+ * (`linekeeper policy autonomy set`, its own SQLite connection) and change the
+ * next decision of the running writer.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createConnectors } from '../../connectors/index.js';
+import type { Connector } from '../../connectors/types.js';
+import { SITE_TENANT, queryAudit, verifyStore } from '../../src/audit/index.js';
+import { main } from '../../src/cli/main.js';
+import { ManualClock } from '../../src/clock.js';
+import { autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { GuardedWriter, type WriteProposal } from '../../src/engine/guarded-writer.js';
+import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
+import { type Store, openStore } from '../../src/store/store.js';
+import { type Simulator, startTestSimulator } from '../helpers/sim.js';
+
+const T = 'acme-pharma';
+const clock = new ManualClock(Date.UTC(2026, 2, 3, 8));
+const later = (): number => clock.advance(10 * 60_000);
+let sim: Simulator;
+let bundle: PolicyBundle;
+const dirs: string[] = [];
+
+interface Node {
+  readonly store: Store;
+  readonly connectors: Connector[];
+  readonly writer: GuardedWriter;
+}
+
+/** Start as the daemon does: store, connectors (connected unless left out), the one writer, recover(). */
+async function boot(dataDir: string, opts: { skip?: 'modbus' } = {}): Promise<Node & { recovered: Awaited<ReturnType<GuardedWriter['recover']>> }> {
+  const store = openStore({ dataDir, clock });
+  const connectors = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } });
+  await Promise.all(connectors.filter((c) => c.protocol !== opts.skip).map((c) => c.connect()));
+  const writer = new GuardedWriter({ store, site: sim.config.config, connectors, clock, policy: () => bundle, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  const recovered = await writer.recover();
+  return { store, connectors, writer, recovered };
+}
+
+async function shutdown(n: Node): Promise<void> {
+  await Promise.all(n.connectors.map((c) => c.close()));
+  n.store.close();
+}
+
+function freshDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'lk-engine-'));
+  dirs.push(d);
+  return d;
+}
+
+const plant = (eq: string, tag: string): unknown => sim.plant.read(eq, tag);
+const entries = (store: Store, filter: Record<string, string>, tenant = T) => queryAudit(store.db, tenant, filter, { limit: 1000 }).entries;
+const qa = { by: 'q.russo', role: 'qa_reviewer', kind: 'qa' as const };
+
+let n = 0;
+function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
+  return {
+    id: `dur-${++n}`,
+    tenant: T,
+    batch: 'B-2026-0312',
+    agent: 'agent.compress_fill',
+    product: 'ir-family-a',
+    tooling: 'round-10mm-ff',
+    batchState: 'running',
+    moves: [{ setpoint: 'press.MainForce', value: '13 kN' }],
+    attribute: 'content_uniformity',
+    justification: 'hardness drifting',
+    model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+    reviewer: 'a.bianchi',
+    ...over,
+  };
+}
+
+const blend = (value: string): WriteProposal =>
+  proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
+
+/** `linekeeper <args>` in process; exit code and output. */
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
+  try {
+    process.exitCode = undefined;
+    await main(['node', 'linekeeper', ...args]);
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = undefined;
+  return { code, out, err };
+}
+
+beforeAll(async () => {
+  sim = await startTestSimulator({ watchdogTimeoutMs: 600_000, scanMs: 20 });
+  bundle = loadPolicyBundle(sim.config.policyDir, { site: sim.config.config }).bundle;
+});
+
+afterAll(async () => {
+  await sim?.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('guarded writer state across a restart', () => {
+  it('a pending write survives a restart and is written when a named QA reviewer approves it afterwards', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 17.5); // the operator moved it at the HMI
+    const a = await boot(dir);
+    const out = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.4 kN' }] }));
+    expect(out).toMatchObject({ status: 'pending', pending: { needs: 'qa' } });
+    const before = a.writer.pending();
+    await shutdown(a);
+
+    const b = await boot(dir);
+    try {
+      expect(b.writer.pending()).toEqual(before);
+      expect(b.writer.pending()[0]).toMatchObject({ id: out.pending!.id, vectorHash: out.vectorHash, needs: 'qa', bundleVersion: bundle.version });
+      const done = await b.writer.approve(out.pending!.id, { ...qa, vectorHash: out.vectorHash! });
+      expect(done.status).toBe('written');
+      expect(plant('press', 'MainForce')).toBe(18.4);
+      expect(b.writer.pending()).toEqual([]);
+      expect(entries(b.store, { kind: 'state_change' }).map((e) => e.action)).toEqual(['setpoint.pending', 'setpoint.pending_closed']);
+    } finally {
+      await shutdown(b);
+    }
+    const c = await boot(dir);
+    try {
+      expect(c.writer.pending()).toEqual([]); // closed means closed: it does not come back
+      expect(verifyStore(c.store).ok).toBe(true);
+    } finally {
+      await shutdown(c);
+    }
+  });
+
+  it('rejected and superseded pending writes are gone after a restart, each audited; the one left waiting is kept', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 17.5);
+    const a = await boot(dir);
+    const first = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.3 kN' }] }));
+    const second = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.6 kN' }] }));
+    await a.writer.reject(second.pending!.id, { person: 'q.russo', role: 'qa_reviewer' }, 'not during this batch');
+    const third = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.2 kN' }] }));
+    expect([first.status, second.status, third.status]).toEqual(['pending', 'pending', 'pending']);
+    await shutdown(a);
+
+    const b = await boot(dir);
+    try {
+      expect(b.writer.pending().map((w) => w.id)).toEqual([third.pending!.id]);
+      const changes = entries(b.store, { kind: 'state_change' });
+      expect(changes.find((e) => e.action === 'setpoint.superseded')?.args).toMatchObject({ pendingId: first.pending!.id, supersededBy: second.proposalId });
+      expect(entries(b.store, { kind: 'approval' }).find((e) => e.action === 'setpoint.reject')?.args).toMatchObject({ pendingId: second.pending!.id });
+      for (const gone of [first, second]) expect(b.store.db.prepare('SELECT COUNT(*) FROM pending_write WHERE id = ?').pluck().get(gone.pending!.id)).toBe(0);
+      expect(plant('press', 'MainForce')).toBe(17.5);
+    } finally {
+      await shutdown(b);
+    }
+  });
+
+  it('the rate-of-change check still applies after a restart', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 12);
+    const a = await boot(dir);
+    setAutonomy(a.store, bundle, { agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0160' });
+    expect((await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '13 kN' }] }))).status).toBe('written');
+    await shutdown(a);
+
+    const b = await boot(dir);
+    try {
+      const fast = await b.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '13.5 kN' }] }));
+      expect(fast.status).toBe('denied');
+      expect(fast.decisions[0]!.reasons).toContain('RATE_TOO_HIGH');
+      expect(plant('press', 'MainForce')).toBe(13);
+      clock.advance(60_000); // 0.5 kN in a minute is within 3 kN/min
+      expect((await b.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '13.5 kN' }] }))).status).toBe('written');
+      expect(plant('press', 'MainForce')).toBe(13.5);
+    } finally {
+      await shutdown(b);
+    }
+  });
+
+  it('an intent a crash left without outcome is closed as interrupted with what the equipment holds (unknown when it cannot be read)', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 14);
+    sim.plant.writeSetpoint('press', 'PreForce', 2.5);
+    const crashed = openStore({ dataDir: dir, clock });
+    const subject = { batch: 'B-2026-0312', agent: 'agent.compress_fill' };
+    // three writes announced, then the process died: one never reached the PLC, one did, one is on a unit we cannot reach
+    const never = crashed.audit.intent({ tenant: T, actor: 'agent.compress_fill', action: 'setpoint.write', subject: { ...subject, setpoint: 'press.MainForce' }, old: 14, new: 14.6 });
+    const reached = crashed.audit.intent({ tenant: T, actor: 'agent.compress_fill', action: 'setpoint.write', subject: { ...subject, setpoint: 'press.PreForce' }, old: 2.5, new: 2.8 });
+    const dark = crashed.audit.intent({ tenant: T, actor: 'agent.blend_dispense', action: 'setpoint.write', subject: { batch: 'B-2026-0312', agent: 'agent.blend_dispense', setpoint: 'blender.Speed' }, old: 20, new: 21 });
+    sim.plant.writeSetpoint('press', 'PreForce', 2.8);
+    crashed.close();
+
+    const b = await boot(dir, { skip: 'modbus' });
+    try {
+      expect(b.store.audit.openIntents(T)).toEqual([]);
+      expect(b.recovered.interrupted.map((i) => [i.setpoint, i.equipment])).toEqual([['press.MainForce', 14], ['press.PreForce', 2.8], ['blender.Speed', null]]);
+      const outcomes = entries(b.store, { kind: 'outcome' });
+      const of = (seq: number) => outcomes.find((e) => e.intent === seq)!;
+      expect(of(never.seq).result).toMatchObject({ status: 'interrupted', equipment: 14, held: 'previous' });
+      expect(of(reached.seq).result).toMatchObject({ status: 'interrupted', equipment: 2.8, held: 'intended' });
+      expect(of(dark.seq).result).toMatchObject({ status: 'interrupted', equipment: 'unknown', held: 'unknown' });
+      expect(of(dark.seq).new).toBe('unknown');
+      expect(entries(b.store, { kind: 'alarm' }).at(-1)).toMatchObject({ action: 'setpoint.interrupted', actor: 'system' });
+      // the move that did reach the press counts for the rate check
+      setAutonomy(b.store, bundle, { agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0161' });
+      const next = await b.writer.propose(proposal({ moves: [{ setpoint: 'press.PreForce', value: '3.1 kN' }] }));
+      expect(next.decisions[0]!.reasons).toContain('RATE_TOO_HIGH');
+      expect(verifyStore(b.store).ok).toBe(true);
+    } finally {
+      await shutdown(b);
+    }
+    const c = await boot(dir);
+    try {
+      expect(c.recovered.interrupted).toEqual([]); // each intent is closed once
+    } finally {
+      await shutdown(c);
+    }
+  });
+});
+
+describe('autonomy set through the CLI changes the running writer’s next decision', () => {
+  it('L1 recommends; an unpermitted raise changes nothing; a QA raise with a change ref makes it wait for a reviewer; lowering always works', async () => {
+    const dir = freshDir();
+    later();
+    const node = await boot(dir);
+    const set = (...a: string[]) => cli('policy', 'autonomy', 'set', '--agent', 'agent.blend_dispense', '--data', dir, ...a);
+    const siteHead = () => node.store.audit.head(SITE_TENANT).seq;
+    try {
+      const r1 = await node.writer.propose(blend('21 {rev}/min'));
+      expect(r1.status).toBe('recommended');
+      expect(r1.decisions[0]!.reasons).toContain('AUTONOMY_RECOMMEND_ONLY');
+
+      const head = siteHead();
+      const byOperator = await set('--level', 'L2', '--by', 'l.verdi', '--role', 'operator', '--change-ref', 'CC-2026-0170');
+      const noRef = await set('--level', 'L2', '--by', 'q.russo', '--role', 'qa_reviewer');
+      const jump = await set('--level', 'L3', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0170');
+      for (const r of [byOperator, noRef, jump]) {
+        expect(r.code).toBe(1);
+        expect(r.err).toContain('[LK_AUTONOMY_CHANGE]');
+      }
+      expect(siteHead()).toBe(head);
+      expect(autonomyRows(node.store.db)).toEqual([]);
+      later();
+      expect((await node.writer.propose(blend('21 {rev}/min'))).status).toBe('recommended');
+
+      const up = await set('--level', 'L2', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0171', '--reason', 'validated on 3 batches');
+      expect(up.code).toBe(0);
+      later();
+      const r2 = await node.writer.propose(blend('21 {rev}/min'));
+      expect(r2).toMatchObject({ status: 'pending', pending: { needs: 'reviewer' } });
+      expect(plant('blender', 'Speed')).toBe(20);
+
+      const down = await set('--level', 'L0', '--by', 'l.verdi', '--role', 'operator', '--reason', 'drift seen on NIR');
+      expect(down.code).toBe(0);
+      later();
+      const r3 = await node.writer.propose(blend('21.5 {rev}/min'));
+      expect(r3.status).toBe('recommended');
+      expect(r3.decisions[0]!.autonomy).toBe('L0');
+
+      const trail = entries(node.store, { kind: 'autonomy_change' }, SITE_TENANT);
+      expect(trail.map((e) => [e.actor, e.action, e.old, e.new])).toEqual([
+        ['q.russo', 'autonomy.raise', 'L1', 'L2'],
+        ['l.verdi', 'autonomy.lower', 'L2', 'L0'],
+      ]);
+      expect(trail[0]!.args).toMatchObject({ change_ref: 'CC-2026-0171', role: 'qa_reviewer' });
+      const shown = JSON.parse((await cli('policy', 'autonomy', 'show', '--json', '--data', dir)).out) as { agents: Record<string, { level: string; by?: string }> };
+      expect(shown.agents['agent.blend_dispense']).toMatchObject({ level: 'L0', by: 'l.verdi' });
+      expect(verifyStore(node.store).ok).toBe(true);
+    } finally {
+      await shutdown(node);
+    }
+  });
+});
