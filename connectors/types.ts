@@ -105,7 +105,12 @@ export interface WriteResult {
  */
 export interface WriteCapability {
   readonly connectorId: string;
-  /** Write one setpoint (value in the tag's configured unit) and read it back. Throws LkError on refusal. */
+  /**
+   * Write one setpoint (value in the tag's configured unit) and read it back.
+   * Throws LkError: a refusal before sending (LK_VALUE_INVALID, LK_TAG_*, LK_CODEC) or by the equipment
+   * (LK_WRITE_FAILED with a Bad status, LK_MODBUS_*) left the value unchanged; an error whose
+   * `detail.outcome` is `'unknown'` (timeouts, a channel lost mid-request) may have been applied.
+   */
   write(tag: string, value: number): Promise<WriteResult>;
 }
 

@@ -174,7 +174,7 @@ export class UnitLane {
         else resolve(value);
       };
       const timer = setTimeout(() => {
-        finish(new LkError('LK_CONN_TIMEOUT', `unit ${this.o.unitId} did not answer within ${this.o.timeoutMs} ms`));
+        finish(new LkError('LK_CONN_TIMEOUT', `unit ${this.o.unitId} did not answer within ${this.o.timeoutMs} ms`, { outcome: 'unknown' }));
         this.onTimeout(client);
       }, this.o.timeoutMs);
       this.abortInFlight = (e) => finish(e);
@@ -327,7 +327,8 @@ export class UnitLane {
     this.client = undefined;
     this.reachable = false;
     this.setHealth('error', 'connection closed by peer');
-    this.abortInFlight?.(new LkError('LK_CONN_UNAVAILABLE', `unit ${this.o.unitId}: connection closed by peer`));
+    // a request in flight may have been applied before the peer closed: its outcome is unknown
+    this.abortInFlight?.(new LkError('LK_CONN_UNAVAILABLE', `unit ${this.o.unitId}: connection closed by peer`, { outcome: 'unknown' }));
     this.scheduleReconnect();
   }
 }

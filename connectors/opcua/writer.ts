@@ -73,7 +73,9 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   try {
     status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });
   } catch (err) {
-    throw new LkError('LK_WRITE_FAILED', `${tagId}: write did not complete: ${(err as Error).message}`, { tag: tagId, status: 'BadCommunicationError' }, { cause: err });
+    // the request may have reached the PLC before the channel failed: the outcome is unknown, not a refusal
+    const timedOut = /imeout/.test((err as Error).message);
+    throw new LkError(timedOut ? 'LK_CONN_TIMEOUT' : 'LK_CONN_UNAVAILABLE', `${tagId}: write did not complete: ${(err as Error).message}`, { tag: tagId, status: 'BadCommunicationError', outcome: 'unknown' }, { cause: err });
   }
   if (!status.isGood()) {
     throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the write of ${enc.written} (${status.name})`, { tag: tagId, status: status.name, value: enc.written });

@@ -203,7 +203,7 @@ describe('modbus connector against the simulator', () => {
       // a write to the muted unit times out (outcome unknown) and says so
       const other = createModbusConnector({ ...modbusSetup(sim), host: sim.modbusHost, port: sim.modbusPort });
       try {
-        await expect(other.claimWriter().write('fluidbed.Airflow', 200)).rejects.toMatchObject({ code: 'LK_CONN_TIMEOUT' });
+        await expect(other.claimWriter().write('fluidbed.Airflow', 200)).rejects.toMatchObject({ code: 'LK_CONN_TIMEOUT', detail: { outcome: 'unknown' } });
       } finally {
         await other.close();
       }
