@@ -7,7 +7,7 @@
  * (`linekeeper policy autonomy set`, its own SQLite connection) and change the
  * next decision of the running writer.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -18,6 +18,7 @@ import { main } from '../../src/cli/main.js';
 import { ManualClock } from '../../src/clock.js';
 import { autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
 import { GuardedWriter, type WriteProposal } from '../../src/engine/guarded-writer.js';
+import { WriterState } from '../../src/engine/writer-state.js';
 import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
@@ -228,6 +229,65 @@ describe('guarded writer state across a restart', () => {
       expect(c.recovered.interrupted).toEqual([]); // each intent is closed once
     } finally {
       await shutdown(c);
+    }
+  });
+});
+
+describe('approvals across a restart', () => {
+  it('a pending write queued under one bundle is re-evaluated with the bundle in force when approved after a restart', async () => {
+    const dir = freshDir();
+    const policyCopy = freshDir();
+    cpSync(sim.config.policyDir, policyCopy, { recursive: true });
+    const f = join(policyCopy, 'design-space.yaml');
+    // the new bundle widens MainForce for ir-family-a: the move is inside it now
+    writeFileSync(f, readFileSync(f, 'utf8').replace('press.MainForce:          { min: 8,    max: 18,', 'press.MainForce:          { min: 8,    max: 19,'));
+    const wider = loadPolicyBundle(policyCopy, { site: sim.config.config }).bundle;
+    expect(wider.version).not.toBe(bundle.version);
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 17.5);
+    const a = await boot(dir);
+    const out = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.3 kN' }] }));
+    expect(out.decisions[0]!.reasons).toContain('OUTSIDE_DESIGN_SPACE');
+    await shutdown(a);
+    const saved = bundle;
+    bundle = wider;
+    const b = await boot(dir);
+    try {
+      expect(b.writer.pending()[0]).toMatchObject({ id: out.pending!.id, bundleVersion: saved.version });
+      const done = await b.writer.approve(out.pending!.id, { ...qa, vectorHash: out.vectorHash! });
+      expect(done.status).toBe('written');
+      expect(done.decisions[0]).toMatchObject({ bundleVersion: wider.version });
+      expect(done.decisions[0]!.reasons).not.toContain('OUTSIDE_DESIGN_SPACE');
+      expect(entries(b.store, { kind: 'approval' }).at(-1)!.args).toMatchObject({ queuedUnder: saved.version, bundleInForce: wider.version, vectorHash: out.vectorHash });
+      expect(plant('press', 'MainForce')).toBe(18.3);
+    } finally {
+      bundle = saved;
+      await shutdown(b);
+    }
+  });
+
+  it('an approval a stop interrupted puts the pending write back to waiting (audited); it needs a new approval', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 17.5);
+    const a = await boot(dir);
+    const out = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.2 kN' }] }));
+    // what approve() commits before the equipment write, then the process dies
+    a.store.tx((t) => {
+      t.audit.append({ tenant: T, actor: 'q.russo', kind: 'approval', action: 'setpoint.approve', subject: { reviewer: 'q.russo' }, args: { pendingId: out.pending!.id } });
+      new WriterState(a.store).setApproving(t, out.pending!.id, { ...qa, vectorHash: out.vectorHash! });
+    });
+    await shutdown(a);
+    const b = await boot(dir);
+    try {
+      expect(b.recovered.approvalsInterrupted).toEqual([out.pending!.id]);
+      expect(b.store.db.prepare('SELECT approving FROM pending_write WHERE id = ?').pluck().get(out.pending!.id)).toBeNull();
+      expect(entries(b.store, { kind: 'state_change' }).at(-1)).toMatchObject({ action: 'setpoint.approval_interrupted', actor: 'system' });
+      expect(b.writer.pending().map((w) => w.id)).toEqual([out.pending!.id]);
+      expect(plant('press', 'MainForce')).toBe(17.5);
+      expect((await b.writer.approve(out.pending!.id, { ...qa, vectorHash: out.vectorHash! })).status).toBe('written');
+    } finally {
+      await shutdown(b);
     }
   });
 });
