@@ -17,12 +17,8 @@ export function levelRank(l: AutonomyLevel): number {
 /** The four outcomes of a decision. */
 export type Outcome = 'allow' | 'deny' | 'needs_qa' | 'recommend_only';
 
-/**
- * Stable, machine-readable reason codes. Consumers (console, API clients,
- * audit queries) match on these strings; never rename one, only add.
- */
-export const REASON_CODES = [
-  // deny
+/** Reason codes that force `deny` whenever present (the first group of {@link REASON_CODES}). */
+const DENY_CODES = [
   'BUNDLE_MISSING',
   'AGENT_UNKNOWN',
   'NOT_IN_ALLOW_LIST',
@@ -43,6 +39,14 @@ export const REASON_CODES = [
   'CAPPING_RISK_TOO_HIGH',
   'APPROVAL_ROLE_INVALID',
   'APPROVER_NOT_ASSIGNED',
+] as const;
+
+/**
+ * Stable, machine-readable reason codes. Consumers (console, API clients,
+ * audit queries) match on these strings; never rename one, only add.
+ */
+export const REASON_CODES = [
+  ...DENY_CODES,
   // needs_qa
   'OUTSIDE_DESIGN_SPACE',
   'VALIDATED_PARAMETER',
@@ -62,28 +66,7 @@ export const REASON_CODES = [
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 /** Reason codes that force `deny` whenever present. */
-export const DENY_REASONS: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
-  'BUNDLE_MISSING',
-  'AGENT_UNKNOWN',
-  'NOT_IN_ALLOW_LIST',
-  'TAG_UNKNOWN',
-  'DESIGN_SPACE_UNKNOWN',
-  'VALUE_NOT_NUMERIC',
-  'VALUE_NOT_FINITE',
-  'UNIT_UNKNOWN',
-  'UNIT_INCOMPATIBLE',
-  'OUTSIDE_INSTRUMENT_RANGE',
-  'CURRENT_VALUE_UNKNOWN',
-  'STEP_TOO_LARGE',
-  'RATE_TOO_HIGH',
-  'BATCH_STATE_FORBIDS',
-  'MODEL_MISSING',
-  'MODEL_NOT_PINNED',
-  'MODEL_NOT_VALIDATED',
-  'CAPPING_RISK_TOO_HIGH',
-  'APPROVAL_ROLE_INVALID',
-  'APPROVER_NOT_ASSIGNED',
-]);
+export const DENY_REASONS: ReadonlySet<ReasonCode> = new Set<ReasonCode>(DENY_CODES);
 
 /**
  * A value as an agent, the CLI or the API sends it: a number in the

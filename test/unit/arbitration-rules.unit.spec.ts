@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type ArbitrationRequest, type ArbitrationState, EMPTY_ARBITRATION, arbitrate, resolveEscalation } from '../../src/arbitration/index.js';
-import { LkError } from '../../src/errors.js';
 import { T0, bundle } from './policy-helpers.js';
+import { codeOf } from '../helpers/codes.js';
 
 const scope = { product: 'ir-family-a', tooling: 'round-10mm-ff' } as const;
 const W = bundle.content.ownershipWindowMs;
@@ -14,15 +14,6 @@ function req(id: string, agent: string, attribute: ArbitrationRequest['attribute
 const raise = req('r-yield', 'agent.yield_takt', 'takt', '60 {rev}/min', T0 - 2000);
 const hold = req('r-cu', 'agent.quality_conf', 'content_uniformity', '45 {rev}/min', T0 - 1000);
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    if (LkError.is(e)) return e.code;
-    throw e;
-  }
-  return undefined;
-}
 
 describe('rule 1: quality outranks yield, energy and takt, regardless of order', () => {
   it('the quality request wins; the throughput request is declined with its score and reason and told to re-plan', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decode, encode, quantise, registerCount, type CodecSpec, type Endianness, type ModbusCodecType } from '../../connectors/modbus/codec.js';
-import { LkError } from '../../src/errors.js';
+import { codeOf } from '../helpers/codes.js';
 
 const TYPES: ModbusCodecType[] = ['int16', 'uint16', 'int32', 'uint32', 'float32', 'float64'];
 const ORDERS: Endianness[] = ['BE', 'LE'];
@@ -12,14 +12,6 @@ const INT: Record<string, [number, number]> = {
   uint32: [0, 0xffffffff],
 };
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return LkError.is(e) ? e.code : 'not-an-LkError';
-  }
-  return undefined;
-}
 
 function mustDecode(spec: CodecSpec, regs: number[]): number {
   const d = decode(spec, regs);

@@ -7,6 +7,7 @@ import { listModels, loadLatest, loadModel, registerModel, updateModel, type Reg
 import type { ModelCard } from '../../src/twin/card.js';
 import { DEFAULT_DESIGN_SPACE } from '../../src/twin/setpoints.js';
 import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/truth.js';
+import { codeOf } from '../helpers/codes.js';
 
 const AT = Date.UTC(2026, 0, 1);
 const SITE = 'site-ravenna';
@@ -40,14 +41,6 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const codeOf = (f: () => unknown): string | undefined => {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-};
 
 describe('model registry', () => {
   it('registers versions <analyte>-<family>-v<n> with the artefact hash, and loads them back', () => {

@@ -15,6 +15,7 @@ import { sameValue, toSample } from '../../connectors/opcua/values.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import type { OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
+import { codeOf } from '../helpers/codes.js';
 
 const equipment: OpcUaEquipmentConfig = {
   id: 'nir',
@@ -34,14 +35,6 @@ const frame = tags.get('nir.Frame1')!;
 const dv = (value: Variant): DataValue => new DataValue({ value, statusCode: StatusCodes.Good, sourceTimestamp: new Date(1000) });
 const doubles = (v: ArrayLike<number>): Variant => new Variant({ dataType: DataType.Double, arrayType: VariantArrayType.Array, value: Float64Array.from(v) });
 
-const codeOf = (f: () => unknown): string | undefined => {
-  try {
-    f();
-  } catch (e) {
-    return LkError.is(e) ? e.code : `not an LkError: ${String(e)}`;
-  }
-  return undefined;
-};
 
 describe('DoubleArray and ByteString samples', () => {
   it('a Double array arrives as a frozen plain number[] with its source time', () => {

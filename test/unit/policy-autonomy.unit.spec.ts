@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { LkError } from '../../src/errors.js';
 import { type AutonomyChange, attendanceTransition, autonomyFor, changeAutonomy, evaluate, initialAutonomy, isAttended } from '../../src/policy/index.js';
 import { T0, bundle, context, request } from './policy-helpers.js';
+import { codeOf } from '../helpers/codes.js';
 
 const qa = { person: 'q.russo', role: 'qa_reviewer' };
 const pe = { person: 'p.costa', role: 'process_engineer' };
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    if (LkError.is(e)) return e.code;
-    throw e;
-  }
-  return undefined;
-}
 
 describe('autonomy levels per agent and per setpoint', () => {
   const s0 = initialAutonomy(bundle);

@@ -1,21 +1,12 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LkError } from '../../src/errors.js';
 import { evaluate, loadPolicyBundle } from '../../src/policy/index.js';
 import { bundle, bundleCopy, cleanupCopies, context, policyDir, request, site } from './policy-helpers.js';
+import { codeOf } from '../helpers/codes.js';
 
 afterAll(cleanupCopies);
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    if (LkError.is(e)) return e.code;
-    throw e;
-  }
-  return undefined;
-}
 
 function messageOf(fn: () => unknown): string {
   try {

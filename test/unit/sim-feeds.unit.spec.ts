@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { EquipmentConfig } from '../../src/config/schema.js';
 import { WL_COUNT } from '../../src/twin/nir/spectra.js';
 import { DEFECT_CLASSES, PIXELS } from '../../src/twin/vision/frames.js';
+import { codeOf } from '../helpers/codes.js';
 
 const config = loadConfig().config;
 const FRAMES = ['Frame1', 'Frame2', 'Frame3', 'Frame4', 'Frame5', 'Frame6'];
@@ -35,14 +36,6 @@ function run(p: Plant, clock: ManualClock, ms: number, stepMs = 50, each?: () =>
 const sd = (xs: number[]): number => {
   const m = xs.reduce((a, b) => a + b, 0) / xs.length;
   return Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1));
-};
-const codeOf = (f: () => unknown): string | undefined => {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
 };
 
 describe('NIR spectrum feed', () => {

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { pressModel, lodPct, dryingRatePerMin } from '../../src/twin/process.js';
 import { MODELS, Plant, SUPERVISED, TAU_MS, trueParameters } from '../../connectors/sim/index.js';
+import { codeOf } from '../helpers/codes.js';
 
 const config = loadConfig().config;
 
@@ -19,14 +20,6 @@ function run(p: Plant, clock: ManualClock, ms: number, stepMs = 50): void {
   }
 }
 
-const codeOf = (f: () => unknown): string | undefined => {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-};
 
 describe('plant dynamics', () => {
   it('is deterministic for a seed and differs between seeds', () => {
