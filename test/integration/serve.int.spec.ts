@@ -146,7 +146,12 @@ describe('linekeeper serve with a bad configuration', () => {
     try {
       cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
       const bad = join(dir, 'site.yaml');
-      writeFileSync(bad, readFileSync(defaultConfigFile(), 'utf8').replace('poll_ms: 500', 'poll_ms: 500\n    baud: 9600'));
+      writeFileSync(
+        bad,
+        readFileSync(defaultConfigFile(), 'utf8')
+          .replace('poll_ms: 500', 'poll_ms: 500\n    baud: 9600')
+          .replace('data_dir: ./data', `data_dir: ${JSON.stringify(join(dir, 'data'))}`),
+      );
       const r = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad, '--data', join(dir, 'data')], { encoding: 'utf8', timeout: 30_000 });
       expect(r.status).toBe(78);
       expect(r.stderr).toMatch(/site\.yaml:\d+: connections\[1\]\.baud: unknown key "baud"/);
@@ -157,7 +162,8 @@ describe('linekeeper serve with a bad configuration', () => {
       // with an existing site database, the failure is an audited event of the edge node
       const { openStore } = storeModule;
       openStore({ dataDir: join(dir, 'data') }).close();
-      const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad, '--data', join(dir, 'data')], { encoding: 'utf8', timeout: 30_000 });
+      // no --data: the data directory the invalid file names is where its failure is recorded
+      const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad], { encoding: 'utf8', timeout: 30_000 });
       expect(r2.status).toBe(78);
       expect(siteActions(join(dir, 'data'))).toContain('config.invalid');
     } finally {

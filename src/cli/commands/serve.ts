@@ -1,11 +1,23 @@
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
+import { parse } from 'yaml';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { configInvalid } from '../../audit/site-events.js';
 import { defaultConfigFile, type ConfigIssue } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { DB_FILE, openStore } from '../../store/store.js';
+
+/** The data directory an invalid configuration names, read leniently (it may not even parse); else ./data. */
+function rawDataDir(configFile: string): string {
+  try {
+    const raw = parse(readFileSync(configFile, 'utf8')) as { data_dir?: unknown } | null;
+    if (raw && typeof raw.data_dir === 'string' && raw.data_dir.length > 0) return raw.data_dir;
+  } catch {
+    // unreadable or not YAML: fall back to the default
+  }
+  return './data';
+}
 
 /**
  * A configuration that fails validation is an event of the edge node: record it on the site chain
@@ -53,7 +65,7 @@ export function registerServe(program: Command): void {
         try {
           daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger });
         } catch (err) {
-          if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? './data', opts.config, err, logger);
+          if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? rawDataDir(opts.config), opts.config, err, logger);
           throw err;
         }
         if (opts.logLevel === undefined) logger.level = daemon.loaded.config.log.level;
