@@ -167,7 +167,7 @@ report({
   const clock = new ManualClock(NOW);
   const qa = { person: 'q.russo', role: 'qa_reviewer' };
   const autonomy = changeAutonomy(initialAutonomy(bundle), { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-BENCH', at: NOW }, bundle).state;
-  const writer = new GuardedWriter({ store, site: cfg.config, connectors: opcua, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  const writer = new GuardedWriter({ batches: () => ({ state: 'running', reviewer: 'a.bianchi' }), store, site: cfg.config, connectors: opcua, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
   let flip = 0;
   const guarded = async (): Promise<void> => {
     clock.advance(60_000); // one move a minute keeps inside the rate-of-change limit
@@ -178,12 +178,10 @@ report({
       agent: 'agent.compress_fill',
       product: 'ir-family-a',
       tooling: 'round-10mm-ff',
-      batchState: 'running',
       moves: [{ setpoint: 'press.MainForce', value: flip++ % 2 === 0 ? '12.5 kN' : '12 kN' }],
       attribute: 'content_uniformity',
       justification: 'bench',
       model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
-      reviewer: 'a.bianchi',
     });
     if (out.status !== 'written') throw new Error(`guarded write ${out.status}: ${JSON.stringify(out.decisions.map((d) => d.reasons))}`);
   };

@@ -140,7 +140,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) c.startHeartbeat();
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
-    writer = new GuardedWriter({ store: events.store, site: config, connectors, clock, policy: () => bundle });
+    // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
+    // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
+    writer = new GuardedWriter({ store: events.store, site: config, connectors, clock, policy: () => bundle, batches: () => null });
     // after connect, before ready: close intents a crash left open with what the equipment holds now
     const recovered = await writer.recover();
     if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');

@@ -27,9 +27,10 @@ import { checkProposal, withoutWins } from './proposal.js';
 import { closeOpenIntents } from './recovery.js';
 import { SetpointReader } from './setpoint-reader.js';
 import { type LastMove, WriterState } from './writer-state.js';
-import type { PendingWrite, RecoveryReport, WriteOutcome, WriteProposal } from './writer-types.js';
+import { outcomeUnknown } from './write-errors.js';
+import type { BatchRegistry, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal } from './writer-types.js';
 
-export type { PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
+export type { BatchContext, BatchRegistry, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
 export interface GuardedWriterOptions {
   readonly store: Store;
@@ -45,6 +46,8 @@ export interface GuardedWriterOptions {
   readonly autonomy?: () => AutonomyState;
   /** The attended operator session, if any (R5). */
   readonly attendance?: () => Attendance | null;
+  /** Batch state and assigned reviewer at call time (the run engine); an unknown batch moves nothing. */
+  readonly batches: BatchRegistry;
 }
 
 type Move = { readonly setpoint: string; readonly value: number; readonly unit: string; readonly old: number };
@@ -293,14 +296,15 @@ export class GuardedWriter {
       autonomy = autonomyLevels(this.o.store.db, bundle, p.agent, setpoint);
     }
     const last = this.lastMoves.get(setpoint);
+    const batch = this.o.batches(p.tenant, p.batch);
     return {
       now,
-      batchState: p.batchState,
+      batchState: batch?.state ?? 'unknown',
       ...(autonomy ? { autonomy } : {}),
       ...(p.model ? { model: p.model } : {}),
       current: current.get(setpoint) ?? null,
       lastMove: last ?? null,
-      reviewer: p.reviewer ?? null,
+      reviewer: batch?.reviewer ?? null,
       attendance: this.o.attendance?.() ?? null,
       approval,
       ...(p.predictedCappingRisk !== undefined ? { predictedCappingRisk: p.predictedCappingRisk } : {}),
@@ -326,8 +330,8 @@ export class GuardedWriter {
       } catch (err) {
         const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) };
         this.o.store.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json({ ok: false, error: e }), reason: e.code });
-        // a timeout leaves the equipment state unknown: put it back too; a refusal changed nothing there
-        if (e.code === 'LK_CONN_TIMEOUT') done.push({ move: m, result: null });
+        // a write whose outcome is unknown may have moved the equipment: put it back too; a refusal changed nothing
+        if (outcomeUnknown(err)) done.push({ move: m, result: null });
         return this.fail(p, base, done, `write of ${m.setpoint} failed: ${e.code}`, e);
       }
       done.push({ move: m, result });

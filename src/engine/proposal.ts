@@ -1,6 +1,7 @@
 /** Checks and arbitration bookkeeping of a write proposal (no I/O). */
 import type { ArbitrationResult, ArbitrationState } from '../arbitration/index.js';
 import type { SiteConfig } from '../config/schema.js';
+import { scoreOf } from '../arbitration/index.js';
 import { LkError } from '../errors.js';
 import type { WriteProposal } from './writer-types.js';
 
@@ -13,9 +14,11 @@ export function checkProposal(p: WriteProposal, site: SiteConfig): void {
     throw new LkError('LK_VALIDATION', `write proposal: ${m}`);
   };
   if (typeof p !== 'object' || p === null) bad('must be an object');
-  for (const k of ['id', 'tenant', 'batch', 'agent', 'product', 'tooling', 'batchState', 'attribute', 'justification'] as const) {
+  for (const k of ['id', 'tenant', 'batch', 'agent', 'product', 'tooling', 'attribute', 'justification'] as const) {
     if (typeof p[k] !== 'string' || p[k].length === 0) bad(`${k} must be a non-empty string`);
   }
+  // arbitration ranks by attribute: a request naming none it knows would never contest, so it is refused here
+  if (scoreOf(p.attribute) === undefined) bad(`attribute "${p.attribute}" is not a quality or throughput attribute`);
   if (!Array.isArray(p.moves) || p.moves.length === 0) bad('moves must be a non-empty array');
   const seen = new Set<string>();
   for (const m of p.moves) {

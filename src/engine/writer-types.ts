@@ -12,16 +12,27 @@ export interface WriteProposal {
   readonly agent: string;
   readonly product: string;
   readonly tooling: string;
-  readonly batchState: string;
   readonly moves: readonly { readonly setpoint: string; readonly value: RequestedValue }[];
   /** The attribute the moves serve (arbitration rank). */
   readonly attribute: ArbitrationAttribute;
   readonly justification: string;
   readonly model?: { readonly id: string; readonly version: string };
   readonly predictedCappingRisk?: number;
-  /** Named reviewer assigned to the batch. */
-  readonly reviewer?: string | null;
 }
+
+/**
+ * What the owner of batches (the run engine) knows of one batch at call time. The guarded writer asks for it
+ * at every decision — a proposal and its later approval alike — so a batch put on hold, or a reviewer
+ * reassigned, after a proposal was queued is what the approval is checked against (R6).
+ */
+export interface BatchContext {
+  readonly state: string;
+  /** Named reviewer assigned to the batch, or null. */
+  readonly reviewer: string | null;
+}
+
+/** Batch lookup; null when the batch is unknown (then no setpoint moves for it). */
+export type BatchRegistry = (tenant: string, batch: string) => BatchContext | null;
 
 export type WriteStatus = 'written' | 'denied' | 'recommended' | 'pending' | 'declined' | 'escalated' | 'failed' | 'reverted' | 'rejected';
 

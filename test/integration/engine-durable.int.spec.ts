@@ -17,7 +17,7 @@ import { SITE_TENANT, queryAudit, verifyStore } from '../../src/audit/index.js';
 import { main } from '../../src/cli/main.js';
 import { ManualClock } from '../../src/clock.js';
 import { autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
-import { GuardedWriter, type WriteProposal } from '../../src/engine/guarded-writer.js';
+import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { WriterState } from '../../src/engine/writer-state.js';
 import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
 import { type Store, openStore } from '../../src/store/store.js';
@@ -36,12 +36,15 @@ interface Node {
   readonly writer: GuardedWriter;
 }
 
+/** The run engine's view of the one batch these tests run. */
+const batchOf = (): BatchContext => ({ state: 'running', reviewer: 'a.bianchi' });
+
 /** Start as the daemon does: store, connectors (connected unless left out), the one writer, recover(). */
 async function boot(dataDir: string, opts: { skip?: 'modbus' } = {}): Promise<Node & { recovered: Awaited<ReturnType<GuardedWriter['recover']>> }> {
   const store = openStore({ dataDir, clock });
   const connectors = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } });
   await Promise.all(connectors.filter((c) => c.protocol !== opts.skip).map((c) => c.connect()));
-  const writer = new GuardedWriter({ store, site: sim.config.config, connectors, clock, policy: () => bundle, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  const writer = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors, clock, policy: () => bundle, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
   const recovered = await writer.recover();
   return { store, connectors, writer, recovered };
 }
@@ -70,12 +73,10 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
     agent: 'agent.compress_fill',
     product: 'ir-family-a',
     tooling: 'round-10mm-ff',
-    batchState: 'running',
     moves: [{ setpoint: 'press.MainForce', value: '13 kN' }],
     attribute: 'content_uniformity',
     justification: 'hardness drifting',
     model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
-    reviewer: 'a.bianchi',
     ...over,
   };
 }

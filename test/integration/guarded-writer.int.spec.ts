@@ -14,7 +14,7 @@ import { queryAudit } from '../../src/audit/index.js';
 import { ManualClock } from '../../src/clock.js';
 import type { Attendance } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
-import { GuardedWriter, type WriteProposal } from '../../src/engine/guarded-writer.js';
+import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { type AutonomyState, type PolicyBundle, changeAutonomy, initialAutonomy, loadPolicyBundle } from '../../src/policy/index.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
@@ -29,6 +29,10 @@ let autonomy: AutonomyState;
 let attendance: Attendance | null;
 const clock = new ManualClock(Date.UTC(2026, 2, 3, 8));
 const T = 'acme-pharma';
+/** What the run engine would report of each batch at call time (tests change it). */
+const RUNNING: BatchContext = { state: 'running', reviewer: 'a.bianchi' };
+const batches = new Map<string, BatchContext>([['B-2026-0311', RUNNING]]);
+const batchOf = (_tenant: string, batch: string): BatchContext | null => batches.get(batch) ?? null;
 const qa = { person: 'q.russo', role: 'qa_reviewer' };
 
 const plant = (eq: string, tag: string): unknown => sim.plant.read(eq, tag);
@@ -44,12 +48,10 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
     agent: 'agent.compress_fill',
     product: 'ir-family-a',
     tooling: 'round-10mm-ff',
-    batchState: 'running',
     moves: [{ setpoint: 'press.MainForce', value: '13 kN' }],
     attribute: 'content_uniformity',
     justification: 'hardness drifting low',
     model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
-    reviewer: 'a.bianchi',
     ...over,
   };
 }
@@ -80,7 +82,7 @@ beforeAll(async () => {
   await Promise.all(connectors.map((c) => c.connect()));
   autonomy = initialAutonomy(bundle);
   attendance = { operator: 'l.verdi', lastPresenceAt: clock.now() };
-  writer = new GuardedWriter({ store, site, connectors, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => (attendance ? { ...attendance, lastPresenceAt: clock.now() } : null) });
+  writer = new GuardedWriter({ batches: batchOf, store, site, connectors, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => (attendance ? { ...attendance, lastPresenceAt: clock.now() } : null) });
 });
 
 afterAll(async () => {
@@ -129,7 +131,16 @@ describe('guarded writer on the simulator', () => {
 
   it('R6: batch state and model version are checked before any move', async () => {
     later();
-    expect((await writer.propose(proposal({ batchState: 'hold', moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }))).status).toBe('denied');
+    batches.set('B-2026-0311', { ...RUNNING, state: 'hold' });
+    try {
+      expect((await writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }))).status).toBe('denied');
+    } finally {
+      batches.set('B-2026-0311', RUNNING);
+    }
+    // a batch the run engine does not know moves nothing
+    const unknown = await writer.propose(proposal({ batch: 'B-NOT-RUNNING', moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }));
+    expect(unknown.status).toBe('denied');
+    expect(unknown.decisions[0]!.reasons).toContain('BATCH_STATE_FORBIDS');
     const m = await writer.propose(proposal({ model: { id: 'compaction-ir-family-a-v3', version: '3.3.0' }, moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }));
     expect(m.decisions[0]!.reasons).toContain('MODEL_NOT_VALIDATED');
     expect(plant('press', 'MainForce')).toBe(13);
@@ -192,6 +203,41 @@ describe('guarded writer on the simulator', () => {
     expect(plant('blender', 'Speed')).toBeCloseTo(22, 5);
   });
 
+  it('an approval is checked against the batch as it is at approval time (R6), not as it was when proposed', async () => {
+    const l2 = (value: string) => proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
+    const approveBy = (out: { pending?: { id: string }; vectorHash: string | null }, by: string) =>
+      writer.approve(out.pending!.id, { by, role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
+    const speed = plant('blender', 'Speed');
+    try {
+      later();
+      const held = await writer.propose(l2('23 {rev}/min'));
+      expect(held.status).toBe('pending');
+      batches.set('B-2026-0311', { ...RUNNING, state: 'hold' });
+      const onHold = await approveBy(held, 'a.bianchi');
+      expect(onHold.status).toBe('denied');
+      expect(onHold.decisions[0]!.reasons).toContain('BATCH_STATE_FORBIDS');
+      expect(plant('blender', 'Speed')).toBe(speed);
+
+      batches.set('B-2026-0311', { ...RUNNING, reviewer: 'm.ferri' });
+      later();
+      const reassigned = await writer.propose(l2('23 {rev}/min'));
+      expect(reassigned.status).toBe('pending');
+      const byFormer = await approveBy(reassigned, 'a.bianchi');
+      expect(byFormer.status).toBe('denied');
+      expect(byFormer.decisions[0]!.reasons).toContain('APPROVER_NOT_ASSIGNED');
+      expect(plant('blender', 'Speed')).toBe(speed);
+    } finally {
+      batches.set('B-2026-0311', RUNNING);
+    }
+  });
+
+  it('a proposal naming no attribute arbitration knows is refused before anything moves (it could not be outranked)', async () => {
+    later();
+    const before = plant('press', 'TurretSpeed');
+    expect(await codeOf(writer.propose(proposal({ attribute: 'zzz' as never, moves: [{ setpoint: 'press.TurretSpeed', value: '41 {rev}/min' }] })))).toBe('LK_VALIDATION');
+    expect(plant('press', 'TurretSpeed')).toBe(before);
+  });
+
   it('arbitration: the quality request wins the turret speed; the takt request inside the window is declined and recorded', async () => {
     later();
     for (const l of ['L1', 'L2', 'L3'] as const) raise('agent.quality_conf', l);
@@ -236,7 +282,7 @@ describe('guarded writer on the simulator', () => {
     await second!.connect();
     inner.cap = second!.claimWriter();
     try {
-      const w2 = new GuardedWriter({ store, site: sim.config.config, connectors: [drifting], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+      const w2 = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [drifting], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
       const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.PreForce', value: '3 kN' }] }));
       expect(out.status).toBe('reverted');
       expect(out.error!.code).toBe('LK_READBACK_MISMATCH');
@@ -244,6 +290,43 @@ describe('guarded writer on the simulator', () => {
       const alarms = entries({ kind: 'alarm' });
       expect(alarms.at(-1)).toMatchObject({ action: 'setpoint.readback_mismatch', actor: 'system' });
       expect(entries({ setpoint: 'press.PreForce' }).some((e) => e.kind === 'intent' && e.action === 'setpoint.revert')).toBe(true);
+    } finally {
+      await second!.close();
+    }
+  });
+
+  it('a write whose outcome is unknown (reply lost after the PLC applied it) is put back with the rest of the vector', async () => {
+    later();
+    const real = connectors.find((c) => c.protocol === 'opcua')!;
+    const inner: { cap?: WriteCapability; lost?: boolean } = {};
+    // named double: the real write reaches the simulator, then its reply is "lost" (once)
+    const lostReply = {
+      id: real.id,
+      protocol: real.protocol,
+      read: (tags: readonly string[]) => real.read(tags),
+      claimWriter: (): WriteCapability => ({
+        connectorId: real.id,
+        write: async (tag: string, value: number) => {
+          const r = await inner.cap!.write(tag, value);
+          if (tag === 'press.FillDepth' && !inner.lost) {
+            inner.lost = true;
+            throw new LkError('LK_CONN_UNAVAILABLE', 'channel lost before the reply', { outcome: 'unknown' });
+          }
+          return r;
+        },
+      }),
+    } as unknown as Connector;
+    const [second] = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
+    await second!.connect();
+    inner.cap = second!.claimWriter();
+    const force = plant('press', 'MainForce') as number;
+    const depth = plant('press', 'FillDepth') as number;
+    try {
+      const w2 = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [lostReply], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+      const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: `${force - 0.5} kN` }, { setpoint: 'press.FillDepth', value: `${depth + 0.2} mm` }] }));
+      expect(out.status, JSON.stringify(out.decisions.map((d) => d.reasons))).toBe('reverted');
+      expect(plant('press', 'MainForce')).toBeCloseTo(force, 9);
+      expect(plant('press', 'FillDepth')).toBeCloseTo(depth, 9);
     } finally {
       await second!.close();
     }
