@@ -97,6 +97,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (stopped) return;
     stopped = true;
     if (timer) clearInterval(timer);
+    // a write under way finishes, with its outcome audited, before the connectors and the store close
+    if (writer) await writer.idle();
     await Promise.allSettled(subscriptions.map((s) => s.close()));
     for (const c of connectors) c.stopHeartbeat();
     await Promise.allSettled(connectors.map((c) => c.close()));

@@ -196,6 +196,11 @@ export class GuardedWriter {
     });
   }
 
+  /** Resolves when every write, approval and rejection queued so far has finished (and its outcome is audited). */
+  idle(): Promise<void> {
+    return this.queue.then(() => undefined);
+  }
+
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.queue.then(fn, fn);
     this.queue = next.catch(() => undefined);

@@ -332,6 +332,19 @@ describe('guarded writer on the simulator', () => {
     }
   });
 
+  it('idle() resolves only once a write under way has its outcome audited (the daemon drains writes before it stops)', async () => {
+    later();
+    const outcomes = (): number => entries({ kind: 'outcome' }).length;
+    const before = outcomes();
+    const depth = plant('press', 'FillDepth') as number;
+    const pending = writer.propose(proposal({ moves: [{ setpoint: 'press.FillDepth', value: `${depth + 0.1} mm` }] }));
+    await writer.idle();
+    expect(store.audit.openIntents(T)).toEqual([]);
+    expect(outcomes()).toBe(before + 1);
+    const done = await pending;
+    expect(done.status, JSON.stringify(done.error)).toBe('written');
+  });
+
   it('a vector is all or nothing: when a later move is refused, the earlier ones are put back', async () => {
     later();
     const dir = mkdtempSync(join(tmpdir(), 'lk-gw-bundle-'));
