@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnectors } from '../../connectors/index.js';
-import type { Connector, WriteCapability } from '../../connectors/types.js';
+import type { Connector, WriteCapability, WriteResult } from '../../connectors/types.js';
 import { queryAudit } from '../../src/audit/index.js';
 import { ManualClock } from '../../src/clock.js';
 import type { Attendance } from '../../src/domain/policy.js';
@@ -58,6 +58,32 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
 
 function raise(agent: string, to: 'L1' | 'L2' | 'L3'): void {
   autonomy = changeAutonomy(autonomy, { target: { agent }, to, by: qa, changeRef: 'CC-2026-0150', at: clock.now() }, bundle).state;
+}
+
+/**
+ * Run `body` with a second GuardedWriter over a named test double of the REAL OPC UA connector: reads pass
+ * through; writes go through `write`, which holds a real capability taken from a second connector to the
+ * same simulator (the first one's belongs to the main writer).
+ */
+async function withPressDouble(
+  write: (cap: WriteCapability, tag: string, value: number) => Promise<WriteResult>,
+  body: (writer: GuardedWriter) => Promise<void>,
+): Promise<void> {
+  const real = connectors.find((c) => c.protocol === 'opcua')!;
+  const [second] = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
+  await second!.connect();
+  try {
+    const cap = second!.claimWriter();
+    const double = {
+      id: real.id,
+      protocol: real.protocol,
+      read: (tags: readonly string[]) => real.read(tags),
+      claimWriter: (): WriteCapability => ({ connectorId: real.id, write: (tag: string, value: number) => write(cap, tag, value) }),
+    } as unknown as Connector;
+    await body(new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [double], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) }));
+  } finally {
+    await second!.close();
+  }
 }
 
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
@@ -257,79 +283,50 @@ describe('guarded writer on the simulator', () => {
 
   it('a read-back mismatch raises an alarm entry and reverts the setpoint', async () => {
     later();
-    // DriftingPress: a named test double around the REAL OPC UA connector. The simulator cannot make
-    // equipment hold another value than it accepted, so after the real write this double moves the
-    // simulated press off target, as a PLC clamping the setpoint would, and reads the truth back.
-    const real = connectors.find((c) => c.protocol === 'opcua')!;
-    const inner: { cap?: WriteCapability } = {};
-    const drifting = {
-      id: real.id,
-      protocol: real.protocol,
-      read: (tags: readonly string[]) => real.read(tags),
-      claimWriter: (): WriteCapability => ({
-        connectorId: real.id,
-        write: async (tag: string, value: number) => {
-          const r = await inner.cap!.write(tag, value);
-          if (tag !== 'press.PreForce' || value === 2.5) return r;
-          sim.plant.writeSetpoint('press', 'PreForce', value - 0.4);
-          const [s] = await real.read([tag]);
-          return { ...r, readBack: s!.value as number, verified: false };
-        },
-      }),
-    } as unknown as Connector;
-    // the double needs a capability of its own: take it from a second connector to the same simulator
-    const [second] = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
-    await second!.connect();
-    inner.cap = second!.claimWriter();
-    try {
-      const w2 = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [drifting], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
-      const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.PreForce', value: '3 kN' }] }));
-      expect(out.status).toBe('reverted');
-      expect(out.error!.code).toBe('LK_READBACK_MISMATCH');
-      expect(plant('press', 'PreForce')).toBe(2.5);
-      const alarms = entries({ kind: 'alarm' });
-      expect(alarms.at(-1)).toMatchObject({ action: 'setpoint.readback_mismatch', actor: 'system' });
-      expect(entries({ setpoint: 'press.PreForce' }).some((e) => e.kind === 'intent' && e.action === 'setpoint.revert')).toBe(true);
-    } finally {
-      await second!.close();
-    }
+    // DriftingPress: the simulator cannot make equipment hold another value than it accepted, so after the
+    // real write this double moves the simulated press off target, as a PLC clamping the setpoint would.
+    await withPressDouble(
+      async (cap, tag, value) => {
+        const r = await cap.write(tag, value);
+        if (tag !== 'press.PreForce' || value === 2.5) return r;
+        sim.plant.writeSetpoint('press', 'PreForce', value - 0.4);
+        const [s] = await connectors.find((c) => c.protocol === 'opcua')!.read([tag]);
+        return { ...r, readBack: s!.value as number, verified: false };
+      },
+      async (w2) => {
+        const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.PreForce', value: '3 kN' }] }));
+        expect(out.status).toBe('reverted');
+        expect(out.error!.code).toBe('LK_READBACK_MISMATCH');
+        expect(plant('press', 'PreForce')).toBe(2.5);
+        const alarms = entries({ kind: 'alarm' });
+        expect(alarms.at(-1)).toMatchObject({ action: 'setpoint.readback_mismatch', actor: 'system' });
+        expect(entries({ setpoint: 'press.PreForce' }).some((e) => e.kind === 'intent' && e.action === 'setpoint.revert')).toBe(true);
+      },
+    );
   });
 
   it('a write whose outcome is unknown (reply lost after the PLC applied it) is put back with the rest of the vector', async () => {
     later();
-    const real = connectors.find((c) => c.protocol === 'opcua')!;
-    const inner: { cap?: WriteCapability; lost?: boolean } = {};
-    // named double: the real write reaches the simulator, then its reply is "lost" (once)
-    const lostReply = {
-      id: real.id,
-      protocol: real.protocol,
-      read: (tags: readonly string[]) => real.read(tags),
-      claimWriter: (): WriteCapability => ({
-        connectorId: real.id,
-        write: async (tag: string, value: number) => {
-          const r = await inner.cap!.write(tag, value);
-          if (tag === 'press.FillDepth' && !inner.lost) {
-            inner.lost = true;
-            throw new LkError('LK_CONN_UNAVAILABLE', 'channel lost before the reply', { outcome: 'unknown' });
-          }
-          return r;
-        },
-      }),
-    } as unknown as Connector;
-    const [second] = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
-    await second!.connect();
-    inner.cap = second!.claimWriter();
     const force = plant('press', 'MainForce') as number;
     const depth = plant('press', 'FillDepth') as number;
-    try {
-      const w2 = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [lostReply], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
-      const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: `${force - 0.5} kN` }, { setpoint: 'press.FillDepth', value: `${depth + 0.2} mm` }] }));
-      expect(out.status, JSON.stringify(out.decisions.map((d) => d.reasons))).toBe('reverted');
-      expect(plant('press', 'MainForce')).toBeCloseTo(force, 9);
-      expect(plant('press', 'FillDepth')).toBeCloseTo(depth, 9);
-    } finally {
-      await second!.close();
-    }
+    let lost = false;
+    // LostReply: the real write reaches the simulator, then its reply is "lost" (once)
+    await withPressDouble(
+      async (cap, tag, value) => {
+        const r = await cap.write(tag, value);
+        if (tag === 'press.FillDepth' && !lost) {
+          lost = true;
+          throw new LkError('LK_CONN_UNAVAILABLE', 'channel lost before the reply', { outcome: 'unknown' });
+        }
+        return r;
+      },
+      async (w2) => {
+        const out = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: `${force - 0.5} kN` }, { setpoint: 'press.FillDepth', value: `${depth + 0.2} mm` }] }));
+        expect(out.status, JSON.stringify(out.decisions.map((d) => d.reasons))).toBe('reverted');
+        expect(plant('press', 'MainForce')).toBeCloseTo(force, 9);
+        expect(plant('press', 'FillDepth')).toBeCloseTo(depth, 9);
+      },
+    );
   });
 
   it('idle() resolves only once a write under way has its outcome audited (the daemon drains writes before it stops)', async () => {
