@@ -10,13 +10,14 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnectors } from '../../connectors/index.js';
 import type { Connector } from '../../connectors/types.js';
 import { SITE_TENANT, queryAudit, verifyStore } from '../../src/audit/index.js';
 import { main } from '../../src/cli/main.js';
 import { ManualClock } from '../../src/clock.js';
 import { autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { runCli as cli } from '../helpers/cli.js';
 import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { WriterState } from '../../src/engine/writer-state.js';
 import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
@@ -84,23 +85,6 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
 const blend = (value: string): WriteProposal =>
   proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
 
-/** `linekeeper <args>` in process; exit code and output. */
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  try {
-    process.exitCode = undefined;
-    await main(['node', 'linekeeper', ...args]);
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = undefined;
-  return { code, out, err };
-}
 
 beforeAll(async () => {
   sim = await startTestSimulator({ watchdogTimeoutMs: 600_000, scanMs: 20 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli as cli } from '../helpers/cli.js';
 import type { ModelSummary } from '../../src/models/registry.js';
 import type { SimulationResult } from '../../src/twin/simulate.js';
 
@@ -16,26 +17,6 @@ function spawnCli(...args: string[]): { code: number | null; out: string; err: s
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-/** Run the same `main` in this process, capturing its output (a child process costs seconds of start-up per call). */
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const { main } = await import('../../src/cli/main.js');
-  let out = '';
-  let err = '';
-  const w = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
-  process.stdout.write = ((c: string | Uint8Array) => ((out += String(c)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((c: string | Uint8Array) => ((err += String(c)), true)) as typeof process.stderr.write;
-  const before = process.exitCode;
-  process.exitCode = 0;
-  try {
-    await main(['node', 'linekeeper', ...args]);
-  } finally {
-    process.stdout.write = w.out;
-    process.stderr.write = w.err;
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = before;
-  return { code, out, err };
-}
 
 beforeAll(async () => {
   data = mkdtempSync(join(tmpdir(), 'lk-twin-cli-'));

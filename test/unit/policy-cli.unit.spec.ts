@@ -1,36 +1,13 @@
-import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { runCli as run } from '../helpers/cli.js';
 import { bundle, bundleCopy, cleanupCopies } from './policy-helpers.js';
 
 afterAll(cleanupCopies);
 
-let stdout = '';
-let stderr = '';
 beforeEach(() => {
   process.exitCode = undefined;
 });
 
-async function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  stdout = '';
-  stderr = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    stdout += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    stderr += String(s);
-    return true;
-  });
-  try {
-    await main(['node', 'linekeeper', ...args]);
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = undefined;
-  return { code, out: stdout, err: stderr };
-}
 
 const pair = ['--product', 'ir-family-a', '--tooling', 'round-10mm-ff'];
 
