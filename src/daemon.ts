@@ -15,12 +15,14 @@ import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { openAuditSiteEvents } from './audit/index.js';
+import { watchdogEvent } from './audit/site-events.js';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
+import { observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -150,14 +152,35 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');
     log.info({ pending: writer.pending().length }, 'guarded writer ready');
 
+    // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
+    let plcViews = new Map<string, SupervisorView>();
+    const onSupervision = (samples: Sample[]): void => {
+      const r = observeSupervision(plcViews, samples);
+      plcViews = r.views;
+      for (const e of r.events) {
+        log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
+        try {
+          watchdogEvent(events.store.audit, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
+        } catch (err) {
+          log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
+        }
+      }
+    };
     for (const c of connectors) {
-      const tags = (await c.describe()).filter((t) => t.kind === 'measurement').map((t) => t.tag);
-      if (tags.length === 0) continue;
-      subscriptions.push(
-        await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
-          for (const s of samples) live.set(s.tag, s);
-        }),
-      );
+      const described = await c.describe();
+      const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
+      if (tags.length > 0) {
+        subscriptions.push(
+          await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
+            for (const s of samples) live.set(s.tag, s);
+          }),
+        );
+      }
+      const supervisor = described.filter((t) => t.kind === 'supervisor' && (WATCHED_SUPERVISOR_TAGS as readonly string[]).includes(t.name)).map((t) => t.tag);
+      if (supervisor.length > 0) {
+        onSupervision(await c.read(supervisor)); // baseline, and any PLC already found LOST
+        subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, onSupervision));
+      }
     }
     const liveLogMs = opts.liveLogMs ?? 5000;
     timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);

@@ -1,0 +1,88 @@
+/**
+ * What the PLCs' own watchdogs did, read from their supervisor tags (pure).
+ *
+ * Each PLC reverts to its last known-good recipe by itself when linekeeper's
+ * heartbeat stops (R8). The daemon watches `SupervisorState`, `RevertCount`
+ * and `ActiveRecipe` of every equipment and turns their changes into site
+ * events for the audit trail: a revert, a re-arm, and — at start — a PLC
+ * found already LOST (it reverted while linekeeper was down, the very case
+ * R8 is about). A bad-quality sample changes nothing: a missing reading is
+ * not evidence of a state change.
+ */
+import type { Sample } from '../../connectors/types.js';
+
+export const WATCHED_SUPERVISOR_TAGS = ['SupervisorState', 'RevertCount', 'ActiveRecipe'] as const;
+type Watched = (typeof WATCHED_SUPERVISOR_TAGS)[number];
+
+export interface SupervisorView {
+  readonly state?: string;
+  readonly revertCount?: number;
+  readonly activeRecipe?: string;
+}
+
+export interface SupervisionEvent {
+  /** `lkg_revert`, `rearm` or `found_lost`. */
+  readonly event: 'lkg_revert' | 'rearm' | 'found_lost';
+  readonly equipment: string;
+  readonly old?: SupervisorView;
+  readonly new: SupervisorView;
+}
+
+/** Modbus PLCs report the state as a code (register map: 0 = ATTENDED, 1 = LOST); OPC UA as a string. */
+export function stateName(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (v === 0) return 'ATTENDED';
+  if (v === 1) return 'LOST';
+  return typeof v === 'number' ? `code ${v}` : undefined;
+}
+
+/** Modbus gives the recipe as a number, OPC UA as a string id. */
+function recipeName(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+}
+
+/**
+ * Fold a batch of samples into the per-equipment view and return the events the changes mean.
+ * `views` is the state before; the returned map is the state after (the input is not changed).
+ */
+export function observeSupervision(
+  views: ReadonlyMap<string, SupervisorView>,
+  samples: readonly Sample[],
+): { views: Map<string, SupervisorView>; events: SupervisionEvent[] } {
+  const next = new Map(views);
+  const touched = new Set<string>();
+  for (const s of samples) {
+    if (s.quality !== 'good') continue;
+    const dot = s.tag.indexOf('.');
+    const equipment = s.tag.slice(0, dot);
+    const name = s.tag.slice(dot + 1) as Watched;
+    const v = next.get(equipment) ?? {};
+    if (name === 'SupervisorState') {
+      const st = stateName(s.value);
+      if (st !== undefined) next.set(equipment, { ...v, state: st });
+    } else if (name === 'RevertCount') {
+      if (typeof s.value === 'number' && Number.isFinite(s.value)) next.set(equipment, { ...v, revertCount: s.value });
+    } else if (name === 'ActiveRecipe') {
+      const r = recipeName(s.value);
+      if (r !== undefined) next.set(equipment, { ...v, activeRecipe: r });
+    } else continue;
+    touched.add(equipment);
+  }
+  const events: SupervisionEvent[] = [];
+  for (const equipment of touched) {
+    const before = views.get(equipment);
+    const after = next.get(equipment)!;
+    if (before?.state === undefined) {
+      if (after.state === 'LOST') events.push({ event: 'found_lost', equipment, new: after });
+      continue;
+    }
+    // RevertCount is the revert signal (state and count may arrive in separate notifications: one event,
+    // not two); the state change to LOST stands in only where no count is known.
+    const counted = before.revertCount !== undefined && after.revertCount !== undefined;
+    const reverted = counted ? after.revertCount! > before.revertCount! : before.state !== 'LOST' && after.state === 'LOST';
+    if (reverted) events.push({ event: 'lkg_revert', equipment, old: before, new: after });
+    else if (before.state === 'LOST' && after.state === 'ATTENDED') events.push({ event: 'rearm', equipment, old: before, new: after });
+  }
+  return { views: next, events };
+}

@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryAudit } from '../../src/audit/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { silentLogger } from '../../src/log.js';
+import { waitFor } from '../helpers/sim.js';
+
+let data: string;
+let daemon: Daemon;
+const watchdogEntries = () => queryAudit(daemon.store.db, 'site', { kind: 'watchdog' }, { limit: 1000 }).entries;
+
+beforeAll(async () => {
+  data = mkdtempSync(join(tmpdir(), 'lk-daemon-watchdog-'));
+  daemon = await startDaemon({ dataDir: data, logger: silentLogger });
+});
+afterAll(async () => {
+  await daemon?.stop('test done');
+  rmSync(data, { recursive: true, force: true });
+});
+
+describe('the daemon records what the PLC watchdogs do (R8) on the site chain', () => {
+  it('heartbeats flowing: no watchdog event', async () => {
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(watchdogEntries()).toEqual([]);
+  });
+
+  it('heartbeats of the Modbus connection stop: the blender and fluid bed revert by themselves, and each revert is audited with old and new state', async () => {
+    const sim = daemon.simulator!;
+    const modbus = daemon.connectors.find((c) => c.protocol === 'modbus')!;
+    modbus.stopHeartbeat();
+    const timeout = daemon.loaded.config.simulator.watchdog_timeout_ms;
+    expect(await waitFor(() => sim.plant.read('blender', 'SupervisorState') === 'LOST', timeout + 2000, 50)).toBe(true);
+    expect(await waitFor(() => watchdogEntries().length >= 2, 3000, 50)).toBe(true);
+    const byEquipment = new Map(watchdogEntries().map((e) => [(e.args as { equipment: string }).equipment, e]));
+    for (const eq of ['blender', 'fluidbed']) {
+      const e = byEquipment.get(eq)!;
+      expect(e.action).toBe('watchdog.lkg_revert');
+      expect(e.old).toMatchObject({ state: 'ATTENDED', revertCount: 0 });
+      expect(e.new).toMatchObject({ state: 'LOST', revertCount: 1 });
+    }
+    // the OPC UA equipment still has its heartbeats: nothing happened there
+    expect(byEquipment.has('press')).toBe(false);
+    expect(sim.plant.read('press', 'SupervisorState')).toBe('ATTENDED');
+  });
+});
