@@ -50,6 +50,8 @@ export const UNIT_TABLE: readonly UnitRow[] = [
   { ucum: 'kPa', unece: 'KPA', symbol: 'kPa', description: 'kilopascal' },
   { ucum: 'MPa', unece: 'MPA', symbol: 'MPa', description: 'megapascal' },
   { ucum: '1', unece: 'C62', symbol: '1', description: 'one (dimensionless)' },
+  { ucum: 'kW', unece: 'KWT', symbol: 'kW', description: 'kilowatt' },
+  { ucum: 'kW.h', unece: 'KWH', symbol: 'kW·h', description: 'kilowatt hour' },
   // No UNECE common code that we can vouch for: matched by display name (the UCUM code itself).
   { ucum: 'g/min', symbol: 'g/min', description: 'gram per minute' },
   { ucum: '{tbl}/h', symbol: '{tbl}/h', description: 'tablets per hour' },

@@ -124,6 +124,36 @@ const coater: EquipmentModel = {
   },
 };
 
+/**
+ * Dew point of the fluid bed's inlet air, °C. The process air is dried by a
+ * desiccant-wheel dehumidifier upstream of the heater, so its water content
+ * (hence its dew point) does not depend on the inlet temperature setpoint:
+ * heating does not change a dew point. Below 0 °C, which is why the register
+ * is a signed int32. The small ripple is the wheel's regeneration cycle.
+ * Deterministic on purpose: the new readings draw nothing from the unit's
+ * noise stream, so every other measurement of a seed stays what it was.
+ */
+export const INLET_DEW_POINT = { meanC: -8, rippleC: 0.3, periodMin: 20 } as const;
+
+export function inletDewPointC(processMinutes: number): number {
+  const d = INLET_DEW_POINT;
+  return d.meanC + d.rippleC * Math.sin((2 * Math.PI * processMinutes) / d.periodMin);
+}
+
+/**
+ * Shaft power of the bin blender's drive, kW, at a speed in rev/min: lifting
+ * the tumbling load takes a roughly constant torque (power ∝ speed) and
+ * friction and windage add a term ∝ speed². 20 rpm → 3 kW, 35 rpm → 6 kW,
+ * a 7.5 kW motor; 0 when the bin stands. Integrated into the energy meter
+ * (kWh) by the step. Deterministic, as {@link inletDewPointC}.
+ */
+export const BLENDER_POWER = { kwPerRpm: 0.12, kwPerRpm2: 0.0015 } as const;
+
+export function blenderMotorPowerKw(speedRpm: number): number {
+  const n = Math.max(0, speedRpm);
+  return BLENDER_POWER.kwPerRpm * n + BLENDER_POWER.kwPerRpm2 * n * n;
+}
+
 const fluidbed: EquipmentModel = {
   init: (sp, truth) => ({ inlet: g(sp, 'InletAirTemp'), air: g(sp, 'Airflow'), lod: truth.drying.lod0, minutes: 0 }),
   step(st, sp, { dtMs, truth }) {
@@ -141,22 +171,27 @@ const fluidbed: EquipmentModel = {
       ProductTemp: productTempC(s(st, 'lod'), s(st, 'inlet'), truth.drying) + rng.normal(0, 0.2),
       Lod: Math.max(0, s(st, 'lod') + rng.normal(0, 0.05)),
       DryingTime: s(st, 'minutes'),
+      InletDewPoint: inletDewPointC(s(st, 'minutes')),
     };
   },
 };
 
 const blender: EquipmentModel = {
-  init: () => ({ speed: 0, revs: 0 }),
+  init: () => ({ speed: 0, revs: 0, energyKwh: 0 }),
   step(st, sp, { dtMs }) {
     const done = s(st, 'revs') >= g(sp, 'TargetRevolutions', Number.POSITIVE_INFINITY);
     st.speed = firstOrder(s(st, 'speed'), done ? 0 : g(sp, 'Speed'), dtMs, TAU_MS.blenderSpeed);
     st.revs = s(st, 'revs') + Math.max(0, s(st, 'speed')) * (dtMs / 60_000);
+    // the energy meter integrates the same speed the revolution counter does
+    st.energyKwh = s(st, 'energyKwh') + blenderMotorPowerKw(s(st, 'speed')) * (dtMs / 3_600_000);
   },
   measure(st, _sp, { truth, rng }) {
     return {
       SpeedActual: Math.max(0, s(st, 'speed') + rng.normal(0, 0.05)),
       Revolutions: s(st, 'revs'),
       BlendRsd: Math.max(0, noisy(rng, blendRsdPct(s(st, 'revs'), truth.blend), 0.05)),
+      MotorPower: blenderMotorPowerKw(s(st, 'speed')),
+      MotorEnergy: s(st, 'energyKwh'),
     };
   },
 };

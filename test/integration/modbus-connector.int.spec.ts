@@ -52,7 +52,7 @@ describe('modbus connector against the simulator', () => {
 
   it('describes the configured register map', async () => {
     const d = await conn.describe();
-    expect(d).toHaveLength(23);
+    expect(d).toHaveLength(26);
     expect(d.find((t) => t.tag === 'fluidbed.Lod')).toMatchObject({ address: '2/input/3', dataType: 'float32', writable: false, unit: '%' });
     expect(d.find((t) => t.tag === 'blender.Speed')).toMatchObject({ address: '1/holding/100', writable: true, range: { min: 5, max: 35 } });
     expect(d.filter((t) => t.writable).map((t) => t.tag).sort()).toEqual(['blender.Speed', 'blender.TargetRevolutions', 'fluidbed.Airflow', 'fluidbed.InletAirTemp']);

@@ -93,7 +93,7 @@ describe('simulator Modbus TCP server', () => {
     expect(await exceptionOf(client.writeRegisters(6, [0, 0]))).toBe(2); // RevertCount is the PLC's
     expect(await exceptionOf(client.writeRegisters(50, [1]))).toBe(2);
     expect(await exceptionOf(client.readHoldingRegisters(104, 2))).toBe(2);
-    expect(await exceptionOf(client.readInputRegisters(0, 8))).toBe(2);
+    expect(await exceptionOf(client.readInputRegisters(0, 10))).toBe(2); // fluid bed inputs end at 8 (InletDewPoint)
     expect(sim.plant.read('fluidbed', 'InletAirTemp')).toBe(60);
     client.setID(9);
     expect(await exceptionOf(client.readHoldingRegisters(0, 2))).toBe(11);
