@@ -60,6 +60,27 @@ describe('simulator Modbus TCP server', () => {
     expect(f32(r5, r6)).toBeGreaterThanOrEqual(0);
   });
 
+  it('meters: blender int32 power in DCBA order and float64 energy, fluid bed int32 dew point × 0.01 below zero', async () => {
+    client.setID(1);
+    const b = (await client.readInputRegisters(6, 6)).data;
+    const bt = sim.plant.snapshot('blender');
+    client.setID(2);
+    const f = (await client.readInputRegisters(7, 2)).data;
+    const ft = sim.plant.snapshot('fluidbed');
+    const bytes = (regs: readonly number[]): Buffer => Buffer.from(regs.flatMap((r) => [r >> 8, r & 0xff]));
+    // the power meter is a little-endian device: the wire bytes are the value's bytes least significant first
+    const power = bytes(b.slice(0, 2)).readInt32LE(0) / 1000;
+    expect(bytes(b.slice(0, 2)).readInt32BE(0) / 1000).not.toBeCloseTo(power, 0); // so BE decoding is wrong
+    // the plant steps every 50 ms (3 process s at × 60) between the read and the snapshot: ≤ 0.2 kW, ≤ 0.01 kWh
+    expect(Math.abs(power - (bt.MotorPower as number))).toBeLessThan(0.2);
+    const energy = bytes(b.slice(2, 6)).readDoubleBE(0);
+    expect(energy).toBeGreaterThan(0);
+    expect(Math.abs(energy - (bt.MotorEnergy as number))).toBeLessThan(0.01);
+    const dew = bytes(f).readInt32BE(0) / 100;
+    expect(dew).toBeLessThan(0);
+    expect(Math.abs(dew - (ft.InletDewPoint as number))).toBeLessThan(0.02);
+  });
+
   it('supervisor holding registers: watchdog timeout, ATTENDED, recipe numbers', async () => {
     client.setID(1);
     const { data } = await client.readHoldingRegisters(0, 12);
