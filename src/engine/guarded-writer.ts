@@ -12,48 +12,33 @@
  * Operations run one at a time (a promise queue), so no two interleave.
  */
 import { randomBytes } from 'node:crypto';
-import type { Connector, WriteCapability, WriteResult } from '../../connectors/types.js';
-import { EMPTY_ARBITRATION, type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, arbitrate, resolveEscalation } from '../arbitration/index.js';
+import type { WriteCapability, WriteResult } from '../../connectors/types.js';
+import { type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, arbitrate, resolveEscalation } from '../arbitration/index.js';
 import type { AuditEntryInput } from '../audit/index.js';
-import type { Clock } from '../clock.js';
-import type { SiteConfig } from '../config/schema.js';
-import type { Approval, Attendance, Decision, PolicyContext } from '../domain/policy.js';
+import type { Approval, Decision } from '../domain/policy.js';
 import { LkError } from '../errors.js';
-import { type AutonomyState, type PolicyBundle, autonomyFor, combineDecisions, evaluate, vectorHash } from '../policy/index.js';
-import type { Store, TxContext } from '../store/store.js';
-import { autonomyLevels } from './autonomy-store.js';
+import { type PolicyBundle, combineDecisions, evaluate, vectorHash } from '../policy/index.js';
+import type { TxContext } from '../store/store.js';
+import { ArbitrationStore } from './arbitration-store.js';
+import { decisionContext } from './decision-context.js';
 import { json } from './json.js';
-import { checkProposal, withoutWins } from './proposal.js';
+import { checkProposal, entryFor, supersededBy, withoutWins } from './proposal.js';
 import { closeOpenIntents } from './recovery.js';
 import { SetpointReader } from './setpoint-reader.js';
 import { type LastMove, WriterState } from './writer-state.js';
 import { outcomeUnknown } from './write-errors.js';
-import type { BatchRegistry, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal } from './writer-types.js';
+import type { GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal } from './writer-types.js';
 
-export type { BatchContext, BatchRegistry, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
-
-export interface GuardedWriterOptions {
-  readonly store: Store;
-  readonly site: SiteConfig;
-  readonly connectors: readonly Connector[];
-  readonly clock: Clock;
-  /** The bundle in force; null when none could be loaded (every write is then denied). */
-  readonly policy: () => PolicyBundle | null;
-  /**
-   * Autonomy state to use instead of the persisted one (tests, replay). Without it the writer reads the
-   * levels from the store at every decision (bundle levels overridden by `policy autonomy set`).
-   */
-  readonly autonomy?: () => AutonomyState;
-  /** The attended operator session, if any (R5). */
-  readonly attendance?: () => Attendance | null;
-  /** Batch state and assigned reviewer at call time (the run engine); an unknown batch moves nothing. */
-  readonly batches: BatchRegistry;
-}
+export type { BatchContext, BatchRegistry, GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
 type Move = { readonly setpoint: string; readonly value: number; readonly unit: string; readonly old: number };
 type SignedApproval = Approval & { readonly vectorHash: string };
-/** An approval being executed: the pending write it came from and the vector hash it binds to. */
-type Approving = { readonly approval: Approval; readonly pendingId: string; readonly vectorHash: string };
+/**
+ * An approval being executed: the pending write it came from and the vector hash it binds to. `settled` turns
+ * true once the pending row was closed or put back to waiting — committed in the same transaction as the last
+ * audit entry of the approved write, so no crash can leave a written vector pending.
+ */
+type Approving = { readonly approval: Approval; readonly pendingId: string; readonly vectorHash: string; settled: boolean };
 
 export class GuardedWriter {
   private readonly caps = new Map<string, WriteCapability>();
@@ -63,12 +48,14 @@ export class GuardedWriter {
   private readonly state: WriterState;
   /** Pending writes whose approval was running when the process stopped (resolved by {@link recover}). */
   private interruptedApprovals: string[] = [];
-  private arb: ArbitrationState = EMPTY_ARBITRATION;
+  private readonly arbStore: ArbitrationStore;
+  private arb: ArbitrationState;
   private queue: Promise<unknown> = Promise.resolve();
 
   /**
    * Claims the write capability of every connector: construct exactly one writer per process. Reloads the
-   * pending queue and the last moves from the store, so a restart loses nothing that was acknowledged.
+   * pending queue, the last moves and the arbitration state (owners, pending escalations) from the store, so a
+   * restart loses nothing that was acknowledged.
    * @throws LkError LK_WRITER_CLAIMED when a capability was claimed already; LK_STORE_MIGRATION when the store
    *   has no engine tables.
    */
@@ -81,6 +68,8 @@ export class GuardedWriter {
       if (approving) this.interruptedApprovals.push(write.id);
     }
     this.lastMoves = this.state.loadLastMoves();
+    this.arbStore = new ArbitrationStore(o.store);
+    this.arb = this.arbStore.load();
   }
 
   /**
@@ -95,10 +84,7 @@ export class GuardedWriter {
       for (const id of approvals) {
         const pw = this.pendingWrites.get(id);
         if (!pw) continue;
-        this.o.store.tx((t) => {
-          this.state.setApproving(t, id, null);
-          t.audit.append(this.entry(pw.proposal, { actor: 'system', kind: 'state_change', action: 'setpoint.approval_interrupted', args: json({ pendingId: id, vectorHash: pw.vectorHash }), reason: 'the process stopped while the approved write ran; it waits again and needs a new approval' }));
-        });
+        this.o.store.tx((t) => this.state.approvalInterrupted(t, pw));
       }
       const { interrupted, moves } = await closeOpenIntents(this.o.store, this.state, (sp) => this.reader.one(sp), (sp) => this.reader.tolerance(sp), this.lastMoves);
       for (const [sp, m] of moves) this.lastMoves.set(sp, m);
@@ -146,7 +132,7 @@ export class GuardedWriter {
       const a: Approval = { by: approval.by, role: approval.role, kind: approval.kind };
       const inForce = this.o.policy()?.version ?? null;
       this.o.store.tx((t) => {
-        t.audit.append(this.entry(pw.proposal, {
+        t.audit.append(entryFor(pw.proposal, {
           actor: approval.by,
           kind: 'approval',
           action: 'setpoint.approve',
@@ -155,14 +141,16 @@ export class GuardedWriter {
         }));
         this.state.setApproving(t, pendingId, { ...a, vectorHash: pw.vectorHash });
       });
+      const running: Approving = { approval: a, pendingId, vectorHash: pw.vectorHash, settled: false };
       let out: WriteOutcome;
       try {
-        out = await this.run(pw.proposal, { approval: a, pendingId, vectorHash: pw.vectorHash });
+        out = await this.run(pw.proposal, running);
       } catch (err) {
-        this.settle(pendingId, false, LkError.is(err) ? err.code : 'LK_INTERNAL');
+        // failed before its last transaction: the write waits again (a failure after it found the row settled)
+        if (!running.settled) this.o.store.tx((t) => this.settle(t, running, LkError.is(err) ? err.code : 'LK_INTERNAL', false));
         throw err;
       }
-      this.settle(pendingId, out.status !== 'pending' && out.status !== 'recommended', out.status);
+      if (!running.settled) this.o.store.tx((t) => this.settle(t, running, out.status));
       return out;
     });
   }
@@ -174,7 +162,7 @@ export class GuardedWriter {
       if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
       this.o.store.tx((t) => {
         this.state.deletePending(t, pendingId);
-        t.audit.append(this.entry(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) }));
+        t.audit.append(entryFor(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) }));
       });
       this.pendingWrites.delete(pendingId);
       return { status: 'rejected', proposalId: pw.proposal.id, decisions: [], vectorHash: pw.vectorHash };
@@ -190,8 +178,10 @@ export class GuardedWriter {
       const bundle = this.o.policy();
       if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded');
       const r = resolveEscalation(this.arb, setpoint, decision, this.o.clock.now(), bundle);
-      this.o.store.audit.append({ tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person }, reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }) });
-      this.arb = r.state;
+      this.o.store.tx((t) => {
+        const e = t.audit.append({ tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person }, reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }) });
+        this.keepArb(t, r.state, tenant, e.seq);
+      });
       return r;
     });
   }
@@ -207,17 +197,29 @@ export class GuardedWriter {
     return next;
   }
 
-  /** After an approval ran: the pending write leaves the queue (closed) or waits again, audited with the row change. */
-  private settle(pendingId: string, close: boolean, status: string): void {
-    const pw = this.pendingWrites.get(pendingId);
-    if (!pw) return; // superseded or re-keyed meanwhile: already audited
-    this.o.store.tx((t) => {
-      if (close) this.state.deletePending(t, pendingId);
-      else this.state.setApproving(t, pendingId, null);
-      t.audit.append(this.entry(pw.proposal, { kind: 'state_change', action: close ? 'setpoint.pending_closed' : 'setpoint.pending_kept', args: json({ pendingId, vectorHash: pw.vectorHash, status }), reason: close ? `approved write ${status}` : `approved write did not run (${status}); it waits` }));
+  /**
+   * Inside `t`, the last transaction of an approved write: the pending write leaves the queue (closed) or waits
+   * again, audited with the row change; memory follows on commit. No-op for a proposal (`a` null).
+   */
+  private settle(t: TxContext, a: Approving | null, status: string, close = status !== 'pending' && status !== 'recommended'): void {
+    const pw = a && !a.settled ? this.pendingWrites.get(a.pendingId) : undefined;
+    if (!a || !pw) return; // a proposal, or superseded meanwhile: already audited
+    this.state.settle(t, pw, close, status);
+    this.o.store.afterCommit(() => {
+      a.settled = true;
+      if (close) this.pendingWrites.delete(pw.id);
     });
-    if (close) this.pendingWrites.delete(pendingId);
   }
+
+  /** Inside `t`: persist the arbitration state `next` (its rows name the audit entry `seq`); memory follows on commit. */
+  private keepArb(t: TxContext, next: ArbitrationState, tenant: string, seq: number): void {
+    if (next === this.arb) return;
+    this.arbStore.sync(t, this.arb, next, tenant, seq);
+    this.o.store.afterCommit(() => {
+      this.arb = next;
+    });
+  }
+
   private async run(p: WriteProposal, approving: Approving | null): Promise<WriteOutcome> {
     const bundle = this.o.policy();
     const now = this.o.clock.now();
@@ -229,17 +231,23 @@ export class GuardedWriter {
       const reqs: ArbitrationRequest[] = p.moves.map((m) => ({ id: `${p.id}:${m.setpoint}`, agent: p.agent, setpoint: m.setpoint, value: m.value, attribute: p.attribute, justification: p.justification, at: now }));
       arbResult = arbitrate(reqs, this.arb, now, bundle, { product: p.product, tooling: p.tooling });
       if (arbResult.declined.length > 0 || arbResult.escalated.length > 0) {
-        this.arb = withoutWins(this.arb, arbResult, p.id);
-        this.audit(p, { kind: 'arbitration', action: 'arbitration.decline', result: json({ declined: arbResult.declined, escalated: arbResult.escalated }), reason: arbResult.declined.map((d) => d.reason).join(', ') || 'DEADLOCK_EQUAL_RANK' });
-        const esc = arbResult.escalated[0];
-        return { ...base, status: esc ? 'escalated' : 'declined', decisions: [], vectorHash: null, declined: arbResult.declined, ...(esc ? { escalation: esc } : {}) };
+        const r = arbResult;
+        const esc = r.escalated[0];
+        const status = esc ? 'escalated' : 'declined';
+        // the decline, the ownership and escalations it leaves, and a settled approval: one transaction
+        this.o.store.tx((t) => {
+          const e = t.audit.append(entryFor(p, { kind: 'arbitration', action: 'arbitration.decline', result: json({ declined: r.declined, escalated: r.escalated }), reason: r.declined.map((d) => d.reason).join(', ') || 'DEADLOCK_EQUAL_RANK' }));
+          this.keepArb(t, withoutWins(this.arb, r, p.id), p.tenant, e.seq);
+          this.settle(t, approving, status);
+        });
+        return { ...base, status, decisions: [], vectorHash: null, declined: r.declined, ...(esc ? { escalation: esc } : {}) };
       }
     }
     // 2. policy at call time, with the current values read from the equipment
     const current = await this.reader.current(p.moves.map((m) => m.setpoint));
-    const decisions = p.moves.map((m) => evaluate({ agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling }, bundle, this.context(p, m.setpoint, now, current, approval, bundle)));
+    const decisions = p.moves.map((m) => evaluate({ agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling }, bundle, decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle)));
     const decisionEntries = decisions.map((d, i) =>
-      this.entry(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
+      entryFor(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
     );
     const combined = combineDecisions(decisions);
     const moves: Move[] | null = decisions.every((d) => d.valueInSetpointUnit !== null && d.setpointUnit !== null)
@@ -248,12 +256,21 @@ export class GuardedWriter {
     const hash = moves ? vectorHash({ agent: p.agent, product: p.product, tooling: p.tooling, moves }) : null;
     if (approving && hash && hash !== approving.vectorHash && combined.outcome !== 'deny') return this.stale(p, approving, hash, decisions, decisionEntries, bundle);
     const keep = combined.outcome === 'allow' || combined.pendingApproval !== 'none';
-    if (arbResult) this.arb = keep ? arbResult.state : withoutWins(this.arb, arbResult, p.id);
+    // the arbitration state this decision leaves commits with its audit entries (a kept move owns the setpoint)
+    const arbNext = arbResult ? (keep ? arbResult.state : withoutWins(this.arb, arbResult, p.id)) : this.arb;
+    const decided = (t: TxContext): void => {
+      const es = t.audit.appendBatch(decisionEntries);
+      this.keepArb(t, arbNext, p.tenant, es.at(-1)!.seq);
+    };
     if (combined.outcome === 'deny' || (combined.outcome !== 'allow' && (combined.pendingApproval === 'none' || !hash))) {
-      this.o.store.audit.appendBatch(decisionEntries);
-      return { ...base, status: combined.outcome === 'deny' ? 'denied' : 'recommended', decisions, vectorHash: hash };
+      const status = combined.outcome === 'deny' ? 'denied' : 'recommended';
+      this.o.store.tx((t) => {
+        decided(t);
+        this.settle(t, approving, status);
+      });
+      return { ...base, status, decisions, vectorHash: hash };
     }
-    const victims = this.supersededBy(p, approving?.pendingId ?? null);
+    const victims = supersededBy(this.pendingWrites.values(), p, approving?.pendingId ?? null);
     if (combined.outcome !== 'allow') {
       const needs = combined.pendingApproval === 'qa' ? 'qa' : 'reviewer';
       const existing = [...this.pendingWrites.values()].find((w) => w.proposal.id === p.id);
@@ -261,19 +278,20 @@ export class GuardedWriter {
       const w: PendingWrite = { id, proposal: p, vectorHash: hash!, needs, since: existing?.since ?? now, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
       // decisions, superseded writes and the queued one: one transaction, so the queue and the trail agree
       this.o.store.tx((t) => {
-        t.audit.appendBatch(decisionEntries);
-        this.supersede(t, p, victims.filter((v) => v.id !== id));
-        const e = t.audit.append(this.entry(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: id, vectorHash: hash, needs, bundle: w.bundleVersion }), reason: `waits for ${needs === 'qa' ? 'QA' : 'a named reviewer'}` }));
+        decided(t);
+        this.state.supersede(t, p, victims.filter((v) => v.id !== id));
+        const e = t.audit.append(entryFor(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: id, vectorHash: hash, needs, bundle: w.bundleVersion }), reason: `waits for ${needs === 'qa' ? 'QA' : 'a named reviewer'}` }));
         this.state.putPending(t, w, e.seq);
+        this.settle(t, approving, 'pending');
       });
       for (const v of victims) if (v.id !== id) this.pendingWrites.delete(v.id);
       this.pendingWrites.set(id, w);
       return { ...base, status: 'pending', decisions, vectorHash: hash, pending: { id, needs } };
     }
     // 3. write the vector
-    return this.execute(p, moves!, decisions, hash!, (t) => {
-      t.audit.appendBatch(decisionEntries);
-      this.supersede(t, p, victims);
+    return this.execute(p, moves!, decisions, hash!, approving, (t) => {
+      decided(t);
+      this.state.supersede(t, p, victims);
     }, victims);
   }
 
@@ -284,44 +302,20 @@ export class GuardedWriter {
       t.audit.appendBatch(decisionEntries);
       if (!pw) return;
       const w: PendingWrite = { ...pw, vectorHash: hash, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
-      const e = t.audit.append(this.entry(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: pw.id, vectorHash: hash, needs: pw.needs, bundle: w.bundleVersion, staleApproval: approving.vectorHash }), reason: 'the bundle in force computes another vector: the approval is stale, a new one is needed' }));
+      const e = t.audit.append(entryFor(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: pw.id, vectorHash: hash, needs: pw.needs, bundle: w.bundleVersion, staleApproval: approving.vectorHash }), reason: 'the bundle in force computes another vector: the approval is stale, a new one is needed' }));
       this.state.putPending(t, w, e.seq);
       this.pendingWrites.set(pw.id, w);
+      this.settle(t, approving, 'LK_APPROVAL_STALE', false);
     });
     throw new LkError('LK_APPROVAL_STALE', `the bundle in force computes vector ${hash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`, { pendingId: approving.pendingId, vectorHash: hash });
   }
 
-  private context(p: WriteProposal, setpoint: string, now: number, current: Map<string, number | null>, approval: Approval | null, bundle: PolicyBundle | null): PolicyContext {
-    let autonomy: PolicyContext['autonomy'];
-    const given = this.o.autonomy?.();
-    if (given) {
-      const lv = autonomyFor(given, p.agent, setpoint);
-      autonomy = { agent: lv.agent, setpoint: lv.setpoint };
-    } else if (bundle) {
-      autonomy = autonomyLevels(this.o.store.db, bundle, p.agent, setpoint);
-    }
-    const last = this.lastMoves.get(setpoint);
-    const batch = this.o.batches(p.tenant, p.batch);
-    return {
-      now,
-      batchState: batch?.state ?? 'unknown',
-      ...(autonomy ? { autonomy } : {}),
-      ...(p.model ? { model: p.model } : {}),
-      current: current.get(setpoint) ?? null,
-      lastMove: last ?? null,
-      reviewer: batch?.reviewer ?? null,
-      attendance: this.o.attendance?.() ?? null,
-      approval,
-      ...(p.predictedCappingRisk !== undefined ? { predictedCappingRisk: p.predictedCappingRisk } : {}),
-    };
-  }
-
-  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, first: (t: TxContext) => void, victims: readonly PendingWrite[]): Promise<WriteOutcome> {
+  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, approving: Approving | null, first: (t: TxContext) => void, victims: readonly PendingWrite[]): Promise<WriteOutcome> {
     const base = { proposalId: p.id, decisions, vectorHash: hash };
     const done: { move: Move; result: WriteResult | null }[] = [];
     for (const [i, m] of moves.entries()) {
       const cap = this.capFor(m.setpoint);
-      const intentEntry = this.entry(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value });
+      const intentEntry = entryFor(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value });
       // the decisions, superseded pending writes and the first intent commit together: one durable sync fewer per write
       const intent = this.o.store.tx((t) => {
         if (i === 0) first(t);
@@ -337,71 +331,65 @@ export class GuardedWriter {
         this.o.store.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json({ ok: false, error: e }), reason: e.code });
         // a write whose outcome is unknown may have moved the equipment: put it back too; a refusal changed nothing
         if (outcomeUnknown(err)) done.push({ move: m, result: null });
-        return this.fail(p, base, done, `write of ${m.setpoint} failed: ${e.code}`, e);
+        return this.fail(p, base, done, `write of ${m.setpoint} failed: ${e.code}`, e, approving);
       }
       done.push({ move: m, result });
       const whole = result.verified && i === moves.length - 1;
       const at = this.o.clock.now();
-      // the vector's last outcome and the moves the rate check remembers commit together
+      // the vector's last outcome, the moves the rate check remembers and the approved pending write's closing commit together
       this.o.store.tx((t) => {
         const out = t.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json(result), old: json(m.old), new: json(result.readBack) });
-        if (whole) for (const d of done) this.state.putLastMove(t, d.move.setpoint, { value: d.move.value, at }, p.tenant, out.seq);
+        if (!whole) return;
+        for (const d of done) this.state.putLastMove(t, d.move.setpoint, { value: d.move.value, at }, p.tenant, out.seq);
+        this.settle(t, approving, 'written');
       });
       if (whole) for (const d of done) this.lastMoves.set(d.move.setpoint, { value: d.move.value, at });
       if (!result.verified) {
-        return this.fail(p, base, done, `read-back of ${m.setpoint} is ${String(result.readBack)} (${result.readBackQuality}), wrote ${result.written}`, { code: 'LK_READBACK_MISMATCH', message: 'read-back does not match the written value' });
+        return this.fail(p, base, done, `read-back of ${m.setpoint} is ${String(result.readBack)} (${result.readBackQuality}), wrote ${result.written}`, { code: 'LK_READBACK_MISMATCH', message: 'read-back does not match the written value' }, approving);
       }
     }
     return { ...base, status: 'written', results: done.map((d) => d.result!) };
   }
 
-  /** Alarm, then put back every setpoint of the vector touched so far (the vector is all or nothing). */
-  private async fail(p: WriteProposal, base: Omit<WriteOutcome, 'status'>, done: { move: Move; result: WriteResult | null }[], what: string, error: { code: string; message: string }): Promise<WriteOutcome> {
-    this.audit(p, { actor: 'system', kind: 'alarm', action: error.code === 'LK_READBACK_MISMATCH' ? 'setpoint.readback_mismatch' : 'setpoint.write_failed', reason: what, result: json({ error, moves: done.map((d) => d.move.setpoint) }) });
-    let reverted = true;
-    for (const { move } of [...done].reverse()) {
-      const cap = this.capFor(move.setpoint);
-      if (!Number.isFinite(move.old) || !cap) {
-        reverted = false;
-        continue;
-      }
-      const intent = this.o.store.audit.intent(this.entry(p, { actor: 'system', kind: 'intent', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, old: move.value, new: move.old, reason: what }));
+  /**
+   * Alarm, then put back every setpoint of the vector touched so far (the vector is all or nothing). A revert
+   * the equipment answered is that setpoint's last move (the rate check counts both moves); the last
+   * transaction also settles an approved pending write.
+   */
+  private async fail(p: WriteProposal, base: Omit<WriteOutcome, 'status'>, done: { move: Move; result: WriteResult | null }[], what: string, error: { code: string; message: string }, approving: Approving | null): Promise<WriteOutcome> {
+    const back = [...done].reverse().map((d) => d.move);
+    const todo = back.filter((m) => Number.isFinite(m.old) && this.capFor(m.setpoint));
+    let reverted = todo.length === back.length;
+    const status = (): 'reverted' | 'failed' => (reverted ? 'reverted' : 'failed');
+    this.o.store.tx((t) => {
+      t.audit.append(entryFor(p, { actor: 'system', kind: 'alarm', action: error.code === 'LK_READBACK_MISMATCH' ? 'setpoint.readback_mismatch' : 'setpoint.write_failed', reason: what, result: json({ error, moves: done.map((d) => d.move.setpoint) }) }));
+      if (todo.length === 0) this.settle(t, approving, status());
+    });
+    for (const [i, move] of todo.entries()) {
+      const intent = this.o.store.audit.intent(entryFor(p, { actor: 'system', kind: 'intent', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, old: move.value, new: move.old, reason: what }));
+      let result: unknown;
+      let moved: LastMove | null = null;
       try {
-        const r = await cap.write(move.setpoint, move.old);
+        const r = await this.capFor(move.setpoint)!.write(move.setpoint, move.old);
         reverted &&= r.verified;
-        this.o.store.audit.outcome(intent, { actor: 'system', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, result: json(r) });
+        result = r;
+        moved = { value: move.old, at: this.o.clock.now() };
       } catch (err) {
         reverted = false;
-        this.o.store.audit.outcome(intent, { actor: 'system', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, result: json({ ok: false, error: LkError.is(err) ? err.code : String(err) }) });
+        result = { ok: false, error: LkError.is(err) ? err.code : String(err) };
       }
+      this.o.store.tx((t) => {
+        const out = t.audit.outcome(intent, { actor: 'system', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, result: json(result) });
+        if (moved) this.state.putLastMove(t, move.setpoint, moved, p.tenant, out.seq);
+        if (i === todo.length - 1) this.settle(t, approving, status());
+      });
+      if (moved) this.lastMoves.set(move.setpoint, moved);
     }
-    return { ...base, status: reverted ? 'reverted' : 'failed', results: done.flatMap((d) => (d.result ? [d.result] : [])), error };
-  }
-
-  /** Pending writes sharing a setpoint with a newer proposal (not the one being approved). */
-  private supersededBy(p: WriteProposal, keepId: string | null): PendingWrite[] {
-    const touched = new Set(p.moves.map((m) => m.setpoint));
-    return [...this.pendingWrites.values()].filter((w) => w.id !== keepId && w.proposal.moves.some((m) => touched.has(m.setpoint)));
-  }
-
-  /** Superseded pending writes are declined explicitly inside `t`, never merged or dropped (the caller drops them from memory after commit). */
-  private supersede(t: TxContext, p: WriteProposal, victims: readonly PendingWrite[]): void {
-    for (const w of victims) {
-      this.state.deletePending(t, w.id);
-      t.audit.append(this.entry(w.proposal, { kind: 'state_change', action: 'setpoint.superseded', args: json({ pendingId: w.id, vectorHash: w.vectorHash, supersededBy: p.id }), reason: `superseded by proposal ${p.id} of ${p.agent}` }));
-    }
+    return { ...base, status: status(), results: done.flatMap((d) => (d.result ? [d.result] : [])), error };
   }
 
   private capFor(setpoint: string): WriteCapability | undefined {
     const conn = this.reader.connectionOf.get(setpoint);
     return conn ? this.caps.get(conn) : undefined;
-  }
-
-  private entry(p: WriteProposal, e: Partial<AuditEntryInput> & Pick<AuditEntryInput, 'kind' | 'action'>): AuditEntryInput {
-    return { tenant: p.tenant, actor: p.agent, ...e, subject: { batch: p.batch, agent: p.agent, ...(p.run ? { run: p.run } : {}), ...e.subject } };
-  }
-
-  private audit(p: WriteProposal, e: Partial<AuditEntryInput> & Pick<AuditEntryInput, 'kind' | 'action'>): void {
-    this.o.store.audit.append(this.entry(p, e));
   }
 }

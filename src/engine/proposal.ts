@@ -1,9 +1,10 @@
 /** Checks and arbitration bookkeeping of a write proposal (no I/O). */
 import type { ArbitrationResult, ArbitrationState } from '../arbitration/index.js';
+import type { AuditEntryInput } from '../audit/index.js';
 import type { SiteConfig } from '../config/schema.js';
 import { scoreOf } from '../arbitration/index.js';
 import { LkError } from '../errors.js';
-import type { WriteProposal } from './writer-types.js';
+import type { PendingWrite, WriteProposal } from './writer-types.js';
 
 /**
  * Validate a proposal before anything is read, written or audited.
@@ -40,4 +41,15 @@ export function withoutWins(before: ArbitrationState, r: ArbitrationResult, prop
     else delete owners[w.request.setpoint];
   }
   return { owners, escalations: r.state.escalations };
+}
+
+/** An audit entry of a proposal: its tenant chain, its agent as actor unless named, its batch, agent and run as subject. */
+export function entryFor(p: WriteProposal, e: Partial<AuditEntryInput> & Pick<AuditEntryInput, 'kind' | 'action'>): AuditEntryInput {
+  return { tenant: p.tenant, actor: p.agent, ...e, subject: { batch: p.batch, agent: p.agent, ...(p.run ? { run: p.run } : {}), ...e.subject } };
+}
+
+/** Pending writes sharing a setpoint with a newer proposal (not `keepId`, the one being approved). */
+export function supersededBy(pending: Iterable<PendingWrite>, p: WriteProposal, keepId: string | null): PendingWrite[] {
+  const touched = new Set(p.moves.map((m) => m.setpoint));
+  return [...pending].filter((w) => w.id !== keepId && w.proposal.moves.some((m) => touched.has(m.setpoint)));
 }

@@ -9,6 +9,8 @@ import type { Statement } from 'better-sqlite3';
 import type { Approval } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import type { Store, TxContext } from '../store/store.js';
+import { json } from './json.js';
+import { entryFor } from './proposal.js';
 import type { PendingWrite, WriteProposal } from './writer-types.js';
 
 interface PendingRow {
@@ -101,5 +103,26 @@ export class WriterState {
 
   putLastMove(_t: TxContext, setpoint: string, move: LastMove, tenant: string, auditSeq: number): void {
     this.st.putMove.run(setpoint, move.value, move.at, tenant, auditSeq);
+  }
+
+  /** Newer proposal `by` declines the `victims` inside `t`, each audited, never merged or dropped. */
+  supersede(t: TxContext, by: WriteProposal, victims: readonly PendingWrite[]): void {
+    for (const w of victims) {
+      this.deletePending(t, w.id);
+      t.audit.append(entryFor(w.proposal, { kind: 'state_change', action: 'setpoint.superseded', args: json({ pendingId: w.id, vectorHash: w.vectorHash, supersededBy: by.id }), reason: `superseded by proposal ${by.id} of ${by.agent}` }));
+    }
+  }
+
+  /** An approved write ended (`close`: the row goes) or did not run (the row waits again), audited inside `t`. */
+  settle(t: TxContext, pw: PendingWrite, close: boolean, status: string): void {
+    if (close) this.deletePending(t, pw.id);
+    else this.setApproving(t, pw.id, null);
+    t.audit.append(entryFor(pw.proposal, { kind: 'state_change', action: close ? 'setpoint.pending_closed' : 'setpoint.pending_kept', args: json({ pendingId: pw.id, vectorHash: pw.vectorHash, status }), reason: close ? `approved write ${status}` : `approved write did not run (${status}); it waits` }));
+  }
+
+  /** At start: the approval of `pw` was running when the process stopped; it waits again (audited inside `t`). */
+  approvalInterrupted(t: TxContext, pw: PendingWrite): void {
+    this.setApproving(t, pw.id, null);
+    t.audit.append(entryFor(pw.proposal, { actor: 'system', kind: 'state_change', action: 'setpoint.approval_interrupted', args: json({ pendingId: pw.id, vectorHash: pw.vectorHash }), reason: 'the process stopped while the approved write ran; it waits again and needs a new approval' }));
   }
 }

@@ -1,7 +1,11 @@
 /** Types of the guarded writer's public surface (kept apart so its state and recovery modules share them). */
-import type { WriteResult } from '../../connectors/types.js';
+import type { Connector, WriteResult } from '../../connectors/types.js';
 import type { Declined, Escalation } from '../arbitration/index.js';
-import type { ArbitrationAttribute, Decision, RequestedValue } from '../domain/policy.js';
+import type { Clock } from '../clock.js';
+import type { SiteConfig } from '../config/schema.js';
+import type { ArbitrationAttribute, Attendance, Decision, RequestedValue } from '../domain/policy.js';
+import type { AutonomyState, PolicyBundle } from '../policy/index.js';
+import type { Store } from '../store/store.js';
 
 export interface WriteProposal {
   /** Unique id of the proposal (from the run engine or the agent). */
@@ -66,4 +70,23 @@ export interface RecoveryReport {
   readonly interrupted: readonly { readonly tenant: string; readonly seq: number; readonly setpoint: string | null; readonly intended: unknown; readonly equipment: number | null; readonly quality: string }[];
   /** Pending writes whose approval was being executed when the process stopped (back to waiting). */
   readonly approvalsInterrupted: readonly string[];
+}
+
+/** What the one guarded writer of a process is built from (see `new GuardedWriter`). */
+export interface GuardedWriterOptions {
+  readonly store: Store;
+  readonly site: SiteConfig;
+  readonly connectors: readonly Connector[];
+  readonly clock: Clock;
+  /** The bundle in force; null when none could be loaded (every write is then denied). */
+  readonly policy: () => PolicyBundle | null;
+  /**
+   * Autonomy state to use instead of the persisted one (tests, replay). Without it the writer reads the
+   * levels from the store at every decision (bundle levels overridden by `policy autonomy set`).
+   */
+  readonly autonomy?: () => AutonomyState;
+  /** The attended operator session, if any (R5). */
+  readonly attendance?: () => Attendance | null;
+  /** Batch state and assigned reviewer at call time (the run engine); an unknown batch moves nothing. */
+  readonly batches: BatchRegistry;
 }

@@ -161,6 +161,35 @@ export const MIGRATIONS: readonly Migration[] = [
         CHECK (agent <> '*' OR setpoint <> '*')
       ) WITHOUT ROWID;`,
   },
+  {
+    version: 4,
+    name: 'engine: arbitration ownership windows and pending escalations',
+    up: `
+      -- Arbitration state (rules 3 and the deadlock escalation), so a restart neither frees a
+      -- setpoint inside its ownership window nor forgets a deadlock waiting for a human. Rows
+      -- change in the same transaction as the audit entry that records the arbitration step.
+
+      -- The live owner of a contested setpoint until expires_at (an expired row is ignored).
+      CREATE TABLE arbitration_owner (
+        setpoint    TEXT PRIMARY KEY,
+        agent       TEXT    NOT NULL,
+        request_id  TEXT    NOT NULL,
+        ownership   TEXT    NOT NULL,              -- the Ownership as JSON (request, attribute, score, value)
+        since       INTEGER NOT NULL,              -- epoch ms
+        expires_at  INTEGER NOT NULL,              -- epoch ms
+        tenant      TEXT    NOT NULL,
+        audit_seq   INTEGER NOT NULL               -- entry (tenant chain) of the step that set the row
+      ) WITHOUT ROWID;
+
+      -- A deadlock (equal rank, different targets) waiting for a named person; no expiry.
+      CREATE TABLE arbitration_escalation (
+        setpoint    TEXT PRIMARY KEY,
+        escalation  TEXT    NOT NULL,              -- the Escalation as JSON (score, requests, reason)
+        since       INTEGER NOT NULL,              -- epoch ms
+        tenant      TEXT    NOT NULL,
+        audit_seq   INTEGER NOT NULL
+      ) WITHOUT ROWID;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

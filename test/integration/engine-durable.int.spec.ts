@@ -21,7 +21,7 @@ import { runCli as cli } from '../helpers/cli.js';
 import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { WriterState } from '../../src/engine/writer-state.js';
 import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
-import { type Store, openStore } from '../../src/store/store.js';
+import { type Store, type TxContext, openStore } from '../../src/store/store.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
 
 const T = 'acme-pharma';
@@ -85,6 +85,36 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
 const blend = (value: string): WriteProposal =>
   proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
 
+
+/** Raise an agent's persisted autonomy one level at a time, by QA under a change reference. */
+function raise(store: Store, agent: string, ...levels: ('L1' | 'L2' | 'L3')[]): void {
+  for (const to of levels) setAutonomy(store, bundle, { agent, to, by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0190' });
+}
+
+const turret = (agent: string, attribute: WriteProposal['attribute'], value: string): WriteProposal =>
+  proposal({ agent, attribute, model: agent === 'agent.compress_fill' ? proposal().model : undefined, moves: [{ setpoint: 'press.TurretSpeed', value }] });
+
+class SimulatedCrash extends Error {}
+
+/**
+ * CrashAfterCommit, a test seam on the REAL store (named as such): once `when()` holds after an outermost
+ * transaction has committed, the process "dies" right there — that call throws and every later transaction is
+ * refused, so nothing after the crash point reaches the file. The caller then drops the store without the
+ * clean-stop checkpoints (as a power cut would).
+ */
+function crashAfterCommit(store: Store, when: () => boolean): void {
+  const real = store.tx.bind(store);
+  let dead = false;
+  store.tx = <R,>(fn: (t: TxContext) => R): R => {
+    if (dead) throw new SimulatedCrash('the process is gone');
+    const r = real(fn);
+    if (!store.inTx() && when()) {
+      dead = true;
+      throw new SimulatedCrash('the process died right after this commit');
+    }
+    return r;
+  };
+}
 
 beforeAll(async () => {
   sim = await startTestSimulator({ watchdogTimeoutMs: 600_000, scanMs: 20 });
@@ -273,6 +303,115 @@ describe('approvals across a restart', () => {
       expect((await b.writer.approve(out.pending!.id, { ...qa, vectorHash: out.vectorHash! })).status).toBe('written');
     } finally {
       await shutdown(b);
+    }
+  });
+});
+
+describe('integrity at the crash points of an approved write', () => {
+  it('a crash right after the commit of an approved vector’s final outcome leaves it closed, not pending again', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 17.5);
+    const a = await boot(dir);
+    const out = await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.4 kN' }] }));
+    expect(out.status).toBe('pending');
+    const writeOutcomes = (): number => a.store.db.prepare("SELECT COUNT(*) FROM audit_entry WHERE kind = 'outcome' AND action = 'setpoint.write'").pluck().get() as number;
+    const before = writeOutcomes();
+    crashAfterCommit(a.store, () => writeOutcomes() > before);
+    await expect(a.writer.approve(out.pending!.id, { ...qa, vectorHash: out.vectorHash! })).rejects.toBeInstanceOf(SimulatedCrash);
+    expect(plant('press', 'MainForce')).toBe(18.4);
+    await Promise.all(a.connectors.map((c) => c.close()));
+    a.store.db.close(); // no clean stop
+
+    const b = await boot(dir);
+    try {
+      expect(b.recovered).toEqual({ interrupted: [], approvalsInterrupted: [] });
+      expect(b.writer.pending()).toEqual([]);
+      expect(b.store.db.prepare('SELECT COUNT(*) FROM pending_write').pluck().get()).toBe(0);
+      const closed = entries(b.store, { kind: 'state_change' });
+      expect(closed.map((e) => e.action)).toEqual(['setpoint.pending', 'setpoint.pending_closed']);
+      // the closing is in the very commit of the final outcome: it directly follows it on the chain
+      const outcome = entries(b.store, { kind: 'outcome' }).at(-1)!;
+      expect(closed[1]!.seq).toBe(outcome.seq + 1);
+      expect(closed[1]!.args).toMatchObject({ pendingId: out.pending!.id, status: 'written' });
+      expect(verifyStore(b.store).ok).toBe(true);
+    } finally {
+      await shutdown(b);
+    }
+  });
+});
+
+describe('arbitration state across a restart', () => {
+  it('a quality agent that won press.TurretSpeed still owns it after a restart: a takt request inside the window is declined', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'TurretSpeed', 40);
+    const a = await boot(dir);
+    raise(a.store, 'agent.quality_conf', 'L1', 'L2', 'L3');
+    raise(a.store, 'agent.yield_takt', 'L2', 'L3');
+    expect((await a.writer.propose(turret('agent.quality_conf', 'content_uniformity', '42 {rev}/min'))).status).toBe('written');
+    const owner = a.writer.arbitration().owners['press.TurretSpeed']!;
+    expect(owner).toMatchObject({ agent: 'agent.quality_conf' });
+    await shutdown(a);
+
+    const b = await boot(dir);
+    try {
+      expect(b.writer.arbitration().owners['press.TurretSpeed']).toEqual(owner);
+      clock.advance(30_000);
+      const takt = await b.writer.propose(turret('agent.yield_takt', 'takt', '44 {rev}/min'));
+      expect(takt.status).toBe('declined');
+      expect(takt.declined![0]).toMatchObject({ reason: 'OUTRANKED', replan: true, winner: { agent: 'agent.quality_conf' }, ownedUntil: owner.expiresAt });
+      expect(plant('press', 'TurretSpeed')).toBe(42);
+      // the ownership is time-boxed: once the window has run out the takt agent may move it
+      clock.advance(owner.expiresAt - clock.now());
+      expect((await b.writer.propose(turret('agent.yield_takt', 'takt', '44 {rev}/min'))).status).toBe('written');
+      expect(plant('press', 'TurretSpeed')).toBe(44);
+    } finally {
+      await shutdown(b);
+    }
+  });
+
+  it('a deadlock escalation survives a restart and stays pending, however long, until a named person resolves it', async () => {
+    const dir = freshDir();
+    later();
+    sim.plant.writeSetpoint('press', 'TurretSpeed', 40);
+    const a = await boot(dir);
+    raise(a.store, 'agent.quality_conf', 'L1', 'L2', 'L3');
+    expect((await a.writer.propose(turret('agent.quality_conf', 'content_uniformity', '42 {rev}/min'))).status).toBe('written');
+    clock.advance(20_000);
+    const rival = await a.writer.propose(turret('agent.compress_fill', 'dissolution', '38 {rev}/min'));
+    expect(rival.status).toBe('escalated');
+    const esc = a.writer.arbitration().escalations['press.TurretSpeed']!;
+    expect(esc.requests.map((r) => r.agent).sort()).toEqual(['agent.compress_fill', 'agent.quality_conf']);
+    await shutdown(a);
+
+    clock.advance(3_600_000); // an hour: far past any ownership window
+    const b = await boot(dir);
+    const rivalRequest = `${rival.proposalId}:press.TurretSpeed`;
+    try {
+      expect(b.writer.arbitration().escalations['press.TurretSpeed']).toEqual(esc);
+      expect(b.writer.arbitration().owners['press.TurretSpeed']).toBeUndefined();
+      const again = await b.writer.propose(turret('agent.quality_conf', 'content_uniformity', '43 {rev}/min'));
+      expect(again.status).toBe('escalated'); // equal rank joins the deadlock; time did not resolve it
+      expect(plant('press', 'TurretSpeed')).toBe(42);
+      const decide = (person: string, role: string) => b.writer.resolve(T, 'press.TurretSpeed', { requestId: rivalRequest, by: { person, role }, reason: 'dissolution first on this batch' });
+      await expect(decide('l.verdi', 'operator')).rejects.toMatchObject({ code: 'LK_POLICY_DENIED' });
+      expect(b.writer.arbitration().escalations['press.TurretSpeed']).toBeDefined();
+      const r = await decide('q.russo', 'qa_reviewer');
+      expect(r.winners.map((w) => w.request.id)).toEqual([rivalRequest]);
+    } finally {
+      await shutdown(b);
+    }
+    const c = await boot(dir);
+    try {
+      expect(c.writer.arbitration().escalations).toEqual({});
+      expect(c.writer.arbitration().owners['press.TurretSpeed']).toMatchObject({ agent: 'agent.compress_fill', requestId: rivalRequest });
+      const resolved = entries(c.store, { kind: 'arbitration' }).at(-1)!;
+      expect(resolved).toMatchObject({ action: 'arbitration.resolve', actor: 'q.russo' });
+      expect(c.store.db.prepare('SELECT audit_seq FROM arbitration_owner WHERE setpoint = ?').pluck().get('press.TurretSpeed')).toBe(resolved.seq);
+      expect(verifyStore(c.store).ok).toBe(true);
+    } finally {
+      await shutdown(c);
     }
   });
 });

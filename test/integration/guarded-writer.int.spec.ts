@@ -342,6 +342,41 @@ describe('guarded writer on the simulator', () => {
     expect(done.status, JSON.stringify(done.error)).toBe('written');
   });
 
+  it('a revert is the setpoint’s last move: the next move is checked against it, not against the move before the failed vector', async () => {
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 14);
+    const depth = plant('press', 'FillDepth') as number;
+    let refused = false;
+    // RefusingPress: the PLC refuses the fill depth once (before writing it); every other write is real
+    await withPressDouble(
+      async (cap, tag, value) => {
+        if (tag === 'press.FillDepth' && !refused) {
+          refused = true;
+          throw new LkError('LK_WRITE_FAILED', 'the PLC refused the setpoint');
+        }
+        return cap.write(tag, value);
+      },
+      async (w2) => {
+        const failed = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '14.5 kN' }, { setpoint: 'press.FillDepth', value: `${depth > 10 ? depth - 0.2 : depth + 0.2} mm` }] }));
+        expect(failed.status).toBe('reverted');
+        expect(plant('press', 'MainForce')).toBe(14);
+        const revertedAt = clock.now();
+        const revert = entries({ setpoint: 'press.MainForce' }).filter((e) => e.kind === 'outcome' && e.action === 'setpoint.revert').at(-1)!;
+        expect(store.db.prepare('SELECT value, at, audit_seq AS seq FROM setpoint_last_move WHERE setpoint = ?').get('press.MainForce')).toEqual({ value: 14, at: revertedAt, seq: revert.seq });
+        // 0.5 kN is within the step (1.5 kN) and slow against the move before the failed vector (over 10 min
+        // ago), but 5 s after the revert it is 6 kN/min, over the 3 kN/min of max_rate_per_min
+        clock.advance(5_000);
+        const fast = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '14.5 kN' }] }));
+        expect(fast.status).toBe('denied');
+        expect(fast.decisions[0]!.reasons).toEqual(['RATE_TOO_HIGH']);
+        expect(plant('press', 'MainForce')).toBe(14);
+        clock.advance(60_000); // 0.5 kN in 65 s is under 3 kN/min
+        expect((await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '14.5 kN' }] }))).status).toBe('written');
+        expect(plant('press', 'MainForce')).toBe(14.5);
+      },
+    );
+  });
+
   it('a vector is all or nothing: when a later move is refused, the earlier ones are put back', async () => {
     later();
     const dir = mkdtempSync(join(tmpdir(), 'lk-gw-bundle-'));
