@@ -377,6 +377,8 @@ export class GuardedWriter {
       } catch (err) {
         reverted = false;
         result = { ok: false, error: LkError.is(err) ? err.code : String(err) };
+        // the forward write was applied and not undone: for the rate check the equipment moved to it, now
+        moved = { value: move.value, at: this.o.clock.now() };
       }
       this.o.store.tx((t) => {
         const out = t.audit.outcome(intent, { actor: 'system', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, result: json(result) });

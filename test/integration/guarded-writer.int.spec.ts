@@ -377,6 +377,31 @@ describe('guarded writer on the simulator', () => {
     );
   });
 
+  it('when a revert fails too, the forward move that stays on the equipment is the last move the rate check sees', async () => {
+    later();
+    sim.plant.writeSetpoint('press', 'MainForce', 14);
+    const depth = plant('press', 'FillDepth') as number;
+    // StuckPress: the PLC refuses the fill depth, then refuses the revert of the main force as well
+    await withPressDouble(
+      async (cap, tag, value) => {
+        if (tag === 'press.FillDepth') throw new LkError('LK_WRITE_FAILED', 'the PLC refused the setpoint');
+        if (tag === 'press.MainForce' && value === 14) throw new LkError('LK_WRITE_FAILED', 'the PLC refused the revert');
+        return cap.write(tag, value);
+      },
+      async (w2) => {
+        const failed = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '14.5 kN' }, { setpoint: 'press.FillDepth', value: `${depth > 10 ? depth - 0.2 : depth + 0.2} mm` }] }));
+        expect(failed.status).toBe('failed');
+        expect(plant('press', 'MainForce')).toBe(14.5);
+        expect(store.db.prepare('SELECT value FROM setpoint_last_move WHERE setpoint = ?').pluck().get('press.MainForce')).toBe(14.5);
+        // 0.5 kN more 5 s later is 6 kN/min from where the equipment actually is: too fast
+        clock.advance(5_000);
+        const fast = await w2.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '15 kN' }] }));
+        expect(fast.decisions[0]!.reasons).toEqual(['RATE_TOO_HIGH']);
+        expect(plant('press', 'MainForce')).toBe(14.5);
+      },
+    );
+  });
+
   it('a vector is all or nothing: when a later move is refused, the earlier ones are put back', async () => {
     later();
     const dir = mkdtempSync(join(tmpdir(), 'lk-gw-bundle-'));
