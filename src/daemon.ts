@@ -71,7 +71,7 @@ export interface Daemon {
  */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log = opts.logger;
-  routeOpcUaConsole(log.child({ component: 'node-opcua' }));
+  routeOpcUaConsole(log);
   const clock = opts.clock ?? systemClock;
   const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
