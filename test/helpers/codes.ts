@@ -13,3 +13,14 @@ export function codeOf(fn: () => unknown): string | undefined {
   }
   return undefined;
 }
+
+/** The `LK_*` code `p` rejects with, or undefined when it resolves; anything not an LkError is rethrown. */
+export async function rejectionCode(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (e) {
+    if (LkError.is(e)) return e.code;
+    throw e;
+  }
+  return undefined;
+}

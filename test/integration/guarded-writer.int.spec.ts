@@ -18,6 +18,7 @@ import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/
 import { type AutonomyState, type PolicyBundle, changeAutonomy, initialAutonomy, loadPolicyBundle } from '../../src/policy/index.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
+import { rejectionCode as codeOf } from '../helpers/codes.js';
 
 let sim: Simulator;
 let store: Store;
@@ -83,15 +84,6 @@ async function withPressDouble(
     await body(new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [double], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) }));
   } finally {
     await second!.close();
-  }
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (e) {
-    return LkError.is(e) ? e.code : `not an LkError: ${String(e)}`;
   }
 }
 

@@ -13,6 +13,7 @@ import type { ConnectorEvent, Sample, WriteCapability } from '../../connectors/t
 import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { rawOpcUaSession, startTestSimulator, waitFor, type RawOpcUaSession, type Simulator } from '../helpers/sim.js';
+import { rejectionCode as codeOf } from '../helpers/codes.js';
 
 let sim: Simulator;
 let raw: RawOpcUaSession;
@@ -28,15 +29,6 @@ function opcua(s: Simulator): { connection: OpcUaConnectionConfig; equipment: Op
     connection: { ...conn, keepalive_ms: 500, request_timeout_ms: 2000, max_data_age_ms: 2000 },
     equipment: cfg.equipment.filter((e): e is OpcUaEquipmentConfig => e.protocol === 'opcua'),
   };
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (e) {
-    return LkError.is(e) ? e.code : `not an LkError: ${String(e)}`;
-  }
 }
 
 const rawValue = async (id: string): Promise<unknown> => (await raw.session.read({ nodeId: raw.nodeId(id), attributeId: 13 })).value.value;
