@@ -63,6 +63,11 @@ export const ERRORS = {
   LK_RECOMMEND_ONLY: { status: 409, title: 'Autonomy level allows recommendations only' },
   LK_AUTONOMY_CHANGE: { status: 403, title: 'Autonomy change is not permitted' },
   LK_APPROVAL_STALE: { status: 409, title: 'Approval does not match the pending setpoint vector' },
+  // runs
+  LK_LINE_BUSY: { status: 409, title: 'Another run is active on this line' },
+  LK_RUN_STATE: { status: 409, title: 'The run or step cannot make this transition' },
+  LK_APPROVAL_FORBIDDEN: { status: 403, title: 'This person may not sign this approval' },
+  LK_APPROVAL_DECIDED: { status: 409, title: 'The approval was decided already' },
   // models
   LK_MODEL_MISSING: { status: 503, title: 'Model is missing' },
   LK_MODEL_CORRUPT: { status: 503, title: 'Model artefact does not match its hash' },

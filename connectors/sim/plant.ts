@@ -45,6 +45,18 @@ interface Unit {
 
 const UINT32 = 2 ** 32;
 
+/** Equipment types whose process state a phase start resets (the batch's material enters that unit). */
+const PHASE_UNITS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  IDLE: [],
+  BLEND: ['blender'],
+  DRY: ['fluidbed'],
+  COMPRESS: ['press', 'vision'],
+  COAT: ['coater'],
+  INSPECT: [],
+  RELEASE: [],
+  COMPLETE: [],
+});
+
 /** The simulated line. Throws LkError from every method given bad input; a refused call changes nothing. */
 export class Plant {
   readonly truth: TrueParameters;
@@ -322,6 +334,19 @@ export class Plant {
       u.feed?.update(u.state, ctx);
       this.measure(u.cfg.id);
     }
+  }
+
+  /**
+   * Start a phase of a new batch as the line's operator does at the HMI (ISA-88 phase start): the unit of the
+   * phase starts from its initial process state (blender at 0 revolutions, fluid bed at the wet granulate's LOD,
+   * coater at 0 % weight gain, inspection counters at 0 for compression) and BatchPhase reports the phase.
+   * Setpoints are not touched: they are the recipe the unit runs. Throws LK_VALIDATION for an unknown phase.
+   */
+  startPhase(phase: string): void {
+    const units = PHASE_UNITS[phase];
+    if (!units) throw new LkError('LK_VALIDATION', `unknown batch phase "${phase}" (one of ${Object.keys(PHASE_UNITS).join(', ')})`, { phase });
+    for (const u of this.units.values()) if (units.includes(u.cfg.type)) this.resetBatch(u.cfg.id);
+    this.setBatchPhase(phase);
   }
 
   setBatchPhase(phase: string): void {

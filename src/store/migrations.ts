@@ -190,6 +190,120 @@ export const MIGRATIONS: readonly Migration[] = [
         audit_seq   INTEGER NOT NULL
       ) WITHOUT ROWID;`,
   },
+  {
+    version: 5,
+    name: 'engine: runs, steps, tool-call log, agent calls, genealogy, release approvals',
+    up: `
+      -- A supervised batch run. State rows change only in the transaction of the audit entry that
+      -- records the change (tenant chain); their history is the audit trail and the logs below.
+      CREATE TABLE run (
+        id           TEXT PRIMARY KEY,             -- run_<token>
+        tenant       TEXT    NOT NULL,
+        batch        TEXT    NOT NULL,
+        line         TEXT    NOT NULL,
+        product      TEXT    NOT NULL,
+        tooling      TEXT    NOT NULL,
+        status       TEXT    NOT NULL CHECK (status IN ('PENDING','RUNNING','APPROVAL','HELD','SUCCEEDED','FAILED','REJECTED','INTERRUPTED')),
+        goal         TEXT    NOT NULL,
+        request      TEXT    NOT NULL,             -- the parsed run request (JSON)
+        limits       TEXT    NOT NULL,             -- effective limits with their source (JSON)
+        autonomy     TEXT    NOT NULL CHECK (autonomy IN ('L0','L1','L2','L3')),
+        record       TEXT    NOT NULL,             -- the batch record as ingested (JSON)
+        record_sha   TEXT    NOT NULL,
+        seed         INTEGER NOT NULL,             -- seed of every agent and rehearsal of the run (replay)
+        started_by   TEXT    NOT NULL,
+        created_at   INTEGER NOT NULL,             -- epoch ms
+        updated_at   INTEGER NOT NULL,
+        ended_at     INTEGER,
+        reason       TEXT,                         -- why HELD / FAILED / INTERRUPTED / REJECTED
+        data         TEXT    NOT NULL DEFAULT '{}' -- step results the later steps use (JSON)
+      );
+      CREATE INDEX run_tenant ON run (tenant, created_at);
+      -- one run at a time per line: the partial unique index is the lock (LK_LINE_BUSY)
+      CREATE UNIQUE INDEX run_line_active ON run (line) WHERE status IN ('PENDING','RUNNING','APPROVAL','HELD','INTERRUPTED');
+
+      CREATE TABLE run_step (
+        run          TEXT    NOT NULL REFERENCES run (id),
+        seq          TEXT    NOT NULL,             -- '01'..'10'
+        name         TEXT    NOT NULL,
+        agent        TEXT    NOT NULL,
+        tool         TEXT    NOT NULL,
+        gate         INTEGER NOT NULL,
+        continuous   INTEGER NOT NULL,
+        status       TEXT    NOT NULL CHECK (status IN ('PENDING','RUNNING','SUCCEEDED','FAILED','APPROVAL','REJECTED','HELD','INTERRUPTED','SKIPPED')),
+        attempt      INTEGER NOT NULL DEFAULT 0,
+        started_at   INTEGER,
+        ended_at     INTEGER,
+        detail       TEXT    NOT NULL DEFAULT '',
+        PRIMARY KEY (run, seq)
+      ) WITHOUT ROWID;
+
+      -- The tool-call log of a run: call / ok / error lines with a monotonically increasing id per run.
+      -- Written in the transaction of the audit entry of the same call or result; the SSE stream,
+      -- the CLI and the console read this one log.
+      CREATE TABLE run_tool_call (
+        run      TEXT    NOT NULL,
+        id       INTEGER NOT NULL,
+        at       INTEGER NOT NULL,
+        kind     TEXT    NOT NULL CHECK (kind IN ('call','ok','error')),
+        step     TEXT    NOT NULL,
+        agent    TEXT    NOT NULL,
+        tool     TEXT    NOT NULL,
+        args     TEXT,                             -- JSON (call)
+        summary  TEXT,                             -- one line (ok / error)
+        result   TEXT,                             -- JSON (ok / error)
+        audit_seq INTEGER NOT NULL,
+        PRIMARY KEY (run, id)
+      ) WITHOUT ROWID;
+      ${appendOnly('run_tool_call')}
+
+      -- Every agent decision: its exact input and output (JSON), so a batch replays against another model.
+      CREATE TABLE run_agent_call (
+        run      TEXT    NOT NULL,
+        id       INTEGER NOT NULL,
+        at       INTEGER NOT NULL,
+        step     TEXT    NOT NULL,
+        agent    TEXT    NOT NULL,
+        fn       TEXT    NOT NULL,                 -- agent function name, e.g. compress_fill.decide
+        model    TEXT,                             -- <id>@<version> it used
+        input    TEXT    NOT NULL,
+        output   TEXT    NOT NULL,
+        PRIMARY KEY (run, id)
+      ) WITHOUT ROWID;
+      ${appendOnly('run_agent_call')}
+
+      -- The batch genealogy: time-aligned sensor states, recommendations, actions, equipment responses,
+      -- approvals, QC results, arbitration contests.
+      CREATE TABLE run_event (
+        run      TEXT    NOT NULL,
+        id       INTEGER NOT NULL,
+        at       INTEGER NOT NULL,
+        kind     TEXT    NOT NULL,
+        step     TEXT,
+        agent    TEXT,
+        tag      TEXT,
+        summary  TEXT    NOT NULL,
+        data     TEXT,
+        PRIMARY KEY (run, id)
+      ) WITHOUT ROWID;
+      ${appendOnly('run_event')}
+
+      -- The approval gate of a run (batch release): pending until a named QA reviewer signs.
+      CREATE TABLE run_approval (
+        id           TEXT PRIMARY KEY,             -- apr_<token>
+        run          TEXT    NOT NULL REFERENCES run (id),
+        tenant       TEXT    NOT NULL,
+        kind         TEXT    NOT NULL CHECK (kind IN ('batch_release')),
+        status       TEXT    NOT NULL CHECK (status IN ('pending','approved','rejected')),
+        reviewer     TEXT    NOT NULL,             -- the named QA reviewer the record assigns
+        record       TEXT    NOT NULL,             -- canonical JSON of what is signed
+        record_hash  TEXT    NOT NULL,             -- SHA-256 of record
+        requested_at INTEGER NOT NULL,
+        decided_at   INTEGER,
+        signature    TEXT                          -- JSON: identity, decision, meaning, timestamp, Ed25519 signature
+      );
+      CREATE INDEX run_approval_tenant ON run_approval (tenant, status);`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

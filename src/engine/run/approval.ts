@@ -1,0 +1,65 @@
+/**
+ * The Part 11 electronic signature of a batch-release decision (21 CFR 11.50, 11.70): the signer's identity,
+ * the meaning of the signature, the decision and the time, bound to the SHA-256 of the exact record being
+ * signed, and signed with the site's Ed25519 key once the surface has re-authenticated the signer. The
+ * signature covers the RFC 8785 canonical JSON of {@link SignedRecord}, so anyone with the site's public key
+ * can verify it offline, and a changed record, identity, meaning or time no longer verifies.
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from '../../audit/keys.js';
+
+export interface Signer {
+  /** User id of the named reviewer. */
+  readonly user: string;
+  /** Printed name (the manifestation shows it). */
+  readonly name: string;
+  readonly role: string;
+}
+
+export interface SignedRecord {
+  readonly format: 1;
+  readonly approval: string;
+  readonly run: string;
+  readonly tenant: string;
+  readonly batch: string;
+  /** SHA-256 (hex) of the canonical record of what is approved (the release record). */
+  readonly recordHash: string;
+  readonly user: string;
+  readonly name: string;
+  readonly role: string;
+  readonly decision: 'approve' | 'reject';
+  /** What the signature means, in words, e.g. "QA release of batch B-1042 for distribution". */
+  readonly meaning: string;
+  /** ISO 8601 UTC with milliseconds. */
+  readonly timestamp: string;
+}
+
+export interface Signature extends SignedRecord {
+  /** Base64 Ed25519 signature of the canonical SignedRecord. */
+  readonly signature: string;
+  /** SHA-256 of the site public key (SPKI DER) that signed. */
+  readonly keyId: string;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** RFC 8785 canonical JSON text. */
+export function canonical(v: unknown): string {
+  const s = canonicalize(v);
+  if (s === undefined) throw new TypeError('value cannot be canonicalised');
+  return s;
+}
+
+export function signRecord(key: SiteKey, rec: SignedRecord): Signature {
+  return { ...rec, signature: signBytes(key, canonical(rec)), keyId: key.keyId };
+}
+
+/** True when `sig` is a valid signature of its record by `key`. */
+export function verifySignature(key: PublicSiteKey, sig: Signature): boolean {
+  const { signature, keyId, ...rec } = sig;
+  if (keyId !== key.keyId) return false;
+  return verifyBytes(key, canonical(rec), signature);
+}

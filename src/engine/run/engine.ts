@@ -1,0 +1,392 @@
+/**
+ * The run engine: composes the plan of a supervised batch run from a run request and a batch record, and
+ * executes it durably. Every run and step state change commits in one transaction with its audit entry and
+ * follows the transition tables of src/domain/run.ts. A step that was running when the daemon stopped is
+ * INTERRUPTED (with the reason) and runs again from its start only when a named person resumes the run —
+ * with fresh readings and fresh policy decisions: no write is ever replayed. The approval gate holds the run
+ * until a named QA reviewer signs (R3); nothing releases a batch without that signature.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AuditEntryInput } from '../../audit/index.js';
+import type { SiteConfig } from '../../config/schema.js';
+import type { Attendance } from '../../domain/policy.js';
+import { checkRunTransition, checkStepTransition, composePlan, formatDuration, planSummary, TERMINAL_RUN, type PlanStep, type RunStatus, type StepName, type StepStatus } from '../../domain/run.js';
+import { LkError } from '../../errors.js';
+import type { PolicyBundle } from '../../policy/index.js';
+import { RunStore, type ApprovalRecord, type RunRecord, type StepRecord, type ToolCallRecord } from '../../store/run-store.js';
+import type { TxContext } from '../../store/store.js';
+import type { BatchContext } from '../guarded-writer.js';
+import { json } from '../json.js';
+import { canonical, sha256Hex, signRecord, type Signature, type Signer } from './approval.js';
+import { StepAborted, StepContext, type StepHost } from './step-context.js';
+import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
+
+export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
+
+/** Batch state the policy sees for each run status (bundle `batch_states.writable` allows setup and running). */
+const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUNNING: 'running', APPROVAL: 'hold', HELD: 'hold', INTERRUPTED: 'hold', SUCCEEDED: 'complete', FAILED: 'failed', REJECTED: 'rejected' };
+
+export class RunEngine {
+  readonly runs: RunStore;
+  private readonly executing = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly toolListeners = new Set<(row: ToolCallRecord, run: RunRecord) => void>();
+  private readonly changeListeners = new Set<(run: RunView) => void>();
+  private attendance: Attendance | null = null;
+  private stopped = false;
+  private readonly host: StepHost;
+
+  constructor(private readonly o: RunEngineOptions) {
+    this.runs = new RunStore(o.store.db);
+    this.host = {
+      store: o.store,
+      runs: this.runs,
+      clock: o.clock,
+      processClock: o.processClock,
+      writer: o.writer,
+      read: o.read,
+      log: o.log,
+      pollMs: o.pollMs ?? 250,
+      notify: (row) => {
+        const run = this.runs.runById(row.run);
+        if (run) for (const l of this.toolListeners) l(row, run);
+      },
+    };
+  }
+
+  /** What the guarded writer asks at every decision: batch state and assigned reviewer (R6), from the run in force. */
+  readonly batches = (tenant: string, batch: string): BatchContext | null => {
+    for (const run of this.runs.runs(tenant, 50)) {
+      if (run.batch !== batch) continue;
+      const reviewer = typeof run.record['reviewer'] === 'string' ? run.record['reviewer'] : null;
+      return { state: BATCH_STATE[run.status], reviewer };
+    }
+    return null;
+  };
+
+  /** The attended operator (R5): set by whoever starts a run, kept alive by their presence heartbeats. */
+  readonly attended = (): Attendance | null => this.attendance;
+
+  /** A presence heartbeat of a signed-in operator (the console and the CLI send them while attached). */
+  presence(operator: string): Attendance {
+    this.attendance = { operator, lastPresenceAt: this.o.clock.now() };
+    return this.attendance;
+  }
+
+  onToolCall(l: (row: ToolCallRecord, run: RunRecord) => void): () => void {
+    this.toolListeners.add(l);
+    return () => this.toolListeners.delete(l);
+  }
+
+  onChange(l: (run: RunView) => void): () => void {
+    this.changeListeners.add(l);
+    return () => this.changeListeners.delete(l);
+  }
+
+  /**
+   * Start a run: parse the request, read the batch record from the MES, compose the plan and persist it
+   * (audited), then execute it in the background.
+   * @throws LkError LK_RUN_REQUEST_INVALID / LK_RUN_REQUEST_LOOSENS for a bad request; LK_NOT_FOUND when the
+   *   MES has no such batch for the tenant or the line is not this site's; LK_BATCH_RECORD_INVALID; LK_LINE_BUSY
+   *   when another run is active on the line. Nothing is written then.
+   */
+  start(input: StartRunInput): RunView {
+    if (this.stopped) throw new LkError('LK_CONFLICT', 'the run engine is stopping');
+    const site = this.o.site;
+    if (!site.tenants.some((t) => t.id === input.tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${input.tenant}`);
+    const req = this.o.parseRequest(input.request);
+    if (req.line !== site.line.id) throw new LkError('LK_NOT_FOUND', `line ${req.line} is not supervised here (this node supervises ${site.line.id})`, { line: req.line });
+    const record = this.o.mes.read(input.tenant, req.batch);
+    this.o.checkRecord(record, site);
+    const busy = this.runs.activeOnLine(req.line);
+    if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
+    const id = `run_${randomBytes(10).toString('hex')}`;
+    const now = this.o.clock.now();
+    const plan = composePlan();
+    const recordJson = record as unknown as Record<string, unknown>;
+    const limits = this.o.effectiveLimits(req, record, this.o.policy());
+    this.o.store.tx((t) => {
+      try {
+        this.runs.insertRun(t, {
+          id, tenant: input.tenant, batch: req.batch, line: req.line, product: String(recordJson['product']), tooling: String(recordJson['tooling']),
+          goal: req.goal, request: req, limits, autonomy, record: recordJson, recordSha: sha256Hex(canonical(recordJson)), seed: seedOf(id), startedBy: input.by, createdAt: now,
+        }, plan);
+      } catch (err) {
+        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new LkError('LK_LINE_BUSY', `line ${req.line} already has an active run`, { line: req.line });
+        throw err;
+      }
+      t.audit.append(this.entry({ tenant: input.tenant, id, batch: req.batch }, input.by, 'run.start', {
+        args: json({ request: req.text, goal: req.goal, autonomy, plan: planSummary(plan).text, batchRecordSha256: sha256Hex(canonical(recordJson)), limits }),
+      }));
+    });
+    this.presence(input.by);
+    this.launch(id);
+    return this.view(this.runs.runById(id)!);
+  }
+
+  /** The run record as the API returns it. @throws LkError LK_NOT_FOUND (also for another tenant's run, R1). */
+  get(tenant: string, id: string): RunView {
+    const run = this.runs.run(tenant, id);
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
+    return this.view(run);
+  }
+
+  list(tenant: string, limit = 50, cursor?: { createdAt: number; id: string }): RunView[] {
+    return this.runs.runs(tenant, limit, cursor).map((r) => this.view(r));
+  }
+
+  /** Tool-call log lines after `afterId`. @throws LkError LK_NOT_FOUND. */
+  toolCalls(tenant: string, id: string, afterId = 0, limit = 10_000): ToolCallRecord[] {
+    this.get(tenant, id);
+    return this.runs.toolCalls(id, afterId, limit);
+  }
+
+  pendingApprovals(tenant: string): ApprovalRecord[] {
+    return this.runs.pendingApprovals(tenant);
+  }
+
+  /**
+   * A named QA reviewer decides the batch release (R3), after the surface has re-authenticated them. The
+   * decision is signed (identity, meaning, decision, timestamp, bound to the record hash) and committed with
+   * its audit entry; the run then writes its genealogy and release package (approve) or ends REJECTED with
+   * the genealogy still written (reject).
+   * @throws LkError LK_NOT_FOUND (no such approval for the tenant), LK_APPROVAL_DECIDED, LK_APPROVAL_FORBIDDEN
+   *   (not the batch's named QA reviewer, not a QA role, or the person who started the run), LK_VALIDATION.
+   */
+  decide(tenant: string, approvalId: string, d: { signer: Signer; decision: 'approve' | 'reject'; meaning: string }): Signature {
+    const a = this.runs.approval(tenant, approvalId);
+    if (!a) throw new LkError('LK_NOT_FOUND', `no approval ${approvalId}`, { approval: approvalId });
+    if (a.status !== 'pending') throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was ${a.status} already`, { approval: approvalId, status: a.status });
+    if (d.decision !== 'approve' && d.decision !== 'reject') throw new LkError('LK_VALIDATION', 'decision must be approve or reject');
+    if (typeof d.meaning !== 'string' || d.meaning.trim().length < 3) throw new LkError('LK_VALIDATION', 'a signature needs its meaning in words');
+    const run = this.runs.runById(a.run)!;
+    const qaRoles = this.o.policy()?.content.approvers.qa ?? ['qa_reviewer'];
+    if (!qaRoles.includes(d.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch release is signed by a QA reviewer (${qaRoles.join(', ')}), not ${d.signer.role}`, { role: d.signer.role });
+    if (d.signer.user !== a.reviewer) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch ${run.batch} names ${a.reviewer} as its QA reviewer`, { reviewer: a.reviewer, user: d.signer.user });
+    if (d.signer.user === run.startedBy) throw new LkError('LK_APPROVAL_FORBIDDEN', `${d.signer.user} started this run and cannot also release it`, { user: d.signer.user });
+    const at = this.o.clock.now();
+    const sig = signRecord(this.o.store.audit.siteKey(), {
+      format: 1, approval: a.id, run: run.id, tenant, batch: run.batch, recordHash: a.recordHash, user: d.signer.user, name: d.signer.name, role: d.signer.role,
+      decision: d.decision, meaning: d.meaning.trim(), timestamp: new Date(at).toISOString(),
+    });
+    this.o.store.tx((t) => {
+      if (!this.runs.decideApproval(t, a.id, d.decision === 'approve' ? 'approved' : 'rejected', at, sig as unknown as Record<string, unknown>)) {
+        throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was decided meanwhile`);
+      }
+      t.audit.append({
+        ...this.entry(run, d.signer.user, 'approval.decide', { kind: 'approval', args: json({ approval: a.id, recordHash: a.recordHash, decision: d.decision }), result: json({ decision: d.decision, keyId: sig.keyId }) }),
+        subject: { run: run.id, batch: run.batch, reviewer: d.signer.user, tool: 'approval.request' },
+        signature: { user: d.signer.user, name: d.signer.name, meaning: `${d.decision}: ${sig.meaning}`, time: sig.timestamp, value: sig.signature },
+      });
+    });
+    // the gate step waits on the stored decision; wake it
+    this.wake(run.id);
+    return sig;
+  }
+
+  /**
+   * A named person resumes a HELD or INTERRUPTED run: the step that stopped runs again from its start.
+   * @throws LkError LK_NOT_FOUND, LK_RUN_STATE.
+   */
+  resume(tenant: string, id: string, by: string, reason: string): RunView {
+    const run = this.runs.run(tenant, id);
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`);
+    if (run.status !== 'HELD' && run.status !== 'INTERRUPTED') throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status}; only a HELD or INTERRUPTED run resumes`, { status: run.status });
+    const step = this.runs.steps(id).find((s) => s.status === 'HELD' || s.status === 'INTERRUPTED');
+    this.o.store.tx((t) => {
+      this.setRun(t, run, 'RUNNING', null, by, reason);
+      if (step) this.setStep(t, run, step, 'RUNNING', by, `resumed by ${by}: ${reason}`, { attempt: step.attempt + 1, startedAt: this.o.clock.now(), endedAt: null });
+    });
+    this.presence(by);
+    this.launch(id);
+    return this.get(tenant, id);
+  }
+
+  /**
+   * At start, before anything runs: a run left RUNNING or PENDING by a daemon that did not stop cleanly is
+   * INTERRUPTED with the step it was in (never resumed by itself: the PLCs went to LKG when the heartbeat
+   * stopped, and a person decides); a run waiting at the gate keeps waiting.
+   */
+  recover(): { interrupted: string[]; waiting: string[] } {
+    const interrupted: string[] = [];
+    const waiting: string[] = [];
+    for (const run of this.runs.unfinished()) {
+      if (run.status === 'APPROVAL') {
+        waiting.push(run.id);
+        this.launch(run.id);
+        continue;
+      }
+      const step = this.runs.steps(run.id).find((s) => s.status === 'RUNNING');
+      const reason = `linekeeper stopped without a clean stop${step ? ` during step ${step.seq} ${step.name}` : ''}; resume needs a named person`;
+      this.o.store.tx((t) => {
+        if (step) this.setStep(t, run, step, 'INTERRUPTED', 'system', reason, { endedAt: this.o.clock.now() });
+        this.setRun(t, run, run.status === 'PENDING' ? 'FAILED' : 'INTERRUPTED', reason, 'system', reason);
+      });
+      interrupted.push(run.id);
+    }
+    return { interrupted, waiting };
+  }
+
+  /** Resolves when the run's execution loop has returned (the run is terminal, held, interrupted or waiting). */
+  async settled(id: string): Promise<void> {
+    await this.executing.get(id)?.done;
+  }
+
+  /** Stop every execution: the step under way is INTERRUPTED with the reason (audited). */
+  async stop(reason: string): Promise<void> {
+    this.stopped = true;
+    for (const e of this.executing.values()) e.abort.abort(reason);
+    await Promise.allSettled([...this.executing.values()].map((e) => e.done));
+  }
+
+  private wakers = new Map<string, () => void>();
+
+  private wake(id: string): void {
+    this.wakers.get(id)?.();
+  }
+
+  /** Wait until `wake(run)` or one poll period passes (the gate re-reads its decision from the store). */
+  waitWake(id: string, signal: AbortSignal, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.wakers.delete(id);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakers.set(id, done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private launch(id: string): void {
+    if (this.executing.has(id)) return;
+    const abort = new AbortController();
+    const done = this.execute(id, abort.signal)
+      .catch((err: unknown) => this.o.log.error({ err, run: id }, 'run execution failed'))
+      .finally(() => this.executing.delete(id));
+    this.executing.set(id, { abort, done });
+  }
+
+  private async execute(id: string, signal: AbortSignal): Promise<void> {
+    let run = this.runs.runById(id)!;
+    if (run.status === 'PENDING') {
+      this.o.store.tx((t) => this.setRun(t, run, 'RUNNING', null, 'system', 'plan composed, execution starts'));
+      run = this.runs.runById(id)!;
+    }
+    for (;;) {
+      if (TERMINAL_RUN.has(run.status) || run.status === 'HELD' || run.status === 'INTERRUPTED') return;
+      const steps = this.runs.steps(id);
+      const step = steps.find((s) => s.status !== 'SUCCEEDED' && s.status !== 'SKIPPED' && s.status !== 'REJECTED');
+      if (!step) {
+        this.o.store.tx((t) => this.setRun(t, run, 'SUCCEEDED', null, 'system', 'every step succeeded'));
+        return;
+      }
+      const plan = composePlan().find((p) => p.seq === step.seq)!;
+      if (step.status === 'PENDING') {
+        this.o.store.tx((t) => this.setStep(t, run, step, 'RUNNING', 'system', '', { attempt: 1, startedAt: this.o.clock.now() }));
+      }
+      const ctx = new StepContext(this.host, run, plan, signal, run.data);
+      const handler = this.o.steps[plan.name as StepName];
+      let result: StepResult;
+      try {
+        result = await handler(ctx, this);
+      } catch (err) {
+        if (err instanceof StepAborted || signal.aborted) {
+          const why = `linekeeper stopped during step ${step.seq} ${step.name}: ${String(signal.reason ?? (err as Error).message)}`;
+          this.o.store.tx((t) => {
+            const cur = this.runs.runById(id)!;
+            const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
+            if (s.status === 'RUNNING' || s.status === 'APPROVAL') this.setStep(t, cur, s, 'INTERRUPTED', 'system', why, { endedAt: this.o.clock.now() });
+            if (cur.status === 'RUNNING' || cur.status === 'APPROVAL') this.setRun(t, cur, 'INTERRUPTED', why, 'system', why);
+          });
+          return;
+        }
+        const msg = LkError.is(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+        this.o.log.error({ err, run: id, step: step.name }, 'step failed');
+        result = { status: 'HELD', detail: `${step.name} stopped: ${msg}; the run is held for a person` };
+      }
+      this.o.store.tx((t) => {
+        const cur = this.runs.runById(id)!;
+        const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
+        if (result.data) this.runs.setData(t, id, { ...cur.data, ...result.data }, this.o.clock.now());
+        const terminalStep = result.status !== 'APPROVAL';
+        this.setStep(t, cur, s, result.status, step.agent, result.detail, terminalStep ? { endedAt: this.o.clock.now() } : {});
+        if (result.status === 'HELD') this.setRun(t, cur, 'HELD', result.detail, 'system', result.detail);
+        else if (result.status === 'FAILED') this.setRun(t, cur, 'FAILED', result.detail, 'system', result.detail);
+        else if (result.status === 'REJECTED') this.setRun(t, cur, 'REJECTED', result.detail, 'system', result.detail);
+      });
+      run = this.runs.runById(id)!;
+      if (result.status === 'REJECTED' && result.after) await result.after();
+    }
+  }
+
+  /** Inside `t`: a run status change with its audit entry (transition checked). */
+  setRun(t: TxContext, run: RunRecord, to: RunStatus, reason: string | null, actor: string, why: string): void {
+    if (run.status === to) return;
+    checkRunTransition(run.status, to, run.id);
+    const at = this.o.clock.now();
+    this.runs.setStatus(t, run.id, to, reason, at, TERMINAL_RUN.has(to));
+    t.audit.append(this.entry(run, actor, 'run.status', { old: run.status, new: to, reason: why || to }));
+    this.o.store.afterCommit(() => {
+      const v = this.runs.runById(run.id);
+      if (v) for (const l of this.changeListeners) l(this.view(v));
+    });
+  }
+
+  /** Inside `t`: a step status change with its audit entry (transition checked). */
+  setStep(t: TxContext, run: RunRecord, s: StepRecord, to: StepStatus, actor: string, detail: string, times: { attempt?: number; startedAt?: number; endedAt?: number | null } = {}): void {
+    checkStepTransition(s.status, to, `${s.seq} ${s.name}`);
+    this.runs.setStep(t, {
+      run: run.id, seq: s.seq, status: to, attempt: times.attempt ?? s.attempt, startedAt: times.startedAt ?? s.startedAt,
+      endedAt: times.endedAt === undefined ? s.endedAt : times.endedAt, detail: detail || s.detail,
+    });
+    t.audit.append({ ...this.entry(run, actor, 'step.status', { old: s.status, new: to, reason: detail || to }), subject: { run: run.id, batch: run.batch, agent: s.agent, tool: s.tool } });
+  }
+
+  private entry(run: Pick<RunRecord, 'tenant' | 'id' | 'batch'>, actor: string, action: string, e: Partial<AuditEntryInput>): AuditEntryInput {
+    return { tenant: run.tenant, actor: actorOf(actor), kind: 'state_change', action, subject: { run: run.id, batch: run.batch }, ...e };
+  }
+
+  /** The run as the API, the CLI and the console show it. */
+  view(run: RunRecord): RunView {
+    const steps = this.runs.steps(run.id);
+    const plan: PlanStep[] = composePlan();
+    const now = this.o.clock.now();
+    const gate = this.runs.approvalOfRun(run.id);
+    return {
+      id: run.id, tenant: run.tenant, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, status: run.status, goal: run.goal,
+      autonomy: run.autonomy, startedBy: run.startedBy, createdAt: new Date(run.createdAt).toISOString(), endedAt: run.endedAt === null ? null : new Date(run.endedAt).toISOString(),
+      reason: run.reason, plan: planSummary(plan),
+      steps: steps.map((s) => ({
+        seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, status: s.status, gate: s.gate, attempt: s.attempt,
+        durationMs: s.startedAt === null ? null : (s.endedAt ?? now) - s.startedAt,
+        duration: formatDuration(s.startedAt === null ? null : (s.endedAt ?? now) - s.startedAt, s.continuous && s.startedAt !== null),
+        detail: s.detail,
+      })),
+      approvalGate: gate
+        ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: new Date(gate.requestedAt).toISOString(), signature: gate.signature }
+        : { id: null, step: '09', status: 'not_reached', reviewer: typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : null, recordHash: null, requestedAt: null, signature: null },
+      genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
+      release: (run.data['release'] as RunView['release']) ?? null,
+    };
+  }
+
+  /** Options the steps need. */
+  get options(): RunEngineOptions {
+    return this.o;
+  }
+}
+
+/** A person's id as an audit actor; the engine's own changes are `system`. */
+function actorOf(a: string): string {
+  return a.length > 0 ? a : 'system';
+}
+
+/** The run's seed (every agent and rehearsal of the run uses it: replay needs nothing else). */
+function seedOf(id: string): number {
+  return Number.parseInt(sha256Hex(id).slice(0, 8), 16) | 0;
+}
+
+export type { StepHandler, StepResult, PolicyBundle };

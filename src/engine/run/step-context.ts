@@ -1,0 +1,198 @@
+/**
+ * What a step of a run works with: the tool-call log (each call and its result commit with their audit
+ * entries), agent calls recorded for replay, readings from the equipment, waits in process time, and
+ * proposals through the guarded writer. This is I/O code; the agents it calls are pure.
+ */
+import type { Sample } from '../../../connectors/types.js';
+import type { Json } from '../../audit/index.js';
+import type { Clock } from '../../clock.js';
+import type { PlanStep } from '../../domain/run.js';
+import { LkError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
+import type { Store } from '../../store/store.js';
+import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
+import { json } from '../json.js';
+
+/** A numeric reading of good quality, as agents take them. */
+export interface Reading {
+  readonly tag: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly at: number;
+}
+
+export interface StepHost {
+  readonly store: Store;
+  readonly runs: RunStore;
+  readonly clock: Clock;
+  /** Process time: the simulator's scaled clock, or the wall clock on a real line. */
+  readonly processClock: Clock;
+  readonly writer: GuardedWriter;
+  readonly read: (tags: readonly string[]) => Promise<Sample[]>;
+  readonly log: Logger;
+  readonly pollMs: number;
+  /** Tool-call lines after their commit (the SSE stream's source). */
+  readonly notify: (row: ToolCallRecord) => void;
+}
+
+/** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
+export class StepAborted extends Error {
+  constructor(readonly why: string) {
+    super(why);
+    this.name = 'StepAborted';
+  }
+}
+
+export class StepContext {
+  private proposals = 0;
+
+  constructor(
+    private readonly h: StepHost,
+    readonly run: RunRecord,
+    readonly step: PlanStep,
+    readonly signal: AbortSignal,
+    /** The run's data so far (results of earlier steps). */
+    readonly data: Record<string, unknown>,
+  ) {}
+
+  get now(): number {
+    return this.h.clock.now();
+  }
+
+  get processNow(): number {
+    return this.h.processClock.now();
+  }
+
+  /**
+   * Log a tool call, run it, log its ok (or error) line. Call and result each commit with an audit entry
+   * (kinds tool_call / tool_result) on the tenant chain. `fn`'s error is logged and rethrown.
+   */
+  async tool<T>(tool: string, args: Record<string, unknown>, fn: () => Promise<T> | T, summarise: (r: T) => { summary: string; result?: unknown }, agent = this.step.agent): Promise<T> {
+    this.line('call', tool, agent, { args });
+    let r: T;
+    try {
+      r = await fn();
+    } catch (err) {
+      const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+      if (!(err instanceof StepAborted)) this.line('error', tool, agent, { summary: `${e.code}: ${e.message}`, result: e });
+      throw err;
+    }
+    const s = summarise(r);
+    this.line('ok', tool, agent, { summary: s.summary, ...(s.result !== undefined ? { result: s.result } : {}) });
+    return r;
+  }
+
+  private line(kind: 'call' | 'ok' | 'error', tool: string, agent: string, v: { args?: Record<string, unknown>; summary?: string; result?: unknown }): void {
+    const at = this.now;
+    const { run } = this;
+    const row = this.h.store.tx((t) => {
+      const e = t.audit.append({
+        tenant: run.tenant,
+        actor: agent,
+        kind: kind === 'call' ? 'tool_call' : 'tool_result',
+        action: tool,
+        subject: { run: run.id, batch: run.batch, agent, tool },
+        ...(v.args ? { args: json(v.args) } : {}),
+        ...(kind !== 'call' ? { result: json({ ok: kind === 'ok', summary: v.summary ?? '', ...(v.result !== undefined ? { detail: v.result } : {}) }) } : {}),
+      });
+      const rec: Omit<ToolCallRecord, 'id'> = { run: run.id, at, kind, step: this.step.name, agent, tool, args: v.args === undefined ? undefined : json(v.args), summary: v.summary ?? null, result: v.result === undefined ? undefined : json(v.result), auditSeq: e.seq };
+      return { ...rec, id: this.h.runs.appendToolCall(t, rec) } as ToolCallRecord;
+    });
+    this.h.notify(row);
+  }
+
+  /**
+   * Call a pure agent function and record its exact input and output (JSON text) for replay (R11).
+   * The agent gets the parsed copy of what is recorded, so a replay feeds it the very same input.
+   */
+  agent<I, O>(fnName: string, fn: (input: I) => O, input: I, model?: { id: string; version: number } | null, agent = this.step.agent): O {
+    const inputText = JSON.stringify(input);
+    const output = fn(JSON.parse(inputText) as I);
+    const outputText = JSON.stringify(output);
+    this.h.store.tx((t) => this.h.runs.appendAgentCall(t, { run: this.run.id, at: this.now, step: this.step.name, agent, fn: fnName, model: model ? `${model.id}@${model.version}` : null, input: inputText, output: outputText }));
+    return JSON.parse(outputText) as O;
+  }
+
+  /** A genealogy event of this step (sensor state, recommendation, action, response, arbitration, qc…). */
+  event(kind: string, summary: string, data?: unknown, extra: { agent?: string; tag?: string } = {}): void {
+    this.h.store.tx((t) =>
+      this.h.runs.appendEvent(t, { run: this.run.id, at: this.now, kind, step: this.step.name, agent: extra.agent ?? this.step.agent, tag: extra.tag ?? null, summary, data: data === undefined ? null : json(data) }),
+    );
+  }
+
+  /** Good-quality numeric readings of `tags` now; a tag that is bad or not numeric is left out. */
+  async readings(tags: readonly string[]): Promise<Map<string, Reading>> {
+    const samples = await this.h.read(tags);
+    const out = new Map<string, Reading>();
+    for (const s of samples) {
+      if (s.quality === 'good' && typeof s.value === 'number' && Number.isFinite(s.value)) out.set(s.tag, { tag: s.tag, value: s.value, unit: s.unit, at: this.processNow });
+    }
+    return out;
+  }
+
+  /** Raw samples (spectra, frames, strings) of `tags`. */
+  samples(tags: readonly string[]): Promise<Sample[]> {
+    return this.h.read(tags);
+  }
+
+  /** Wait one poll period of wall time. @throws StepAborted when the engine stops. */
+  async tick(): Promise<void> {
+    this.check();
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, this.h.pollMs);
+      const onAbort = (): void => {
+        clearTimeout(t);
+        done();
+      };
+      function done(): void {
+        resolve();
+      }
+      this.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    this.check();
+  }
+
+  /** @throws StepAborted when the engine stops or the run was held. */
+  check(): void {
+    if (this.signal.aborted) throw new StepAborted(String(this.signal.reason ?? 'stopped'));
+  }
+
+  /**
+   * Send a proposal through the guarded writer (arbitration → policy → audit → write → read-back). The
+   * writer audits every decision; the outcome lands in the genealogy as an action with its equipment response.
+   */
+  async propose(p: Omit<WriteProposal, 'id' | 'tenant' | 'batch' | 'run' | 'product' | 'tooling'>, tool: string): Promise<WriteOutcome> {
+    const { run } = this;
+    const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.run.data['attempt'] ?? 0}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
+    const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
+    const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.map((d) => d.outcome))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
+    const kind = out.status === 'written' ? 'action' : 'recommendation';
+    this.event(kind, `${p.agent} ${out.status}: ${moves}`, { proposal: proposal.id, attribute: p.attribute, justification: p.justification, outcome: outcomeSummary(out) }, { agent: p.agent });
+    if (out.results?.length) for (const r of out.results) this.event('response', `${r.tag} read back ${r.readBack ?? 'nothing'} (${r.verified ? 'verified' : 'NOT verified'})`, r, { tag: r.tag, agent: p.agent });
+    return out;
+  }
+
+  /** Record a sensor snapshot in the genealogy. */
+  sensors(readings: ReadonlyMap<string, Reading>): void {
+    if (readings.size === 0) return;
+    const values: Record<string, Json> = {};
+    for (const [tag, r] of readings) values[tag] = { value: +r.value.toPrecision(6), unit: r.unit };
+    this.event('sensor', [...readings.values()].map((r) => `${r.tag} ${+r.value.toPrecision(4)} ${r.unit}`).join(', '), values);
+  }
+}
+
+/** What of a write outcome goes into the tool-call log and the genealogy (no policy inputs, which the audit trail has). */
+export function outcomeSummary(o: WriteOutcome): Json {
+  return json({
+    status: o.status,
+    proposal: o.proposalId,
+    vectorHash: o.vectorHash,
+    decisions: o.decisions.map((d) => ({ id: d.id, outcome: d.outcome, reasons: d.reasons, autonomy: d.autonomy, value: d.valueInSetpointUnit, unit: d.setpointUnit })),
+    ...(o.pending ? { pending: o.pending } : {}),
+    ...(o.declined ? { declined: o.declined.map((d) => ({ request: d.request.id, agent: d.request.agent, setpoint: d.request.setpoint, reason: d.reason })) } : {}),
+    ...(o.escalation ? { escalation: o.escalation } : {}),
+    ...(o.results ? { results: o.results } : {}),
+    ...(o.error ? { error: o.error } : {}),
+  });
+}

@@ -1,0 +1,79 @@
+/** What the steps of a run share: the run's limits, the design space, recipe moves toward the rehearsed candidate. */
+import type { PolicyBundle } from '../../../policy/index.js';
+import { LkError } from '../../../errors.js';
+import type { StepContext } from '../step-context.js';
+import type { RunEngine } from '../engine.js';
+import type { ArbitrationAttribute } from '../../../domain/policy.js';
+import type { WriteOutcome } from '../../guarded-writer.js';
+
+export interface Limit {
+  readonly min: number;
+  readonly max: number;
+  readonly unit: string;
+  readonly maxStep: number;
+}
+
+/** The policy bundle in force. @throws LkError LK_POLICY_BUNDLE when none is loaded (every write would be denied anyway). */
+export function bundleOf(engine: RunEngine): PolicyBundle {
+  const b = engine.options.policy();
+  if (!b) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded: the run cannot move any setpoint');
+  return b;
+}
+
+/** Approved limits of the run's product × tooling, for the given setpoints (tag unit, max step). */
+export function limitsOf(engine: RunEngine, ctx: StepContext, setpoints: readonly string[]): Record<string, Limit> {
+  const approved = bundleOf(engine).designSpace.approved(ctx.run.product, ctx.run.tooling).setpoints;
+  const out: Record<string, Limit> = {};
+  for (const id of setpoints) {
+    const l = approved[id];
+    if (l) out[id] = { min: l.min, max: l.max, unit: l.unit, maxStep: l.maxStep };
+  }
+  return out;
+}
+
+/** A number from the run's data or record, or the fallback. */
+export function num(v: unknown, fallback: number): number {
+  return typeof v === 'number' && Number.isFinite(v) ? v : fallback;
+}
+
+/** The batch record's field at a dotted path. */
+export function recordAt(ctx: StepContext, path: string): unknown {
+  let v: unknown = ctx.run.record;
+  for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+  return v;
+}
+
+/** The run's effective limits (request ∩ record ∩ site). */
+export function runLimits(ctx: StepContext): Record<string, number> {
+  const l = ctx.run.limits as Record<string, unknown>;
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(l)) {
+    const value = v && typeof v === 'object' ? (v as { value?: unknown }).value : v;
+    if (typeof value === 'number' && Number.isFinite(value)) out[k] = value;
+  }
+  return out;
+}
+
+/**
+ * Recipe download for a unit: move each setpoint toward the rehearsed candidate, by at most its approved
+ * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed.
+ */
+export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
+  const candidate = (ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }> } | undefined)?.setpoints;
+  if (!candidate) return null;
+  const limits = limitsOf(engine, ctx, setpoints);
+  const current = await ctx.readings(setpoints);
+  const moves: { setpoint: string; value: { value: number; unit: string } }[] = [];
+  for (const sp of setpoints) {
+    const target = candidate[sp];
+    const cur = current.get(sp);
+    const lim = limits[sp];
+    if (!target || !cur || !lim) continue;
+    const diff = target.value - cur.value;
+    if (Math.abs(diff) <= Math.max(1e-6, lim.maxStep * 0.02)) continue;
+    const step = Math.sign(diff) * Math.min(Math.abs(diff), lim.maxStep * 0.98);
+    moves.push({ setpoint: sp, value: { value: +(cur.value + step).toPrecision(6), unit: cur.unit } });
+  }
+  if (moves.length === 0) return null;
+  return ctx.propose({ agent, moves, attribute, justification: why }, tool);
+}

@@ -1,0 +1,146 @@
+/** Types of the run engine's public surface and of its steps. */
+import type { Sample } from '../../../connectors/types.js';
+import type { Clock } from '../../clock.js';
+import type { SiteConfig } from '../../config/schema.js';
+import type { StepName, StepStatus } from '../../domain/run.js';
+import type { Logger } from '../../log.js';
+import type { PolicyBundle } from '../../policy/index.js';
+import type { Store } from '../../store/store.js';
+import type { NirModel } from '../../twin/nir/pls.js';
+import type { TwinModel } from '../../twin/simulate.js';
+import type { VisionArtefact } from '../../twin/vision/classifier.js';
+import type { GuardedWriter } from '../guarded-writer.js';
+import type { RunEngine } from './engine.js';
+import type { StepContext } from './step-context.js';
+
+/** The parsed run request (src/domain/run-request.ts). */
+export interface ParsedRequest {
+  readonly batch: string;
+  readonly line: string;
+  readonly goal: string;
+  readonly text: string;
+  readonly autonomy?: 'L0' | 'L1' | 'L2' | 'L3';
+  readonly limits: Readonly<Record<string, unknown>>;
+  readonly objectives?: readonly string[];
+}
+
+/** Where batch records come from (connectors/mes). */
+export interface BatchRecordSource {
+  read(tenant: string, batch: string): unknown;
+}
+
+/**
+ * How a phase of the batch starts on the line. On a real line the PLC's phase logic starts it (from the
+ * operator at the HMI or the MES) and linekeeper waits until plc.BatchPhase reports it; on the embedded
+ * simulator the daemon plays that operator.
+ */
+export interface LineSequencer {
+  readonly kind: 'plc' | 'simulator-operator';
+  enter(phase: 'BLEND' | 'DRY' | 'COMPRESS' | 'COAT' | 'INSPECT' | 'RELEASE' | 'COMPLETE', batch: string, signal: AbortSignal): Promise<void>;
+}
+
+export interface ModelRef {
+  readonly id: string;
+  readonly version: number;
+}
+
+/**
+ * The tenant's validated, site-pinned models, loaded (artefact hash checked) at every call: a model that went
+ * missing, corrupt, unvalidated or retired since the last call throws its typed LkError (LK_MODEL_*), which
+ * the engine treats as a lost model (R8).
+ */
+export interface ModelAccess {
+  twin(tenant: string): { readonly ref: ModelRef; readonly model: TwinModel };
+  potency(tenant: string): { readonly ref: ModelRef; readonly model: NirModel; readonly rmsepPct: number };
+  defects(tenant: string): { readonly ref: ModelRef; readonly model: VisionArtefact };
+}
+
+export interface RunEngineOptions {
+  readonly models: ModelAccess;
+  readonly store: Store;
+  readonly site: SiteConfig;
+  readonly dataDir: string;
+  /** Wall clock: audit, policy, attendance. */
+  readonly clock: Clock;
+  /** Process time: the simulator's scaled clock on the embedded default, the wall clock on a real line. */
+  readonly processClock: Clock;
+  readonly writer: GuardedWriter;
+  /** Read-only equipment access (batched read through the connectors). */
+  readonly read: (tags: readonly string[]) => Promise<Sample[]>;
+  readonly mes: BatchRecordSource;
+  readonly sequencer: LineSequencer;
+  readonly policy: () => PolicyBundle | null;
+  readonly log: Logger;
+  /** Parse a free-text run request. @throws LkError LK_RUN_REQUEST_INVALID. */
+  readonly parseRequest: (text: string) => ParsedRequest;
+  /** Check a batch record against the site. @throws LkError LK_BATCH_RECORD_INVALID / LK_NOT_FOUND. */
+  readonly checkRecord: (record: unknown, site: SiteConfig) => void;
+  /** The run's effective limits: the request may only tighten the record's and the site's. @throws LK_RUN_REQUEST_LOOSENS. */
+  readonly effectiveLimits: (req: ParsedRequest, record: unknown, bundle: PolicyBundle | null) => Record<string, unknown>;
+  readonly steps: Readonly<Record<StepName, StepHandler>>;
+  /** Wall ms between readings inside a step (default 250). */
+  readonly pollMs?: number;
+}
+
+export interface StartRunInput {
+  readonly tenant: string;
+  /** The free-text run request. */
+  readonly request: string;
+  /** A cap on the agents' autonomy for this run (never raises a level). */
+  readonly autonomy?: 'L0' | 'L1' | 'L2' | 'L3';
+  /** The signed-in person who starts it (becomes the attended operator). */
+  readonly by: string;
+}
+
+export interface StepResult {
+  readonly status: Extract<StepStatus, 'SUCCEEDED' | 'FAILED' | 'HELD' | 'APPROVAL' | 'REJECTED'>;
+  readonly detail: string;
+  /** Merged into the run's data (what later steps use). */
+  readonly data?: Record<string, unknown>;
+  /** After a REJECTED gate is committed: write the genealogy all the same. */
+  readonly after?: () => Promise<void>;
+}
+
+export type StepHandler = (ctx: StepContext, engine: RunEngine) => Promise<StepResult>;
+
+export interface StepView {
+  readonly seq: string;
+  readonly name: string;
+  readonly agent: string;
+  readonly tool: string;
+  readonly status: StepStatus;
+  readonly gate: boolean;
+  readonly attempt: number;
+  readonly durationMs: number | null;
+  readonly duration: string;
+  readonly detail: string;
+}
+
+export interface RunView {
+  readonly id: string;
+  readonly tenant: string;
+  readonly batch: string;
+  readonly line: string;
+  readonly product: string;
+  readonly tooling: string;
+  readonly status: string;
+  readonly goal: string;
+  readonly autonomy: string;
+  readonly startedBy: string;
+  readonly createdAt: string;
+  readonly endedAt: string | null;
+  readonly reason: string | null;
+  readonly plan: { readonly steps: number; readonly gates: number; readonly text: string };
+  readonly steps: readonly StepView[];
+  readonly approvalGate: {
+    readonly id: string | null;
+    readonly step: string;
+    readonly status: string;
+    readonly reviewer: string | null;
+    readonly recordHash: string | null;
+    readonly requestedAt: string | null;
+    readonly signature: Record<string, unknown> | null;
+  };
+  readonly genealogy: string;
+  readonly release: { readonly json: string; readonly pdf: string; readonly bundle: string; readonly sha256: Record<string, string> } | null;
+}
