@@ -1,0 +1,167 @@
+/**
+ * The release package, written by the last step of a run
+ * (`release.genealogy`, tool `audit.write_release_package`): one folder with
+ *
+ *   audit-bundle.jsonl  the tenant's audit bundle up to the package's head (verifies offline
+ *                       with tools/verify-audit-bundle.mjs and the site public key)
+ *   release.json        RFC 8785 canonical JSON: the release input, the audit head, its signed
+ *                       checkpoint and the bundle's SHA-256
+ *   release.pdf         the readable batch release report, carrying release.json's SHA-256
+ *
+ * The chain of digests runs one way: bundle -> release.json -> release.pdf, and the caller
+ * records the three digests in the audit trail (the tool result), which the next checkpoint signs.
+ *
+ * The folder appears whole or not at all: everything is written and fsync'd in a staging folder
+ * beside it, verified, then renamed into place. rename(2) never replaces a non-empty folder, so a
+ * package is never overwritten, even by two writers racing.
+ */
+import { hash } from 'node:crypto';
+import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { exportBundle, verifyBundle } from '../audit/bundle.js';
+import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from '../audit/checkpoints.js';
+import { canonicalJson } from '../audit/entry.js';
+import { verifyStore } from '../audit/verify.js';
+import { LkError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import { renderReleasePdf, type ReleasePdfOptions } from './release-pdf.js';
+import { parseReleaseInput, RELEASE_FILES, RELEASE_FORMAT, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from './release-types.js';
+
+export interface ReleasePackageOptions {
+  /** PDF options (tests read the text back from uncompressed streams). */
+  pdf?: ReleasePdfOptions;
+}
+
+const sha256 = (b: Buffer | string): string => hash('sha256', b);
+
+/**
+ * Write the release package of a run into the folder `dir` (created; its parent too).
+ *
+ * Before anything is sealed, the tenant's chain is verified (database and checkpoint log) and the
+ * exported bundle is verified again with the site key; the package's head is the bundle's, so the
+ * head, the checkpoint and the bundle always agree. Synchronous: no other appender of this process
+ * can slip an entry in between. Not inside `store.tx` (a checkpoint is signed after a commit).
+ *
+ * @throws LkError LK_CONFLICT when `dir` exists and is not an empty folder (nothing is changed);
+ *   LK_VALIDATION for a bad input; LK_NOT_FOUND when the tenant has no audit chain;
+ *   LK_AUDIT_BROKEN when the tenant's chain or the exported bundle does not verify (no package is
+ *   written); LK_AUDIT_KEY / LK_AUDIT_CHECKPOINT_MISSING from verification; LK_INTERNAL inside a
+ *   transaction or on a read-only store.
+ */
+export function writeReleasePackage(store: Store, dir: string, releaseInput: ReleaseInput, opts: ReleasePackageOptions = {}): ReleasePackage {
+  const input = parseReleaseInput(releaseInput);
+  const target = resolve(dir);
+  refuseExisting(target);
+  const tenant = input.tenant;
+  if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
+  if (store.inTx()) throw new LkError('LK_INTERNAL', 'writeReleasePackage inside a transaction: its checkpoint could sign entries that then roll back');
+
+  const report = verifyStore(store, { tenant });
+  const chain = report.chains.find((c) => c.tenant === tenant);
+  if (!report.ok || !chain?.ok) {
+    const d = chain?.damage ?? report.problems[0];
+    throw new LkError('LK_AUDIT_BROKEN', `audit chain "${tenant}" does not verify (${d?.kind ?? 'unknown'} at seq ${d?.seq ?? '-'}): no release package is sealed on it`, { tenant, damage: d });
+  }
+  // A fresh signed checkpoint at the current head (none when the head is already signed).
+  store.audit.checkpoint(tenant);
+
+  mkdirSync(dirname(target), { recursive: true });
+  const staging = mkdtempSync(join(dirname(target), `.${basename(target)}.staging-`));
+  try {
+    const bundleFile = join(staging, RELEASE_FILES.bundle);
+    exportBundle(store, tenant, {}, bundleFile);
+    const bundleBytes = readFileSync(bundleFile);
+    fsyncPath(bundleFile);
+    const { head, checkpoint, entries } = anchorOf(store, tenant, bundleBytes);
+
+    const record: ReleaseRecord = {
+      format: RELEASE_FORMAT, version: 1, input,
+      audit: { head, checkpoint, bundle: { file: RELEASE_FILES.bundle, sha256: sha256(bundleBytes), entries, key_id: checkpoint.key_id } },
+    };
+    const json = Buffer.from(canonicalJson(record), 'utf8');
+    writeDurable(join(staging, RELEASE_FILES.json), json);
+    const pdf = renderReleasePdf(record, sha256(json), opts.pdf);
+    writeDurable(join(staging, RELEASE_FILES.pdf), pdf);
+    chmodSync(bundleFile, 0o444);
+    chmodSync(staging, 0o755);
+    fsyncPath(staging);
+
+    try {
+      renameSync(staging, target);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') {
+        throw new LkError('LK_CONFLICT', `${target}: a release package (or other content) is already there; it is never overwritten`, { dir: target }, { cause: err });
+      }
+      throw err;
+    }
+    fsyncPath(dirname(target));
+    return {
+      dir: target,
+      jsonFile: join(target, RELEASE_FILES.json),
+      pdfFile: join(target, RELEASE_FILES.pdf),
+      bundleFile: join(target, RELEASE_FILES.bundle),
+      sha256: { json: sha256(json), pdf: sha256(pdf), bundle: sha256(bundleBytes) },
+      auditHead: head,
+      checkpoint,
+    };
+  } finally {
+    // After a successful rename the staging path no longer exists; otherwise nothing half-written stays.
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** LK_CONFLICT unless `target` is absent or an empty folder (checked first, so a conflict changes nothing). */
+function refuseExisting(target: string): void {
+  if (!existsSync(target)) return;
+  const st = lstatSync(target);
+  if (!st.isDirectory() || readdirSync(target).length > 0) {
+    throw new LkError('LK_CONFLICT', `${target}: a release package (or other content) is already there; it is never overwritten`, { dir: target });
+  }
+}
+
+/**
+ * The head, the signed checkpoint and the entry count that the exported bundle proves, verified with
+ * the site key. The bundle ends on a checkpoint by construction; checking it here is what lets
+ * release.json say "this head, this checkpoint, this bundle" as one statement.
+ */
+function anchorOf(store: Store, tenant: string, bundle: Buffer): { head: { seq: number; hash: string }; checkpoint: SignedCheckpoint; entries: number } {
+  const key = store.audit.siteKey();
+  const text = bundle.toString('utf8');
+  const r = verifyBundle(text, { publicKey: key });
+  if (!r.ok || r.head === null || r.tenant !== tenant) {
+    throw new LkError('LK_AUDIT_BROKEN', `the exported audit bundle of "${tenant}" does not verify (${r.damage?.kind ?? 'no head'})`, { tenant, damage: r.damage });
+  }
+  const head = r.head;
+  let checkpoint: SignedCheckpoint | undefined;
+  for (const l of text.split('\n')) {
+    if (!l.startsWith('{"') || !l.includes('"type":"checkpoint"')) continue;
+    const c = asCheckpoint({ ...(JSON.parse(l) as Record<string, unknown>), type: undefined });
+    if (c && c.seq === head.seq && c.head_hash === head.hash && checkpointSignatureValid(key, c)) checkpoint = c;
+  }
+  if (!checkpoint) throw new LkError('LK_AUDIT_BROKEN', `the exported audit bundle of "${tenant}" has no signed checkpoint of its head #${head.seq}`, { tenant });
+  // The store's head may only have moved on (another process appending), never back.
+  if (store.audit.head(tenant).seq < head.seq) throw new LkError('LK_AUDIT_BROKEN', `audit chain "${tenant}" is shorter than its exported bundle`, { tenant });
+  return { head: { seq: head.seq, hash: head.hash }, checkpoint, entries: r.entries };
+}
+
+/** A new file (never an existing one), read-only once written, on disk when this returns. */
+function writeDurable(file: string, bytes: Buffer): void {
+  const fd = openSync(file, 'wx', 0o444);
+  try {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** fsync a file, or a folder so the names in it (a rename) are durable too. */
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

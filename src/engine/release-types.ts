@@ -1,0 +1,224 @@
+/**
+ * What the last step of a run (`release.genealogy`, tool `audit.write_release_package`)
+ * seals into a release package, and the shape of the package's `release.json`.
+ *
+ * The input is validated once here, strictly: a release record is evidence, so a
+ * NaN potency, a blank printed name or a record of another tenant must stop the
+ * package, not be written as `null` or as someone else's data.
+ */
+import { z } from 'zod';
+import { LkError } from '../errors.js';
+import { jsonProblem } from '../audit/entry.js';
+import type { SignedCheckpoint } from '../audit/checkpoints.js';
+
+export const GENEALOGY_KINDS = ['sensor', 'recommendation', 'action', 'response', 'approval', 'qc', 'arbitration', 'step', 'watchdog'] as const;
+export type GenealogyKind = (typeof GENEALOGY_KINDS)[number];
+
+/** One time-aligned fact of the batch (spec: Genealogy). */
+export interface GenealogyEvent {
+  /** Epoch milliseconds. */
+  at: number;
+  kind: GenealogyKind;
+  step?: string;
+  agent?: string;
+  tag?: string;
+  summary: string;
+  data?: Record<string, unknown>;
+}
+
+/** One electronic signature as Part 11 §11.50 / §11.70 need it: who, what it means, when, bound to which record. */
+export interface SignatureManifest {
+  approvalId: string;
+  /** User id of the signer. */
+  user: string;
+  /** Printed name of the signer (§11.50(a)(1)). */
+  name: string;
+  role: string;
+  /** Meaning of the signature, e.g. "approved for release" (§11.50(a)(3)). */
+  meaning: string;
+  decision: 'approve' | 'reject';
+  /** Date and time of signing, ISO 8601 UTC (§11.50(a)(2)). */
+  at: string;
+  /** SHA-256 (hex) of the signed record. */
+  recordHash: string;
+  /** Ed25519 signature, base64. */
+  signature: string;
+  keyId: string;
+}
+
+/** An arbitration request that lost, with its score and the reason (spec: arbitration rule 4). */
+export interface LosingRequest {
+  agent: string;
+  setpoint: string;
+  score: number;
+  reason: string;
+  /** Epoch milliseconds. */
+  at: number;
+}
+
+export interface ReleaseStep {
+  seq: string;
+  name: string;
+  agent: string;
+  tool: string;
+  status: string;
+  duration: string;
+  detail: string;
+}
+
+export interface NirSpectrumEvidence {
+  spectrumId: number;
+  potencyPct: number;
+  spectrumSha256: string;
+  model: { id: string; version: number };
+}
+
+export interface QcResult {
+  test: string;
+  result: number | string;
+  unit?: string;
+  status: string;
+  lims_ref: string;
+}
+
+export interface ReleaseEvidence {
+  nir: NirSpectrumEvidence[];
+  potency: { n: number; meanPct: number; sdPct: number; ciLowPct: number; ciHighPct: number; pass: boolean };
+  contentUniformity: { av: number; pass: boolean };
+  inspection: { inspected: number; rejected: number; defectRatePct: number; pass: boolean };
+  qc: QcResult[];
+}
+
+export interface ReleaseRun {
+  id: string;
+  batch: string;
+  line: string;
+  product: string;
+  tooling: string;
+  goal: string;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  /** Epoch milliseconds; also the PDF's CreationDate, so the same input gives the same bytes. */
+  endedAt: number;
+  status: string;
+}
+
+export interface ReleaseInput {
+  tenant: string;
+  site: string;
+  run: ReleaseRun;
+  /** The batch record as ingested (JSON). */
+  batchRecord: Record<string, unknown>;
+  batchRecordSha256: string;
+  steps: ReleaseStep[];
+  evidence: ReleaseEvidence;
+  signatures: SignatureManifest[];
+  genealogy: GenealogyEvent[];
+  losingRequests: LosingRequest[];
+}
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits (SHA-256)');
+const name = z.string().min(1).max(200);
+const text = z.string().max(4000);
+const pct = z.number();
+const epochMs = z.number().nonnegative().max(8.64e15, 'must be epoch milliseconds within the Date range');
+const base64 = z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64');
+const jsonObject = z.record(z.string(), z.unknown()).refine((v) => jsonProblem(v) === undefined, { message: 'must be plain JSON (finite numbers, plain objects, well-formed strings)' });
+
+const GenealogyEventSchema = z.strictObject({
+  at: epochMs, kind: z.enum(GENEALOGY_KINDS), step: name.optional(), agent: name.optional(), tag: name.optional(), summary: text, data: jsonObject.optional(),
+});
+
+const SignatureSchema = z.strictObject({
+  approvalId: name,
+  user: name,
+  name: name.refine((s) => s.trim().length > 0, 'printed name must not be blank'),
+  role: name,
+  meaning: name.refine((s) => s.trim().length > 0, 'meaning must not be blank'),
+  decision: z.enum(['approve', 'reject']),
+  at: z.iso.datetime({ offset: false }),
+  recordHash: hex64,
+  signature: base64,
+  keyId: name,
+});
+
+export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
+  tenant: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'tenant must be lower-case letters, digits and dashes'),
+  site: name,
+  run: z.strictObject({
+    id: z.string().regex(/^run_[A-Za-z0-9_-]{1,64}$/, 'run id must be run_<token>'),
+    batch: name, line: name, product: name, tooling: name, goal: text, startedAt: epochMs, endedAt: epochMs, status: name,
+  }).refine((r) => r.endedAt >= r.startedAt, { message: 'endedAt is before startedAt', path: ['endedAt'] }),
+  batchRecord: jsonObject,
+  batchRecordSha256: hex64,
+  steps: z.array(z.strictObject({
+    seq: z.string().regex(/^\d{2}$/, 'seq must be two digits'), name, agent: name, tool: name, status: name, duration: z.string().max(40), detail: text,
+  })),
+  evidence: z.strictObject({
+    nir: z.array(z.strictObject({
+      spectrumId: z.number().int(), potencyPct: pct, spectrumSha256: hex64, model: z.strictObject({ id: name, version: z.number().int().positive() }),
+    })),
+    potency: z.strictObject({ n: z.number().int().nonnegative(), meanPct: pct, sdPct: pct, ciLowPct: pct, ciHighPct: pct, pass: z.boolean() }),
+    contentUniformity: z.strictObject({ av: z.number(), pass: z.boolean() }),
+    inspection: z.strictObject({ inspected: z.number().int().nonnegative(), rejected: z.number().int().nonnegative(), defectRatePct: pct, pass: z.boolean() }),
+    qc: z.array(z.strictObject({ test: name, result: z.union([z.number(), z.string().max(200)]), unit: name.optional(), status: name, lims_ref: name })),
+  }),
+  signatures: z.array(SignatureSchema),
+  genealogy: z.array(GenealogyEventSchema),
+  losingRequests: z.array(z.strictObject({ agent: name, setpoint: name, score: z.number(), reason: text, at: epochMs })),
+});
+
+/**
+ * Validate a release input; strings are checked for lone surrogates too (they have no canonical JSON).
+ * Where the batch record names its tenant or batch, they must be the run's (R1: a package of one
+ * tenant never carries another's record).
+ * @throws LkError LK_VALIDATION naming the path of the first bad field.
+ */
+export function parseReleaseInput(v: unknown): ReleaseInput {
+  const r = ReleaseInputSchema.safeParse(v);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new LkError('LK_VALIDATION', `release input ${i.path.join('.') || '(root)'}: ${i.message}`, { issues: r.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })) });
+  }
+  const input = r.data;
+  const problem = jsonProblem(input);
+  if (problem !== undefined) throw new LkError('LK_VALIDATION', `release input: ${problem}`);
+  const rec = input.batchRecord;
+  if (typeof rec.tenant === 'string' && rec.tenant !== input.tenant) {
+    throw new LkError('LK_VALIDATION', `release input batchRecord.tenant: "${rec.tenant}" is not the run's tenant "${input.tenant}"`);
+  }
+  if (typeof rec.batch === 'string' && rec.batch !== input.run.batch) {
+    throw new LkError('LK_VALIDATION', `release input batchRecord.batch: "${rec.batch}" is not the run's batch "${input.run.batch}"`);
+  }
+  return input;
+}
+
+export const RELEASE_FORMAT = 'linekeeper.release-package';
+
+/** File names inside a package folder. */
+export const RELEASE_FILES = { json: 'release.json', pdf: 'release.pdf', bundle: 'audit-bundle.jsonl' } as const;
+
+/** `release.json`: RFC 8785 canonical JSON of this object. */
+export interface ReleaseRecord {
+  format: typeof RELEASE_FORMAT;
+  version: 1;
+  input: ReleaseInput;
+  audit: {
+    /** The tenant chain's head the package is anchored to; the bundle ends exactly here. */
+    head: { seq: number; hash: string };
+    /** The site key's signed checkpoint of that head. */
+    checkpoint: SignedCheckpoint;
+    bundle: { file: string; sha256: string; entries: number; key_id: string };
+  };
+}
+
+/** What {@link writeReleasePackage} returns: absolute paths, digests and the audit anchor. */
+export interface ReleasePackage {
+  dir: string;
+  jsonFile: string;
+  pdfFile: string;
+  bundleFile: string;
+  sha256: { json: string; pdf: string; bundle: string };
+  auditHead: { seq: number; hash: string };
+  checkpoint: SignedCheckpoint;
+}

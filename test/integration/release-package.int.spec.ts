@@ -1,0 +1,262 @@
+/**
+ * The release package on a real store: the bundle inside it verifies with the
+ * standalone verifier and the site public key (and fails when a byte changes),
+ * release.json is canonical and anchored to the chain head by a checkpoint the
+ * site key signed, release.pdf shows every signature's manifestation, and an
+ * existing package is never overwritten.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash, createPublicKey, verify } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import canonicalize from 'canonicalize';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkpointLogFile, type SignedCheckpoint } from '../../src/audit/checkpoints.js';
+import { keyFiles } from '../../src/audit/keys.js';
+import type { ManualClock } from '../../src/clock.js';
+import { writeReleasePackage } from '../../src/engine/release-package.js';
+import { renderReleasePdf } from '../../src/engine/release-pdf.js';
+import { RELEASE_FILES, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from '../../src/engine/release-types.js';
+import type { Store } from '../../src/store/store.js';
+import { codeOf, entry, newStore, rawDb, tempDir } from '../unit/audit-helpers.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const verifier = join(root, 'tools/verify-audit-bundle.mjs');
+const T = 'acme-pharma';
+const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+const H = (c: string): string => c.repeat(64);
+const t0 = Date.UTC(2026, 10, 20, 8, 0, 0);
+
+function releaseInput(over: Partial<ReleaseInput> = {}): ReleaseInput {
+  const plan: [string, string, string, string][] = [
+    ['01', 'ingest.batch_record', 'agent.orchestrator', 'mes.read_batch_record'],
+    ['02', 'twin.rehearse', 'agent.orchestrator', 'twin.simulate'],
+    ['03', 'blend.uniformity', 'agent.blend_dispense', 'nir.score'],
+    ['04', 'granulate.dry', 'agent.granulate_dry', 'plc.write_setpoint'],
+    ['05', 'compress.press', 'agent.compress_fill', 'press.write_setpoint'],
+    ['06', 'coat.spray', 'agent.coat_dry', 'coater.write_setpoint'],
+    ['07', 'inspect.tablets', 'agent.defect_inspect', 'vision.stream'],
+    ['08', 'spectra.release_evidence', 'agent.quality_potency', 'nir.evidence_chain'],
+    ['09', 'approval.batch_release', 'agent.orchestrator', 'approval.request'],
+    ['10', 'release.genealogy', 'agent.orchestrator', 'audit.write_release_package'],
+  ];
+  return {
+    tenant: T, site: 'site-ravenna',
+    run: { id: 'run_7f3a', batch: 'B-1042', line: 'line-3', product: 'ir-family-a', tooling: 'round-10mm-ff', goal: 'weight and hardness on target, capping risk under 1.5 %', startedAt: t0, endedAt: t0 + 4 * 3600_000, status: 'SUCCEEDED' },
+    batchRecord: { format: 1, batch: 'B-1042', tenant: T, product: 'ir-family-a', mes_ref: 'MES-2026-11-1042', specifications: { potency: { min_pct: 95, max_pct: 105 }, content_uniformity: { av_max: 15 }, defect_rate_max_pct: 1 }, reviewer: 'p.bianchi', qa_reviewer: 'm.rossi' },
+    batchRecordSha256: H('a'),
+    steps: plan.map(([seq, name, agent, tool]) => ({ seq, name, agent, tool, status: seq === '09' ? 'APPROVAL' : 'SUCCEEDED', duration: seq === '07' ? 'continuous' : '2m 10s', detail: `${name} done` })),
+    evidence: {
+      nir: [1, 2, 3].map((i) => ({ spectrumId: 4100 + i, potencyPct: 99 + i / 10, spectrumSha256: H(String(i)), model: { id: 'potency-pls-v1', version: 1 } })),
+      potency: { n: 30, meanPct: 99.84, sdPct: 1.12, ciLowPct: 99.42, ciHighPct: 100.26, pass: true },
+      contentUniformity: { av: 3.2, pass: true },
+      inspection: { inspected: 300000, rejected: 912, defectRatePct: 0.304, pass: true },
+      qc: [
+        { test: 'dissolution Q30', result: 91.5, unit: '%', status: 'pass', lims_ref: 'LIMS-88-1' },
+        { test: 'appearance', result: 'conforms', status: 'pass', lims_ref: 'LIMS-88-2' },
+      ],
+    },
+    signatures: [
+      { approvalId: 'apr_01', user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'approved for release', decision: 'approve', at: '2026-11-20T11:58:03.120Z', recordHash: H('b'), signature: 'c2lnbmF0dXJlLW9uZQ==', keyId: 'k-m.rossi' },
+      { approvalId: 'apr_02', user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', meaning: 'reviewed process deviations', decision: 'approve', at: '2026-11-20T11:40:00.000Z', recordHash: H('c'), signature: 'c2lnbmF0dXJlLXR3bw==', keyId: 'k-p.bianchi' },
+    ],
+    genealogy: [
+      { at: t0, kind: 'step', step: '01', agent: 'agent.orchestrator', summary: 'batch record ingested' },
+      { at: t0 + 3_600_000, kind: 'arbitration', step: '05', agent: 'agent.compress_fill', tag: 'press.TurretSpeed', summary: 'quality request wins' },
+    ],
+    losingRequests: [{ agent: 'agent.yield_takt', setpoint: 'press.TurretSpeed', score: 0.42, reason: 'content uniformity outranks takt', at: t0 + 3_600_000 }],
+    ...over,
+  };
+}
+
+/** Text shown by an uncompressed pdfkit PDF: the hex strings of every TJ operator, one line per operator. */
+function pdfText(pdf: Buffer): string {
+  const raw = pdf.toString('latin1');
+  return [...raw.matchAll(/\[([^\]]*)\] TJ/g)].map((m) => [...m[1]!.matchAll(/<([0-9a-f]*)>/g)].map((h) => Buffer.from(h[1]!, 'hex').toString('latin1')).join('')).join('\n');
+}
+
+function runVerifier(bundle: string, key: string): { code: number | null; out: string } {
+  const r = spawnSync(process.execPath, [verifier, bundle, '--key', key], { encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: r.stdout + r.stderr };
+}
+
+let t: { dir: string; cleanup: () => void };
+let store: Store;
+let clock: ManualClock;
+let pkg: ReleasePackage;
+let pubKey: string;
+
+beforeAll(() => {
+  t = tempDir('lk-release-');
+  ({ store, clock } = newStore(join(t.dir, 'data')));
+  for (let i = 1; i <= 7; i++) {
+    clock.advance(10_000);
+    store.audit.append(entry(i, T));
+    if (i % 2 === 0) store.audit.append(entry(i, 'borealis-bio'));
+  }
+  store.audit.append({ tenant: T, actor: 'm.rossi', kind: 'approval', action: 'batch.release', subject: { run: 'run_7f3a', batch: 'B-1042', reviewer: 'm.rossi' }, signature: { user: 'm.rossi', name: 'Dr. Maria Rossi', meaning: 'approved for release', time: '2026-11-20T11:58:03.120Z', value: 'c2lnbmF0dXJlLW9uZQ==' } });
+  clock.advance(1000);
+  pkg = writeReleasePackage(store, join(t.dir, 'releases', 'run_7f3a'), releaseInput(), { pdf: { compress: false } });
+  pubKey = keyFiles(join(t.dir, 'data')).publicFile;
+});
+afterAll(() => {
+  store.close();
+  t.cleanup();
+});
+
+describe('release package', () => {
+  it('holds exactly the bundle, release.json and release.pdf, read-only, with the digests it reports', () => {
+    expect(readdirSync(pkg.dir).sort()).toEqual([RELEASE_FILES.bundle, RELEASE_FILES.json, RELEASE_FILES.pdf].sort());
+    expect(sha(readFileSync(pkg.bundleFile))).toBe(pkg.sha256.bundle);
+    expect(sha(readFileSync(pkg.jsonFile))).toBe(pkg.sha256.json);
+    expect(sha(readFileSync(pkg.pdfFile))).toBe(pkg.sha256.pdf);
+    for (const f of [pkg.bundleFile, pkg.jsonFile, pkg.pdfFile]) expect(statSync(f).mode & 0o222).toBe(0);
+    // no staging folder is left beside the package
+    expect(readdirSync(join(t.dir, 'releases'))).toEqual(['run_7f3a']);
+  });
+
+  it('(a) the bundle verifies with the standalone verifier and the site public key, up to the package head', () => {
+    const r = runVerifier(pkg.bundleFile, pubKey);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`tenant ${T}, 8 entries, head #8 ${store.audit.head(T).hash}`);
+    // tenant-scoped: nothing of the other tenant travels in the package
+    expect(readFileSync(pkg.bundleFile, 'utf8')).not.toContain('borealis');
+  });
+
+  it('(b) one changed byte in the bundle makes the standalone verifier fail', () => {
+    const text = readFileSync(pkg.bundleFile, 'utf8');
+    const lines = text.split('\n');
+    const entryLine = lines.findIndex((l) => l.includes('"type":"entry"') && l.includes('"seq":3'));
+    const cpLine = lines.findIndex((l) => l.includes('"type":"checkpoint"'));
+    const at = (line: number, needle: string): number => lines.slice(0, line).reduce((n, l) => n + l.length + 1, 0) + lines[line]!.indexOf(needle) + needle.length;
+    const positions = [at(entryLine, '"reason":"'), at(cpLine, '"sig":"'), at(0, '"tenant":"')];
+    for (const p of positions) {
+      const bytes = Buffer.from(text, 'utf8');
+      bytes[p] = bytes[p] === 0x41 ? 0x42 : 0x41;
+      const bad = join(t.dir, `tampered-${p}.jsonl`);
+      writeFileSync(bad, bytes);
+      const r = runVerifier(bad, pubKey);
+      expect({ p, code: r.code }).toEqual({ p, code: 65 });
+    }
+    // the package's own copy is untouched
+    expect(runVerifier(pkg.bundleFile, pubKey).code).toBe(0);
+  });
+
+  it('(c) release.json is canonical, holds the input, and its head is the chain head under a checkpoint the site key signed', () => {
+    const bytes = readFileSync(pkg.jsonFile, 'utf8');
+    const rec = JSON.parse(bytes) as ReleaseRecord;
+    expect(canonicalize(rec)).toBe(bytes);
+    expect(rec.format).toBe('linekeeper.release-package');
+    expect(rec.input).toEqual(releaseInput());
+    const head = store.audit.head(T);
+    expect(rec.audit.head).toEqual({ seq: head.seq, hash: head.hash });
+    expect(pkg.auditHead).toEqual(rec.audit.head);
+    expect(rec.audit.bundle).toEqual({ file: RELEASE_FILES.bundle, sha256: pkg.sha256.bundle, entries: 8, key_id: rec.audit.checkpoint.key_id });
+
+    // The checkpoint, checked by hand from docs/audit.md: Ed25519 over the canonical JSON of the fields without sig.
+    const c: SignedCheckpoint = rec.audit.checkpoint;
+    expect({ tenant: c.tenant, seq: c.seq, head_hash: c.head_hash }).toEqual({ tenant: T, seq: head.seq, head_hash: head.hash });
+    const pem = readFileSync(pubKey, 'utf8');
+    const key = createPublicKey(pem);
+    expect(c.key_id).toBe(sha(key.export({ type: 'spki', format: 'der' })));
+    const signed = canonicalize({ head_hash: c.head_hash, key_id: c.key_id, seq: c.seq, tenant: c.tenant, ts: c.ts, v: c.v })!;
+    expect(verify(null, Buffer.from(signed), key, Buffer.from(c.sig, 'base64'))).toBe(true);
+    expect(verify(null, Buffer.from(signed.replace(head.hash, '0'.repeat(64))), key, Buffer.from(c.sig, 'base64'))).toBe(false);
+    // the same checkpoint is in the log file outside the database
+    expect(readFileSync(checkpointLogFile(join(t.dir, 'data')), 'utf8')).toContain(c.sig);
+  });
+
+  it('(d) release.pdf shows each signature manifestation, the evidence chain and the anchors', () => {
+    const pdf = readFileSync(pkg.pdfFile);
+    expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    const text = pdfText(pdf);
+    for (const s of releaseInput().signatures) {
+      expect(text).toContain(`Printed name: ${s.name}`);
+      expect(text).toContain(`Meaning: ${s.meaning}`);
+      expect(text).toContain(`User ID: ${s.user}`);
+      expect(text).toContain(`Date and time of signing: ${s.at.replace('T', ' ').replace('Z', '')} UTC`);
+    }
+    expect(text).toContain('QA disposition: APPROVED FOR RELEASE by Dr. Maria Rossi (m.rossi), Paolo Bianchi (p.bianchi)');
+    expect(text).toContain(H('2')); // a spectrum hash
+    expect(text).toContain('potency-pls-v1 v1');
+    expect(text).toContain('content uniformity outranks takt');
+    expect(text).toContain(store.audit.head(T).hash);
+    const rec = JSON.parse(readFileSync(pkg.jsonFile, 'utf8')) as ReleaseRecord;
+    expect(text).toContain(rec.audit.checkpoint.sig);
+    expect(text).toContain(pkg.sha256.json);
+    expect(text).toContain(pkg.sha256.bundle);
+  });
+
+  it('the PDF bytes are a function of the record: rendering again gives the same bytes, compressed or not', () => {
+    const json = readFileSync(pkg.jsonFile);
+    const rec = JSON.parse(json.toString('utf8')) as ReleaseRecord;
+    expect(renderReleasePdf(rec, sha(json), { compress: false }).equals(readFileSync(pkg.pdfFile))).toBe(true);
+    const a = renderReleasePdf(rec, sha(json));
+    expect(a.equals(renderReleasePdf(rec, sha(json)))).toBe(true);
+    expect(a.equals(renderReleasePdf({ ...rec, input: { ...rec.input, run: { ...rec.input.run, endedAt: rec.input.run.endedAt + 1000 } } }, sha(json)))).toBe(false);
+  });
+
+  it('(e) a second write to the same folder is LK_CONFLICT and changes nothing', () => {
+    const before = [pkg.bundleFile, pkg.jsonFile, pkg.pdfFile].map((f) => readFileSync(f));
+    const logBefore = readFileSync(checkpointLogFile(join(t.dir, 'data')));
+    const headBefore = store.audit.head(T);
+    store.audit.append(entry(99, T)); // a new head would give a different package
+    const head = store.audit.head(T);
+    expect(codeOf(() => writeReleasePackage(store, pkg.dir, releaseInput()))).toBe('LK_CONFLICT');
+    expect([pkg.bundleFile, pkg.jsonFile, pkg.pdfFile].map((f) => readFileSync(f))).toEqual(before);
+    expect(readdirSync(pkg.dir)).toHaveLength(3);
+    expect(readdirSync(join(t.dir, 'releases'))).toEqual(['run_7f3a']);
+    // no checkpoint was signed for the refused write
+    expect(readFileSync(checkpointLogFile(join(t.dir, 'data')))).toEqual(logBefore);
+    expect(store.audit.head(T)).toEqual(head);
+    expect(head.seq).toBe(headBefore.seq + 1);
+  });
+
+  it('an empty folder may receive a package; a folder with anything else in it may not', () => {
+    const empty = join(t.dir, 'releases', 'empty');
+    mkdirSync(empty);
+    const p = writeReleasePackage(store, empty, releaseInput());
+    expect(readdirSync(p.dir)).toHaveLength(3);
+    expect(p.auditHead).toEqual({ seq: store.audit.head(T).seq, hash: store.audit.head(T).hash });
+    const other = join(t.dir, 'releases', 'other');
+    mkdirSync(other);
+    writeFileSync(join(other, 'notes.txt'), 'keep me');
+    expect(codeOf(() => writeReleasePackage(store, other, releaseInput()))).toBe('LK_CONFLICT');
+    expect(readdirSync(other)).toEqual(['notes.txt']);
+  });
+
+  it('refuses bad input (LK_VALIDATION) and a tenant without a chain (LK_NOT_FOUND), writing nothing', () => {
+    const dir = join(t.dir, 'releases', 'refused');
+    const bad = releaseInput();
+    bad.evidence.potency.meanPct = Number.NaN;
+    expect(codeOf(() => writeReleasePackage(store, dir, bad))).toBe('LK_VALIDATION');
+    const blank = releaseInput();
+    blank.signatures[0]!.name = '  ';
+    expect(codeOf(() => writeReleasePackage(store, dir, blank))).toBe('LK_VALIDATION');
+    const foreign = releaseInput({ batchRecord: { ...releaseInput().batchRecord, tenant: 'borealis-bio' } });
+    expect(codeOf(() => writeReleasePackage(store, dir, foreign))).toBe('LK_VALIDATION');
+    expect(codeOf(() => writeReleasePackage(store, dir, releaseInput({ tenant: 'nobody-pharma', batchRecord: { batch: 'B-1042' } })))).toBe('LK_NOT_FOUND');
+    expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('release package on a damaged trail', () => {
+  it('is refused with LK_AUDIT_BROKEN and no folder appears', () => {
+    const d = tempDir('lk-release-broken-');
+    try {
+      const { store: s } = newStore(join(d.dir, 'data'));
+      for (let i = 1; i <= 4; i++) s.audit.append(entry(i, T));
+      s.audit.checkpoint(T);
+      const db = rawDb(join(d.dir, 'data'));
+      db.prepare("UPDATE audit_entry SET reason = 'nothing to see' WHERE tenant = ? AND seq = 2").run(T);
+      db.close();
+      const dir = join(d.dir, 'releases', 'run_7f3a');
+      expect(codeOf(() => writeReleasePackage(s, dir, releaseInput()))).toBe('LK_AUDIT_BROKEN');
+      expect(existsSync(join(d.dir, 'releases'))).toBe(false);
+      s.close();
+    } finally {
+      d.cleanup();
+    }
+  });
+});
