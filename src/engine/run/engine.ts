@@ -33,7 +33,7 @@ export class RunEngine {
   private readonly changeListeners = new Set<(run: RunView) => void>();
   private attendance: Attendance | null = null;
   private stopped = false;
-  private readonly host: StepHost;
+  readonly host: StepHost;
 
   constructor(private readonly o: RunEngineOptions) {
     this.runs = new RunStore(o.store.db);
@@ -298,8 +298,9 @@ export class RunEngine {
           this.o.store.tx((t) => {
             const cur = this.runs.runById(id)!;
             const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
-            if (s.status === 'RUNNING' || s.status === 'APPROVAL') this.setStep(t, cur, s, 'INTERRUPTED', 'system', why, { endedAt: this.o.clock.now() });
-            if (cur.status === 'RUNNING' || cur.status === 'APPROVAL') this.setRun(t, cur, 'INTERRUPTED', why, 'system', why);
+            // a run waiting at the approval gate keeps waiting across a stop: no equipment acts while it waits
+            if (s.status === 'RUNNING') this.setStep(t, cur, s, 'INTERRUPTED', 'system', why, { endedAt: this.o.clock.now() });
+            if (cur.status === 'RUNNING') this.setRun(t, cur, 'INTERRUPTED', why, 'system', why);
           });
           return;
         }

@@ -83,7 +83,11 @@ export class StepContext {
     return r;
   }
 
-  private line(kind: 'call' | 'ok' | 'error', tool: string, agent: string, v: { args?: Record<string, unknown>; summary?: string; result?: unknown }): void {
+  /**
+   * One line of the tool-call log with its audit entry, for a call whose result arrives much later (the
+   * approval gate's `approval.request` and its ok line once a reviewer signs).
+   */
+  line(kind: 'call' | 'ok' | 'error', tool: string, agent: string, v: { args?: Record<string, unknown>; summary?: string; result?: unknown }): void {
     const at = this.now;
     const { run } = this;
     const row = this.h.store.tx((t) => {

@@ -1,0 +1,62 @@
+/**
+ * The run engine's view of the line: batched reads through the connectors (read-only; writes go through the
+ * guarded writer alone) and the two ways a batch phase starts.
+ */
+import type { Connector, Sample } from '../../../connectors/types.js';
+import { LkError } from '../../errors.js';
+import type { LineSequencer } from './types.js';
+
+/** Read tags through whichever connector serves each; a tag no connector serves comes back bad, not thrown. */
+export function lineReader(connectors: readonly Connector[], served: ReadonlyMap<string, string>, now: () => number): (tags: readonly string[]) => Promise<Sample[]> {
+  const byId = new Map(connectors.map((c) => [c.id, c]));
+  return async (tags) => {
+    const groups = new Map<string, string[]>();
+    const out: Sample[] = [];
+    for (const t of tags) {
+      const c = served.get(t);
+      if (!c) {
+        out.push({ tag: t, value: null, quality: 'bad', status: 'LK_TAG_UNKNOWN', unit: '', sourceTime: now(), receivedAt: now() });
+        continue;
+      }
+      groups.set(c, [...(groups.get(c) ?? []), t]);
+    }
+    const reads = await Promise.all([...groups].map(([c, ts]) => byId.get(c)!.read(ts)));
+    for (const r of reads) out.push(...r);
+    return out;
+  };
+}
+
+/**
+ * A real line: the PLC's phase logic starts each phase (from the operator at the HMI or the MES); the engine
+ * waits until `plc.BatchPhase` reports it, polling every `pollMs`, and gives up after `timeoutMs` (the step
+ * is then held for a person).
+ */
+export function plcPhaseObserver(read: (tags: readonly string[]) => Promise<Sample[]>, opts: { tag?: string; pollMs?: number; timeoutMs?: number; now: () => number }): LineSequencer {
+  const tag = opts.tag ?? 'plc.BatchPhase';
+  return {
+    kind: 'plc',
+    async enter(phase, _batch, signal) {
+      const until = opts.now() + (opts.timeoutMs ?? 3_600_000);
+      for (;;) {
+        const [s] = await read([tag]);
+        if (s?.quality === 'good' && s.value === phase) return;
+        if (opts.now() > until) throw new LkError('LK_CONN_TIMEOUT', `the line PLC did not report phase ${phase} (${tag} is ${String(s?.value)})`, { phase });
+        if (signal.aborted) return;
+        await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
+      }
+    },
+  };
+}
+
+/**
+ * The embedded simulator: the daemon stands in for the line operator who starts each phase at the HMI
+ * (the simulator's `startPhase`); the phase is then visible over OPC UA as plc.BatchPhase like on a real line.
+ */
+export function simulatorOperator(startPhase: (phase: string) => void): LineSequencer {
+  return {
+    kind: 'simulator-operator',
+    async enter(phase) {
+      startPhase(phase);
+    },
+  };
+}

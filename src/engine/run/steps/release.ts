@@ -1,0 +1,76 @@
+/**
+ * Step 10: the batch genealogy and the release package (`audit.write_release_package`): release.json,
+ * release.pdf and the tenant's audit bundle up to a signed checkpoint, under
+ * `<dataDir>/releases/<tenant>/<run>/`. Also written, as a record of the decision, when QA rejected the
+ * batch (the package then says it is not a release).
+ */
+import { join } from 'node:path';
+import { writeReleasePackage } from '../../release-package.js';
+import type { GenealogyEvent, LosingRequest, ReleaseInput, SignatureManifest } from '../../release-types.js';
+import { GENEALOGY_KINDS } from '../../release-types.js';
+import type { Signature } from '../approval.js';
+import type { RunEngine } from '../engine.js';
+import type { StepContext } from '../step-context.js';
+import type { StepHandler } from '../types.js';
+
+export const release: StepHandler = async (ctx, engine) => {
+  const { run } = ctx;
+  const dir = join(engine.options.dataDir, 'releases', run.tenant, run.id);
+  const input = releaseInput(ctx, engine);
+  const pkg = await ctx.tool(
+    'audit.write_release_package',
+    { run: run.id, batch: run.batch, events: input.genealogy.length, signatures: input.signatures.length },
+    () => writeReleasePackage(engine.options.store, dir, input),
+    (p) => ({
+      summary: `release package sha256 ${p.sha256.json.slice(0, 12)}… (json), ${p.sha256.pdf.slice(0, 12)}… (pdf); audit head #${p.auditHead.seq} ${p.auditHead.hash.slice(0, 12)}… checkpointed`,
+      result: { dir: p.dir, sha256: p.sha256, auditHead: p.auditHead, checkpoint: { seq: p.checkpoint.seq, keyId: p.checkpoint.key_id } },
+    }),
+  );
+  const rejected = input.signatures.some((s) => s.decision === 'reject');
+  return {
+    status: 'SUCCEEDED',
+    detail: `Genealogy of ${input.genealogy.length} time-aligned events and the ${rejected ? 'rejection record (not a release)' : 'release package'} written: release.json, release.pdf and the audit bundle up to entry #${pkg.auditHead.seq}, which verifies offline with tools/verify-audit-bundle.mjs.`,
+    data: { release: { json: pkg.jsonFile, pdf: pkg.pdfFile, bundle: pkg.bundleFile, sha256: pkg.sha256 } },
+  };
+};
+
+/** Everything the package seals, from the run's store rows. */
+export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput {
+  const { run } = ctx;
+  const events = engine.runs.events(run.id);
+  const kinds = new Set<string>(GENEALOGY_KINDS);
+  const genealogy: GenealogyEvent[] = events.map((e) => ({
+    at: e.at, kind: (kinds.has(e.kind) ? e.kind : 'step') as GenealogyEvent['kind'], summary: e.summary,
+    ...(e.step ? { step: e.step } : {}), ...(e.agent ? { agent: e.agent } : {}), ...(e.tag ? { tag: e.tag } : {}),
+    ...(e.data && typeof e.data === 'object' && !Array.isArray(e.data) ? { data: e.data as Record<string, unknown> } : {}),
+  }));
+  const losingRequests: LosingRequest[] = events
+    .filter((e) => e.kind === 'arbitration')
+    .flatMap((e) => ((e.data as { declined?: LosingRequest[] } | null)?.declined ?? []).map((d) => ({ ...d, at: e.at })));
+  const a = engine.runs.approvalOfRun(run.id);
+  const sig = a?.signature as unknown as Signature | null;
+  const signatures: SignatureManifest[] = sig
+    ? [{ approvalId: a!.id, user: sig.user, name: sig.name, role: sig.role, meaning: sig.meaning, decision: sig.decision, at: sig.timestamp, recordHash: sig.recordHash, signature: sig.signature, keyId: sig.keyId }]
+    : [];
+  const ev = (ctx.data['evidence'] ?? {}) as Partial<ReleaseInput['evidence']>;
+  const qc = engine.options.lims?.results(run.tenant, run.batch) ?? [];
+  const view = engine.view(run);
+  return {
+    tenant: run.tenant,
+    site: engine.options.site.site.id,
+    run: { id: run.id, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, goal: run.goal, startedAt: run.createdAt, endedAt: ctx.now, status: a?.status === 'rejected' ? 'REJECTED' : 'RELEASED' },
+    batchRecord: run.record,
+    batchRecordSha256: run.recordSha,
+    steps: view.steps.map((s) => ({ seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, status: s.status, duration: s.duration, detail: s.detail || '-' })),
+    evidence: {
+      nir: ev.nir ?? [],
+      potency: ev.potency ?? { n: 0, meanPct: 0, sdPct: 0, ciLowPct: 0, ciHighPct: 0, pass: false },
+      contentUniformity: ev.contentUniformity ?? { av: 0, pass: false },
+      inspection: ev.inspection ?? { inspected: 0, rejected: 0, defectRatePct: 0, pass: false },
+      qc: qc.map((q) => ({ test: q.test, result: q.result, ...(q.unit ? { unit: q.unit } : {}), status: q.status, lims_ref: q.lims_ref })),
+    },
+    signatures,
+    genealogy,
+    losingRequests,
+  };
+}
