@@ -34,6 +34,7 @@ export interface MesListing {
 
 export interface MesChange {
   readonly tenant: string;
+  /** The document's name without `.json`; a name that is not a batch id is still reported (`list` shows it as invalid). */
   readonly batch: string;
   readonly kind: 'added' | 'changed' | 'removed';
 }
