@@ -1,0 +1,150 @@
+/**
+ * The embedded default MES: an inbox folder, `<dataDir>/mes/inbox/<tenant>/<batch>.json`,
+ * one batch record per file, written there by a person or a site export.
+ * linekeeper only reads it: an invalid record is listed as invalid and left
+ * where it is, unchanged. Write a record atomically (a hidden temporary name
+ * in the same folder, then rename): hidden files are not read.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { BATCH_ID_RE, type BatchRecord, batchRecordSiteIssues, parseBatchRecord } from '../../src/domain/batch-record.js';
+import type { SiteConfig } from '../../src/config/schema.js';
+import { LkError } from '../../src/errors.js';
+import { assertTenantId, documentNames, isRealDir, parseJson, readDocument, tenantField } from '../inbox/files.js';
+import { watchInbox } from '../inbox/watch.js';
+import type { MesChange, MesListing, MesSource } from './source.js';
+
+export interface FolderMesOptions {
+  /** Interval of the poll that always runs beside fs.watch, ms (default 2000). */
+  readonly pollMs?: number;
+  /** Use fs.watch to notice changes before the next poll (default true). */
+  readonly fsWatch?: boolean;
+  /** When given, a record must also fit this site (`checkBatchRecordAgainstSite`) to be valid. */
+  readonly site?: SiteConfig;
+  /** Errors of a watch (a failed scan, a throwing listener); default: a process warning. */
+  readonly onError?: (err: unknown) => void;
+}
+
+/** One record with the digest of the exact bytes it was parsed from (for the audit entry of its ingestion). */
+export interface MesEntry {
+  readonly record: BatchRecord;
+  readonly file: string;
+  readonly sha256: string;
+}
+
+export interface FolderMes extends MesSource {
+  /** Absolute path of the inbox (`<dataDir>/mes/inbox`). */
+  readonly inboxDir: string;
+  /** {@link MesSource.read} with the file and the SHA-256 of the bytes read; throws the same errors. */
+  readEntry(tenant: string, batch: string): MesEntry;
+}
+
+/** The inbox folder of a data directory. */
+export function mesInboxDir(dataDir: string): string {
+  return join(dataDir, 'mes', 'inbox');
+}
+
+type Loaded = { readonly ok: true; readonly entry: MesEntry } | { readonly ok: false; readonly error: LkError; readonly sha256: string | null };
+
+function assertBatchId(batch: unknown): asserts batch is string {
+  if (typeof batch !== 'string' || !BATCH_ID_RE.test(batch)) {
+    throw new LkError('LK_VALIDATION', `${JSON.stringify(String(batch)).slice(0, 80)} is not a batch id`, { field: 'batch' });
+  }
+}
+
+/** Read and validate one record file; every failure as a value, so `list` can report it and `read` throw it. */
+function load(root: string, tenant: string, batch: string, site: SiteConfig | undefined): Loaded {
+  const file = `${tenant}/${batch}.json`;
+  const fail = (code: 'LK_NOT_FOUND' | 'LK_BATCH_RECORD_INVALID', message: string, sha256: string | null = null, detail?: Record<string, unknown>): Loaded => ({
+    ok: false,
+    error: new LkError(code, code === 'LK_NOT_FOUND' ? message : `${file}: ${message}`, { tenant, batch, file, ...detail }),
+    sha256,
+  });
+  if (!isRealDir(join(root, tenant))) return fail('LK_NOT_FOUND', `no batch record ${batch} for tenant ${tenant}`);
+  const r = readDocument(join(root, tenant, `${batch}.json`));
+  if (!r.ok) return r.reason === 'missing' ? fail('LK_NOT_FOUND', `no batch record ${batch} for tenant ${tenant}`) : fail('LK_BATCH_RECORD_INVALID', r.message);
+  const json = parseJson(r.bytes);
+  if (!json.ok) return fail('LK_BATCH_RECORD_INVALID', json.message, r.sha256);
+  // R1 first: a document that names another tenant is refused before anything of its content is reported
+  if (tenantField(json.value) !== tenant) {
+    return fail('LK_BATCH_RECORD_INVALID', `tenant: the record does not name the tenant of its folder (${tenant})`, r.sha256, { issues: [{ path: 'tenant', message: 'not the tenant of the folder' }] });
+  }
+  let record: BatchRecord;
+  try {
+    record = parseBatchRecord(json.value, file);
+  } catch (e) {
+    if (LkError.is(e)) return { ok: false, error: e, sha256: r.sha256 };
+    throw e;
+  }
+  if (record.batch !== batch) {
+    return fail('LK_BATCH_RECORD_INVALID', `batch: the record is batch ${record.batch}, its file name says ${batch}`, r.sha256, { issues: [{ path: 'batch', message: 'not the batch of the file name' }] });
+  }
+  if (site) {
+    const issues = batchRecordSiteIssues(record, site);
+    if (issues.length > 0) {
+      const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+      return fail('LK_BATCH_RECORD_INVALID', `${issues[0]!.path}: ${issues[0]!.message}${more}`, r.sha256, { issues });
+    }
+  }
+  return { ok: true, entry: { record, file, sha256: r.sha256 } };
+}
+
+/**
+ * Open the inbox of a data directory (created when missing).
+ * @throws Error from the file system when the inbox cannot be created.
+ */
+export function openFolderMes(dataDir: string, opts: FolderMesOptions = {}): FolderMes {
+  const root = mesInboxDir(dataDir);
+  mkdirSync(root, { recursive: true });
+  const pollMs = opts.pollMs ?? 2000;
+  if (!(pollMs > 0) || !Number.isFinite(pollMs)) throw new LkError('LK_VALIDATION', `pollMs must be a positive number, got ${pollMs}`);
+  const onError = opts.onError ?? ((e: unknown) => process.emitWarning(`MES inbox watch: ${e instanceof Error ? e.message : String(e)}`));
+  const stops = new Set<() => void>();
+  let closed = false;
+  const open = (): void => {
+    if (closed) throw new LkError('LK_CONN_UNAVAILABLE', 'the MES inbox source is closed');
+  };
+
+  const readEntry = (tenant: string, batch: string): MesEntry => {
+    open();
+    assertTenantId(tenant);
+    assertBatchId(batch);
+    const l = load(root, tenant, batch, opts.site);
+    if (!l.ok) throw l.error;
+    return l.entry;
+  };
+
+  return {
+    inboxDir: root,
+    list(tenant: string): MesListing[] {
+      open();
+      assertTenantId(tenant);
+      return documentNames(root, tenant).map((name): MesListing => {
+        const batch = name.slice(0, -'.json'.length);
+        const file = `${tenant}/${name}`;
+        if (!BATCH_ID_RE.test(batch)) {
+          const r = readDocument(join(root, tenant, name));
+          return { batch, tenant, file, sha256: r.ok ? r.sha256 : null, valid: false, error: `${file}: the file name is not <batch id>.json` };
+        }
+        const l = load(root, tenant, batch, opts.site);
+        return l.ok ? { batch, tenant, file, sha256: l.entry.sha256, valid: true } : { batch, tenant, file, sha256: l.sha256, valid: false, error: l.error.message };
+      });
+    },
+    read: (tenant, batch) => readEntry(tenant, batch).record,
+    readEntry,
+    watch(onChange: (e: MesChange) => void): () => void {
+      open();
+      const stop = watchInbox(root, { pollMs, fsWatch: opts.fsWatch ?? true, onError }, (c) => onChange({ tenant: c.tenant, batch: c.name.slice(0, -'.json'.length), kind: c.kind }));
+      const unsubscribe = (): void => {
+        stop();
+        stops.delete(unsubscribe);
+      };
+      stops.add(unsubscribe);
+      return unsubscribe;
+    },
+    close(): void {
+      closed = true;
+      for (const s of [...stops]) s();
+    },
+  };
+}
