@@ -9,16 +9,21 @@
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
+import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
 import { createConnectors } from '../connectors/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { openAuditSiteEvents } from './audit/index.js';
 import { watchdogEvent } from './audit/site-events.js';
-import { systemClock, type Clock } from './clock.js';
+import { scaledClock, systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
+import { createRunEngine } from './engine/run/compose.js';
+import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
@@ -34,6 +39,8 @@ export interface DaemonOptions {
   connectTimeoutMs?: number;
   /** Interval of the live-value summary in the log. */
   liveLogMs?: number;
+  /** Wall ms between the run engine's readings inside a step (default 250). */
+  pollMs?: number;
 }
 
 export interface ReadyInfo {
@@ -59,6 +66,8 @@ export interface Daemon {
   readonly policy: PolicyGateResult;
   /** The single write path to equipment: it holds every connector's write capability. */
   readonly writer: GuardedWriter;
+  /** The run engine: supervised batch runs on this line. */
+  readonly engine: RunEngine;
   /** Latest sample per tag id. */
   readonly live: ReadonlyMap<string, Sample>;
   stop(reason?: string): Promise<void>;
@@ -94,11 +103,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const live = new Map<string, Sample>();
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let engine: RunEngine | undefined;
+  let mes: FolderMes | undefined;
+  let lims: LimsSource | undefined;
 
   const stop = async (reason = 'stop requested'): Promise<void> => {
     if (stopped) return;
     stopped = true;
     if (timer) clearInterval(timer);
+    // the step under way is interrupted (audited) before its writes drain; a run at the approval gate keeps waiting
+    if (engine) await engine.stop(reason);
+    mes?.close();
+    lims?.close();
     // a write under way finishes, with its outcome audited, before the connectors and the store close
     if (writer) await writer.idle();
     await Promise.allSettled(subscriptions.map((s) => s.close()));
@@ -146,7 +162,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const bundle = policy.bundle;
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
-    writer = new GuardedWriter({ store: events.store, site: config, connectors, clock, policy: () => bundle, batches: () => null });
+    // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
+    writer = new GuardedWriter({
+      store: events.store, site: config, connectors, clock, policy: () => bundle,
+      batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
+      attendance: () => engine?.attended() ?? null,
+    });
     // after connect, before ready: close intents a crash left open with what the equipment holds now
     const recovered = await writer.recover();
     if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');
@@ -166,8 +187,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         }
       }
     };
+    const served = new Map<string, string>();
     for (const c of connectors) {
       const described = await c.describe();
+      for (const t of described) served.set(t.tag, c.id);
       const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
       if (tags.length > 0) {
         subscriptions.push(
@@ -182,6 +205,25 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, onSupervision));
       }
     }
+    // MES inbox (sample records on the embedded default's first start) and LIMS results folder
+    if (simulator && config.simulator.embedded) {
+      const samples = join(dirname(loaded.file), 'batches');
+      if (existsSync(samples)) {
+        const seeded = seedInbox(loaded.dataDir, samples);
+        if (seeded.length > 0) log.info({ records: seeded.map((r) => `${r.tenant}/${r.batch}`) }, 'sample batch records put in the MES inbox');
+      }
+    }
+    mes = openFolderMes(loaded.dataDir, { site: config });
+    lims = openFolderLims(loaded.dataDir);
+    const sim = simulator;
+    engine = createRunEngine({
+      store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
+      processClock: sim ? scaledClock(sim.plant.timeScale, clock) : clock,
+      ...(sim ? { startPhase: (phase: string) => sim.plant.startPhase(phase) } : {}),
+      ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    });
+    const rec = engine.recover();
+    if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
     const liveLogMs = opts.liveLogMs ?? 5000;
     timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);
     timer.unref();
@@ -199,7 +241,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     connections: Object.fromEntries(connectors.map((c) => [c.id, c.health().state])),
     policy: policy.bundle?.version ?? null,
   };
-  return { loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer! };
+  return { loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer!, engine: engine! };
 }
 
 /** `{ "press.Hardness": "118.2 N", "nir.Spectrum": "[701 values]", ... }` of good samples, bad ones by status. */

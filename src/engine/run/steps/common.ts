@@ -47,7 +47,7 @@ export function recordAt(ctx: StepContext, path: string): unknown {
 export function runLimits(ctx: StepContext): Record<string, number> {
   const l = ctx.run.limits as Record<string, unknown>;
   const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(l)) {
+  for (const [k, v] of Object.entries(l ?? {})) {
     const value = v && typeof v === 'object' ? (v as { value?: unknown }).value : v;
     if (typeof value === 'number' && Number.isFinite(value)) out[k] = value;
   }

@@ -1,0 +1,64 @@
+/**
+ * Main-level composition of the run engine from the daemon's parts: the connectors (read-only), the one
+ * guarded writer, the MES and LIMS folders, the model registry and the way phases start on this line.
+ */
+import type { LimsSource } from '../../../connectors/lims/index.js';
+import type { MesSource } from '../../../connectors/mes/index.js';
+import type { Connector } from '../../../connectors/types.js';
+import type { Clock } from '../../clock.js';
+import type { LoadedConfig } from '../../config/load.js';
+import { checkBatchRecordAgainstSite } from '../../domain/batch-record.js';
+import { parseRunRequest } from '../../domain/run-request.js';
+import type { Logger } from '../../log.js';
+import type { PolicyBundle } from '../../policy/index.js';
+import type { Store } from '../../store/store.js';
+import type { GuardedWriter } from '../guarded-writer.js';
+import { RunEngine } from './engine.js';
+import { effectiveLimits } from './limits.js';
+import { lineReader, plcPhaseObserver, simulatorOperator } from './line.js';
+import { registryModels } from './models.js';
+import { STEPS } from './steps/index.js';
+import type { ParsedRequest } from './types.js';
+
+export interface ComposeOptions {
+  readonly store: Store;
+  readonly loaded: LoadedConfig;
+  readonly clock: Clock;
+  readonly processClock: Clock;
+  readonly writer: GuardedWriter;
+  readonly connectors: readonly Connector[];
+  /** Tag id → connector id. */
+  readonly served: ReadonlyMap<string, string>;
+  readonly mes: MesSource;
+  readonly lims?: LimsSource;
+  readonly log: Logger;
+  readonly policy: () => PolicyBundle | null;
+  /** The embedded simulator's phase start (the daemon plays the HMI operator); absent on a real line. */
+  readonly startPhase?: (phase: string) => void;
+  readonly pollMs?: number;
+}
+
+export function createRunEngine(o: ComposeOptions): RunEngine {
+  const read = lineReader(o.connectors, o.served, () => o.clock.now());
+  const { config } = o.loaded;
+  return new RunEngine({
+    store: o.store,
+    site: config,
+    dataDir: o.loaded.dataDir,
+    clock: o.clock,
+    processClock: o.processClock,
+    writer: o.writer,
+    read,
+    mes: o.mes,
+    ...(o.lims ? { lims: o.lims } : {}),
+    sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),
+    policy: o.policy,
+    log: o.log,
+    models: registryModels(o.loaded.dataDir, config.site.id),
+    parseRequest: (text) => parseRunRequest(text) as unknown as ParsedRequest,
+    checkRecord: (record, site) => checkBatchRecordAgainstSite(record as Parameters<typeof checkBatchRecordAgainstSite>[0], site),
+    effectiveLimits,
+    steps: STEPS,
+    ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
+  });
+}
