@@ -70,6 +70,9 @@ export const ERRORS = {
   LK_MODEL_NOT_PINNED: { status: 503, title: 'Model is not pinned to this site' },
   LK_MODEL_TENANT: { status: 404, title: 'Model belongs to another tenant' },
   LK_MODEL_OUT_OF_RANGE: { status: 422, title: 'Input is outside the model’s valid range' },
+  // runs
+  LK_RUN_REQUEST_INVALID: { status: 422, title: 'Run request cannot be read' },
+  LK_RUN_REQUEST_LOOSENS: { status: 422, title: 'Run request would loosen a limit of the site or batch record' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;
