@@ -119,6 +119,9 @@ export const FORCE_UNITS: PhraseTable<0 | 3> = [
   [['kn'], 3],
 ];
 
+/** After a weight tolerance: "within ±1.5 % of target". */
+export const OF_TARGET: PhraseTable<true> = [['of', 'target'], ['of', 'the', 'target'], ['of', 'target', 'weight'], ['of', 'nominal']].map((p) => [p, true] as const);
+
 /** "on target" and its kin: mark an attribute as kept, carry no number. */
 export const ON_TARGET: PhraseTable<true> = [
   ['on', 'target'], ['at', 'target'], ['to', 'target'], ['on', 'spec'], ['in', 'spec'], ['within', 'spec'],
@@ -143,5 +146,5 @@ export const VOCABULARY: ReadonlySet<string> = new Set([
   'in',
   'autonomy',
   'level',
-  ...[VERBS, SUBJECTS, MAX_COMPARATORS, MIN_COMPARATORS, PERCENT, FORCE_UNITS, ON_TARGET, COPULAS].flatMap((t) => t.flatMap(([p]) => p)),
+  ...[VERBS, SUBJECTS, MAX_COMPARATORS, MIN_COMPARATORS, PERCENT, FORCE_UNITS, ON_TARGET, OF_TARGET, COPULAS].flatMap((t) => t.flatMap(([p]) => p)),
 ]);
