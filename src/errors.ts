@@ -78,6 +78,9 @@ export const ERRORS = {
   // MES and LIMS documents
   LK_BATCH_RECORD_INVALID: { status: 422, title: 'Batch record is invalid' },
   LK_QC_RESULT_INVALID: { status: 422, title: 'QC result is invalid' },
+  // runs
+  LK_RUN_REQUEST_INVALID: { status: 422, title: 'Run request cannot be read' },
+  LK_RUN_REQUEST_LOOSENS: { status: 422, title: 'Run request would loosen a limit of the site or batch record' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;
