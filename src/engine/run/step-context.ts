@@ -144,15 +144,13 @@ export class StepContext {
   async tick(): Promise<void> {
     this.check();
     await new Promise<void>((resolve) => {
-      const t = setTimeout(done, this.h.pollMs);
-      const onAbort = (): void => {
+      const done = (): void => {
         clearTimeout(t);
-        done();
-      };
-      function done(): void {
+        this.signal.removeEventListener('abort', done);
         resolve();
-      }
-      this.signal.addEventListener('abort', onAbort, { once: true });
+      };
+      const t = setTimeout(done, this.h.pollMs);
+      this.signal.addEventListener('abort', done, { once: true });
     });
     this.check();
   }
@@ -170,7 +168,7 @@ export class StepContext {
     const { run } = this;
     const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.run.data['attempt'] ?? 0}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
-    const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.map((d) => d.outcome))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
+    const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.flatMap((d): string[] => (d.reasons.length ? [...d.reasons] : [d.outcome])))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
     const kind = out.status === 'written' ? 'action' : 'recommendation';
     this.event(kind, `${p.agent} ${out.status}: ${moves}`, { proposal: proposal.id, attribute: p.attribute, justification: p.justification, outcome: outcomeSummary(out) }, { agent: p.agent });
     if (out.results?.length) for (const r of out.results) this.event('response', `${r.tag} read back ${r.readBack ?? 'nothing'} (${r.verified ? 'verified' : 'NOT verified'})`, r, { tag: r.tag, agent: p.agent });

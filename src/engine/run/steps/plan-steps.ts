@@ -88,20 +88,25 @@ export const rehearse: StepHandler = async (ctx, engine) => {
       return { moves, release };
     },
     (r) => {
-      const inside = r.moves.filter((d) => !d.reasons.includes('OUTSIDE_DESIGN_SPACE') && d.outcome !== 'deny').length;
+      const inside = insideCount(r.moves);
       return {
         summary: `${inside} of ${r.moves.length} moves inside the design space; release ${r.release.outcome === 'needs_qa' ? 'held for QA' : r.release.outcome}`,
         result: { inside, total: r.moves.length, outcomes: r.moves.map((d) => ({ setpoint: d.inputs.request.setpoint, outcome: d.outcome, reasons: d.reasons })), release: { outcome: r.release.outcome, reasons: r.release.reasons } },
       };
     },
   );
-  const inside = decisions.moves.filter((d) => !d.reasons.includes('OUTSIDE_DESIGN_SPACE') && d.outcome !== 'deny').length;
+  const inside = insideCount(decisions.moves);
   return {
     status: 'SUCCEEDED',
     detail: `Rehearsed ${sim.requested} candidate setpoint vectors over the full batch on ${twin.ref.id} (v${twin.ref.version}); ${sim.discarded.length} discarded (${Object.entries(countReasons(sim.discarded)).map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}). Candidate #${best.index} predicts capping ${best.predicted.cappingRiskPct.toFixed(2)} % (threshold ${cappingThresholdPct} %), weight ${best.predicted.tabletWeightMg.toFixed(1)} mg, hardness ${best.predicted.hardnessN.toFixed(0)} N, AV ${best.predicted.contentUniformityAv.toFixed(1)}; policy: ${inside} of ${decisions.moves.length} moves inside the design space, release held for QA.`,
     data: { candidate: { index: best.index, setpoints: best.setpoints, predicted: best.predicted, model: twin.ref }, cappingThresholdPct, twinContext: { batchTablets: context.batchTablets, targetLodPct: context.targetLodPct, targetWeightGainPct: context.targetWeightGainPct, targetWeightMg: context.targetWeightMg } },
   };
 };
+
+/** Moves inside the approved design space and the instrument range (whatever else the policy says of them now). */
+function insideCount(ds: readonly { reasons: readonly string[] }[]): number {
+  return ds.filter((d) => !d.reasons.some((r) => r === 'OUTSIDE_DESIGN_SPACE' || r === 'OUTSIDE_INSTRUMENT_RANGE' || r === 'DESIGN_SPACE_UNKNOWN' || r === 'TAG_UNKNOWN')).length;
+}
 
 function countReasons(discarded: readonly { reasons: readonly { code: string }[] }[]): Record<string, number> {
   const out: Record<string, number> = {};

@@ -1,0 +1,142 @@
+/**
+ * Step 05: compression. agent.compress_fill keeps weight and hardness on target with capping risk under the
+ * threshold (moves rehearsed on the fitted twin); agent.yield_takt asks for turret speed when the press is
+ * behind takt and agent.quality_conf asks to hold it when content uniformity is near its limit. The
+ * orchestrator arbitrates the contested turret speed on quality, not order (the spec's rule 1): the loser
+ * is declined with its score and reason, recorded in the audit trail and the genealogy, and re-plans by
+ * other means. Runs until the batch's tablets are pressed.
+ */
+import { decide as compressDecide, PRESS_SETPOINTS, type CompressFillInput } from '../../../agents/compress-fill.js';
+import { decide as confDecide } from '../../../agents/quality-conf.js';
+import type { Reading as AgentReading } from '../../../agents/types.js';
+import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
+import { arbitrate, type ArbitrationRequest } from '../../../arbitration/index.js';
+import { json } from '../../json.js';
+import type { StepHandler } from '../types.js';
+import { proposeAll, toWrite } from './blend-dry.js';
+import { bundleOf, limitsOf, moveTowardCandidate, num, recordAt, runLimits } from './common.js';
+
+export const COMPRESS_DECIDE_PMIN = 5;
+export const COMPRESS_TIMEOUT_PMIN = 24 * 60;
+const PMIN = 60_000;
+const MAX_READINGS = 60;
+
+export const compress: StepHandler = async (ctx, engine) => {
+  const { run } = ctx;
+  await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
+  ctx.event('step', 'phase COMPRESS started on the line');
+  await moveTowardCandidate(ctx, engine, 'agent.compress_fill', 'press.write_setpoint', PRESS_SETPOINTS, 'content_uniformity', 'recipe: toward the rehearsed candidate');
+  const twin = engine.options.models.twin(run.tenant);
+  const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
+  const limits = runLimits(ctx);
+  const targets = {
+    weightMg: num(recordAt(ctx, 'specifications.tablet_weight.target'), 300),
+    weightTolerancePct: num(limits['weightTolerancePct'], 5),
+    hardnessMinN: num(limits['hardnessMinN'], num(recordAt(ctx, 'specifications.hardness.min'), 80)),
+    hardnessMaxN: num(limits['hardnessMaxN'], num(recordAt(ctx, 'specifications.hardness.max'), 150)),
+  };
+  const weightRsdMaxPct = num(limits['weightRsdMaxPct'], num(recordAt(ctx, 'specifications.tablet_weight.rsd_max_pct'), 2));
+  const cappingThresholdPct = num(ctx.data['cappingThresholdPct'], num(limits['cappingRiskPct'], 1.5));
+  const batchTablets = num(recordAt(ctx, 'batch_size.tablets'), 300_000);
+  const planned = (ctx.data['candidate'] as { predicted?: { tabletsPerHour?: number } } | undefined)?.predicted?.tabletsPerHour;
+  const blendRsd = (ctx.data['blend'] as { blendRsdPct?: number } | undefined)?.blendRsdPct;
+  let weights: AgentReading[] = [];
+  let hardness: AgentReading[] = [];
+  let capping: AgentReading[] = [];
+  let tablets = 0;
+  let last = ctx.processNow;
+  let lastDecision = last;
+  const start = last;
+  let written = 0;
+  let contests = 0;
+  let decisions = 0;
+  for (;;) {
+    const tags = [...PRESS_SETPOINTS, 'press.TabletWeight', 'press.Hardness', 'press.CappingRate', 'press.Output'];
+    const r = await ctx.readings(tags);
+    const now = ctx.processNow;
+    const out = r.get('press.Output')?.value ?? 0;
+    tablets += (out * (now - last)) / 3_600_000;
+    last = now;
+    for (const [tag, xs] of [['press.TabletWeight', weights], ['press.Hardness', hardness], ['press.CappingRate', capping]] as const) {
+      const x = r.get(tag);
+      if (x) {
+        xs.push({ ...x });
+        if (xs.length > MAX_READINGS) xs.splice(0, xs.length - MAX_READINGS);
+      }
+    }
+    if (tablets >= batchTablets) {
+      const w = weights.map((x) => x.value);
+      const mean = w.reduce((a, b) => a + b, 0) / Math.max(1, w.length);
+      return {
+        status: 'SUCCEEDED',
+        detail: `Pressed ${Math.round(tablets).toLocaleString('en')} tablets; last weights ${mean.toFixed(1)} mg on a ${targets.weightMg} mg target, hardness ${avg(hardness).toFixed(0)} N (${targets.hardnessMinN}–${targets.hardnessMaxN} N), capping ${avg(capping).toFixed(2)} % under ${cappingThresholdPct} %; ${decisions} agent rounds, ${written} moves written, ${contests} turret-speed contests arbitrated on quality.`,
+        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests } },
+      };
+    }
+    const current: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
+    for (const sp of PRESS_SETPOINTS) {
+      const v = r.get(sp)?.value;
+      if (v !== undefined) current[sp] = v;
+    }
+    const haveAll = PRESS_SETPOINTS.every((sp) => current[sp] !== undefined && ds[sp]);
+    if (haveAll && now - lastDecision >= COMPRESS_DECIDE_PMIN * PMIN && weights.length >= 5) {
+      lastDecision = now;
+      decisions++;
+      ctx.sensors(r);
+      await ctx.tool('press.read_force_curve', { window: weights.length }, () => ctx.readings(['press.MainForce', 'press.PreForce', 'press.EjectionForce', 'press.DwellTime']), (f) => ({
+        summary: `main ${fmt(f.get('press.MainForce')?.value)} kN, pre ${fmt(f.get('press.PreForce')?.value)} kN, ejection ${fmt(f.get('press.EjectionForce')?.value, 0)} N, dwell ${fmt(f.get('press.DwellTime')?.value, 1)} ms`,
+        result: Object.fromEntries([...f].map(([k, v]) => [k, v.value])),
+      }));
+      const cur = current as Record<(typeof PRESS_SETPOINTS)[number], number>;
+      const cf = ctx.agent('compress_fill.decide', compressDecide, {
+        now: ctx.now, seed: run.seed + decisions, weights, hardness, capping, current: cur, targets, cappingThresholdPct, model: twin.ref, params: twin.model.params, validRanges: twin.model.validRanges, designSpace: ds,
+      }, twin.ref);
+      const qc = ctx.agent('quality_conf.decide', confDecide, { now: ctx.now, weights, turretSpeed: cur['press.TurretSpeed'], targets: { weightMg: targets.weightMg, weightRsdMaxPct }, params: twin.model.params, ...(typeof blendRsd === 'number' ? { blendRsdPct: blendRsd } : {}) }, twin.ref, 'agent.quality_conf');
+      const target = planned ?? out;
+      const yt = ctx.agent('yield_takt.decide', taktDecide, { now: ctx.now, outputTabletsPerHour: out, targetTabletsPerHour: target, turretSpeed: cur['press.TurretSpeed'], designSpace: ds['press.TurretSpeed'] }, null, 'agent.yield_takt');
+      const raise = yt.proposals[0];
+      const hold = qc.verdict.holdSpeed ? qc.proposals[0] : undefined;
+      if (raise && hold) {
+        contests++;
+        // the orchestrator's round: two requests for one setpoint, decided on the quality attributes
+        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
+        const res = arbitrate(reqs, engine.options.writer.arbitration(), ctx.now, bundleOf(engine), { product: run.product, tooling: run.tooling });
+        const declined = res.declined.map((d) => ({ agent: d.request.agent, setpoint: d.request.setpoint, score: d.score, reason: `${d.reason}${d.winner ? ` by ${d.winner.agent} (${d.winner.attribute}, score ${d.winner.score})` : ''}` }));
+        const winners = res.winners.map((w) => ({ agent: w.request.agent, attribute: w.request.attribute, score: w.score, value: w.valueInSetpointUnit }));
+        engine.options.store.tx((t) => {
+          t.audit.append({ tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json({ winners, declined, escalated: res.escalated }), reason: declined.map((d) => d.reason).join('; ') || 'no contest' });
+        });
+        ctx.event('arbitration', `press.TurretSpeed contested: ${winners.map((w) => `${w.agent} (${w.attribute}) wins`).join(', ')}; ${declined.map((d) => `${d.agent} declined, score ${d.score}: ${d.reason}`).join('; ')}`, { winners, declined, escalated: res.escalated }, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
+        for (const d of res.declined) {
+          if (d.request.agent !== 'agent.yield_takt') continue;
+          const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
+            { setpoint: d.request.setpoint, reason: d.reason, score: d.score },
+            { now: ctx.now, outputTabletsPerHour: out, targetTabletsPerHour: target, remainingTablets: Math.max(0, batchTablets - tablets), nextChangeover: { planned: true, plannedMin: 90, offlineMin: 35 } },
+          ] as Parameters<typeof replan>, null, 'agent.yield_takt');
+          ctx.event('recommendation', `agent.yield_takt re-plans: ${plan.action} (${plan.detail})`, { replan: plan }, { agent: 'agent.yield_takt' });
+        }
+        for (const e of res.escalated) ctx.event('arbitration', `press.TurretSpeed deadlock escalated to a person (score ${e.score})`, { escalation: e }, { agent: 'agent.orchestrator' });
+      } else if (raise) {
+        await ctx.propose(toWrite(raise), 'press.write_setpoint');
+      }
+      const res = await proposeAll(ctx, cf, 'press.write_setpoint');
+      written += res.written;
+      if (res.written > 0) {
+        // what the agents judge next is what the press makes at its new setpoints
+        weights = [];
+        hardness = [];
+        capping = [];
+      }
+    }
+    if (now - start > COMPRESS_TIMEOUT_PMIN * PMIN) return { status: 'HELD', detail: `${Math.round(tablets)} of ${batchTablets} tablets after ${COMPRESS_TIMEOUT_PMIN} process minutes: a person decides.` };
+    await ctx.tick();
+  }
+};
+
+function avg(xs: readonly { value: number }[]): number {
+  return xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b.value, 0) / xs.length;
+}
+
+function fmt(v: number | undefined, digits = 2): string {
+  return v === undefined ? '?' : v.toFixed(digits);
+}
