@@ -316,7 +316,10 @@ class ModbusTcpConnector implements ModbusConnector {
   private refreshState(): void {
     if (this.closed) return;
     const lanes = [...this.lanes.values()];
-    const open = lanes.some((l) => l.reachable);
+    // A unit whose socket opens but whose requests all time out delivers nothing: behind a black-holed link
+    // or a dead gateway every unit looks like that, and the connection is lost. One silent unit among
+    // answering ones is that unit's own health (`units`), not a lost connection.
+    const open = lanes.some((l) => l.reachable && l.health !== 'timeout');
     const everConnected = this.state !== 'connecting';
     const errs = lanes.map((l) => l.lastError).filter((x): x is string => x !== undefined);
     if (errs.length > 0 && !open) this.lastError = errs[0];
