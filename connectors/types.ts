@@ -99,6 +99,25 @@ export interface WriteResult {
 }
 
 /**
+ * What the equipment reports after {@link WriteCapability.commandLkg}: its
+ * supervisor tags read back right after the command. Values are in the
+ * protocol's own form — OPC UA strings (`LKG-press-0007`), Modbus recipe
+ * numbers (0 = SUPERVISED) — and null when a tag is not configured or did not
+ * read good.
+ */
+export interface LkgCommandResult {
+  readonly equipment: string;
+  /** `LOST` or `ATTENDED` (Modbus 1 / 0); another value as the equipment reports it; `UNKNOWN` when it could not be read back. */
+  readonly state: 'LOST' | 'ATTENDED' | (string & {});
+  readonly activeRecipe: string | number | null;
+  readonly lkgRecipe: string | number | null;
+  readonly revertCount: number | null;
+  /** The equipment is LOST and runs its LKG recipe: state LOST and activeRecipe equals lkgRecipe. */
+  readonly verified: boolean;
+  readonly at: number;
+}
+
+/**
  * The capability to write setpoints. Obtained once per connector by
  * `claimWriter()`; only src/engine/guarded-writer.ts may call that (an
  * architecture test enforces it).
@@ -112,6 +131,18 @@ export interface WriteCapability {
    * `detail.outcome` is `'unknown'` (timeouts, a channel lost mid-request) may have been applied.
    */
   write(tag: string, value: number): Promise<WriteResult>;
+  /**
+   * Command the equipment's own revert to its last known-good recipe (SupervisorState := LOST) and read
+   * back the supervisor state. Never refused for policy reasons: it is the fail-safe (rule R8, a lost
+   * model). Idempotent at the PLC — a command while already LOST reverts nothing again — so a caller may
+   * repeat it after an unknown outcome.
+   * Throws LkError LK_TAG_UNKNOWN when the equipment has no SupervisorState tag on this connector,
+   * LK_TAG_NOT_WRITABLE when that tag cannot be written (a Modbus input register), and
+   * LK_CONN_UNAVAILABLE / LK_CONN_TIMEOUT / LK_WRITE_FAILED as a write does (`detail.outcome` `'unknown'`:
+   * the command may have been applied; LK_WRITE_FAILED `detail.status` is the OPC UA status or the
+   * LK_MODBUS_* code of the refusal).
+   */
+  commandLkg(equipment: string): Promise<LkgCommandResult>;
 }
 
 export interface Connector {

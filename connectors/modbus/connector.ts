@@ -20,6 +20,7 @@ import { UnitLane, type Backoff } from './lane.js';
 import { buildTagTable, describeTag, isWritable, planReads, type ReadBlock, type TagEntry } from './plan.js';
 import { PollGroup } from './poller.js';
 import { startHeartbeats } from './heartbeat.js';
+import { commandLkg } from './lkg.js';
 
 export interface ModbusConnectorOptions {
   readonly connection: ModbusConnectionConfig;
@@ -259,7 +260,8 @@ class ModbusTcpConnector implements ModbusConnector {
   claimWriter(): WriteCapability {
     if (this.writerClaimed) throw new LkError('LK_WRITER_CLAIMED', `write capability of ${this.id} already claimed`);
     this.writerClaimed = true;
-    return { connectorId: this.id, write: (tag, value) => this.write(tag, value) };
+    const lkgHost = { tags: this.tags, clock: this.clock, lane: (unitId: number) => this.lanes.get(unitId)!, read: (tags: readonly string[]) => this.read(tags) };
+    return { connectorId: this.id, write: (tag, value) => this.write(tag, value), commandLkg: (equipment) => commandLkg(lkgHost, equipment) };
   }
 
   /**
@@ -314,7 +316,10 @@ class ModbusTcpConnector implements ModbusConnector {
   private refreshState(): void {
     if (this.closed) return;
     const lanes = [...this.lanes.values()];
-    const open = lanes.some((l) => l.reachable);
+    // A unit whose socket opens but whose requests all time out delivers nothing: behind a black-holed link
+    // or a dead gateway every unit looks like that, and the connection is lost. One silent unit among
+    // answering ones is that unit's own health (`units`), not a lost connection.
+    const open = lanes.some((l) => l.reachable && l.health !== 'timeout');
     const everConnected = this.state !== 'connecting';
     const errs = lanes.map((l) => l.lastError).filter((x): x is string => x !== undefined);
     if (errs.length > 0 && !open) this.lastError = errs[0];

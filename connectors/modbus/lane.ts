@@ -69,7 +69,8 @@ export class UnitLane {
   /**
    * The endpoint accepted our last connection attempt and has not closed it.
    * Stays true across the deliberate re-open after a timeout, so a silent unit
-   * does not make the whole connection look lost.
+   * does not make the whole connection look lost; the connector calls the
+   * connection lost only when no unit is both reachable and answering.
    */
   reachable = false;
   private everOpened = false;

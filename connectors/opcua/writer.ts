@@ -8,12 +8,13 @@
  * says whether the equipment holds what we wrote, within the tag's
  * readback_tolerance.
  */
-import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId, type StatusCode } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
 import type { Clock } from '../../src/clock.js';
 import type { Logger } from '../../src/log.js';
 import type { OpcUaEquipmentConfig } from '../../src/config/schema.js';
-import type { ConnectorEvent, Sample, WriteCapability, WriteResult } from '../types.js';
+import type { ConnectorEvent, LkgCommandResult, Sample, WriteCapability, WriteResult } from '../types.js';
+import { countOf, LKG_READBACK_TAGS, lkgResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType, encodeForWrite, numericValue } from './values.js';
 
@@ -100,9 +101,82 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   };
 }
 
+/** A channel failure as an LkError; `sent` says whether the request may have reached the PLC. */
+function channelError(err: unknown, tagId: string, what: string, sent: boolean): LkError {
+  if (LkError.is(err)) return err;
+  const msg = (err as Error)?.message ?? String(err);
+  return new LkError(/imeout/.test(msg) ? 'LK_CONN_TIMEOUT' : 'LK_CONN_UNAVAILABLE', `${tagId}: ${what} did not complete: ${msg}`, {
+    tag: tagId,
+    status: 'BadCommunicationError',
+    ...(sent ? { outcome: 'unknown' } : {}),
+  }, { cause: err });
+}
+
+/**
+ * Command the equipment's own revert to its LKG recipe: write `LOST` to its
+ * SupervisorState node, encoded with the node's DataType (String), then read
+ * its supervisor tags back in one Read. No kind, unit or policy check: this
+ * is the fail-safe, and the PLC decides (a command while LOST reverts nothing again).
+ *
+ * Throws LK_TAG_UNKNOWN (no SupervisorState supervisor tag for `equipment`),
+ * LK_CONN_UNAVAILABLE, LK_CONN_TIMEOUT (detail.outcome 'unknown' once the
+ * Write was sent), or LK_WRITE_FAILED: the server refused (detail.status), or
+ * the node is not a String (detail.sent false: nothing was sent).
+ */
+export async function commandLkg(host: WriteHost, equipment: string): Promise<LkgCommandResult> {
+  const tagId = `${equipment}.${SUPERVISOR_STATE_TAG}`;
+  const tag = host.tags.get(tagId);
+  if (!tag || tag.kind !== 'supervisor') throw new LkError('LK_TAG_UNKNOWN', `${equipment} has no supervisor tag ${SUPERVISOR_STATE_TAG} on ${host.id}`, { tag: tagId, equipment });
+  const session = host.requireSession();
+  const nodeId = host.nodeOf(tag);
+  const dataType = await dataTypeOf(host, session, tag, nodeId).catch((err: unknown) => {
+    throw channelError(err, tagId, 'reading the DataType', false);
+  });
+  if (dataType !== DataType.String) {
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: the node's DataType is ${DataType[dataType] ?? dataType}, not String; LOST was not sent`, { tag: tagId, status: 'BadTypeMismatch', sent: false });
+  }
+  let status: StatusCode;
+  try {
+    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.String, value: 'LOST' } } });
+  } catch (err) {
+    throw channelError(err, tagId, 'the LKG command', true);
+  }
+  if (!status.isGood()) {
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the LKG command (${status.name})`, { tag: tagId, status: status.name, equipment });
+  }
+  const tags = LKG_READBACK_TAGS.map((n) => host.tags.get(`${equipment}.${n}`));
+  const values = new Map<string, Sample['value']>();
+  const present = tags.filter((t): t is OpcUaTag => t !== undefined);
+  try {
+    const dvs = await session.read(present.map((t) => ({ nodeId: host.nodeOf(t), attributeId: AttributeIds.Value })));
+    present.forEach((t, i) => {
+      const s = dvs[i] ? host.toSample(t, dvs[i]) : undefined;
+      if (s?.quality === 'good') values.set(t.name, s.value);
+    });
+  } catch (err) {
+    // the command was accepted: an unreadable state makes the result unverified, not the command failed
+    host.logger.warn({ equipment, err: (err as Error)?.message }, 'LKG command sent, read-back failed');
+  }
+  const state = values.get('SupervisorState');
+  return lkgResult(
+    equipment,
+    {
+      state: typeof state === 'string' ? state : STATE_UNKNOWN,
+      activeRecipe: recipeOf(values.get('ActiveRecipe')),
+      lkgRecipe: recipeOf(values.get('LkgRecipeId')),
+      revertCount: countOf(values.get('RevertCount')),
+    },
+    host.clock.now(),
+  );
+}
+
 /** The capability object; `claimWriter()` hands it out once. */
 export function writeCapability(host: WriteHost): WriteCapability {
-  return Object.freeze({ connectorId: host.id, write: (tag: string, value: number) => writeSetpoint(host, tag, value) });
+  return Object.freeze({
+    connectorId: host.id,
+    write: (tag: string, value: number) => writeSetpoint(host, tag, value),
+    commandLkg: (equipment: string) => commandLkg(host, equipment),
+  });
 }
 
 /**

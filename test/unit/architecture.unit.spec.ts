@@ -58,7 +58,8 @@ export function writeBypasses(files: readonly { path: string; source: string }[]
       }
       // protocol clients and their write calls belong in connectors/ (importing node-opcua for its logger is fine)
       hit('opens a raw protocol client or writes through one', /\bOPCUAClient\b|\bModbusRTU\b|\.\s*createSession\s*\(|\bsession\s*\.\s*write\s*\(|\.\s*(writeRegisters?|writeCoils?|writeFC\d+)\s*\(/);
-      hit("writes the simulator's plant directly", /\.\s*writeSetpoints?\s*\(/);
+      // setSupervisorState reverts (LOST) or re-arms (ATTENDED) a PLC: a write like any other, and re-arming is a person's act
+      hit("writes the simulator's plant directly", /\.\s*(writeSetpoints?|setSupervisorState)\s*\(/);
     }
   }
   return out;
@@ -95,6 +96,7 @@ describe('architecture: the guarded writer is the single write path', () => {
       { path: 'src/twin/raw.ts', source: "import { OPCUAClient } from 'node-opcua';\nconst c = OPCUAClient.create({});\nawait client.writeRegisters(100, [1, 2]);\n" },
       { path: 'src/api/lazy.ts', source: "const w = await import('../../connectors/modbus/connector.js');\n" },
       { path: 'src/engine/plant.ts', source: "sim.plant.writeSetpoint('press', 'MainForce', 30);\n" },
+      { path: 'src/engine/rearm.ts', source: "sim.plant.setSupervisorState('press', 'ATTENDED');\n" },
       { path: 'connectors/mqtt/bridge.ts', source: "const cap = conn['claimWriter']();\n" },
       { path: 'src/engine/indirect.ts', source: 'const { claimWriter } = connector;\n' },
     ];
