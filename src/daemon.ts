@@ -215,11 +215,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     }
     mes = openFolderMes(loaded.dataDir, { site: config });
     lims = openFolderLims(loaded.dataDir);
-    const sim = simulator;
+    const embedded = simulator;
     engine = createRunEngine({
       store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
-      processClock: sim ? scaledClock(sim.plant.timeScale, clock) : clock,
-      ...(sim ? { startPhase: (phase: string) => sim.plant.startPhase(phase) } : {}),
+      processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
+      ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     });
     const rec = engine.recover();

@@ -46,6 +46,8 @@ export class StepAborted extends Error {
 
 export class StepContext {
   private proposals = 0;
+  /** Vectors the writer answered in this step without writing them (recommended, pending, denied…). */
+  private readonly unanswered = new Set<string>();
 
   constructor(
     private readonly h: StepHost,
@@ -169,10 +171,16 @@ export class StepContext {
     const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.run.data['attempt'] ?? 0}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
     const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.flatMap((d): string[] => (d.reasons.length ? [...d.reasons] : [d.outcome])))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
+    if (out.status !== 'written') this.unanswered.add(vectorKey(p));
     const kind = out.status === 'written' ? 'action' : 'recommendation';
     this.event(kind, `${p.agent} ${out.status}: ${moves}`, { proposal: proposal.id, attribute: p.attribute, justification: p.justification, outcome: outcomeSummary(out) }, { agent: p.agent });
     if (out.results?.length) for (const r of out.results) this.event('response', `${r.tag} read back ${r.readBack ?? 'nothing'} (${r.verified ? 'verified' : 'NOT verified'})`, r, { tag: r.tag, agent: p.agent });
     return out;
+  }
+
+  /** True when the writer already answered this agent's exact vector in this step without writing it. */
+  answered(p: { agent: string; moves: readonly { setpoint: string; value: unknown }[] }): boolean {
+    return this.unanswered.has(vectorKey(p));
   }
 
   /** Record a sensor snapshot in the genealogy. */
@@ -182,6 +190,10 @@ export class StepContext {
     for (const [tag, r] of readings) values[tag] = { value: +r.value.toPrecision(6), unit: r.unit };
     this.event('sensor', [...readings.values()].map((r) => `${r.tag} ${+r.value.toPrecision(4)} ${r.unit}`).join(', '), values);
   }
+}
+
+function vectorKey(p: { agent: string; moves: readonly { setpoint: string; value: unknown }[] }): string {
+  return JSON.stringify([p.agent, p.moves.map((m) => [m.setpoint, typeof m.value === 'object' && m.value !== null ? (m.value as { value: number }).value : m.value])]);
 }
 
 /** What of a write outcome goes into the tool-call log and the genealogy (no policy inputs, which the audit trail has). */

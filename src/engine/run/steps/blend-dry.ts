@@ -25,11 +25,12 @@ const MAX_READINGS = 60;
 
 const PMIN = 60_000;
 
-/** Send an agent's proposals through the guarded writer; returns how many were written. */
+/** Send an agent's proposals through the guarded writer; returns how many were written. A vector the writer already answered in this step without writing it is not sent again (it is in the log). */
 export async function proposeAll(ctx: StepContext, out: AgentOutput, tool: string): Promise<{ written: number; other: string[] }> {
   let written = 0;
   const other: string[] = [];
   for (const p of out.proposals) {
+    if (ctx.answered(p)) continue;
     const r = await ctx.propose(toWrite(p), tool);
     if (r.status === 'written') written++;
     else other.push(r.status);

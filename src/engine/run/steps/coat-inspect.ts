@@ -100,8 +100,10 @@ export const inspect: StepHandler = async (ctx, engine) => {
     return [...counts].map(([label, count]) => ({ label, count }));
   }, (c) => ({ summary: `${sets} frame sets classified: ${c.map((x) => `${x.count} ${x.label}`).join(', ')}`, result: c }));
   const r = await ctx.readings(['vision.Inspected', 'vision.Rejected', 'vision.DefectRate']);
-  const inspected = r.get('vision.Inspected')?.value ?? 0;
-  const rejected = r.get('vision.Rejected')?.value ?? 0;
+  // the batch's own counts: the cameras inspect the press output in line, counted over the compression step
+  const batch = ctx.data['compress'] as { inspected?: number; rejected?: number } | undefined;
+  const inspected = batch?.inspected ?? r.get('vision.Inspected')?.value ?? 0;
+  const rejected = batch?.rejected ?? r.get('vision.Rejected')?.value ?? 0;
   ctx.sensors(r);
   const out = ctx.agent('defect_inspect.decide', inspectDecide, { now: ctx.now, inspected, rejected, defectRatePct: r.get('vision.DefectRate')?.value ?? 0, classified, specMaxPct }, model.ref);
   const v = out.verdict;

@@ -65,12 +65,16 @@ export const compress: StepHandler = async (ctx, engine) => {
       }
     }
     if (tablets >= batchTablets) {
+      // the cameras inspect the press output in line: their counters over the compression are the batch's
+      const cams = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
+      const inspected = cams.get('vision.Inspected')?.value ?? 0;
+      const rejected = cams.get('vision.Rejected')?.value ?? 0;
       const w = weights.map((x) => x.value);
       const mean = w.reduce((a, b) => a + b, 0) / Math.max(1, w.length);
       return {
         status: 'SUCCEEDED',
         detail: `Pressed ${Math.round(tablets).toLocaleString('en')} tablets; last weights ${mean.toFixed(1)} mg on a ${targets.weightMg} mg target, hardness ${avg(hardness).toFixed(0)} N (${targets.hardnessMinN}–${targets.hardnessMaxN} N), capping ${avg(capping).toFixed(2)} % under ${cappingThresholdPct} %; ${decisions} agent rounds, ${written} moves written, ${contests} turret-speed contests arbitrated on quality.`,
-        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests } },
+        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests, inspected, rejected } },
       };
     }
     const current: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
