@@ -230,7 +230,7 @@ export function decisionId(inputs: Decision['inputs'], bundleVersion: string): s
     str(mr.family);
     num(mr.version);
     str(mr.status);
-    str(mr.sha256);
+    str(mr.sha256, 16); // as the bundle version: 64 bits name the artefact well enough for an id
     if (Array.isArray(mr.sites)) for (const s of mr.sites) str(s);
   } else str(mr);
   num(c.current);
