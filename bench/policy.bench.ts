@@ -27,6 +27,7 @@ import { ManualClock, createRng } from '../src/clock.js';
 import { GuardedWriter } from '../src/engine/guarded-writer.js';
 import { changeAutonomy, evaluate, initialAutonomy, loadPolicyBundle } from '../src/policy/index.js';
 import { openStore } from '../src/store/store.js';
+import { cloneParams, NOMINAL_PARAMS } from '../src/twin/truth.js';
 import { latencies, opsPerSecond, percentile, report } from './lib.js';
 
 const cfg = loadConfig();
@@ -75,7 +76,12 @@ for (let i = 0; i < 2000; i++) {
   const unit = units[rng.int(0, units.length - 1)]!;
   const value = `${convertUnit(x, lim.unit, unit)} ${unit}`;
   const batchState = rng.next() < 0.9 ? 'running' : 'hold';
-  const modelId = a.model;
+  const family = a.modelFamily;
+  // the safety inputs the guarded writer computes at call time (registry record, twin capping risk), as values
+  const registry = family
+    ? { model: { id: `${family}-v1`, version: '1' }, modelRecord: { owner: 'own' as const, family, version: 1, status: 'validated', sites: [bundle.content.site] } }
+    : {};
+  const capping = bundle.content.setpoints[sp]?.equipmentType === 'press' ? { capping: { risk: 0.004, model: { id: 'process-twin-v1', version: '1' } } } : {};
   pool.push({
     ours: {
       req: { agent, setpoint: sp, value, product, tooling: 'round-10mm-ff' },
@@ -83,7 +89,8 @@ for (let i = 0; i < 2000; i++) {
         now: NOW,
         batchState,
         autonomy: { agent: 'L3' },
-        ...(modelId ? { model: { id: modelId, version: bundle.content.models[modelId]!.validatedVersion } } : {}),
+        ...registry,
+        ...capping,
         current,
         lastMove: null,
         reviewer: 'a.bianchi',
@@ -167,7 +174,21 @@ report({
   const clock = new ManualClock(NOW);
   const qa = { person: 'q.russo', role: 'qa_reviewer' };
   const autonomy = changeAutonomy(initialAutonomy(bundle), { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-BENCH', at: NOW }, bundle).state;
-  const writer = new GuardedWriter({ batches: () => ({ state: 'running', reviewer: 'a.bianchi' }), store, site: cfg.config, connectors: opcua, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  // the writer predicts capping itself: here from the nominal twin (the cost is the same as a fitted one's)
+  const twin = { id: 'process-twin-v1', version: 1, params: cloneParams(NOMINAL_PARAMS), validRanges: {} };
+  const view = { tenant: 'acme-pharma', id: 'process-twin-v1', analyte: 'process', family: 'twin', version: 1, kind: 'twin' as const, status: 'validated' as const, sites: [cfg.config.site.id], sha256: '0'.repeat(64) };
+  const writer = new GuardedWriter({
+    batches: () => ({ state: 'running', reviewer: 'a.bianchi' }),
+    store,
+    site: cfg.config,
+    connectors: opcua,
+    clock,
+    policy: () => bundle,
+    autonomy: () => autonomy,
+    attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }),
+    twin: () => twin,
+    models: (tenant, id) => (tenant === view.tenant && id === view.id ? view : null),
+  });
   let flip = 0;
   const guarded = async (): Promise<void> => {
     clock.advance(60_000); // one move a minute keeps inside the rate-of-change limit
@@ -181,7 +202,7 @@ report({
       moves: [{ setpoint: 'press.MainForce', value: flip++ % 2 === 0 ? '12.5 kN' : '12 kN' }],
       attribute: 'content_uniformity',
       justification: 'bench',
-      model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+      model: { id: 'process-twin-v1', version: '1' },
     });
     if (out.status !== 'written') throw new Error(`guarded write ${out.status}: ${JSON.stringify(out.decisions.map((d) => d.reasons))}`);
   };

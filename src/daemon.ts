@@ -23,6 +23,8 @@ import { scaledClock, systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
 import { createRunEngine } from './engine/run/compose.js';
+import { ensureDemoModels } from './models/demo.js';
+import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
@@ -163,8 +165,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
     // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
+    // the embedded default's first start: the demo models, through the same golden gate and change control as a site's
+    if (simulator && config.simulator.embedded && bundle) {
+      const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: bundle.content.approvers.change });
+      const made = demo.filter((d) => d.registered.length > 0);
+      if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
+    }
     writer = new GuardedWriter({
       store: events.store, site: config, connectors, clock, policy: () => bundle,
+      // capping risk from the tenant's pinned twin and model validity from the registry, at call time
+      ...registrySources(events.store, loaded.dataDir, config.site.id),
       batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
       attendance: () => engine?.attended() ?? null,
     });

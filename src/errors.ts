@@ -75,6 +75,9 @@ export const ERRORS = {
   LK_MODEL_NOT_PINNED: { status: 503, title: 'Model is not pinned to this site' },
   LK_MODEL_TENANT: { status: 404, title: 'Model belongs to another tenant' },
   LK_MODEL_OUT_OF_RANGE: { status: 422, title: 'Input is outside the model’s valid range' },
+  LK_MODEL_GATE_FAILED: { status: 422, title: 'Model failed its golden-dataset evaluation; promotion refused' },
+  LK_MODEL_TRANSITION: { status: 409, title: 'The model lifecycle does not allow this status change' },
+  LK_MODEL_CHANGE: { status: 403, title: 'Model status change is not permitted (person, role or change reference)' },
   // MES and LIMS documents
   LK_BATCH_RECORD_INVALID: { status: 422, title: 'Batch record is invalid' },
   LK_QC_RESULT_INVALID: { status: 422, title: 'QC result is invalid' },

@@ -39,6 +39,10 @@ const DENY_CODES = [
   'CAPPING_RISK_TOO_HIGH',
   'APPROVAL_ROLE_INVALID',
   'APPROVER_NOT_ASSIGNED',
+  // appended with the model registry in the store: never reorder or rename the codes above
+  'CAPPING_RISK_UNKNOWN',
+  'MODEL_TENANT',
+  'MODEL_RETIRED',
 ] as const;
 
 /**
@@ -113,8 +117,13 @@ export interface PolicyContext {
   readonly batchState: string;
   /** Autonomy of the agent and of the setpoint; missing parts come from the bundle's initial levels. */
   readonly autonomy?: { readonly agent?: AutonomyLevel; readonly setpoint?: AutonomyLevel };
-  /** The model that produced the proposal, if any. */
+  /** The model that produced the proposal, if any, as the proposal names it. */
   readonly model?: { readonly id: string; readonly version: string };
+  /**
+   * What the model registry says of `model` at call time (looked up by the guarded writer, never taken from
+   * the proposer); null or absent: the registry has no model of that id.
+   */
+  readonly modelRecord?: ModelRecord | null;
   /** Current value of the setpoint in its own unit (read from the equipment). */
   readonly current?: number | null;
   /** The last move applied to this setpoint (for the rate-of-change limit), in the setpoint's unit. */
@@ -124,8 +133,45 @@ export interface PolicyContext {
   readonly attendance?: Attendance | null;
   /** Approval bound to this exact setpoint vector (the guarded writer checks the binding). */
   readonly approval?: Approval | null;
-  /** Twin-predicted capping risk (fraction, 0.01 = 1 %) of the move, for compression setpoints. */
-  readonly predictedCappingRisk?: number;
+  /**
+   * Capping risk of the whole proposed vector, computed by the guarded writer from the tenant's validated,
+   * site-pinned twin (never taken from the proposer). A press move without a finite risk here is denied.
+   */
+  readonly capping?: CappingRisk | null;
+}
+
+/** The model registry's record of a model, as a decision sees it (plain data: src/policy does no look-up). */
+export interface ModelRecord {
+  /**
+   * `own`: a model of the proposal's tenant; `other_tenant`: only another tenant has a model of that id — R9:
+   * nothing else of it is shown (the other fields are absent).
+   */
+  readonly owner: 'own' | 'other_tenant';
+  /** `<analyte>-<family>` (e.g. `process-twin`), what an agent's bundle entry names as `model_family`. */
+  readonly family?: string;
+  readonly version?: number;
+  /** Lifecycle status: draft, shadow, validated, retired. */
+  readonly status?: string;
+  /** Sites the model is pinned to. */
+  readonly sites?: readonly string[];
+  /** SHA-256 of the artefact the registry holds. */
+  readonly sha256?: string;
+}
+
+/** The capping risk of a proposed vector and where it came from (for the decision and its audit entry). */
+export interface CappingRisk {
+  /** Predicted capping, fraction of tablets (0.01 = 1 %); null when it could not be computed. */
+  readonly risk: number | null;
+  /** The twin that predicted it; null when none could be used. */
+  readonly model: { readonly id: string; readonly version: string; readonly sha256?: string } | null;
+  /** The press setpoints predicted on (proposed moves applied to the current values), in the twin's units. */
+  readonly press?: Readonly<Record<string, number | null>>;
+  /**
+   * Why no risk could be computed: the twin's `LK_MODEL_*` error (none, not validated, not pinned, corrupt, outside
+   * its valid ranges), a reason code of a press value (`CURRENT_VALUE_UNKNOWN`, `UNIT_INCOMPATIBLE`, …) or
+   * `PREDICTION_NOT_FINITE`.
+   */
+  readonly error?: string;
 }
 
 export interface Decision {

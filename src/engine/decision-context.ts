@@ -1,5 +1,5 @@
 /** The policy context of one move, assembled at call time for the guarded writer (reads the store, no writes). */
-import type { Attendance, Approval, PolicyContext } from '../domain/policy.js';
+import type { Attendance, Approval, CappingRisk, ModelRecord, PolicyContext } from '../domain/policy.js';
 import { type AutonomyState, type PolicyBundle, autonomyFor } from '../policy/index.js';
 import type { Store } from '../store/store.js';
 import { autonomyLevels } from './autonomy-store.js';
@@ -14,9 +14,18 @@ export interface ContextSources {
   readonly attendance?: () => Attendance | null;
 }
 
+/** What the writer computed for the whole proposal at call time (capping.ts): passed into each move's context. */
+export interface ComputedInputs {
+  /** The registry's record of the model the proposal names (undefined: it names none). */
+  readonly modelRecord?: ModelRecord | null;
+  /** Capping risk of the vector, for press moves (undefined for other moves). */
+  readonly capping?: CappingRisk;
+}
+
 /**
  * Everything `evaluate` needs besides the request: batch state and reviewer asked of the run engine now,
- * the autonomy in force (given, or read from the store), the current value and the last move of the setpoint.
+ * the autonomy in force (given, or read from the store), the current value and the last move of the setpoint,
+ * and the safety inputs the writer computed (model record, capping risk) — never the proposer's.
  * Never throws for missing data: what is unknown is passed as unknown and the policy denies on it.
  */
 export function decisionContext(
@@ -28,6 +37,7 @@ export function decisionContext(
   last: LastMove | undefined,
   approval: Approval | null,
   bundle: PolicyBundle | null,
+  computed: ComputedInputs = {},
 ): PolicyContext {
   let autonomy: PolicyContext['autonomy'];
   const given = src.autonomy?.();
@@ -42,12 +52,12 @@ export function decisionContext(
     now,
     batchState: batch?.state ?? 'unknown',
     ...(autonomy ? { autonomy } : {}),
-    ...(p.model ? { model: p.model } : {}),
+    ...(p.model ? { model: { id: p.model.id, version: p.model.version }, modelRecord: computed.modelRecord ?? null } : {}),
     current: current.get(setpoint) ?? null,
     lastMove: last ?? null,
     reviewer: batch?.reviewer ?? null,
     attendance: src.attendance?.() ?? null,
     approval,
-    ...(p.predictedCappingRisk !== undefined ? { predictedCappingRisk: p.predictedCappingRisk } : {}),
+    ...(computed.capping ? { capping: computed.capping } : {}),
   };
 }

@@ -20,6 +20,7 @@ import { LkError } from '../errors.js';
 import { type PolicyBundle, combineDecisions, evaluate, vectorHash } from '../policy/index.js';
 import type { TxContext } from '../store/store.js';
 import { ArbitrationStore } from './arbitration-store.js';
+import { cappingRisk, isPressMove, modelRecordOf, PRESS_SETPOINTS } from './capping.js';
 import { decisionContext } from './decision-context.js';
 import { json } from './json.js';
 import { checkProposal, entryFor, supersededBy, withoutWins } from './proposal.js';
@@ -243,9 +244,19 @@ export class GuardedWriter {
         return { ...base, status, decisions: [], vectorHash: null, declined: r.declined, ...(esc ? { escalation: esc } : {}) };
       }
     }
-    // 2. policy at call time, with the current values read from the equipment
-    const current = await this.reader.current(p.moves.map((m) => m.setpoint));
-    const decisions = p.moves.map((m) => evaluate({ agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling }, bundle, decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle)));
+    // 2. policy at call time, with the current values read from the equipment and the safety inputs computed here:
+    //    the capping risk of a press move from the tenant's twin, the named model's record from the registry
+    const press = p.moves.some((m) => isPressMove(bundle, m.setpoint));
+    const current = await this.reader.current([...new Set([...p.moves.map((m) => m.setpoint), ...(press ? PRESS_SETPOINTS : [])])]);
+    const capping = press && bundle ? cappingRisk(this.o.twin, p, current, bundle) : undefined;
+    const modelRecord = modelRecordOf(this.o.models, p);
+    const decisions = p.moves.map((m) =>
+      evaluate(
+        { agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling },
+        bundle,
+        decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle, { modelRecord, ...(capping && isPressMove(bundle, m.setpoint) ? { capping } : {}) }),
+      ),
+    );
     const decisionEntries = decisions.map((d, i) =>
       entryFor(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
     );

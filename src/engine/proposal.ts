@@ -27,6 +27,7 @@ export function checkProposal(p: WriteProposal, site: SiteConfig): void {
     if (seen.has(m.setpoint)) bad(`setpoint ${m.setpoint} appears twice (a vector moves each setpoint once)`);
     seen.add(m.setpoint);
   }
+  if (p.model !== undefined && (typeof p.model !== 'object' || p.model === null || typeof p.model.id !== 'string' || typeof p.model.version !== 'string')) bad('model must be { id, version } strings');
   const tenant = site.tenants.find((t) => t.id === p.tenant);
   if (!tenant || !tenant.products.includes(p.product)) throw new LkError('LK_NOT_FOUND', `tenant ${p.tenant} runs no product ${p.product}`);
 }

@@ -5,7 +5,9 @@ import type { Clock } from '../clock.js';
 import type { SiteConfig } from '../config/schema.js';
 import type { ArbitrationAttribute, Attendance, Decision, RequestedValue } from '../domain/policy.js';
 import type { AutonomyState, PolicyBundle } from '../policy/index.js';
+import type { ModelStatusView } from '../models/registry.js';
 import type { Store } from '../store/store.js';
+import type { TwinModel } from '../twin/simulate.js';
 
 export interface WriteProposal {
   /** Unique id of the proposal (from the run engine or the agent). */
@@ -20,8 +22,12 @@ export interface WriteProposal {
   /** The attribute the moves serve (arbitration rank). */
   readonly attribute: ArbitrationAttribute;
   readonly justification: string;
+  /**
+   * The model the proposal comes from, as the agent names it (`version` is the registry version as a string, e.g.
+   * `{ id: 'process-twin-v1', version: '1' }`). The writer checks it against the model registry at call time.
+   * There is no capping-risk field: safety inputs are computed by the writer, never taken from the proposer.
+   */
   readonly model?: { readonly id: string; readonly version: string };
-  readonly predictedCappingRisk?: number;
 }
 
 /**
@@ -89,4 +95,17 @@ export interface GuardedWriterOptions {
   readonly attendance?: () => Attendance | null;
   /** Batch state and assigned reviewer at call time (the run engine); an unknown batch moves nothing. */
   readonly batches: BatchRegistry;
+  /**
+   * The tenant's validated process twin pinned to this site, asked at call time for every proposal with a press
+   * setpoint; it throws the typed model errors (LK_MODEL_MISSING / NOT_VALIDATED / NOT_PINNED / CORRUPT / TENANT).
+   * The writer predicts the capping risk of the proposed vector with it. Without it (or when it throws) every
+   * press move is denied: CAPPING_RISK_UNKNOWN. `registrySources` (src/models/sources.ts) backs it with the store.
+   */
+  readonly twin?: (tenant: string) => TwinModel & { readonly sha256?: string };
+  /**
+   * The model registry's view of a model id for a tenant at call time (own model; or, when only another tenant
+   * has the id, a view naming that tenant; else null). Without it every proposal naming a model is denied
+   * (MODEL_MISSING).
+   */
+  readonly models?: (tenant: string, id: string) => ModelStatusView | null;
 }

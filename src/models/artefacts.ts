@@ -54,16 +54,16 @@ const VisionSchema = z.object({
 });
 
 function parse<T>(schema: z.ZodType, loaded: LoadedModel, kind: string): T {
-  if (loaded.manifest.kind !== kind) throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.manifest.id} is a ${loaded.manifest.kind} model, not ${kind}`, { id: loaded.manifest.id });
+  if (loaded.model.kind !== kind) throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.model.id} is a ${loaded.model.kind} model, not ${kind}`, { id: loaded.model.id });
   const r = schema.safeParse(loaded.artefact);
-  if (!r.success) throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.manifest.id}: artefact does not have the shape of a ${kind} model`, { id: loaded.manifest.id });
+  if (!r.success) throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.model.id}: artefact does not have the shape of a ${kind} model`, { id: loaded.model.id });
   return r.data as T;
 }
 
 /** A loaded twin, ready for `simulate`. Throws LK_MODEL_CORRUPT for a wrong kind or shape. */
 export function twinModelOf(loaded: LoadedModel): TwinModel {
   const a = parse<TwinArtefact>(TwinSchema, loaded, 'twin');
-  return { id: loaded.manifest.id, version: loaded.manifest.version, params: a.params, validRanges: a.validRanges };
+  return { id: loaded.model.id, version: loaded.model.version, params: a.params, validRanges: a.validRanges };
 }
 
 /** A loaded NIR PLS model, ready for `nirScore`. Throws LK_MODEL_CORRUPT for a wrong kind or shape. */
@@ -71,16 +71,16 @@ export function nirModelOf(loaded: LoadedModel): NirModel {
   const a = parse<PlsArtefact>(PlsSchema, loaded, 'nir-pls');
   const n = a.wavelengths.count;
   if (a.meanX.length !== n || a.stdDevX.length !== n || a.coefficients.length !== n) {
-    throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.manifest.id}: vector lengths do not match the wavelength count`, { id: loaded.manifest.id });
+    throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.model.id}: vector lengths do not match the wavelength count`, { id: loaded.model.id });
   }
-  return { id: loaded.manifest.id, version: loaded.manifest.version, artefact: a };
+  return { id: loaded.model.id, version: loaded.model.version, artefact: a };
 }
 
 /** A loaded defect classifier, ready for `classifyFrameSet`. Throws LK_MODEL_CORRUPT for a wrong kind or shape. */
 export function visionModelOf(loaded: LoadedModel): VisionArtefact {
   const a = parse<VisionArtefact>(VisionSchema, loaded, 'vision-softmax');
   if (a.weights.length !== a.classes.length * (a.features.length + 1) || a.mean.length !== a.features.length || a.sd.length !== a.features.length) {
-    throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.manifest.id}: weight matrix does not match classes × features`, { id: loaded.manifest.id });
+    throw new LkError('LK_MODEL_CORRUPT', `model ${loaded.model.id}: weight matrix does not match classes × features`, { id: loaded.model.id });
   }
   return a;
 }

@@ -1,99 +1,176 @@
 /**
- * The model registry: fitted and trained models as files under the data
- * directory, one folder per tenant and model version,
+ * The model registry: ONE source of truth, in the store (table `model`,
+ * migration 5) — version, kind, SHA-256 of the artefact, lifecycle status,
+ * pinned sites and card of every model version of every tenant. The policy
+ * engine, the guarded writer, the CLI and the API all ask it; nothing keeps a
+ * copy of a status.
  *
- *   <dataDir>/models/<tenant>/<id>/manifest.json   id, version, SHA-256 of the artefact, card, status, sites
- *   <dataDir>/models/<tenant>/<id>/artefact.json   the parameters / coefficients / weights
+ * Artefacts (parameters, coefficients, weights) stay files,
  *
- * with ids of the shape `<analyte-or-attribute>-<family>-v<n>`. Loading checks
- * the tenant (R9: another tenant's model is never used), the artefact hash, the
- * validation status and the site pin; each failure is a typed LkError that the
- * run engine's watchdog treats as "model lost". Writes go to a temporary file
- * and are renamed into place, so a crash never leaves half a manifest.
+ *   <dataDir>/models/<tenant>/<id>/artefact.json
+ *
+ * written once at registration (temporary file, then rename) and checked
+ * against the row's SHA-256 at EVERY load: an edited or swapped file is
+ * LK_MODEL_CORRUPT, never used. Ids are `<analyte>-<family>-v<n>`, numbered
+ * per tenant. A tenant's model is never loaded for another tenant (R9).
+ *
+ * Registration (always as `draft`) is audited on the tenant's chain in the
+ * transaction of the row; status changes are change-control events
+ * (change.ts).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import type { Database, Statement } from 'better-sqlite3';
+import { canonicalJson } from '../audit/entry.js';
 import { LkError } from '../errors.js';
+import type { Store } from '../store/store.js';
 import type { ModelCard } from '../twin/card.js';
+import { isModelStatus, type ModelStatus } from './lifecycle.js';
 
-export const MODEL_STATUSES = ['draft', 'validated', 'retired'] as const;
-export type ModelStatus = (typeof MODEL_STATUSES)[number];
+export { MODEL_STATUSES, type ModelStatus } from './lifecycle.js';
 export type ModelKind = 'twin' | 'nir-pls' | 'vision-softmax';
+export const MODEL_KINDS: readonly ModelKind[] = Object.freeze(['twin', 'nir-pls', 'vision-softmax']);
 
-const ID_RE = /^([a-z][a-z0-9]*)-([a-z][a-z0-9]*)-v([1-9][0-9]*)$/;
+export const ID_RE = /^([a-z][a-z0-9]*)-([a-z][a-z0-9]*)-v([1-9][0-9]*)$/;
 const SLUG_RE = /^[a-z][a-z0-9]*$/;
-const TENANT_RE = /^[a-z][a-z0-9-]*$/;
+const TENANT_RE = /^[a-z][a-z0-9-]{0,63}$/;
+const SITE_RE = /^[a-z][a-z0-9-]*$/;
+/** A person's (or the site set-up's) user id: never an agent, never `system`. */
+export const PERSON_RE = /^(?!agent\.|system$)[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
 
-export interface ModelManifest {
+/** What the rest of linekeeper sees of a model version (`models list`, GET /models). */
+export interface ModelSummary {
+  readonly tenant: string;
+  readonly id: string;
+  readonly analyte: string;
+  readonly family: string;
+  readonly version: number;
+  readonly kind: ModelKind;
+  /** SHA-256 (hex) of artefact.json's bytes. */
+  readonly sha256: string;
+  readonly status: ModelStatus;
+  readonly sites: readonly string[];
+  readonly card: ModelCard;
+  readonly createdAt: string;
+  readonly createdBy: string;
+  /** Time, person and change reference of the last status change (registration for a fresh draft). */
+  readonly changedAt: string;
+  readonly changedBy: string;
+  readonly changeRef: string | null;
+  /** Audit entry (tenant chain) of the last change of the row. */
+  readonly auditSeq: number;
+}
+
+/** The status view the policy check needs (what `modelStatus` returns). */
+export interface ModelStatusView {
+  readonly tenant: string;
+  readonly id: string;
+  readonly analyte: string;
+  readonly family: string;
+  readonly version: number;
+  readonly kind: ModelKind;
+  readonly status: ModelStatus;
+  readonly sites: readonly string[];
+  readonly sha256: string;
+}
+
+/** A model read from the registry with its artefact, hash-checked. */
+export interface LoadedModel {
+  readonly model: ModelSummary;
+  readonly artefact: unknown;
+}
+
+interface Row {
+  tenant: string;
   id: string;
   analyte: string;
   family: string;
   version: number;
   kind: ModelKind;
-  tenant: string;
-  /** SHA-256 (hex) of artefact.json's bytes. */
   sha256: string;
   status: ModelStatus;
-  /** Site ids the model is pinned to; it may only be loaded at these sites. */
-  sites: string[];
-  card: ModelCard;
-  /** ISO 8601 time of registration (from the caller's clock). */
-  createdAt: string;
-  statusHistory: { status: ModelStatus; at: string; by: string; reason: string }[];
+  sites: string;
+  card: string;
+  created_at: string;
+  created_by: string;
+  changed_at: string;
+  changed_by: string;
+  change_ref: string | null;
+  audit_seq: number;
 }
 
-const ManifestSchema = z.object({
-  id: z.string().regex(ID_RE),
-  analyte: z.string(),
-  family: z.string(),
-  version: z.number().int().positive(),
-  kind: z.enum(['twin', 'nir-pls', 'vision-softmax']),
-  tenant: z.string().regex(TENANT_RE),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  status: z.enum(MODEL_STATUSES),
-  sites: z.array(z.string()),
-  card: z.record(z.string(), z.unknown()),
-  createdAt: z.string(),
-  statusHistory: z.array(z.object({ status: z.enum(MODEL_STATUSES), at: z.string(), by: z.string(), reason: z.string() })),
-});
+const COLS = 'tenant, id, analyte, family, version, kind, sha256, status, sites, card, created_at, created_by, changed_at, changed_by, change_ref, audit_seq';
+const statements = new WeakMap<Database, Map<string, Statement>>();
 
-/** The folder of all models. */
-export function modelsDir(dataDir: string): string {
-  return join(dataDir, 'models');
+/** A prepared statement, once per connection (the writer asks the registry at every decision). */
+export function stmt(db: Database, sql: string): Statement {
+  let m = statements.get(db);
+  if (!m) statements.set(db, (m = new Map()));
+  let s = m.get(sql);
+  if (!s) m.set(sql, (s = db.prepare(sql)));
+  return s;
 }
 
-function checkTenant(tenant: string): void {
+export function checkTenant(tenant: string): void {
   if (typeof tenant !== 'string' || !TENANT_RE.test(tenant)) throw new LkError('LK_VALIDATION', `tenant id "${String(tenant)}" is not valid`, { tenant });
 }
 
-function checkId(id: string): RegExpExecArray {
+export function checkId(id: string): RegExpExecArray {
   const m = typeof id === 'string' ? ID_RE.exec(id) : null;
   if (!m) throw new LkError('LK_VALIDATION', `model id "${String(id)}" is not of the shape <analyte>-<family>-v<n>`, { id });
   return m;
 }
 
-function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+function checkPerson(by: string, what = 'by'): void {
+  if (typeof by !== 'string' || !PERSON_RE.test(by)) throw new LkError('LK_VALIDATION', `${what} "${String(by)}" is not a person's user id (an agent id or system cannot change models)`, { by });
+}
+
+/** The folder of all artefacts. */
+export function modelsDir(dataDir: string): string {
+  return join(dataDir, 'models');
+}
+
+/** Where a model's artefact lives (tenant and id are checked first: they become path segments). */
+export function artefactFile(dataDir: string, tenant: string, id: string): string {
+  checkTenant(tenant);
+  checkId(id);
+  return join(modelsDir(dataDir), tenant, id, 'artefact.json');
 }
 
 function sha256(bytes: Buffer | string): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function readManifest(dir: string, id: string): ModelManifest {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
-  } catch (err) {
-    throw new LkError('LK_MODEL_CORRUPT', `model ${id}: manifest is unreadable`, { id }, { cause: err });
-  }
-  const parsed = ManifestSchema.safeParse(raw);
-  if (!parsed.success || parsed.data.id !== id) throw new LkError('LK_MODEL_CORRUPT', `model ${id}: manifest is invalid`, { id });
-  return parsed.data as unknown as ModelManifest;
+export function toSummary(r: Row): ModelSummary {
+  return {
+    tenant: r.tenant,
+    id: r.id,
+    analyte: r.analyte,
+    family: r.family,
+    version: r.version,
+    kind: r.kind,
+    sha256: r.sha256,
+    status: r.status,
+    sites: JSON.parse(r.sites) as string[],
+    card: JSON.parse(r.card) as ModelCard,
+    createdAt: r.created_at,
+    createdBy: r.created_by,
+    changedAt: r.changed_at,
+    changedBy: r.changed_by,
+    changeRef: r.change_ref,
+    auditSeq: r.audit_seq,
+  };
+}
+
+/** The row of a tenant's model, or undefined. */
+export function modelRow(db: Database, tenant: string, id: string): Row | undefined {
+  return stmt(db, `SELECT ${COLS} FROM model WHERE tenant = ? AND id = ?`).get(tenant, id) as Row | undefined;
+}
+
+/** True when a tenant other than `tenant` has a model of this id (for LK_MODEL_TENANT instead of LK_MODEL_MISSING). */
+export function heldByAnotherTenant(db: Database, tenant: string, id: string): boolean {
+  return stmt(db, 'SELECT 1 FROM model WHERE id = ? AND tenant <> ? LIMIT 1').get(id, tenant) !== undefined;
 }
 
 export interface RegisterInput {
@@ -103,174 +180,145 @@ export interface RegisterInput {
   kind: ModelKind;
   artefact: unknown;
   card: ModelCard;
-  sites?: string[];
-  status?: ModelStatus;
-  /** Epoch ms from the caller's clock. */
-  at: number;
+  /** Sites the model is pinned to. */
+  sites: readonly string[];
+  /** The person registering it. */
   by: string;
+  /** Why (shown in the audit entry); default `registered`. */
+  reason?: string;
 }
 
 /**
- * Register a new model version: the next `v<n>` of `<analyte>-<family>` for the
- * tenant. Throws LK_VALIDATION for bad ids or a card of another tenant.
+ * Register a new model version as `draft`: the next `v<n>` of `<analyte>-<family>` for the tenant, its artefact
+ * written under the data directory, the row and its `model_change model.register` entry in one transaction.
+ * @throws LkError LK_VALIDATION for a bad tenant, slug, kind, site or person, or a card of another tenant or model.
  */
-export function registerModel(dataDir: string, input: RegisterInput): ModelManifest {
+export function registerModel(store: Store, dataDir: string, input: RegisterInput): ModelSummary {
   checkTenant(input.tenant);
+  checkPerson(input.by);
   if (!SLUG_RE.test(input.analyte) || !SLUG_RE.test(input.family)) throw new LkError('LK_VALIDATION', 'analyte and family must be lower-case letters and digits');
-  if (input.card.tenant !== input.tenant) throw new LkError('LK_VALIDATION', 'the model card names another tenant', { tenant: input.tenant, cardTenant: input.card.tenant });
-  if (!Number.isFinite(input.at)) throw new LkError('LK_VALUE_INVALID', 'registration time must be finite epoch milliseconds');
-  const tenantDir = join(modelsDir(dataDir), input.tenant);
-  mkdirSync(tenantDir, { recursive: true });
-  const prefix = `${input.analyte}-${input.family}-v`;
-  const version = 1 + Math.max(0, ...readdirSync(tenantDir).filter((d) => d.startsWith(prefix)).map((d) => Number(d.slice(prefix.length)) || 0));
-  const id = `${prefix}${version}`;
-  const dir = join(tenantDir, id);
-  mkdirSync(dir);
+  if (!MODEL_KINDS.includes(input.kind)) throw new LkError('LK_VALIDATION', `unknown model kind "${String(input.kind)}"`);
+  if (input.card?.tenant !== input.tenant) throw new LkError('LK_VALIDATION', 'the model card names another tenant', { tenant: input.tenant, cardTenant: input.card?.tenant });
+  if (input.card.analyte !== input.analyte || input.card.family !== input.family) throw new LkError('LK_VALIDATION', `the model card is of ${input.card.analyte}-${input.card.family}, not ${input.analyte}-${input.family}`);
+  const sites = [...new Set(input.sites)].sort();
+  if (sites.some((s) => typeof s !== 'string' || !SITE_RE.test(s))) throw new LkError('LK_VALIDATION', 'site ids must be lower-case letters, digits and dashes', { sites });
   const text = `${JSON.stringify(input.artefact)}\n`;
-  const status = input.status ?? 'draft';
-  const at = new Date(input.at).toISOString();
-  const manifest: ModelManifest = {
-    id,
-    analyte: input.analyte,
-    family: input.family,
-    version,
-    kind: input.kind,
-    tenant: input.tenant,
-    sha256: sha256(text),
-    status,
-    sites: [...new Set(input.sites ?? [])].sort(),
-    card: input.card,
-    createdAt: at,
-    statusHistory: [{ status, at, by: input.by, reason: 'registered' }],
-  };
-  writeAtomic(join(dir, 'artefact.json'), text);
-  writeAtomic(join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  return manifest;
-}
-
-/** Summary row of `GET /models` and `linekeeper models list`. */
-export interface ModelSummary {
-  id: string;
-  tenant: string;
-  analyte: string;
-  family: string;
-  version: number;
-  kind: ModelKind;
-  status: ModelStatus;
-  sites: string[];
-  sha256: string;
-  createdAt: string;
-  card: ModelCard;
+  const hash = sha256(text);
+  const card = canonicalJson(input.card);
+  return store.tx(({ db, audit }) => {
+    const version = 1 + ((stmt(db, 'SELECT MAX(version) AS v FROM model WHERE tenant = ? AND analyte = ? AND family = ?').get(input.tenant, input.analyte, input.family) as { v: number | null }).v ?? 0);
+    const id = `${input.analyte}-${input.family}-v${version}`;
+    const file = artefactFile(dataDir, input.tenant, id);
+    mkdirSync(join(file, '..'), { recursive: true });
+    // a leftover of a registration that rolled back may sit here: the row is the truth, the file is replaced
+    const tmp = `${file}.tmp-${process.pid}`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+    const at = new Date(store.clock.now()).toISOString();
+    const e = audit.append({
+      tenant: input.tenant,
+      actor: input.by,
+      kind: 'model_change',
+      action: 'model.register',
+      args: { id, analyte: input.analyte, family: input.family, version, kind: input.kind, sha256: hash, sites, card_sha256: sha256(card) },
+      new: 'draft',
+      reason: input.reason ?? 'registered',
+    });
+    stmt(db, `INSERT INTO model (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?, ?, NULL, ?)`).run(
+      input.tenant, id, input.analyte, input.family, version, input.kind, hash, JSON.stringify(sites), card, at, input.by, at, input.by, e.seq,
+    );
+    return toSummary(modelRow(db, input.tenant, id)!);
+  });
 }
 
 /**
- * List models, newest version first within each analyte-family. With a tenant,
- * only that tenant's models (R9); without, all (site administration). Missing
- * folders give an empty list; unreadable manifests are listed as nothing and
- * surface when loaded. Throws LK_VALIDATION for a malformed tenant id.
+ * The registry's status of one of the tenant's models, or null when the tenant has none of that id (R9: another
+ * tenant's model of the same id is not this tenant's). Cheap: one indexed SELECT, no file access.
+ * @throws LkError LK_VALIDATION for a malformed tenant or id.
  */
-export function listModels(dataDir: string, tenant?: string): ModelSummary[] {
-  if (tenant !== undefined) checkTenant(tenant);
-  const root = modelsDir(dataDir);
-  if (!existsSync(root)) return [];
-  const tenants = tenant !== undefined ? [tenant] : readdirSync(root).filter((t) => TENANT_RE.test(t));
-  const out: ModelSummary[] = [];
-  for (const t of tenants.sort()) {
-    const tdir = join(root, t);
-    if (!existsSync(tdir)) continue;
-    for (const id of readdirSync(tdir).filter((d) => ID_RE.test(d))) {
-      let m: ModelManifest;
-      try {
-        m = readManifest(join(tdir, id), id);
-      } catch {
-        continue;
-      }
-      if (m.tenant !== t) continue;
-      out.push({ id: m.id, tenant: m.tenant, analyte: m.analyte, family: m.family, version: m.version, kind: m.kind, status: m.status, sites: m.sites, sha256: m.sha256, createdAt: m.createdAt, card: m.card });
-    }
-  }
-  return out.sort((a, b) => a.tenant.localeCompare(b.tenant) || a.analyte.localeCompare(b.analyte) || a.family.localeCompare(b.family) || b.version - a.version);
-}
-
-export interface LoadedModel {
-  manifest: ModelManifest;
-  artefact: unknown;
-}
-
-/**
- * Load a model for use by `tenant` at `site`. Throws
- * LK_MODEL_TENANT (it exists, but for another tenant), LK_MODEL_MISSING,
- * LK_MODEL_CORRUPT (hash mismatch or unreadable), LK_MODEL_NOT_VALIDATED
- * (draft or retired; `allowDraft` admits drafts for rehearsal-only use),
- * LK_MODEL_NOT_PINNED (not pinned to the site).
- */
-export function loadModel(dataDir: string, id: string, ctx: { tenant: string; site: string; allowDraft?: boolean }): LoadedModel {
-  checkTenant(ctx.tenant);
+export function modelStatus(store: Pick<Store, 'db'>, tenant: string, id: string): ModelStatusView | null {
+  checkTenant(tenant);
   checkId(id);
-  const root = modelsDir(dataDir);
-  const dir = join(root, ctx.tenant, id);
-  if (!existsSync(join(dir, 'manifest.json'))) {
-    const elsewhere = existsSync(root) && readdirSync(root).some((t) => t !== ctx.tenant && existsSync(join(root, t, id, 'manifest.json')));
-    if (elsewhere) throw new LkError('LK_MODEL_TENANT', `model ${id} is not available to tenant ${ctx.tenant}`, { id, tenant: ctx.tenant });
-    throw new LkError('LK_MODEL_MISSING', `model ${id} is missing`, { id });
+  const r = modelRow(store.db, tenant, id);
+  return r ? { tenant: r.tenant, id: r.id, analyte: r.analyte, family: r.family, version: r.version, kind: r.kind, status: r.status, sites: JSON.parse(r.sites) as string[], sha256: r.sha256 } : null;
+}
+
+/**
+ * Models, newest version first within each analyte-family. With a tenant, only that tenant's (R9); without, all
+ * (site administration). @throws LkError LK_VALIDATION for a malformed tenant id.
+ */
+export function listModels(store: Pick<Store, 'db'>, tenant?: string): ModelSummary[] {
+  if (tenant !== undefined) checkTenant(tenant);
+  const order = 'ORDER BY tenant, analyte, family, version DESC';
+  const rows = (tenant === undefined ? stmt(store.db, `SELECT ${COLS} FROM model ${order}`).all() : stmt(store.db, `SELECT ${COLS} FROM model WHERE tenant = ? ${order}`).all(tenant)) as Row[];
+  return rows.map(toSummary);
+}
+
+export interface LoadOptions {
+  /** The site it is to be used at: the model must be pinned to it. */
+  readonly site?: string;
+  /** Statuses accepted (default: validated only). */
+  readonly statuses?: readonly ModelStatus[];
+}
+
+/**
+ * Load one of the tenant's models with its artefact, the artefact's SHA-256 checked against the registry.
+ * @throws LkError LK_MODEL_TENANT (the id is another tenant's only), LK_MODEL_MISSING (no such model, or its
+ *   artefact file is gone), LK_MODEL_NOT_VALIDATED (status not accepted, e.g. draft, shadow or retired),
+ *   LK_MODEL_NOT_PINNED (not pinned to `site`), LK_MODEL_CORRUPT (artefact does not match its hash, or is not JSON).
+ */
+export function loadModel(store: Pick<Store, 'db'>, dataDir: string, tenant: string, id: string, opts: LoadOptions = {}): LoadedModel {
+  checkTenant(tenant);
+  checkId(id);
+  const r = modelRow(store.db, tenant, id);
+  if (!r) {
+    if (heldByAnotherTenant(store.db, tenant, id)) throw new LkError('LK_MODEL_TENANT', `model ${id} is not available to tenant ${tenant}`, { id, tenant });
+    throw new LkError('LK_MODEL_MISSING', `model ${id} is missing`, { id, tenant });
   }
-  const manifest = readManifest(dir, id);
-  if (manifest.tenant !== ctx.tenant) throw new LkError('LK_MODEL_TENANT', `model ${id} is not available to tenant ${ctx.tenant}`, { id, tenant: ctx.tenant });
+  const model = toSummary(r);
+  const statuses = opts.statuses ?? ['validated'];
+  if (!statuses.includes(model.status)) throw new LkError('LK_MODEL_NOT_VALIDATED', `model ${id} is ${model.status}, not ${statuses.join(' or ')}`, { id, status: model.status });
+  if (opts.site !== undefined && !model.sites.includes(opts.site)) throw new LkError('LK_MODEL_NOT_PINNED', `model ${id} is not pinned to site ${opts.site}`, { id, site: opts.site, sites: model.sites });
+  return { model, artefact: readArtefact(dataDir, model) };
+}
+
+/** The artefact of a registry row, checked against its SHA-256. @throws LkError LK_MODEL_MISSING, LK_MODEL_CORRUPT. */
+export function readArtefact(dataDir: string, model: Pick<ModelSummary, 'tenant' | 'id' | 'sha256'>): unknown {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(join(dir, 'artefact.json'));
+    bytes = readFileSync(artefactFile(dataDir, model.tenant, model.id));
   } catch (err) {
-    throw new LkError('LK_MODEL_MISSING', `model ${id}: artefact is missing`, { id }, { cause: err });
+    throw new LkError('LK_MODEL_MISSING', `model ${model.id}: artefact is missing`, { id: model.id }, { cause: err });
   }
-  if (sha256(bytes) !== manifest.sha256) throw new LkError('LK_MODEL_CORRUPT', `model ${id}: artefact does not match its SHA-256`, { id, expected: manifest.sha256 });
-  if (manifest.status !== 'validated' && !(ctx.allowDraft && manifest.status === 'draft')) {
-    throw new LkError('LK_MODEL_NOT_VALIDATED', `model ${id} is ${manifest.status}, not validated`, { id, status: manifest.status });
-  }
-  if (!manifest.sites.includes(ctx.site)) throw new LkError('LK_MODEL_NOT_PINNED', `model ${id} is not pinned to site ${ctx.site}`, { id, site: ctx.site, sites: manifest.sites });
-  let artefact: unknown;
+  if (sha256(bytes) !== model.sha256) throw new LkError('LK_MODEL_CORRUPT', `model ${model.id}: artefact does not match its SHA-256`, { id: model.id, expected: model.sha256 });
   try {
-    artefact = JSON.parse(bytes.toString('utf8'));
+    return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch (err) {
-    throw new LkError('LK_MODEL_CORRUPT', `model ${id}: artefact is not JSON`, { id }, { cause: err });
+    throw new LkError('LK_MODEL_CORRUPT', `model ${model.id}: artefact is not JSON`, { id: model.id }, { cause: err });
   }
-  return { manifest, artefact };
 }
 
 /**
- * The newest validated version of `<analyte>-<family>` for the tenant that is
- * pinned to the site, loaded and checked. Throws LK_MODEL_MISSING when there is none.
+ * The newest validated version of `<analyte>-<family>` of the tenant pinned to `site`, loaded and hash-checked.
+ * @throws LkError LK_MODEL_MISSING (the tenant has no model of that family), LK_MODEL_NOT_VALIDATED (it has
+ *   some, none validated), LK_MODEL_NOT_PINNED (validated ones exist, none pinned to the site), LK_MODEL_CORRUPT
+ *   or LK_MODEL_MISSING from the artefact (never falls back to an older version: a damaged model is a lost model).
  */
-export function loadLatest(dataDir: string, analyte: string, family: string, ctx: { tenant: string; site: string }): LoadedModel {
-  const candidates = listModels(dataDir, ctx.tenant).filter((m) => m.analyte === analyte && m.family === family && m.status === 'validated' && m.sites.includes(ctx.site));
-  const best = candidates[0];
-  if (!best) throw new LkError('LK_MODEL_MISSING', `no validated ${analyte}-${family} model pinned to site ${ctx.site} for tenant ${ctx.tenant}`, { analyte, family, ...ctx });
-  return loadModel(dataDir, best.id, ctx);
+export function loadValidated(store: Pick<Store, 'db'>, dataDir: string, tenant: string, site: string, analyte: string, family: string): LoadedModel {
+  checkTenant(tenant);
+  const rows = stmt(store.db, `SELECT ${COLS} FROM model WHERE tenant = ? AND analyte = ? AND family = ? ORDER BY version DESC`).all(tenant, analyte, family) as Row[];
+  const what = `${analyte}-${family}`;
+  if (rows.length === 0) throw new LkError('LK_MODEL_MISSING', `tenant ${tenant} has no ${what} model`, { tenant, analyte, family });
+  const validated = rows.filter((r) => r.status === 'validated');
+  if (validated.length === 0) throw new LkError('LK_MODEL_NOT_VALIDATED', `tenant ${tenant} has no validated ${what} model (${rows.map((r) => `${r.id} ${r.status}`).join(', ')})`, { tenant, analyte, family });
+  const pinned = validated.find((r) => (JSON.parse(r.sites) as string[]).includes(site));
+  if (!pinned) throw new LkError('LK_MODEL_NOT_PINNED', `no validated ${what} model of tenant ${tenant} is pinned to site ${site}`, { tenant, analyte, family, site });
+  const model = toSummary(pinned);
+  return { model, artefact: readArtefact(dataDir, model) };
 }
 
-/**
- * Change a model's status (validate, retire) and/or its pinned sites; the
- * change is kept in the manifest's history. Throws like {@link loadModel} for
- * a missing or foreign model, and LK_CONFLICT for leaving `retired`.
- */
-export function updateModel(
-  dataDir: string,
-  id: string,
-  change: { tenant: string; status?: ModelStatus; sites?: string[]; at: number; by: string; reason: string },
-): ModelManifest {
-  checkTenant(change.tenant);
-  checkId(id);
-  const dir = join(modelsDir(dataDir), change.tenant, id);
-  if (!existsSync(join(dir, 'manifest.json'))) throw new LkError('LK_MODEL_MISSING', `model ${id} is missing`, { id });
-  const m = readManifest(dir, id);
-  if (m.tenant !== change.tenant) throw new LkError('LK_MODEL_TENANT', `model ${id} is not available to tenant ${change.tenant}`, { id });
-  if (m.status === 'retired' && change.status && change.status !== 'retired') throw new LkError('LK_CONFLICT', `model ${id} is retired; register a new version instead`, { id });
-  const at = new Date(change.at).toISOString();
-  const next: ModelManifest = {
-    ...m,
-    status: change.status ?? m.status,
-    sites: change.sites ? [...new Set(change.sites)].sort() : m.sites,
-    statusHistory: [...m.statusHistory, { status: change.status ?? m.status, at, by: change.by, reason: change.reason }],
-  };
-  writeAtomic(join(dir, 'manifest.json'), `${JSON.stringify(next, null, 2)}\n`);
-  return next;
+/** Parse a status argument (CLI, API). @throws LkError LK_VALIDATION for an unknown status. */
+export function parseStatus(s: string): ModelStatus {
+  if (!isModelStatus(s)) throw new LkError('LK_VALIDATION', `unknown model status "${s}" (draft, shadow, validated, retired)`);
+  return s;
 }

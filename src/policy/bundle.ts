@@ -36,7 +36,8 @@ export interface AgentPolicy {
   readonly autonomy: AutonomyLevel;
   /** Sorted setpoint ids. */
   readonly allow: readonly string[];
-  readonly model: string | null;
+  /** `<analyte>-<family>` the agent's proposals must come from (checked against the model registry), or null. */
+  readonly modelFamily: string | null;
 }
 
 export interface ApprovedDesignSpace {
@@ -60,7 +61,6 @@ export interface BundleContent {
   readonly agents: Readonly<Record<string, AgentPolicy>>;
   /** Keyed `<product>|<tooling>`. */
   readonly designSpaces: Readonly<Record<string, ApprovedDesignSpace>>;
-  readonly models: Readonly<Record<string, { readonly validatedVersion: string; readonly sites: readonly string[] }>>;
 }
 
 export type Conversion = { readonly kind: 'ok'; readonly a: number; readonly b: number } | { readonly kind: 'unknown' } | { readonly kind: 'incompatible' };

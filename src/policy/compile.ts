@@ -15,7 +15,7 @@ import type { AutonomyLevel } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import { type AgentPolicy, type ApprovedDesignSpace, type BundleContent, type CompiledLimit, DesignSpace, type PolicyBundle, type SetpointInfo, buildIndex, compileConversion, designSpaceKey } from './bundle.js';
 import { BUNDLE_FILES, type BundleFileName } from './schema.js';
-import type { AgentsFile, BundleManifest, ChangeFile, DesignSpaceFile, ModelsFile, SetpointsFile } from './schema.js';
+import type { AgentsFile, BundleManifest, ChangeFile, DesignSpaceFile, SetpointsFile } from './schema.js';
 
 export interface BundleIssue {
   readonly file: string;
@@ -138,7 +138,6 @@ function crossCompile(parsed: Record<BundleFileName, Parsed>, site: SiteConfig, 
   const agentsFile = parsed['agents.yaml'].data as AgentsFile;
   const spFile = parsed['setpoints.yaml'].data as SetpointsFile;
   const dsFile = parsed['design-space.yaml'].data as DesignSpaceFile;
-  const modelsFile = parsed['models.yaml'].data as ModelsFile;
   const change = parsed['CHANGE.yaml'].data as ChangeFile;
 
   if (manifest.site !== site.site.id) add('bundle.yaml', ['site'], `bundle is approved for site "${manifest.site}" but this is site "${site.site.id}"`);
@@ -170,18 +169,11 @@ function crossCompile(parsed: Record<BundleFileName, Parsed>, site: SiteConfig, 
   });
   for (const sp of Object.keys(manifest.autonomy.setpoints)) known('bundle.yaml', ['autonomy', 'setpoints', sp], sp);
 
-  const models: Record<string, { validatedVersion: string; sites: string[] }> = {};
-  modelsFile.models.forEach((m, i) => {
-    if (models[m.id]) add('models.yaml', ['models', i, 'id'], `duplicate model "${m.id}"`);
-    models[m.id] = { validatedVersion: m.validated_version, sites: [...m.sites].sort() };
-  });
-
   const agents: Record<string, AgentPolicy> = {};
   for (const [id, a] of Object.entries(agentsFile.agents)) {
     a.allow.forEach((sp, i) => known('agents.yaml', ['agents', id, 'allow', i], sp));
     if (new Set(a.allow).size !== a.allow.length) add('agents.yaml', ['agents', id, 'allow'], 'duplicate setpoint in allow-list');
-    if (a.model !== undefined && !models[a.model]) add('agents.yaml', ['agents', id, 'model'], `unknown model "${a.model}" (not in models.yaml)`);
-    agents[id] = { autonomy: a.autonomy, allow: [...new Set(a.allow)].sort(), model: a.model ?? null };
+    agents[id] = { autonomy: a.autonomy, allow: [...new Set(a.allow)].sort(), modelFamily: a.model_family ?? null };
   }
 
   const setpoints: Record<string, SetpointInfo> = {};
@@ -257,7 +249,6 @@ function crossCompile(parsed: Record<BundleFileName, Parsed>, site: SiteConfig, 
     setpoints,
     agents,
     designSpaces,
-    models,
   };
 }
 

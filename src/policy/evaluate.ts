@@ -88,16 +88,17 @@ export function evaluate(request: PolicyRequest, bundle: PolicyBundle | null | u
   if (typeof context.batchState !== 'string' || !ix.writableBatchStates.has(context.batchState)) reasons.push('BATCH_STATE_FORBIDS');
 
   const model = context.model;
-  if (agent?.model && !model) reasons.push('MODEL_MISSING');
+  if (agent?.modelFamily && !model) reasons.push('MODEL_MISSING');
   if (model) {
-    const m = bundle.content.models[model.id];
-    if (!m || !m.sites.includes(bundle.content.site) || (agent?.model && agent.model !== model.id)) reasons.push('MODEL_NOT_PINNED');
-    else if (m.validatedVersion !== model.version) reasons.push('MODEL_NOT_VALIDATED');
+    const reason = modelReason(model, context.modelRecord, agent?.modelFamily ?? null, bundle.content.site);
+    if (reason) reasons.push(reason);
   }
 
-  if (sp?.equipmentType === 'press' && context.predictedCappingRisk !== undefined) {
-    const risk = context.predictedCappingRisk;
-    if (typeof risk !== 'number' || !Number.isFinite(risk) || risk > bundle.content.cappingRiskThreshold) reasons.push('CAPPING_RISK_TOO_HIGH');
+  // a compression move needs the capping risk of its whole vector, computed from the tenant's twin: none, no move
+  if (sp?.equipmentType === 'press') {
+    const risk = context.capping?.risk;
+    if (typeof risk !== 'number' || !Number.isFinite(risk)) reasons.push('CAPPING_RISK_UNKNOWN');
+    else if (risk > bundle.content.cappingRiskThreshold) reasons.push('CAPPING_RISK_TOO_HIGH');
   }
 
   const needsQa = reasons.includes('OUTSIDE_DESIGN_SPACE') || sp?.validated === true;
@@ -149,6 +150,21 @@ export function evaluate(request: PolicyRequest, bundle: PolicyBundle | null | u
     else if (reviewApproved && needsReview) reasons.push('REVIEWER_APPROVED');
   }
   return finish(context, bundle.version, outcome, reasons, level, pending, value, sp?.unit ?? null, inputs);
+}
+
+/**
+ * Why the named model may not be used, from the registry's record at call time (undefined: it may): it must be
+ * known (MODEL_MISSING), the tenant's own (MODEL_TENANT, R9), of the family the agent's bundle entry names and
+ * pinned to this site (MODEL_NOT_PINNED), not retired (MODEL_RETIRED), validated and exactly the named version
+ * (MODEL_NOT_VALIDATED). One reason, the most fundamental, so the audit entry says what to fix first.
+ */
+function modelReason(model: { readonly id: string; readonly version: string }, rec: PolicyContext['modelRecord'], family: string | null, site: string): ReasonCode | undefined {
+  if (!rec || typeof rec !== 'object') return 'MODEL_MISSING';
+  if (rec.owner !== 'own') return 'MODEL_TENANT';
+  if ((family !== null && rec.family !== family) || !Array.isArray(rec.sites) || !rec.sites.includes(site)) return 'MODEL_NOT_PINNED';
+  if (rec.status === 'retired') return 'MODEL_RETIRED';
+  if (rec.status !== 'validated' || typeof model.version !== 'string' || String(rec.version) !== model.version) return 'MODEL_NOT_VALIDATED';
+  return undefined;
 }
 
 function finish(
@@ -208,6 +224,15 @@ export function decisionId(inputs: Decision['inputs'], bundleVersion: string): s
   str(c.autonomy?.setpoint);
   str(c.model?.id);
   str(c.model?.version);
+  const mr = c.modelRecord;
+  if (mr) {
+    str(mr.owner);
+    str(mr.family);
+    num(mr.version);
+    str(mr.status);
+    str(mr.sha256, 16); // as the bundle version: 64 bits name the artefact well enough for an id
+    if (Array.isArray(mr.sites)) for (const s of mr.sites) str(s);
+  } else str(mr);
   num(c.current);
   num(c.lastMove?.value);
   num(c.lastMove?.at);
@@ -217,7 +242,10 @@ export function decisionId(inputs: Decision['inputs'], bundleVersion: string): s
   str(c.approval?.kind);
   str(c.approval?.by);
   str(c.approval?.role);
-  num(c.predictedCappingRisk);
+  num(c.capping?.risk);
+  str(c.capping?.model?.id);
+  str(c.capping?.model?.version);
+  str(c.capping?.error);
   return `dec_${hex8(fin(h1, h2))}${hex8(fin(h2, h3))}${hex8(fin(h3, h4))}${hex8(fin(h4, h1))}`;
 }
 

@@ -52,7 +52,7 @@ export const BundleManifest = z.strictObject({
 });
 export type BundleManifest = z.infer<typeof BundleManifest>;
 
-/** agents.yaml: allow-lists, initial autonomy and the model each agent proposes from. */
+/** agents.yaml: allow-lists, initial autonomy and the model family each agent proposes from. */
 export const AgentsFile = z.strictObject({
   agents: z.record(
     agentId,
@@ -62,8 +62,12 @@ export const AgentsFile = z.strictObject({
       autonomy: level.default('L0'),
       /** Setpoints the agent may write (R7); empty = read-only agent. */
       allow: z.array(setpointId),
-      /** Model id (models.yaml) the agent's proposals come from; the decision checks it is pinned and validated. */
-      model: z.string().min(1).optional(),
+      /**
+       * Model family `<analyte>-<family>` (e.g. `process-twin`) the agent's proposals must come from. Which
+       * version is validated and where it is pinned is the model registry's (in the store), never the bundle's:
+       * the decision checks the named model against the registry at call time.
+       */
+      model_family: z.string().regex(/^[a-z][a-z0-9]*-[a-z][a-z0-9]*$/, 'must be <analyte>-<family>, e.g. process-twin').optional(),
     }),
   ),
 });
@@ -105,18 +109,6 @@ export const DesignSpaceFile = z.strictObject({
 });
 export type DesignSpaceFile = z.infer<typeof DesignSpaceFile>;
 
-/** models.yaml: models pinned to sites with their validated versions. */
-export const ModelsFile = z.strictObject({
-  models: z.array(
-    z.strictObject({
-      id: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'must be lower-case words joined by dashes'),
-      validated_version: z.string().min(1),
-      sites: z.array(id).min(1),
-    }),
-  ),
-});
-export type ModelsFile = z.infer<typeof ModelsFile>;
-
 /** CHANGE.yaml: the change-control record of the bundle's current content. */
 export const ChangeFile = z.strictObject({
   change_ref: z.string().regex(/^[A-Z][A-Z0-9]*-[A-Za-z0-9-]+$/, 'must look like CC-2026-0142'),
@@ -132,7 +124,6 @@ export const BUNDLE_FILES = {
   'agents.yaml': AgentsFile,
   'setpoints.yaml': SetpointsFile,
   'design-space.yaml': DesignSpaceFile,
-  'models.yaml': ModelsFile,
   'CHANGE.yaml': ChangeFile,
 } as const;
 export type BundleFileName = keyof typeof BUNDLE_FILES;

@@ -304,6 +304,48 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX run_approval_tenant ON run_approval (tenant, status);`,
   },
+  {
+    version: 6,
+    name: 'models: the one model registry (status lifecycle under change control)',
+    up: `
+      -- One row per model version of a tenant: the one source of truth for its status and site pins. The
+      -- artefact stays a file under <dataDir>/models/<tenant>/<id>/artefact.json, checked against sha256 at
+      -- every load. Every row change commits with its model_change audit entry (the tenant's chain) in one
+      -- transaction; audit_seq names that entry. The status history is the audit trail.
+      CREATE TABLE model (
+        tenant      TEXT    NOT NULL,
+        id          TEXT    NOT NULL,              -- <analyte>-<family>-v<version>
+        analyte     TEXT    NOT NULL,
+        family      TEXT    NOT NULL,
+        version     INTEGER NOT NULL CHECK (version >= 1),
+        kind        TEXT    NOT NULL CHECK (kind IN ('twin', 'nir-pls', 'vision-softmax')),
+        sha256      TEXT    NOT NULL CHECK (length(sha256) = 64),
+        status      TEXT    NOT NULL CHECK (status IN ('draft', 'shadow', 'validated', 'retired')),
+        sites       TEXT    NOT NULL,              -- JSON array of site ids the model is pinned to
+        card        TEXT    NOT NULL,              -- the model card as JSON (metrics, acceptance criteria, ...)
+        created_at  TEXT    NOT NULL,
+        created_by  TEXT    NOT NULL,
+        changed_at  TEXT    NOT NULL,              -- last status change (= created_at for a fresh draft)
+        changed_by  TEXT    NOT NULL,
+        change_ref  TEXT,                          -- change reference of the last status change
+        audit_seq   INTEGER NOT NULL,              -- model_change entry (tenant chain) of the last row change
+        PRIMARY KEY (tenant, id),
+        UNIQUE (tenant, analyte, family, version)
+      ) WITHOUT ROWID;
+      CREATE INDEX model_family ON model (tenant, analyte, family, status, version);
+      -- A model version is never deleted (replay needs it), its identity and artefact hash never change, and
+      -- retired is final: the code refuses these first; the triggers make sure nothing else can.
+      CREATE TRIGGER model_no_delete BEFORE DELETE ON model
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: model versions are never deleted'); END;
+      CREATE TRIGGER model_identity BEFORE UPDATE ON model
+        WHEN NEW.tenant IS NOT OLD.tenant OR NEW.id IS NOT OLD.id OR NEW.analyte IS NOT OLD.analyte OR NEW.family IS NOT OLD.family
+          OR NEW.version IS NOT OLD.version OR NEW.kind IS NOT OLD.kind OR NEW.sha256 IS NOT OLD.sha256 OR NEW.card IS NOT OLD.card
+          OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a model version''s identity, card and artefact hash never change'); END;
+      CREATE TRIGGER model_retired_final BEFORE UPDATE ON model
+        WHEN OLD.status = 'retired'
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a retired model stays retired'); END;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

@@ -14,6 +14,12 @@ export interface ResidualStats {
   maxAbs: number;
 }
 
+/** A pass criterion of the golden-dataset gate: the metric must be at most `max` and/or at least `min`. */
+export interface AcceptanceCriterion {
+  max?: number;
+  min?: number;
+}
+
 export interface ModelCard {
   /** `<analyte-or-attribute>` and `<family>` of the model id `<analyte>-<family>-v<n>`. */
   analyte: string;
@@ -32,6 +38,12 @@ export interface ModelCard {
   /** Headline figures, e.g. `rmse.cappingPct`, `rmsep`, `latentVariables`, `recall.chipped`. */
   metrics: Record<string, number>;
   residuals?: Record<string, ResidualStats>;
+  /**
+   * Pass criteria of the golden-dataset evaluation that gates every promotion (metric → bound), e.g.
+   * `rmsep.cappingPct: { max: 0.5 }`, `rmsep: { max: 2 }` (% LC), `recall.min: { min: 0.9 }`. Written when the
+   * model is fitted, before it is evaluated; a card without them cannot be promoted.
+   */
+  acceptance?: Record<string, AcceptanceCriterion>;
   /** Inputs the model was fitted over; outside them a prediction is flagged, never extrapolated silently. */
   validRanges: Record<string, Range>;
   limitations: string[];

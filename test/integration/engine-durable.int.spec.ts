@@ -22,6 +22,7 @@ import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/
 import { WriterState } from '../../src/engine/writer-state.js';
 import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
 import { type Store, type TxContext, openStore } from '../../src/store/store.js';
+import { plantTwin, view, viewsOf } from '../helpers/models.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
 
 const T = 'acme-pharma';
@@ -45,7 +46,8 @@ async function boot(dataDir: string, opts: { skip?: 'modbus' } = {}): Promise<No
   const store = openStore({ dataDir, clock });
   const connectors = createConnectors(sim.config.config, { dataDir, sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } });
   await Promise.all(connectors.filter((c) => c.protocol !== opts.skip).map((c) => c.connect()));
-  const writer = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors, clock, policy: () => bundle, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) });
+  // the registry as the writer asks it: the validated twin fitted to the test simulator's plant (seed 1)
+  const writer = new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors, clock, policy: () => bundle, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }), twin: () => plantTwin(1), models: viewsOf(view()) });
   const recovered = await writer.recover();
   return { store, connectors, writer, recovered };
 }
@@ -77,13 +79,13 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
     moves: [{ setpoint: 'press.MainForce', value: '13 kN' }],
     attribute: 'content_uniformity',
     justification: 'hardness drifting',
-    model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+    model: { id: 'process-twin-v1', version: '1' },
     ...over,
   };
 }
 
 const blend = (value: string): WriteProposal =>
-  proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
+  proposal({ agent: 'agent.blend_dispense', model: undefined, moves: [{ setpoint: 'blender.Speed', value }] });
 
 
 /** Raise an agent's persisted autonomy one level at a time, by QA under a change reference. */
@@ -119,6 +121,7 @@ function crashAfterCommit(store: Store, when: () => boolean): void {
 beforeAll(async () => {
   sim = await startTestSimulator({ watchdogTimeoutMs: 600_000, scanMs: 20 });
   bundle = loadPolicyBundle(sim.config.policyDir, { site: sim.config.config }).bundle;
+  plantTwin(1);
 });
 
 afterAll(async () => {

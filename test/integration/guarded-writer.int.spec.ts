@@ -19,6 +19,7 @@ import { type AutonomyState, type PolicyBundle, changeAutonomy, initialAutonomy,
 import { type Store, openStore } from '../../src/store/store.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
 import { rejectionCode as codeOf } from '../helpers/codes.js';
+import { plantTwin, view, viewsOf } from '../helpers/models.js';
 
 let sim: Simulator;
 let store: Store;
@@ -36,6 +37,13 @@ const batches = new Map<string, BatchContext>([['B-2026-0311', RUNNING]]);
 const batchOf = (_tenant: string, batch: string): BatchContext | null => batches.get(batch) ?? null;
 const qa = { person: 'q.russo', role: 'qa_reviewer' };
 
+/**
+ * The model registry as the writer asks it (in memory here; test/integration/writer-models.int.spec.ts runs it on
+ * the real registry): the tenant's validated twin pinned to the site — fitted to the test simulator's plant
+ * (seed 1), so the capping risks the writer predicts are the plant's — and its status view.
+ */
+const twin = () => plantTwin(1);
+const models = viewsOf(view());
 const plant = (eq: string, tag: string): unknown => sim.plant.read(eq, tag);
 const entries = (filter: Record<string, string>) => queryAudit(store.db, T, filter, { limit: 1000 }).entries;
 
@@ -52,7 +60,7 @@ function proposal(over: Partial<WriteProposal> = {}): WriteProposal {
     moves: [{ setpoint: 'press.MainForce', value: '13 kN' }],
     attribute: 'content_uniformity',
     justification: 'hardness drifting low',
-    model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+    model: { id: 'process-twin-v1', version: '1' },
     ...over,
   };
 }
@@ -81,7 +89,7 @@ async function withPressDouble(
       read: (tags: readonly string[]) => real.read(tags),
       claimWriter: (): WriteCapability => ({ connectorId: real.id, write: (tag: string, value: number) => write(cap, tag, value), commandLkg: (equipment: string) => cap.commandLkg(equipment) }),
     } as unknown as Connector;
-    await body(new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [double], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }) }));
+    await body(new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [double], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }), twin, models }));
   } finally {
     await second!.close();
   }
@@ -100,7 +108,8 @@ beforeAll(async () => {
   await Promise.all(connectors.map((c) => c.connect()));
   autonomy = initialAutonomy(bundle);
   attendance = { operator: 'l.verdi', lastPresenceAt: clock.now() };
-  writer = new GuardedWriter({ batches: batchOf, store, site, connectors, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => (attendance ? { ...attendance, lastPresenceAt: clock.now() } : null) });
+  plantTwin(1); // fitted once, before the clock-driven tests
+  writer = new GuardedWriter({ batches: batchOf, store, site, connectors, clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => (attendance ? { ...attendance, lastPresenceAt: clock.now() } : null), twin, models });
 });
 
 afterAll(async () => {
@@ -159,7 +168,7 @@ describe('guarded writer on the simulator', () => {
     const unknown = await writer.propose(proposal({ batch: 'B-NOT-RUNNING', moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }));
     expect(unknown.status).toBe('denied');
     expect(unknown.decisions[0]!.reasons).toContain('BATCH_STATE_FORBIDS');
-    const m = await writer.propose(proposal({ model: { id: 'compaction-ir-family-a-v3', version: '3.3.0' }, moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }));
+    const m = await writer.propose(proposal({ model: { id: 'process-twin-v1', version: '2' }, moves: [{ setpoint: 'press.MainForce', value: '14 kN' }] }));
     expect(m.decisions[0]!.reasons).toContain('MODEL_NOT_VALIDATED');
     expect(plant('press', 'MainForce')).toBe(13);
   });
@@ -213,7 +222,7 @@ describe('guarded writer on the simulator', () => {
   it('L2 over Modbus: the proposal waits for a named reviewer, then executes on approval', async () => {
     later();
     raise('agent.blend_dispense', 'L2');
-    const out = await writer.propose(proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value: '22 {rev}/min' }] }));
+    const out = await writer.propose(proposal({ agent: 'agent.blend_dispense', model: undefined, moves: [{ setpoint: 'blender.Speed', value: '22 {rev}/min' }] }));
     expect(out).toMatchObject({ status: 'pending', pending: { needs: 'reviewer' } });
     expect(plant('blender', 'Speed')).toBe(20);
     const done = await writer.approve(out.pending!.id, { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
@@ -222,7 +231,7 @@ describe('guarded writer on the simulator', () => {
   });
 
   it('an approval is checked against the batch as it is at approval time (R6), not as it was when proposed', async () => {
-    const l2 = (value: string) => proposal({ agent: 'agent.blend_dispense', model: { id: 'blend-uniformity-ir-v2', version: '2.1.0' }, moves: [{ setpoint: 'blender.Speed', value }] });
+    const l2 = (value: string) => proposal({ agent: 'agent.blend_dispense', model: undefined, moves: [{ setpoint: 'blender.Speed', value }] });
     const approveBy = (out: { pending?: { id: string }; vectorHash: string | null }, by: string) =>
       writer.approve(out.pending!.id, { by, role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
     const speed = plant('blender', 'Speed');

@@ -1,7 +1,7 @@
 /**
  * The simulator's NIR spectra and six-camera frame sets read by linekeeper's
  * own OPC UA connector (real server, real client, port 0) and scored with the
- * default models seeded into a temp data directory — checked against the
+ * demo site's default models (seeded and validated into a temp data directory) — checked against the
  * plant's ground truth: PLS predictions against the true potency of each
  * scan, defect classes against the label of each trigger.
  */
@@ -14,8 +14,9 @@ import type { Sample } from '../../connectors/types.js';
 import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { nirModelOf, visionModelOf } from '../../src/models/artefacts.js';
-import { loadLatest } from '../../src/models/registry.js';
-import { seedDefaultModels } from '../../src/models/seed.js';
+import { ensureDemoModels } from '../../src/models/demo.js';
+import { loadValidated } from '../../src/models/registry.js';
+import { openStore } from '../../src/store/store.js';
 import { nirScore, type NirModel } from '../../src/twin/nir/pls.js';
 import { classifyFrameSet, type VisionArtefact } from '../../src/twin/vision/classifier.js';
 import { startTestSimulator, type Simulator } from '../helpers/sim.js';
@@ -34,9 +35,15 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'lk-nir-vision-'));
   // time scale 120: the blender homogenises visibly within a second; a long watchdog, as the test moves setpoints at the plant
   sim = await startTestSimulator({ timeScale: 120, watchdogTimeoutMs: 600_000 });
-  seedDefaultModels(dataDir, { tenant: TENANT, site: SITE, at: 0, by: 'test' });
-  nir = nirModelOf(loadLatest(dataDir, 'potency', 'pls', { tenant: TENANT, site: SITE }));
-  vision = visionModelOf(loadLatest(dataDir, 'defects', 'softmax', { tenant: TENANT, site: SITE }));
+  // the demo site's default models: seeded, then validated through the golden gate
+  const store = openStore({ dataDir });
+  try {
+    ensureDemoModels(store, dataDir, { site: SITE, tenants: [TENANT], approvers: ['qa_reviewer'] });
+    nir = nirModelOf(loadValidated(store, dataDir, TENANT, SITE, 'potency', 'pls'));
+    vision = visionModelOf(loadValidated(store, dataDir, TENANT, SITE, 'defects', 'softmax'));
+  } finally {
+    store.close();
+  }
   const cfg = sim.config.config;
   const connection = { ...(cfg.connections.find((k) => k.protocol === 'opcua') as OpcUaConnectionConfig), keepalive_ms: 500, request_timeout_ms: 2000, max_data_age_ms: 2000 };
   const equipment = cfg.equipment.filter((e): e is OpcUaEquipmentConfig => e.protocol === 'opcua');

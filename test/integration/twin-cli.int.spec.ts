@@ -18,15 +18,28 @@ function spawnCli(...args: string[]): { code: number | null; out: string; err: s
 }
 
 
+const IDS = ['defects-softmax-v1', 'potency-pls-v1', 'process-twin-v1'];
+const change = ['--tenant', 'acme-pharma', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0310', '--reason', 'golden evaluation passed'];
+let seeded: ModelSummary[];
+
 beforeAll(async () => {
   data = mkdtempSync(join(tmpdir(), 'lk-twin-cli-'));
   const r = await cli('models', 'seed', '--tenant', 'acme-pharma', '--data', data);
   expect(r.code, r.err).toBe(0);
+  seeded = JSON.parse((await cli('models', 'list', '--data', data, '--json')).out) as ModelSummary[];
+  for (const id of IDS) {
+    for (const to of ['shadow', 'validated']) {
+      const p = await cli('models', 'promote', id, '--to', to, ...change, '--data', data);
+      expect(p.code, p.err).toBe(0);
+      expect(p.out).toMatch(new RegExp(`acme-pharma/${id}: \\w+ → ${to} by q\\.russo \\(CC-2026-0310\\); golden \\S+\\.json`));
+    }
+  }
 });
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe('linekeeper models / twin simulate (real files, real process)', () => {
-  it('lists the seeded, validated, pinned models of the tenant only', async () => {
+  it('seeds drafts; promoted under change control they are validated; lists the tenant’s models only', async () => {
+    expect(seeded.map((m) => [m.id, m.status]).sort()).toEqual(IDS.map((id) => [id, 'draft']));
     const all = JSON.parse((await cli('models', 'list', '--data', data, '--json')).out) as ModelSummary[];
     expect(all.map((m) => m.id).sort()).toEqual(['defects-softmax-v1', 'potency-pls-v1', 'process-twin-v1']);
     for (const m of all) {
@@ -86,5 +99,19 @@ describe('linekeeper models / twin simulate (real files, real process)', () => {
     expect(bad.err).toMatch(/\[LK_VALIDATION\]/);
     const unknown = await cli('models', 'seed', '--tenant', 'nobody', '--data', data);
     expect(unknown.err).toMatch(/\[LK_VALIDATION\]/);
+  });
+
+  it('models promote/retire refuse what change control refuses, with the typed error; retired is final', async () => {
+    const role = await cli('models', 'retire', 'defects-softmax-v1', ...change.map((a) => (a === 'qa_reviewer' ? 'operator' : a)), '--data', data);
+    expect(role.code).toBe(1);
+    expect(role.err).toMatch(/\[LK_MODEL_CHANGE\]/);
+    const retired = await cli('models', 'retire', 'defects-softmax-v1', ...change, '--data', data, '--json');
+    expect(retired.code, retired.err).toBe(0);
+    expect(JSON.parse(retired.out)).toMatchObject({ from: 'validated', to: 'retired', evaluation: null, signature: { user: 'q.russo' } });
+    const back = await cli('models', 'promote', 'defects-softmax-v1', '--to', 'validated', ...change, '--data', data);
+    expect(back.err).toMatch(/\[LK_MODEL_TRANSITION\]/);
+    const other = await cli('models', 'promote', 'process-twin-v1', '--to', 'validated', ...change.map((a) => (a === 'acme-pharma' ? 'borealis-bio' : a)), '--data', data);
+    expect(other.err).toMatch(/\[LK_MODEL_TENANT\]/);
+    expect((await cli('models', 'promote', '--help')).out).toMatch(/on trust/);
   });
 });

@@ -76,14 +76,18 @@ describe('policy bundle: load and compile', () => {
     const missing = bundleCopy();
     rmSync(join(missing, 'agents.yaml'));
     expect(messageOf(() => loadPolicyBundle(missing, { site }))).toMatch(/agents\.yaml: \(file\): file is missing/);
-    const bad = bundleCopy({ 'models.yaml': (t) => `${t}\n  - { id: broken\n` });
+    const bad = bundleCopy({ 'setpoints.yaml': (t) => `${t}\n  - { id: broken\n` });
     expect(codeOf(() => loadPolicyBundle(bad, { site }))).toBe('LK_POLICY_BUNDLE');
-    expect(messageOf(() => loadPolicyBundle(bad, { site }))).toMatch(/models\.yaml:\d+:/);
+    expect(messageOf(() => loadPolicyBundle(bad, { site }))).toMatch(/setpoints\.yaml:\d+:/);
     const unknown = bundleCopy({ 'agents.yaml': (t) => t.replace('    autonomy: L2\n    allow: [press.FillDepth', '    autonomy: L2\n    alow: []\n    allow: [press.FillDepth') });
     expect(messageOf(() => loadPolicyBundle(unknown, { site }))).toMatch(/agents\.yaml:\d+: agents\["agent\.compress_fill"\]\.alow: unknown key "alow"/);
     const stray = bundleCopy();
     writeFileSync(join(stray, 'design-space-v2.yaml'), 'design_spaces: []\n');
     expect(codeOf(() => loadPolicyBundle(stray, { site }))).toBe('LK_POLICY_BUNDLE');
+    // a copy of model statuses in the bundle is refused: the model registry in the store is the one source of truth
+    const copy = bundleCopy();
+    writeFileSync(join(copy, 'models.yaml'), 'models:\n  - { id: process-twin-v1, validated_version: "1", sites: [site-ravenna] }\n');
+    expect(messageOf(() => loadPolicyBundle(copy, { site }))).toMatch(/unknown bundle file models\.yaml/);
   });
 
   it('refuses cross-reference errors: unknown setpoint, low-risk outside compression/coating/inspection, validated and low-risk at once, another site, range beyond the instrument', () => {
@@ -93,7 +97,8 @@ describe('policy bundle: load and compile', () => {
       [{ 'setpoints.yaml': (t) => t.replace('  - coater.PanSpeed\n', '  - coater.PanSpeed\n  - vision.RejectThreshold\n') }, /validated parameter and cannot also be low-risk/],
       [{ 'bundle.yaml': (t) => t.replace('site: site-ravenna', 'site: site-lisbon') }, /approved for site "site-lisbon"/],
       [{ 'design-space.yaml': (t) => t.replace('min: 8,    max: 18,', 'min: 8,    max: 45,') }, /outside the instrument range/],
-      [{ 'agents.yaml': (t) => t.replace('model: defects-ir-v4', 'model: defects-ir-v9') }, /unknown model "defects-ir-v9"/],
+      [{ 'agents.yaml': (t) => t.replace('model_family: defects-softmax', 'model_family: defects-softmax-v4') }, /agents\.yaml:\d+: agents\["agent\.defect_inspect"\]\.model_family: must be <analyte>-<family>/],
+      [{ 'agents.yaml': (t) => t.replace('model_family: defects-softmax', 'model: defects-ir-v4') }, /agents\.yaml:\d+: agents\["agent\.defect_inspect"\]\.model: unknown key "model"/],
       [{ 'CHANGE.yaml': (t) => t.replace('role: qa_reviewer', 'role: operator') }, /may not approve a policy change/],
       [{ 'bundle.yaml': (t) => t.replace('    plc.LineSpeedFactor: L1', '    plc.LineSpeedFactor: L4') }, /bundle\.yaml:\d+: autonomy\.setpoints\["plc\.LineSpeedFactor"\]/],
     ];
@@ -119,7 +124,7 @@ describe('policy bundle: change control', () => {
 
   it('accepts the first bundle and an unchanged one, reporting the change record for the audit trail', () => {
     const first = loadPolicyBundle(policyDir, { site, lastAccepted: null }).changeControl;
-    expect(first).toMatchObject({ kind: 'initial', previousVersion: null, changeRef: 'CC-2026-0142', approver: { name: 'm.rossi', role: 'qa_reviewer' } });
+    expect(first).toMatchObject({ kind: 'initial', previousVersion: null, changeRef: 'CC-2026-0213', approver: { name: 'm.rossi', role: 'qa_reviewer' } });
     expect(loadPolicyBundle(policyDir, { site, lastAccepted: accepted }).changeControl.kind).toBe('unchanged');
   });
 

@@ -1,8 +1,29 @@
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/store.js';
 import { runCli as run } from '../helpers/cli.js';
+import { registeredTwin } from '../helpers/models.js';
 import { bundle, bundleCopy, cleanupCopies } from './policy-helpers.js';
 
-afterAll(cleanupCopies);
+/** A data directory whose model registry holds acme-pharma's validated twin (what `eval --model` asks). */
+let registry: string;
+let empty: string;
+beforeAll(() => {
+  registry = mkdtempSync(join(tmpdir(), 'lk-policy-cli-'));
+  empty = mkdtempSync(join(tmpdir(), 'lk-policy-cli-empty-'));
+  const store = openStore({ dataDir: registry });
+  try {
+    registeredTwin(store, registry);
+  } finally {
+    store.close();
+  }
+});
+afterAll(() => {
+  cleanupCopies();
+  for (const d of [registry, empty]) if (d) rmSync(d, { recursive: true, force: true });
+});
 
 beforeEach(() => {
   process.exitCode = undefined;
@@ -36,7 +57,7 @@ describe('linekeeper policy (CLI over the same engine)', () => {
   });
 
   it('eval exits 0 for every decision it made and prints reasons and bundle version', async () => {
-    const base = ['policy', 'eval', ...pair, '--agent', 'agent.compress_fill', '--setpoint', 'press.MainForce', '--current', '12000 N', '--model', 'compaction-ir-family-a-v3@3.2.0', '--json'];
+    const base = ['policy', 'eval', ...pair, '--agent', 'agent.compress_fill', '--setpoint', 'press.MainForce', '--current', '12000 N', '--model', 'process-twin-v1@1', '--data', registry, '--capping-risk', '0.004', '--json'];
     const allow = await run(...base, '--value', '12.5 kN', '--autonomy', 'L3', '--attended');
     expect(allow.code).toBe(0);
     expect(JSON.parse(allow.out)).toMatchObject({ outcome: 'allow', bundleVersion: bundle.version, valueInSetpointUnit: 12.5 });
@@ -51,6 +72,22 @@ describe('linekeeper policy (CLI over the same engine)', () => {
     expect(text.code).toBe(0);
     expect(text.out).toMatch(/^deny {2}\(dec_[0-9a-f]+\)/);
     expect(text.out).toContain('NOT_IN_ALLOW_LIST');
+  });
+
+  it('eval asks the model registry of the data directory for --model, and denies a press move without a capping risk', async () => {
+    const base = ['policy', 'eval', ...pair, '--agent', 'agent.compress_fill', '--setpoint', 'press.MainForce', '--current', '12 kN', '--value', '12.5 kN', '--autonomy', 'L3', '--attended', '--json'];
+    const allow = await run(...base, '--model', 'process-twin-v1@1', '--data', registry, '--capping-risk', '0.004');
+    expect(JSON.parse(allow.out)).toMatchObject({ outcome: 'allow', inputs: { context: { modelRecord: { owner: 'own', status: 'validated', family: 'process-twin' } } } });
+    const missing = await run(...base, '--model', 'process-twin-v1@1', '--data', empty, '--capping-risk', '0.004');
+    expect(JSON.parse(missing.out)).toMatchObject({ outcome: 'deny', reasons: ['MODEL_MISSING'] });
+    const other = await run(...base, '--model', 'process-twin-v1@1', '--data', registry, '--tenant', 'borealis-bio', '--capping-risk', '0.004');
+    expect(JSON.parse(other.out)).toMatchObject({ outcome: 'deny', reasons: ['MODEL_TENANT'] });
+    const version = await run(...base, '--model', 'process-twin-v1@2', '--data', registry, '--capping-risk', '0.004');
+    expect(JSON.parse(version.out)).toMatchObject({ outcome: 'deny', reasons: ['MODEL_NOT_VALIDATED'] });
+    const noRisk = await run(...base, '--model', 'process-twin-v1@1', '--data', registry);
+    expect(JSON.parse(noRisk.out)).toMatchObject({ outcome: 'deny', reasons: ['CAPPING_RISK_UNKNOWN'] });
+    const high = await run(...base, '--model', 'process-twin-v1@1', '--data', registry, '--capping-risk', '0.02');
+    expect(JSON.parse(high.out)).toMatchObject({ outcome: 'deny', reasons: ['CAPPING_RISK_TOO_HIGH'] });
   });
 
   it('exits non-zero only when no decision could be made: bad level, bad --current, broken bundle', async () => {

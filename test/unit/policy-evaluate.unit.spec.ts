@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AUTONOMY_LEVELS, type Decision, type PolicyContext, type PolicyRequest } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
 import { evaluate, loadPolicyBundle } from '../../src/policy/index.js';
-import { T0, bundle, bundleCopy, cleanupCopies, context, request, site } from './policy-helpers.js';
+import { CAPPING_OK, T0, TWIN_RECORD, bundle, bundleCopy, cleanupCopies, context, request, site } from './policy-helpers.js';
 
 afterAll(cleanupCopies);
 
@@ -83,7 +83,7 @@ describe('R4: design space and validated parameters wait for QA', () => {
     const d = evaluate(
       request({ agent: 'agent.granulate_dry', setpoint: 'fluidbed.InletAirTemp', value: '60 Cel' }),
       bundle,
-      context({ model: { id: 'drying-lod-ir-v1', version: '1.0.3' }, autonomy: { agent: 'L2' }, current: 59, lastMove: null }),
+      context({ model: undefined, autonomy: { agent: 'L2' }, current: 59, lastMove: null }),
     );
     expect(d.outcome).toBe('needs_qa');
     expect(d.reasons).toContain('VALIDATED_PARAMETER');
@@ -119,11 +119,31 @@ describe('R6: batch state, model version, reviewer assignment before any move', 
     expect(ev({}, { batchState: 'setup' }).outcome).toBe('allow');
   });
 
-  it('denies a model that is missing, not the validated version, or not pinned to this site', () => {
+  it('denies a model that is missing, not the validated version, or not pinned to this site (the registry\'s record at call time)', () => {
     expect(ev({}, { model: undefined }).reasons).toContain('MODEL_MISSING');
-    expect(ev({}, { model: { id: 'compaction-ir-family-a-v3', version: '3.3.0-rc1' } }).reasons).toContain('MODEL_NOT_VALIDATED');
-    expect(ev({}, { model: { id: 'potency-ir-family-b-v1', version: '1.1.0' } }).reasons).toContain('MODEL_NOT_PINNED');
-    expect(ev({}, { model: { id: 'unheard-of-v1', version: '1' } }).reasons).toContain('MODEL_NOT_PINNED');
+    expect(ev({}, { model: { id: 'process-twin-v1', version: '1.0.1-rc1' } }).reasons).toContain('MODEL_NOT_VALIDATED');
+    expect(ev({}, { model: { id: 'process-twin-v1', version: '2' } }).reasons).toContain('MODEL_NOT_VALIDATED');
+    expect(ev({}, { modelRecord: { ...TWIN_RECORD, sites: ['site-lisbon'] } }).reasons).toContain('MODEL_NOT_PINNED');
+    expect(ev({}, { model: { id: 'unheard-of-v1', version: '1' }, modelRecord: null }).reasons).toContain('MODEL_MISSING');
+  });
+
+  it('denies a draft, shadow or retired model, another tenant\'s, and one of another family than the agent\'s bundle entry names', () => {
+    const cases: [Partial<PolicyContext>, string][] = [
+      [{ modelRecord: { ...TWIN_RECORD, status: 'draft' } }, 'MODEL_NOT_VALIDATED'],
+      [{ modelRecord: { ...TWIN_RECORD, status: 'shadow' } }, 'MODEL_NOT_VALIDATED'],
+      [{ modelRecord: { ...TWIN_RECORD, status: 'retired' } }, 'MODEL_RETIRED'],
+      [{ modelRecord: { owner: 'other_tenant' } }, 'MODEL_TENANT'],
+      [{ model: { id: 'potency-pls-v1', version: '1' }, modelRecord: { ...TWIN_RECORD, family: 'potency-pls' } }, 'MODEL_NOT_PINNED'],
+      [{ modelRecord: undefined }, 'MODEL_MISSING'],
+    ];
+    for (const [c, reason] of cases) {
+      const d = ev({}, c);
+      expect(d.outcome, reason).toBe('deny');
+      expect(d.reasons, reason).toContain(reason);
+    }
+    // an agent whose bundle entry names no family may still not act on a model that is not validated
+    expect(ev({ agent: 'agent.yield_takt', setpoint: 'press.TurretSpeed', value: '41 {rev}/min' }, { current: 40, modelRecord: { ...TWIN_RECORD, status: 'draft' } }).reasons).toContain('MODEL_NOT_VALIDATED');
+    expect(ev({ agent: 'agent.yield_takt', setpoint: 'press.TurretSpeed', value: '41 {rev}/min' }, { current: 40, model: undefined }).outcome).toBe('allow');
   });
 
   it('an L2 proposal waits for a named reviewer and says when none is assigned', () => {
@@ -133,9 +153,31 @@ describe('R6: batch state, model version, reviewer assignment before any move', 
   });
 
   it('denies a compression move whose predicted capping risk is over the site threshold', () => {
-    expect(ev({}, { predictedCappingRisk: 0.02 }).reasons).toContain('CAPPING_RISK_TOO_HIGH');
-    expect(ev({}, { predictedCappingRisk: Number.NaN }).reasons).toContain('CAPPING_RISK_TOO_HIGH');
-    expect(ev({}, { predictedCappingRisk: 0.01 }).outcome).toBe('allow');
+    expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.02 } }).reasons).toContain('CAPPING_RISK_TOO_HIGH');
+    expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.02 } }).outcome).toBe('deny');
+    expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.01 } }).outcome).toBe('allow');
+  });
+
+  it('denies a compression move whose capping risk is unknown: none computed, no twin, or not finite (fail closed)', () => {
+    const unknown: Partial<PolicyContext>[] = [
+      { capping: undefined },
+      { capping: null },
+      { capping: { risk: null, model: null, error: 'LK_MODEL_NOT_VALIDATED' } },
+      { capping: { ...CAPPING_OK, risk: Number.NaN } },
+      { capping: { ...CAPPING_OK, risk: Number.POSITIVE_INFINITY } },
+    ];
+    for (const c of unknown) {
+      const d = ev({}, c);
+      expect(d.outcome).toBe('deny');
+      expect(d.reasons).toEqual(['CAPPING_RISK_UNKNOWN']);
+    }
+    // the capping risk is a press input only: a coating move neither needs nor uses one
+    const coat = evaluate(
+      request({ agent: 'agent.coat_dry', setpoint: 'coater.SprayRate', value: '110 g/min' }),
+      bundle,
+      context({ model: undefined, autonomy: { agent: 'L3' }, current: 100, lastMove: null, capping: undefined }),
+    );
+    expect(coat.outcome).toBe('allow');
   });
 });
 
@@ -173,7 +215,7 @@ describe('units and value hygiene', () => {
     const d = evaluate(
       request({ agent: 'agent.coat_dry', setpoint: 'coater.InletAirTemp', value: '140 [degF]' }),
       bundle,
-      context({ model: { id: 'coating-energy-balance-v1', version: '1.4.1' }, autonomy: { agent: 'L2' }, current: 59, lastMove: null, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }),
+      context({ model: undefined, autonomy: { agent: 'L2' }, current: 59, lastMove: null, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }),
     );
     expect(d.valueInSetpointUnit).toBeCloseTo(60, 9);
     expect(d.outcome).toBe('allow');
@@ -239,7 +281,7 @@ describe('autonomy rows: checks identical at every level, only the outcome diffe
     const d = evaluate(
       request({ agent: 'agent.coat_dry', setpoint: 'coater.InletAirTemp', value: '60 Cel' }),
       bundle,
-      context({ model: { id: 'coating-energy-balance-v1', version: '1.4.1' }, autonomy: { agent: 'L3', setpoint: 'L3' }, current: 59, lastMove: null }),
+      context({ model: undefined, autonomy: { agent: 'L3', setpoint: 'L3' }, current: 59, lastMove: null }),
     );
     expect(d).toMatchObject({ outcome: 'recommend_only', pendingApproval: 'reviewer', autonomy: 'L3' });
     expect(d.reasons).toEqual(expect.arrayContaining(['NOT_LOW_RISK', 'APPROVAL_REQUIRED']));

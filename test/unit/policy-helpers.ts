@@ -36,6 +36,11 @@ export function cleanupCopies(): void {
   for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
+/** The registry's record of the tenant's validated twin pinned to this site (what the guarded writer looks up). */
+export const TWIN_RECORD = { owner: 'own', family: 'process-twin', version: 1, status: 'validated', sites: ['site-ravenna'], sha256: 'a'.repeat(64) } as const;
+/** The capping risk the guarded writer would have predicted with that twin (0.4 %, under the 1.5 % threshold). */
+export const CAPPING_OK = { risk: 0.004, model: { id: 'process-twin-v1', version: '1' } } as const;
+
 /** press.MainForce 12 → 12.5 kN by agent.compress_fill at L3, attended: the textbook `allow`. */
 export function request(over: Partial<PolicyRequest> = {}): PolicyRequest {
   return { agent: 'agent.compress_fill', setpoint: 'press.MainForce', value: '12.5 kN', product: 'ir-family-a', tooling: 'round-10mm-ff', ...over };
@@ -46,7 +51,9 @@ export function context(over: Partial<PolicyContext> = {}): PolicyContext {
     now: T0,
     batchState: 'running',
     autonomy: { agent: 'L3' },
-    model: { id: 'compaction-ir-family-a-v3', version: '3.2.0' },
+    model: { id: 'process-twin-v1', version: '1' },
+    modelRecord: TWIN_RECORD,
+    capping: CAPPING_OK,
     current: 12,
     lastMove: { value: 12, at: T0 - 10 * 60_000 },
     reviewer: 'a.bianchi',

@@ -14,16 +14,22 @@ import { convertUnit, isValidUnit } from '../../src/domain/units.js';
 import { evaluate } from '../../src/policy/index.js';
 import { T0, bundle, context, policyDir, request, site } from './policy-helpers.js';
 
-/** Setpoints an attended L3 agent may move without review, with the agent allowed to and its model. */
+/**
+ * Setpoints an attended L3 agent may move without review, with the agent allowed to and the model it names
+ * (agent.coat_dry's bundle entry names no model family: it names none).
+ */
 const MOVABLE = [
-  ['press.MainForce', 'agent.compress_fill', 'compaction-ir-family-a-v3', '3.2.0'],
-  ['press.PreForce', 'agent.compress_fill', 'compaction-ir-family-a-v3', '3.2.0'],
-  ['press.TurretSpeed', 'agent.compress_fill', 'compaction-ir-family-a-v3', '3.2.0'],
-  ['press.FillDepth', 'agent.compress_fill', 'compaction-ir-family-a-v3', '3.2.0'],
-  ['coater.SprayRate', 'agent.coat_dry', 'coating-energy-balance-v1', '1.4.1'],
-  ['coater.Airflow', 'agent.coat_dry', 'coating-energy-balance-v1', '1.4.1'],
-  ['coater.PanSpeed', 'agent.coat_dry', 'coating-energy-balance-v1', '1.4.1'],
+  ['press.MainForce', 'agent.compress_fill', 'process-twin-v1', '1'],
+  ['press.PreForce', 'agent.compress_fill', 'process-twin-v1', '1'],
+  ['press.TurretSpeed', 'agent.compress_fill', 'process-twin-v1', '1'],
+  ['press.FillDepth', 'agent.compress_fill', 'process-twin-v1', '1'],
+  ['coater.SprayRate', 'agent.coat_dry', null, null],
+  ['coater.Airflow', 'agent.coat_dry', null, null],
+  ['coater.PanSpeed', 'agent.coat_dry', null, null],
 ] as const;
+
+/** The model a case names, as the context carries it (the registry's record comes from policy-helpers' context). */
+const named = (model: string | null, version: string | null): Pick<PolicyContext, 'model'> => ({ model: model && version ? { id: model, version } : undefined });
 
 /** Compatible units a caller may use per tag unit (all convert through UCUM). */
 const ALT_UNITS: Record<string, string[]> = {
@@ -80,8 +86,8 @@ const caseArb = fc
     return { setpoint, agent, model, version, product, x, unit, value, current, lim };
   });
 
-function l3(c: { model: string; version: string; current: number }): PolicyContext {
-  return context({ autonomy: { agent: 'L3' }, model: { id: c.model, version: c.version }, current: c.current, lastMove: null });
+function l3(c: { model: string | null; version: string | null; current: number }): PolicyContext {
+  return context({ autonomy: { agent: 'L3' }, ...named(c.model, c.version), current: c.current, lastMove: null });
 }
 
 describe('policy properties (fast-check)', () => {
@@ -144,7 +150,7 @@ describe('policy properties (fast-check)', () => {
           evaluate(
             request({ agent: c.agent, setpoint: c.setpoint, value: `${c.value} ${c.unit}`, product: c.product }),
             bundle,
-            context({ autonomy: { agent: level }, model: { id: c.model, version: c.version }, current: c.current, batchState, attendance: attended ? { operator: 'x', lastPresenceAt: T0 } : null }),
+            context({ autonomy: { agent: level }, ...named(c.model, c.version), current: c.current, batchState, attendance: attended ? { operator: 'x', lastPresenceAt: T0 } : null }),
           ).reasons.filter((r) => DENY_REASONS.has(r)),
         );
         for (const r of denies) expect(r).toEqual(denies[0]);

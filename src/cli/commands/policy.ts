@@ -16,7 +16,10 @@ import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { ANY, type AutonomyRow, autonomyRows, setAutonomy } from '../../engine/autonomy-store.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
-import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type PolicyContext } from '../../domain/policy.js';
+import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type ModelRecord, type PolicyContext } from '../../domain/policy.js';
+import { modelRecordOf } from '../../engine/capping.js';
+import type { WriteProposal } from '../../engine/writer-types.js';
+import { registrySources } from '../../models/sources.js';
 import { LkError } from '../../errors.js';
 import { type LoadedPolicyBundle, evaluate, loadPolicyBundle, toSetpointUnit } from '../../policy/index.js';
 
@@ -70,14 +73,14 @@ export function registerPolicy(program: Command): void {
         allowLists: Object.fromEntries(Object.entries(c.agents).map(([k, a]) => [k, a.allow])),
         validated: Object.values(c.setpoints).filter((s) => s.validated).map((s) => s.id),
         lowRisk: Object.values(c.setpoints).filter((s) => s.lowRisk).map((s) => s.id),
-        models: c.models,
+        modelFamilies: Object.fromEntries(Object.entries(c.agents).flatMap(([k, a]) => (a.modelFamily ? [[k, a.modelFamily]] : []))),
         designSpaces: Object.values(c.designSpaces),
       };
       if (opts.json) return out(JSON.stringify(view, null, 2));
       out(`policy bundle ${bundle.version}`);
       out(`  change ${bundle.change.change_ref} approved by ${bundle.change.approver.name} (${bundle.change.approver.role}) on ${bundle.change.date}: ${bundle.change.reason}`);
       out(`  site ${c.site}; capping risk ≤ ${c.cappingRiskThreshold}; attendance window ${c.attendanceWindowMs / 1000} s; ownership window ${c.ownershipWindowMs / 1000} s; writable batch states ${c.writableBatchStates.join(', ')}`);
-      for (const [id, a] of Object.entries(c.agents)) out(`  ${id} ${a.autonomy}${a.model ? ` model ${a.model}` : ''}: ${a.allow.length ? a.allow.join(', ') : '(read-only)'}`);
+      for (const [id, a] of Object.entries(c.agents)) out(`  ${id} ${a.autonomy}${a.modelFamily ? ` model family ${a.modelFamily}` : ''}: ${a.allow.length ? a.allow.join(', ') : '(read-only)'}`);
       out(`  validated: ${view.validated.join(', ')}`);
       out(`  low-risk (L3): ${view.lowRisk.join(', ')}`);
       for (const d of view.designSpaces) out(`  design space ${d.product} × ${d.tooling}: ${Object.keys(d.setpoints).length} setpoints (${d.approvedBy})`);
@@ -119,8 +122,10 @@ export function registerPolicy(program: Command): void {
       .option('--attended', 'an operator is signed in with a fresh presence heartbeat')
       .option('--batch-state <state>', 'batch state', 'running')
       .option('--reviewer <name>', 'named reviewer assigned to the batch')
-      .option('--model <id@version>', 'model that produced the proposal')
-      .option('--capping-risk <fraction>', 'twin-predicted capping risk of the move (0.01 = 1 %)'),
+      .option('--model <id@version>', 'model that produced the proposal, looked up in the model registry of --data for --tenant')
+      .option('--tenant <id>', 'tenant whose model registry answers for --model (default: the first tenant of the configuration)')
+      .option('--data <dir>', 'data directory holding the model registry (default: data_dir of the configuration)')
+      .option('--capping-risk <fraction>', 'what-if capping risk of the vector (0.01 = 1 %); the guarded writer never takes it from anyone: it predicts it from the tenant\'s twin'),
   ).action(
     (
       opts: Common & {
@@ -135,6 +140,8 @@ export function registerPolicy(program: Command): void {
         batchState: string;
         reviewer?: string;
         model?: string;
+        tenant?: string;
+        data?: string;
         cappingRisk?: string;
       },
     ) => {
@@ -153,6 +160,7 @@ export function registerPolicy(program: Command): void {
         if (at <= 0 || at === opts.model.length - 1) throw new LkError('LK_VALIDATION', `--model must be <id>@<version>, got "${opts.model}"`);
         model = { id: opts.model.slice(0, at), version: opts.model.slice(at + 1) };
       }
+      const modelRecord = model ? registryRecord(opts, model.id) : undefined;
       let risk: number | undefined;
       if (opts.cappingRisk !== undefined) {
         risk = Number(opts.cappingRisk);
@@ -165,8 +173,8 @@ export function registerPolicy(program: Command): void {
         ...(opts.autonomy ? { autonomy: { agent: level(opts.autonomy) } } : {}),
         ...(opts.attended ? { attendance: { operator: process.env.USER || 'cli', lastPresenceAt: now } } : {}),
         ...(opts.reviewer ? { reviewer: opts.reviewer } : {}),
-        ...(model ? { model } : {}),
-        ...(risk !== undefined ? { predictedCappingRisk: risk } : {}),
+        ...(model ? { model, modelRecord: modelRecord ?? null } : {}),
+        ...(risk !== undefined ? { capping: { risk, model: null } } : {}),
       };
       const d = evaluate({ agent: opts.agent, setpoint: opts.setpoint, value: opts.value, product: opts.product, tooling: opts.tooling }, bundle, context);
       if (opts.json) return out(JSON.stringify(d, null, 2));
@@ -175,6 +183,19 @@ export function registerPolicy(program: Command): void {
   );
 
   registerAutonomy(policy);
+}
+
+/** What the registry of the data directory says of a model id for the tenant (null: nothing, or no registry). */
+function registryRecord(opts: Common & { tenant?: string; data?: string }, id: string): ModelRecord | null {
+  const cfg = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {});
+  const tenant = opts.tenant ?? cfg.config.tenants[0]!.id;
+  if (!existsSync(join(cfg.dataDir, DB_FILE))) return null;
+  const store = openStore({ dataDir: cfg.dataDir, readonly: true });
+  try {
+    return modelRecordOf(registrySources(store, cfg.dataDir, cfg.config.site.id).models, { tenant, model: { id, version: '' } } as WriteProposal) ?? null;
+  } finally {
+    store.close();
+  }
 }
 
 function describe(d: Decision): string {

@@ -1,6 +1,6 @@
 /**
  * `linekeeper twin simulate`: rehearse candidate setpoint vectors on the
- * tenant's validated twin (from the model registry under the data directory)
+ * tenant's validated twin (from the model registry in the data directory's store)
  * and print them ranked, with the discarded ones and why.
  *
  * Candidates are drawn inside the policy bundle's approved design space
@@ -9,12 +9,14 @@
  * is the bundle's, unless `--design-space FILE` (a JSON map
  * `{ "<tag id>": { min, max, unit } }`) or `--capping-threshold` say otherwise.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { twinModelOf } from '../../models/artefacts.js';
-import { loadLatest } from '../../models/registry.js';
+import { loadValidated } from '../../models/registry.js';
+import { DB_FILE, openStore } from '../../store/store.js';
 import { approvedTwinSpace } from '../design-space.js';
 import { SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
 import { simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
@@ -93,6 +95,17 @@ export function formatSimulation(r: SimulationResult, top: number): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** The tenant's newest validated twin pinned to the site, from the registry in the data directory. */
+function registryTwin(dataDir: string, tenant: string, site: string): TwinModel {
+  if (!existsSync(join(dataDir, DB_FILE))) throw new LkError('LK_MODEL_MISSING', `no model registry in ${dataDir} (linekeeper models seed, then promote)`, { tenant });
+  const store = openStore({ dataDir, readonly: true });
+  try {
+    return twinModelOf(loadValidated(store, dataDir, tenant, site, 'process', 'twin'));
+  } finally {
+    store.close();
+  }
+}
+
 export function registerTwin(program: Command): void {
   const twin = program.command('twin').description('Rehearse candidate setpoint vectors on the fitted digital twin');
   twin
@@ -118,7 +131,7 @@ export function registerTwin(program: Command): void {
       const site = opts.site ?? loaded.config.site.id;
       const model: TwinModel = opts.nominal
         ? { id: 'process-twin-nominal', version: 0, params: cloneParams(NOMINAL_PARAMS), validRanges: {} }
-        : twinModelOf(loadLatest(loaded.dataDir, 'process', 'twin', { tenant, site }));
+        : registryTwin(loaded.dataDir, tenant, site);
       // The design space is a limit, not a target: candidates come from the approved one (fail closed without a bundle).
       const approved = approvedTwinSpace(loaded, tenant, { ...(opts.product ? { product: opts.product } : {}), ...(opts.tooling ? { tooling: opts.tooling } : {}) });
       const designSpace = opts.designSpace ? readDesignSpace(opts.designSpace) : approved.space;

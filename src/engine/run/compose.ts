@@ -54,7 +54,7 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),
     policy: o.policy,
     log: o.log,
-    models: registryModels(o.loaded.dataDir, config.site.id),
+    models: registryModels(o.store, o.loaded.dataDir, config.site.id),
     parseRequest: (text) => parseRunRequest(text) as unknown as ParsedRequest,
     checkRecord: (record, site) => checkBatchRecordAgainstSite(record as Parameters<typeof checkBatchRecordAgainstSite>[0], site),
     effectiveLimits,

@@ -1,25 +1,27 @@
 /**
- * The run engine's access to the tenant's models: the latest validated, site-pinned version of each family,
- * loaded at every call with its artefact hash checked, so a model that went missing, corrupt, unvalidated or
- * retired since the last call throws its typed LkError (LK_MODEL_*) — which the engine treats as lost (R8).
+ * The run engine's access to the tenant's models: the latest validated, site-pinned version of each family
+ * from the one registry in the store, loaded at every call with its artefact hash checked, so a model that
+ * went missing, corrupt, unvalidated or retired since the last call throws its typed LkError (LK_MODEL_*) —
+ * which the engine treats as a lost model (R8).
  */
 import { nirModelOf, twinModelOf, visionModelOf } from '../../models/artefacts.js';
-import { loadLatest } from '../../models/registry.js';
+import { loadValidated } from '../../models/registry.js';
+import type { Store } from '../../store/store.js';
 import type { ModelAccess } from './types.js';
 
-export function registryModels(dataDir: string, site: string): ModelAccess {
+export function registryModels(store: Pick<Store, 'db'>, dataDir: string, site: string): ModelAccess {
   return {
     twin(tenant) {
-      const m = twinModelOf(loadLatest(dataDir, 'process', 'twin', { tenant, site }));
+      const m = twinModelOf(loadValidated(store, dataDir, tenant, site, 'process', 'twin'));
       return { ref: { id: m.id, version: m.version }, model: m };
     },
     potency(tenant) {
-      const m = nirModelOf(loadLatest(dataDir, 'potency', 'pls', { tenant, site }));
+      const m = nirModelOf(loadValidated(store, dataDir, tenant, site, 'potency', 'pls'));
       return { ref: { id: m.id, version: m.version }, model: m, rmsepPct: m.artefact.rmsep };
     },
     defects(tenant) {
-      const loaded = loadLatest(dataDir, 'defects', 'softmax', { tenant, site });
-      return { ref: { id: loaded.manifest.id, version: loaded.manifest.version }, model: visionModelOf(loaded) };
+      const loaded = loadValidated(store, dataDir, tenant, site, 'defects', 'softmax');
+      return { ref: { id: loaded.model.id, version: loaded.model.version }, model: visionModelOf(loaded) };
     },
   };
 }

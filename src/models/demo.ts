@@ -1,0 +1,97 @@
+/**
+ * The demo site's models: at first start (the daemon calls this), a tenant
+ * without models gets the default ones, fitted on simulator data and taken
+ * draft → shadow → validated through the same change-controlled, gated
+ * promotions a person makes with `linekeeper models promote` — recorded as
+ * the demo site's change event (change reference DEMO-SETUP, actor
+ * `site-setup`), so the trail says plainly that no person approved them.
+ *
+ * Idempotent and resumable, per tenant and model family: a family the tenant
+ * has no model of is seeded; a draft or shadow version the set-up itself
+ * registered (and nobody changed since) is taken on to validated; anything
+ * else — a family with a validated, retired or person-registered model — is
+ * left alone. A crash between two promotions is finished at the next start.
+ */
+import { LkError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import type { DesignSpaceRanges } from '../twin/setpoints.js';
+import { changeStatus } from './change.js';
+import { listModels, registerModel, type ModelSummary } from './registry.js';
+import { buildDefaultModels, DEFAULT_FAMILIES, type Candidate, type DefaultFamily } from './seed.js';
+
+export const DEMO_CHANGE_REF = 'DEMO-SETUP';
+
+export interface DemoOptions {
+  /** Site id the models are pinned to. */
+  readonly site: string;
+  readonly tenants: readonly string[];
+  /** Who the set-up acts as (default `site-setup`): recorded as actor and signer. */
+  readonly by?: string;
+  /** Roles the bundle permits for a model change (`approvers.change`); the set-up signs in the first unless `role` says. */
+  readonly approvers: readonly string[];
+  readonly role?: string;
+  /** Change reference of the set-up (default DEMO-SETUP). */
+  readonly changeRef?: string;
+  /** Simulator seed the models are fitted to (default 20261121, the default site's). */
+  readonly seed?: number;
+  /** The tenant's approved design space for its twin (default: the built-in one). */
+  readonly designSpace?: (tenant: string) => Readonly<DesignSpaceRanges> | undefined;
+  /** Golden datasets (default config/golden). */
+  readonly goldenDir?: string;
+}
+
+export interface DemoResult {
+  readonly tenant: string;
+  /** Model ids registered now. */
+  readonly registered: readonly string[];
+  /** Model ids promoted to validated now. */
+  readonly validated: readonly string[];
+}
+
+/**
+ * Seed and validate the default models of every tenant that lacks them (see the module header).
+ * @throws LkError from the registry and the promotions: LK_MODEL_GATE_FAILED when a default model does not pass
+ *   its golden gate (it then stays a draft or shadow and the next call retries), LK_MODEL_CHANGE when no role may
+ *   approve a model change, LK_VALIDATION for bad ids.
+ */
+export function ensureDemoModels(store: Store, dataDir: string, opts: DemoOptions): DemoResult[] {
+  const by = opts.by ?? 'site-setup';
+  const changeRef = opts.changeRef ?? DEMO_CHANGE_REF;
+  const role = opts.role ?? opts.approvers[0] ?? '';
+  // refuse before fitting anything: without a permitted role no draft could be taken further
+  if (!opts.approvers.includes(role)) throw new LkError('LK_MODEL_CHANGE', `the demo set-up cannot sign model changes as "${role}" (bundle approvers.change: ${opts.approvers.join(', ') || 'none'})`, { role });
+  const out: DemoResult[] = [];
+  const shared = new Map<string, Candidate>();
+  for (const tenant of opts.tenants) {
+    const have = listModels(store, tenant);
+    const ours = (f: DefaultFamily): ModelSummary[] => have.filter((m) => `${m.analyte}-${m.family}` === f);
+    const missing = DEFAULT_FAMILIES.filter((f) => ours(f).length === 0);
+    const registered: ModelSummary[] = [];
+    if (missing.length > 0) {
+      for (const c of buildDefaultModels(tenant, opts.seed ?? 20261121, missing, opts.designSpace?.(tenant), shared)) {
+        registered.push(registerModel(store, dataDir, { ...c, tenant, sites: [opts.site], by, reason: `demo site set-up (${changeRef}): default model fitted on simulator data` }));
+      }
+    }
+    // the set-up's own drafts and shadows, untouched by anyone since, of families with nothing validated or retired
+    const resumable = [
+      ...registered,
+      ...DEFAULT_FAMILIES.flatMap((f) => {
+        const ms = ours(f);
+        if (ms.some((m) => m.status === 'validated' || m.status === 'retired')) return [];
+        return ms.filter((m) => m.createdBy === by && m.changedBy === by && (m.changeRef === null || m.changeRef === changeRef));
+      }),
+    ];
+    const validated: string[] = [];
+    for (const m of resumable) {
+      let status = m.status;
+      for (const to of ['shadow', 'validated'] as const) {
+        if (status === 'validated' || (to === 'validated' && status !== 'shadow') || (to === 'shadow' && status !== 'draft')) continue;
+        const reason = to === 'shadow' ? 'demo site set-up: default model passed its golden-dataset evaluation; shadow' : 'demo site set-up: default model passed its golden-dataset evaluation; validated for the demo site (replace with site-validated models)';
+        status = changeStatus(store, dataDir, { tenant, id: m.id, to, by, role, changeRef, reason }, { approvers: opts.approvers, ...(opts.goldenDir ? { goldenDir: opts.goldenDir } : {}) }).to;
+      }
+      if (status === 'validated') validated.push(m.id);
+    }
+    out.push({ tenant, registered: registered.map((m) => m.id), validated });
+  }
+  return out;
+}

@@ -1,0 +1,179 @@
+/**
+ * The golden datasets that gate model promotion: small JSON files under
+ * `config/golden/`, one per model kind, generated deterministically from the
+ * simulator-truth generators of src/twin with fixed seeds (`npx tsx
+ * tools/make-golden.ts` writes them; a unit test regenerates them in memory
+ * and compares byte for byte, so the committed files are exactly what the
+ * generators give).
+ *
+ * - `twin-batches.json` — batches recorded on the default site's simulated
+ *   plant (the hidden parameters of simulator seed 20261121), recipes and
+ *   press segments a Latin hypercube over the built-in design space;
+ * - `nir-spectra.json` — NIR spectra (351 points, rounded to 1e-6) with the
+ *   reference potency, 85–115 % label claim;
+ * - `vision-frames.json` — six-camera frame sets of every defect class,
+ *   frames base64 (6 × 24 × 24 bytes).
+ *
+ * None of them shares a generator stream with the data the default models
+ * are fitted on (seeds `seed`, `seed + 1`, `seed + 2` in seed.ts): a golden
+ * dataset is held out by construction. A real site replaces them with its
+ * own recorded batches, reference spectra and defect library.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { createRng } from '../clock.js';
+import { LkError } from '../errors.js';
+import { recordBatches, type RecordedBatch } from '../twin/batch.js';
+import { nirSamples } from '../twin/nir/spectra.js';
+import { DEFAULT_DESIGN_SPACE } from '../twin/setpoints.js';
+import { NOMINAL_PARAMS, perturbParams } from '../twin/truth.js';
+import { CAMERAS, DEFECT_CLASSES, PIXELS, frameSets, type DefectClass, type LabelledFrameSet } from '../twin/vision/frames.js';
+import type { ModelKind } from './registry.js';
+
+/** Seed of the default site's simulated plant (config/site.yaml simulator.seed). */
+export const GOLDEN_PLANT_SEED = 20261121;
+/** Generator seeds of the golden datasets: far from the training seeds of seed.ts. */
+export const GOLDEN_SEEDS = Object.freeze({ twin: GOLDEN_PLANT_SEED + 1000, nir: GOLDEN_PLANT_SEED + 1001, vision: GOLDEN_PLANT_SEED + 1002 });
+export const GOLDEN_FILES: Readonly<Record<ModelKind, string>> = Object.freeze({ twin: 'twin-batches.json', 'nir-pls': 'nir-spectra.json', 'vision-softmax': 'vision-frames.json' });
+
+export interface TwinGolden {
+  format: 1;
+  kind: 'twin';
+  description: string;
+  plantSeed: number;
+  seed: number;
+  batches: RecordedBatch[];
+}
+
+export interface NirGolden {
+  format: 1;
+  kind: 'nir-pls';
+  description: string;
+  seed: number;
+  samples: { id: string; potencyPct: number; spectrum: number[] }[];
+}
+
+export interface VisionGolden {
+  format: 1;
+  kind: 'vision-softmax';
+  description: string;
+  seed: number;
+  /** Frame sets; `frames` is base64 of the six images concatenated (camera 0 first), row-major, 8-bit grey. */
+  sets: { triggerId: number; label: DefectClass; frames: string }[];
+}
+
+export type GoldenDataset = TwinGolden | NirGolden | VisionGolden;
+
+/** A loaded golden dataset and the SHA-256 of the exact file bytes (recorded with every evaluation). */
+export interface LoadedGolden<T extends GoldenDataset = GoldenDataset> {
+  readonly file: string;
+  readonly sha256: string;
+  readonly data: T;
+}
+
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
+/** The three golden datasets, exactly as committed (same seeds → same bytes). */
+export function buildGoldenDatasets(): { twin: TwinGolden; 'nir-pls': NirGolden; 'vision-softmax': VisionGolden } {
+  const truth = perturbParams(NOMINAL_PARAMS, GOLDEN_PLANT_SEED);
+  const batches = recordBatches(truth, DEFAULT_DESIGN_SPACE, 10, createRng(GOLDEN_SEEDS.twin), 'GOLD');
+  const spectra = nirSamples(40, createRng(GOLDEN_SEEDS.nir), 85, 115);
+  const sets = frameSets(20, createRng(GOLDEN_SEEDS.vision), 5_000_000);
+  return {
+    twin: {
+      format: 1,
+      kind: 'twin',
+      description: `10 batches recorded on the simulated plant of seed ${GOLDEN_PLANT_SEED} (the default site), recipes and 4 press segments each over the built-in design space`,
+      plantSeed: GOLDEN_PLANT_SEED,
+      seed: GOLDEN_SEEDS.twin,
+      batches,
+    },
+    'nir-pls': {
+      format: 1,
+      kind: 'nir-pls',
+      description: '40 tablet spectra, 1100–2500 nm in 4 nm steps, reference potency uniform in 85–115 % label claim',
+      seed: GOLDEN_SEEDS.nir,
+      samples: spectra.map((s, i) => ({ id: `GS-${String(i + 1).padStart(3, '0')}`, potencyPct: round6(s.potencyPct), spectrum: Array.from(s.spectrum, round6) })),
+    },
+    'vision-softmax': {
+      format: 1,
+      kind: 'vision-softmax',
+      description: `20 six-camera frame sets per class (${DEFECT_CLASSES.join(', ')})`,
+      seed: GOLDEN_SEEDS.vision,
+      sets: sets.map((s) => ({ triggerId: s.triggerId, label: s.label, frames: Buffer.concat(s.frames.map((f) => Buffer.from(f))).toString('base64') })),
+    },
+  };
+}
+
+/** The JSON text of a golden dataset as committed (compact: the files are data, read by code and by a diff of regenerations). */
+export function goldenText(d: GoldenDataset): string {
+  return `${JSON.stringify(d)}\n`;
+}
+
+/** `config/golden` of this installation (source checkout or built package). */
+export function defaultGoldenDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ['../..', '../../..']) {
+    const d = resolve(here, up, 'config/golden');
+    if (existsSync(d)) return d;
+  }
+  return resolve(here, '../..', 'config/golden');
+}
+
+const num = z.number().refine(Number.isFinite, 'must be finite');
+const TwinSchema = z.object({ format: z.literal(1), kind: z.literal('twin'), description: z.string(), plantSeed: z.number(), seed: z.number(), batches: z.array(z.object({ id: z.string(), setpoints: z.record(z.string(), num) }).passthrough()).min(1) });
+const NirSchema = z.object({
+  format: z.literal(1),
+  kind: z.literal('nir-pls'),
+  description: z.string(),
+  seed: z.number(),
+  samples: z.array(z.strictObject({ id: z.string(), potencyPct: num, spectrum: z.array(num) })).min(1),
+});
+const VisionSchema = z.object({
+  format: z.literal(1),
+  kind: z.literal('vision-softmax'),
+  description: z.string(),
+  seed: z.number(),
+  sets: z.array(z.strictObject({ triggerId: z.number().int(), label: z.enum(DEFECT_CLASSES), frames: z.string() })).min(1),
+});
+const SCHEMAS = { twin: TwinSchema, 'nir-pls': NirSchema, 'vision-softmax': VisionSchema } as const;
+
+/**
+ * Read and check the golden dataset of a model kind.
+ * @throws LkError LK_MODEL_GATE_FAILED when the file is missing, unreadable or not of its shape: without its
+ *   golden dataset no model of that kind can be evaluated, so none can be promoted.
+ */
+export function loadGolden(dir: string, kind: ModelKind): LoadedGolden {
+  const file = join(dir, GOLDEN_FILES[kind]);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    throw new LkError('LK_MODEL_GATE_FAILED', `golden dataset ${GOLDEN_FILES[kind]} cannot be read from ${dir}`, { file: GOLDEN_FILES[kind] }, { cause: err });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw new LkError('LK_MODEL_GATE_FAILED', `golden dataset ${GOLDEN_FILES[kind]} is not JSON`, { file: GOLDEN_FILES[kind] }, { cause: err });
+  }
+  const r = SCHEMAS[kind].safeParse(parsed);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new LkError('LK_MODEL_GATE_FAILED', `golden dataset ${GOLDEN_FILES[kind]}: ${i.path.join('.') || '(root)'}: ${i.message}`, { file: GOLDEN_FILES[kind] });
+  }
+  return { file: GOLDEN_FILES[kind], sha256: createHash('sha256').update(bytes).digest('hex'), data: parsed as GoldenDataset };
+}
+
+/** The frame sets of a vision golden dataset, decoded. @throws LkError LK_MODEL_GATE_FAILED for a set of the wrong size. */
+export function decodeFrameSets(g: VisionGolden): LabelledFrameSet[] {
+  return g.sets.map((s) => {
+    const bytes = Buffer.from(s.frames, 'base64');
+    if (bytes.length !== CAMERAS * PIXELS) throw new LkError('LK_MODEL_GATE_FAILED', `golden frame set ${s.triggerId}: ${bytes.length} bytes, expected ${CAMERAS * PIXELS}`);
+    const frames = Array.from({ length: CAMERAS }, (_, c) => new Uint8Array(bytes.subarray(c * PIXELS, (c + 1) * PIXELS)));
+    return { triggerId: s.triggerId, label: s.label, frames };
+  });
+}
