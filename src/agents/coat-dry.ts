@@ -59,7 +59,7 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
   const exhaust = checkReadings('exhaustC', input.exhaustC);
   const current = {} as Record<CoaterSetpointId, number>;
   for (const id of COATER_SETPOINTS) current[id] = finite(`current['${id}']`, input.current?.[id]);
-  const sprayLimit = checkLimit("designSpace['coater.SprayRate']", input.designSpace?.['coater.SprayRate']);
+  const sprayLimit = checkLimit("designSpace['coater.SprayRate']", input.designSpace?.['coater.SprayRate'], 'g/min');
   const target = finite('targetWeightGainPct', input.targetWeightGainPct);
   const model = checkModel('model', input.model);
   const p = input.params;

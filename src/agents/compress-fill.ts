@@ -107,7 +107,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   const space = {} as Record<PressSetpointId, DesignLimit>;
   for (const id of PRESS_SETPOINTS) {
     current[id] = finite(`current['${id}']`, input.current?.[id]);
-    space[id] = checkLimit(`designSpace['${id}']`, input.designSpace?.[id]);
+    space[id] = checkLimit(`designSpace['${id}']`, input.designSpace?.[id], UNITS[id]);
   }
   const t = input.targets;
   const targetW = positive('targets.weightMg', t?.weightMg);

@@ -68,7 +68,7 @@ export function decide(input: GranulateDryInput): AgentOutput<GranulateDryVerdic
   const p = input.params;
   for (const k of ['lod0', 'lodEq', 'kRef', 'tRefC', 'eaJmol', 'airflowRef', 'airflowExp', 'wetBulbC'] as const) finite(`params.${k}`, p?.[k]);
   if (!(p.lod0 > p.lodEq)) throw new LkError('LK_VALIDATION', 'params.lod0 must exceed params.lodEq (a bed that starts dry has no drying curve)', { path: 'params.lod0' });
-  const tLimit = checkLimit("designSpace['fluidbed.InletAirTemp']", input.designSpace?.['fluidbed.InletAirTemp']);
+  const tLimit = checkLimit("designSpace['fluidbed.InletAirTemp']", input.designSpace?.['fluidbed.InletAirTemp'], 'Cel');
 
   const lodNow = lod.length > 0 ? lod[lod.length - 1]!.value : null;
   const tempNow = temps.length > 0 ? temps[temps.length - 1]!.value : null;

@@ -142,5 +142,8 @@ describe('agent.compress_fill', () => {
     expect(codeOf(() => decide(bad))).toBe('LK_VALUE_INVALID');
     expect(codeOf(() => decide(pressInput(NOMINAL_PRESS, { seed: 1.5 })))).toBe('LK_VALIDATION');
     expect(codeOf(() => decide(pressInput(NOMINAL_PRESS, { cappingThresholdPct: 0 })))).toBe('LK_VALUE_INVALID');
+    const mixed = pressInput(NOMINAL_PRESS);
+    mixed.designSpace['press.MainForce'] = { ...mixed.designSpace['press.MainForce'], unit: 'N' };
+    expect(codeOf(() => decide(mixed))).toBe('LK_UNIT_INCOMPATIBLE');
   });
 });
