@@ -96,7 +96,7 @@ export function decide(input: BlendDispenseInput): AgentOutput<BlendDispenseVerd
     positive(`scans[${i}].concentrationPct`, s.concentrationPct);
     if (i > 0 && !(s.seq > scans[i - 1]!.seq)) throw new LkError('LK_VALIDATION', `scans must be in increasing seq order (scans[${i}])`, { path: `scans[${i}].seq` });
   });
-  const limit = input.targetRevolutionsLimit ? checkLimit('targetRevolutionsLimit', input.targetRevolutionsLimit) : undefined;
+  const limit = input.targetRevolutionsLimit ? checkLimit('targetRevolutionsLimit', input.targetRevolutionsLimit, '{rev}') : undefined;
   const blendModel = input.blendModel ? { model: checkModel('blendModel.model', input.blendModel.model), params: input.blendModel.params } : undefined;
 
   const ep = blendEndPoint(

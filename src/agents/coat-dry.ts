@@ -59,7 +59,7 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
   const exhaust = checkReadings('exhaustC', input.exhaustC);
   const current = {} as Record<CoaterSetpointId, number>;
   for (const id of COATER_SETPOINTS) current[id] = finite(`current['${id}']`, input.current?.[id]);
-  const sprayLimit = checkLimit("designSpace['coater.SprayRate']", input.designSpace?.['coater.SprayRate']);
+  const sprayLimit = checkLimit("designSpace['coater.SprayRate']", input.designSpace?.['coater.SprayRate'], 'g/min');
   const target = finite('targetWeightGainPct', input.targetWeightGainPct);
   const model = checkModel('model', input.model);
   const p = input.params;
@@ -79,7 +79,8 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
   // the measured ratio over the model's, carried to every candidate (1 without a measured ratio)
   // without airflow the energy balance has no finite answer: the model does not apply
   const usable = Number.isFinite(modelNow.wettingRatio) && Number.isFinite(modelNow.exhaustC) && modelNow.wettingRatio > 0;
-  const factor = ratio !== null && usable ? ratio / modelNow.wettingRatio : 1;
+  // (a model ratio near zero — spray off — says nothing about the bias)
+  const factor = ratio !== null && usable && modelNow.wettingRatio >= 1e-6 ? ratio / modelNow.wettingRatio : 1;
   const inputs = {
     now,
     weightGainPct: wgNow,
@@ -92,15 +93,20 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
     ratioFactor: factor,
     sprayLimit,
   };
-  const minutesLeft = (spray: number): number => {
+  // null without a reading, or when the spray barely coats at all (the end point is out of reach)
+  const minutesLeft = (spray: number): number | null => {
     const rate = coat(spray).weightGainPctPerMin;
-    return wgNow === null || rate <= 0 ? 0 : Math.max(0, (target - wgNow) / rate);
+    if (wgNow === null || !(rate >= 1e-9)) return null;
+    const t = Math.max(0, (target - wgNow) / rate);
+    return Number.isFinite(t) ? t : null;
   };
+  const withMinutes = (x: Record<string, number>, minutes: number | null): Record<string, number> => (minutes === null ? x : { ...x, minutesToEndPoint: minutes });
   const status = endpoint
     ? `end point: weight gain ${fmt(wgNow!)} % ≥ ${fmt(target, 1)} %`
     : `weight gain ${wgNow === null ? 'not read yet' : `${fmt(wgNow)} %`} of ${fmt(target, 1)} %; wetting ratio ${ratio === null ? 'not read' : fmt(ratio)} (limit ${WETTING_RATIO_MAX}), exhaust ${exhaustNow === null ? 'not read' : `${fmt(exhaustNow, 1)} °C`} (over-wets at ${fmt(p.overwetExhaustC, 1)} °C)`;
   if (!overWetting) {
-    const prediction = endpoint || wgNow === null ? undefined : { minutesToEndPoint: minutesLeft(current['coater.SprayRate']) };
+    const left = endpoint ? null : minutesLeft(current['coater.SprayRate']);
+    const prediction = left === null ? undefined : { minutesToEndPoint: left };
     return plain({ proposals: [], verdict, trace: { inputs, ...(prediction ? { prediction } : {}), candidates: [], why: endpoint ? status : `${status}: no over-wetting risk, no move` } });
   }
 
@@ -114,10 +120,11 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
   const floor = Math.max(spray - sprayLimit.maxStep, sprayLimit.min);
   const values = [...new Set([spray - sprayLimit.maxStep / 2, spray - sprayLimit.maxStep, aimSpray].map((v) => roundTo(Math.max(v, floor), 0.1)))].filter((v) => v < spray - 0.05 && v >= sprayLimit.min && v <= sprayLimit.max).sort((a, b) => b - a);
   const baseMin = minutesLeft(spray);
-  const score = (r: number, minutes: number): number => Math.max(0, r - WETTING_RATIO_AIM) + 0.01 * (minutes - baseMin);
+  const extra = (minutes: number | null): number => (minutes === null || baseMin === null ? 0 : minutes - baseMin);
+  const score = (r: number, minutes: number | null): number => Math.max(0, r - WETTING_RATIO_AIM) + 0.01 * extra(minutes);
   const hold: CandidateConsidered = {
     moves: [],
-    predicted: { wettingRatio: effRatio, minutesToEndPoint: baseMin },
+    predicted: withMinutes({ wettingRatio: effRatio }, baseMin),
     score: score(effRatio, baseMin),
     chosen: false,
     why: `hold ${fmt(spray, 1)} g/min: wetting ratio ${fmt(effRatio)} over ${WETTING_RATIO_MAX}${exhaustCue ? `, exhaust ${fmt(exhaustNow!, 1)} °C at the over-wetting temperature` : ''}`,
@@ -130,10 +137,10 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
     const minutes = minutesLeft(v);
     const c: CandidateConsidered = {
       moves: [{ setpoint: 'coater.SprayRate', value: v, unit: 'g/min' }],
-      predicted: { wettingRatio: r, exhaustC: m.exhaustC, weightGainPctPerMin: m.weightGainPctPerMin, minutesToEndPoint: minutes },
+      predicted: withMinutes({ wettingRatio: r, exhaustC: m.exhaustC, weightGainPctPerMin: m.weightGainPctPerMin }, minutes),
       score: score(r, minutes),
       chosen: false,
-      why: `spray ${fmt(v, 1)} g/min: wetting ratio ${fmt(r)}, ${fmt(minutes - baseMin, 1)} min longer to the end point`,
+      why: `spray ${fmt(v, 1)} g/min: wetting ratio ${fmt(r)}, ${fmt(extra(minutes), 1)} min longer to the end point`,
     };
     candidates.push(c);
     if (!best || c.score < best.score) best = c;
@@ -150,7 +157,7 @@ export function decide(input: CoatDryInput): AgentOutput<CoatDryVerdict> {
     `Over-wetting risk: ${ratioCue ? `wetting ratio ${fmt(effRatio)} over ${WETTING_RATIO_MAX}` : ''}${ratioCue && exhaustCue ? ' and ' : ''}${exhaustCue ? `exhaust ${fmt(exhaustNow!, 1)} °C at or under ${fmt(p.overwetExhaustC, 1)} °C` : ''}. ` +
     `Lower coater.SprayRate from ${fmt(spray, 1)} to ${fmt(move.value, 1)} g/min (step ≤ ${fmt(sprayLimit.maxStep, 0)}, approved ≥ ${fmt(sprayLimit.min, 0)}): ` +
     `the coating energy balance (${model.id} v${model.version}, scaled to the measured ratio) predicts a wetting ratio of ${fmt(predicted['wettingRatio']!)}, ` +
-    `the end point ${fmt(predicted['minutesToEndPoint']! - baseMin, 1)} min later.`;
+    (predicted['minutesToEndPoint'] === undefined ? 'the end point later.' : `the end point ${fmt(extra(predicted['minutesToEndPoint']), 1)} min later.`);
   const proposal: Proposal = { agent: AGENT, attribute: 'dissolution', moves: [move], justification, model, predicted, trace: { inputs, prediction: predicted, candidates: [hold, best], why: justification } };
   return plain({ proposals: [proposal], verdict, trace: { inputs, prediction: hold.predicted, candidates, why: justification } });
 }

@@ -99,14 +99,15 @@ interface Evaluated {
 export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdict> {
   const now = checkNow(input.now);
   if (!Number.isSafeInteger(input.seed)) throw new LkError('LK_VALIDATION', 'seed must be an integer', { path: 'seed' });
-  const weights = checkReadings('weights', input.weights).map((r) => r.value);
+  // a tablet weighing nothing is a broken reading, and the RSD divides by the mean
+  const weights = checkReadings('weights', input.weights).map((r, i) => positive(`weights[${i}].value`, r.value));
   const hardness = checkReadings('hardness', input.hardness).map((r) => r.value);
   const capping = checkReadings('capping', input.capping).map((r) => r.value);
   const current = {} as Vec;
   const space = {} as Record<PressSetpointId, DesignLimit>;
   for (const id of PRESS_SETPOINTS) {
     current[id] = finite(`current['${id}']`, input.current?.[id]);
-    space[id] = checkLimit(`designSpace['${id}']`, input.designSpace?.[id]);
+    space[id] = checkLimit(`designSpace['${id}']`, input.designSpace?.[id], UNITS[id]);
   }
   const t = input.targets;
   const targetW = positive('targets.weightMg', t?.weightMg);
@@ -127,6 +128,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   const verdict: CompressFillVerdict = { weightMeanMg: wMean, weightRsdPct: wRsd, hardnessMeanN: hMean, cappingMeanPct: cMean, onTarget };
 
   const twinNow = pressModel(press(current), params.press);
+  const twinFinite = [twinNow.tabletWeightMg, twinNow.hardnessN, twinNow.cappingPct].every(Number.isFinite);
   const bias = {
     weightMg: wMean === null ? 0 : wMean - twinNow.tabletWeightMg,
     hardnessN: hMean === null ? 0 : hMean - twinNow.hardnessN,
@@ -141,8 +143,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
     targets: { weightMg: targetW, weightTolerancePct: t.weightTolerancePct, hardnessMinN: hMin, hardnessMaxN: hMax },
     cappingThresholdPct: threshold,
     model,
-    twinAtCurrent: { tabletWeightMg: twinNow.tabletWeightMg, hardnessN: twinNow.hardnessN, cappingRiskPct: twinNow.cappingPct },
-    bias,
+    ...(twinFinite ? { twinAtCurrent: { tabletWeightMg: twinNow.tabletWeightMg, hardnessN: twinNow.hardnessN, cappingRiskPct: twinNow.cappingPct }, bias } : {}),
     designSpace: space,
   };
   const none = (why: string, candidates: CandidateConsidered[] = []): AgentOutput<CompressFillVerdict> => plain({ proposals: [], verdict, trace: { inputs, candidates, why } });
@@ -150,6 +151,8 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   if (weights.length < MIN_WEIGHTS || hardness.length < MIN_HARDNESS) {
     return none(`too few samples at the current setpoints (${weights.length} weights, ${hardness.length} hardness; need ${MIN_WEIGHTS} and ${MIN_HARDNESS}): no move proposed`);
   }
+  if (!(current['press.TurretSpeed'] > 0)) return none('the turret is stopped: nothing to steer, no move proposed');
+  if (!twinFinite) return none('the twin gives no finite prediction at the current setpoints: no move proposed');
   const outside = outsideValid(current, input.validRanges);
   if (outside.length > 0) return none(`the current setpoints are outside the twin's valid ranges (${outside.join('; ')}): it does not speak for them, no move proposed`);
   if (Math.abs(bias.weightMg) > (MAX_WEIGHT_BIAS_PCT / 100) * targetW || Math.abs(bias.hardnessN) > (MAX_HARDNESS_BIAS_PCT / 100) * ((hMin + hMax) / 2)) {

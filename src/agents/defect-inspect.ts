@@ -77,7 +77,7 @@ export function decide(input: DefectInspectInput): AgentOutput<DefectInspectVerd
     seen.add(c.label);
     if (finite(`classified[${i}].count`, c.count) < 0) throw new LkError('LK_VALUE_INVALID', `classified[${i}].count must not be negative`, { path: `classified[${i}].count` });
   });
-  const threshold = input.rejectThreshold ? { valuePct: finite('rejectThreshold.valuePct', input.rejectThreshold.valuePct), limit: checkLimit('rejectThreshold.limit', input.rejectThreshold.limit) } : undefined;
+  const threshold = input.rejectThreshold ? { valuePct: finite('rejectThreshold.valuePct', input.rejectThreshold.valuePct), limit: checkLimit('rejectThreshold.limit', input.rejectThreshold.limit, '%') } : undefined;
 
   const batchRate = inspected > 0 ? (100 * rejected) / inspected : live;
   const total = classified.reduce((a, c) => a + c.count, 0);

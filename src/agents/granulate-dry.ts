@@ -14,6 +14,7 @@
  * step (Arrhenius: k rises with T), only when that saves at least
  * {@link MIN_GAIN_MIN} minutes.
  */
+import { LkError } from '../errors.js';
 import { dryingRatePerMin, productTempC, type DryingParams } from '../twin/process.js';
 import { checkLimit, checkModel, checkNow, checkReadings, finite, fmt, plain, positive, roundTo } from './support.js';
 import type { AgentOutput, CandidateConsidered, DesignLimit, ModelRef, Proposal, Reading } from './types.js';
@@ -66,7 +67,8 @@ export function decide(input: GranulateDryInput): AgentOutput<GranulateDryVerdic
   const model = checkModel('model', input.model);
   const p = input.params;
   for (const k of ['lod0', 'lodEq', 'kRef', 'tRefC', 'eaJmol', 'airflowRef', 'airflowExp', 'wetBulbC'] as const) finite(`params.${k}`, p?.[k]);
-  const tLimit = checkLimit("designSpace['fluidbed.InletAirTemp']", input.designSpace?.['fluidbed.InletAirTemp']);
+  if (!(p.lod0 > p.lodEq)) throw new LkError('LK_VALIDATION', 'params.lod0 must exceed params.lodEq (a bed that starts dry has no drying curve)', { path: 'params.lod0' });
+  const tLimit = checkLimit("designSpace['fluidbed.InletAirTemp']", input.designSpace?.['fluidbed.InletAirTemp'], 'Cel');
 
   const lodNow = lod.length > 0 ? lod[lod.length - 1]!.value : null;
   const tempNow = temps.length > 0 ? temps[temps.length - 1]!.value : null;
@@ -89,7 +91,7 @@ export function decide(input: GranulateDryInput): AgentOutput<GranulateDryVerdic
     airflowM3h: airflow,
     targetLodPct: target,
     model,
-    rateConstantPerMin: k,
+    ...(Number.isFinite(k) ? { rateConstantPerMin: k } : {}),
     ...(observedK === null ? {} : { observedRateConstantPerMin: observedK }),
     expectedEndProductTempC: expectedEndTempC,
     designLimit: tLimit,

@@ -53,7 +53,8 @@ export interface QualityConfVerdict {
  */
 export function decide(input: QualityConfInput): AgentOutput<QualityConfVerdict> {
   const now = checkNow(input.now);
-  const weights = checkReadings('weights', input.weights).map((r) => r.value);
+  // a tablet weighing nothing is a broken reading, and the RSD divides by the mean
+  const weights = checkReadings('weights', input.weights).map((r, i) => positive(`weights[${i}].value`, r.value));
   const speed = finite('turretSpeed', input.turretSpeed);
   const targetW = positive('targets.weightMg', input.targets?.weightMg);
   const rsdMax = positive('targets.weightRsdMaxPct', input.targets.weightRsdMaxPct);

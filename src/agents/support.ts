@@ -37,14 +37,19 @@ export function checkReadings(path: string, rs: unknown): readonly Reading[] {
   return rs as Reading[];
 }
 
-/** A design limit with min ≤ max and a positive max step. Throws LK_VALUE_INVALID or LK_VALIDATION. */
-export function checkLimit(path: string, l: Partial<DesignLimit> | undefined): DesignLimit {
+/**
+ * A design limit with min ≤ max and a positive max step, in `unit` when given (the setpoint's own UCUM
+ * unit: the bundle converts limits once, so another unit here is a wiring error).
+ * Throws LK_VALIDATION, LK_VALUE_INVALID or LK_UNIT_INCOMPATIBLE.
+ */
+export function checkLimit(path: string, l: Partial<DesignLimit> | undefined, unit?: string): DesignLimit {
   if (typeof l !== 'object' || l === null) throw new LkError('LK_VALIDATION', `${path} must be a design limit { min, max, unit, maxStep }`, { path });
   const min = finite(`${path}.min`, l.min);
   const max = finite(`${path}.max`, l.max);
   const maxStep = positive(`${path}.maxStep`, l.maxStep);
   if (min > max) throw new LkError('LK_VALIDATION', `${path}: min ${min} > max ${max}`, { path });
   if (typeof l.unit !== 'string') throw new LkError('LK_VALIDATION', `${path}.unit must be a UCUM code`, { path: `${path}.unit` });
+  if (unit !== undefined && l.unit !== unit) throw new LkError('LK_UNIT_INCOMPATIBLE', `${path} is in ${l.unit}, the setpoint in ${unit}`, { path: `${path}.unit`, unit: l.unit });
   return { min, max, unit: l.unit, maxStep };
 }
 

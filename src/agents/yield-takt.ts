@@ -21,6 +21,8 @@ export const AGENT = 'agent.yield_takt';
 export const BEHIND_FRACTION = 0.02;
 /** Raises under this are not worth a write, rpm. */
 const MIN_RAISE_RPM = 0.1;
+/** Output under this, {tbl}/h, is a stopped press. */
+const MIN_OUTPUT = 1;
 
 export interface YieldTaktInput {
   now: number;
@@ -57,7 +59,8 @@ export function decide(input: YieldTaktInput): AgentOutput<YieldTaktVerdict> {
   if (!(target > 0)) throw new LkError('LK_VALUE_INVALID', 'targetTabletsPerHour must be positive', { path: 'targetTabletsPerHour' });
 
   const inputs = { now, outputTabletsPerHour: output, targetTabletsPerHour: target, turretSpeed: speed, designSpace: { min, max, maxStep } };
-  const producing = output > 0 && speed > 0;
+  // under a tablet an hour (or a turret under 0.1 rpm) the press is stopped, whatever the counter's noise says
+  const producing = output >= MIN_OUTPUT && speed >= MIN_RAISE_RPM;
   const needed = producing ? (speed * target) / output : null;
   const behind = producing && output < target * (1 - BEHIND_FRACTION);
   const verdict: YieldTaktVerdict = { behind, taktAttainmentPct: producing ? (100 * output) / target : null, neededTurretSpeed: needed };
@@ -66,7 +69,8 @@ export function decide(input: YieldTaktInput): AgentOutput<YieldTaktVerdict> {
   if (!behind) return done(`on takt: ${fmt(output, 0)} of ${fmt(target, 0)} tablets/h (${fmt(verdict.taktAttainmentPct!, 1)} %)`);
 
   const value = roundTo(Math.min(needed!, speed + maxStep, max), 0.1);
-  const hold: CandidateConsidered = { moves: [], predicted: { tabletsPerHour: output }, score: target / output, chosen: false, why: `hold ${fmt(speed, 1)} rpm: ${fmt(output, 0)} tablets/h` };
+  // score: the share of the takt target missed (lower is better)
+  const hold: CandidateConsidered = { moves: [], predicted: { tabletsPerHour: output }, score: 1 - output / target, chosen: false, why: `hold ${fmt(speed, 1)} rpm: ${fmt(output, 0)} tablets/h` };
   if (value - speed < MIN_RAISE_RPM || value < min) {
     hold.chosen = true;
     return done(`behind takt (${fmt(output, 0)} of ${fmt(target, 0)} tablets/h) but press.TurretSpeed ${fmt(speed, 1)} rpm has no room inside ${fmt(min, 0)}–${fmt(max, 0)} rpm: re-plan by other means`, [hold]);
@@ -76,7 +80,7 @@ export function decide(input: YieldTaktInput): AgentOutput<YieldTaktVerdict> {
   const raise: CandidateConsidered = {
     moves: [move],
     predicted: { tabletsPerHour: predictedOutput, taktAttainmentPct: (100 * predictedOutput) / target },
-    score: target / predictedOutput,
+    score: Math.max(0, 1 - predictedOutput / target),
     chosen: true,
     why: `raise to ${fmt(value, 1)} rpm (needed ${fmt(needed!, 1)}, step ≤ ${fmt(maxStep, 1)}, approved ≤ ${fmt(max, 0)}): ${fmt(predictedOutput, 0)} tablets/h`,
   };
@@ -137,7 +141,7 @@ export function replan(declined: DeclinedRequest, context: ReplanContext): Repla
     finite('context.nextChangeover.offlineMin', co.offlineMin);
   }
   // minutes the batch runs over plan at today's output; unknowable (and not claimed) while the press stands
-  const deficitMin = output > 0 && target > 0 ? Math.max(0, ((remaining / output - remaining / target) * 60)) : 0;
+  const deficitMin = output >= MIN_OUTPUT && target > 0 ? Math.max(0, (remaining / output - remaining / target) * 60) : 0;
   const offline = co && co.planned ? Math.max(0, Math.min(co.offlineMin, co.plannedMin)) : 0;
   const gain = Math.min(deficitMin, offline);
   const inputs = { now, declined: { setpoint: declined.setpoint, reason: declined.reason, score }, context: { outputTabletsPerHour: output, targetTabletsPerHour: target, remainingTablets: remaining, nextChangeover: co ?? null } };
