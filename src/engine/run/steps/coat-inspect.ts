@@ -8,7 +8,7 @@ import { decide as coatDecide, COATER_SETPOINTS, type CoatDryInput } from '../..
 import { decide as inspectDecide } from '../../../agents/defect-inspect.js';
 import { decide as potencyDecide, type PotencyScore } from '../../../agents/quality-potency.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
-import { assembleFrameSet } from '../../../../connectors/opcua/frames.js';
+import { assembleFrameSet } from '../../../../connectors/opcua/index.js';
 import { evidenceChain, spectrumSha256 } from '../../../twin/nir/evidence.js';
 import { nirScore } from '../../../twin/nir/pls.js';
 import { classifyFrameSet } from '../../../twin/vision/classifier.js';
