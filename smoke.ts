@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { defaultConfigFile } from './src/config/load.js';
 import { startDaemon } from './src/daemon.js';
 import { createLogger } from './src/log.js';
-import { seedDefaultModels } from './src/models/seed.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'lk-smoke-'));
 cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
@@ -14,7 +13,7 @@ rec.batch_size.tablets = 30000;
 writeFileSync(join(dir, 'batches/acme-pharma/B-1042.json'), JSON.stringify(rec));
 writeFileSync(join(dir, 'site.yaml'), readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', 'time_scale: 300'));
 const t0 = Date.now();
-seedDefaultModels(join(dir, 'data'), { tenant: 'acme-pharma', site: 'site-ravenna', at: Date.now(), by: 'smoke' });
+// the daemon validates the demo models through the golden gate at its first start (embedded default)
 console.log('seeded', Date.now() - t0);
 const d = await startDaemon({ configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: createLogger('warn'), pollMs: 100 });
 console.log('ready', Date.now() - t0);

@@ -131,6 +131,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     policy = openPolicy(events.store, loaded, log);
     const usesSim = config.connections.some((c) => c.endpoint === 'sim');
+    // the embedded default's first start: the demo models, through the same golden gate and change control as a
+    // site's — before any equipment is connected, since fitting them holds the event loop for seconds
+    if (usesSim && config.simulator.embedded && policy.bundle) {
+      const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
+      const made = demo.filter((d) => d.registered.length > 0);
+      if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
+    }
     if (usesSim && config.simulator.embedded) {
       simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
       log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
@@ -165,12 +172,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
     // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
-    // the embedded default's first start: the demo models, through the same golden gate and change control as a site's
-    if (simulator && config.simulator.embedded && bundle) {
-      const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: bundle.content.approvers.change });
-      const made = demo.filter((d) => d.registered.length > 0);
-      if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
-    }
     writer = new GuardedWriter({
       store: events.store, site: config, connectors, clock, policy: () => bundle,
       // capping risk from the tenant's pinned twin and model validity from the registry, at call time

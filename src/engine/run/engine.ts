@@ -109,7 +109,7 @@ export class RunEngine {
       try {
         this.runs.insertRun(t, {
           id, tenant: input.tenant, batch: req.batch, line: req.line, product: String(recordJson['product']), tooling: String(recordJson['tooling']),
-          goal: req.goal, request: req, limits, autonomy, record: recordJson, recordSha: sha256Hex(canonical(recordJson)), seed: seedOf(id), startedBy: input.by, createdAt: now,
+          goal: req.goal, request: req, limits, autonomy, record: recordJson, recordSha: sha256Hex(canonical(recordJson)), seed: seedOf(`${input.tenant}/${req.batch}/${sha256Hex(canonical(recordJson))}`), startedBy: input.by, createdAt: now,
         }, plan);
       } catch (err) {
         if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new LkError('LK_LINE_BUSY', `line ${req.line} already has an active run`, { line: req.line });
@@ -385,9 +385,12 @@ function actorOf(a: string): string {
   return a.length > 0 ? a : 'system';
 }
 
-/** The run's seed (every agent and rehearsal of the run uses it: replay needs nothing else). */
-function seedOf(id: string): number {
-  return Number.parseInt(sha256Hex(id).slice(0, 8), 16) | 0;
+/**
+ * The run's seed, from the tenant, the batch and its record: the same batch record rehearses the same
+ * candidates on the same twin, whichever run executes it (and a replay needs nothing else).
+ */
+function seedOf(key: string): number {
+  return Number.parseInt(sha256Hex(key).slice(0, 8), 16) | 0;
 }
 
 export type { StepHandler, StepResult, PolicyBundle };
