@@ -95,14 +95,16 @@ export function autonomyRows(db: Database): AutonomyRow[] {
  * @throws LkError LK_AUTONOMY_CHANGE when the change is not permitted (raise by more than one level, without a
  *   change reference, by a role the bundle does not permit, unknown agent id, setpoint or level) — nothing is
  *   written then; LK_VALIDATION when neither agent nor setpoint is given or `by.person` is not a person's user id
- *   (an agent id or `system` cannot change autonomy).
+ *   (an agent id cannot change autonomy; `system` may only lower to L0, the model watchdog's fail-safe).
  */
 export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyRequest): AutonomyEvent & { readonly auditSeq: number | null } {
   const agent = req.agent ?? ANY;
   const setpoint = req.setpoint ?? ANY;
   if (agent === ANY && setpoint === ANY) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both');
-  // a person, never an agent or the system: an agent must not be able to graduate itself
-  if (typeof req.by?.person !== 'string' || !/^(?!agent\.|system$)[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/.test(req.by.person)) throw new LkError('LK_VALIDATION', `"${String(req.by?.person)}" is not a person's user id`);
+  // a person, never an agent or the system: an agent must not be able to graduate itself. The one exception is
+  // the fail-safe: the system may drop an agent to L0 (shadow) when its model is lost (R8); it can never raise.
+  const failSafe = req.by?.person === 'system' && req.to === 'L0';
+  if (!failSafe && (typeof req.by?.person !== 'string' || !/^(?!agent\.|system$)[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/.test(req.by.person))) throw new LkError('LK_VALIDATION', `"${String(req.by?.person)}" is not a person's user id`);
   if (!(AUTONOMY_LEVELS as readonly string[]).includes(req.to)) throw new LkError('LK_AUTONOMY_CHANGE', `unknown autonomy level "${String(req.to)}" (L0–L3 only: there is no unattended level)`);
   if (setpoint !== ANY && !Object.hasOwn(bundle.content.setpoints, setpoint)) throw new LkError('LK_AUTONOMY_CHANGE', `"${setpoint}" is not a setpoint of this site`);
   return store.tx(({ db, audit }) => {

@@ -23,6 +23,7 @@ import { ArbitrationStore } from './arbitration-store.js';
 import { cappingRisk, isPressMove, modelRecordOf, PRESS_SETPOINTS } from './capping.js';
 import { decisionContext } from './decision-context.js';
 import { json } from './json.js';
+import type { RevertCause, RevertOutcome } from './lkg-revert.js';
 import { checkProposal, entryFor, supersededBy, withoutWins } from './proposal.js';
 import { closeOpenIntents } from './recovery.js';
 import { SetpointReader } from './setpoint-reader.js';
@@ -185,6 +186,37 @@ export class GuardedWriter {
       });
       return r;
     });
+  }
+
+  /**
+   * R8's active revert: command each equipment's own revert to its last known-good recipe, one at a time in
+   * the writer's queue (no write interleaves), each with its audit intent and outcome. Always allowed: it is
+   * the fail-safe. The equipment then refuses supervisory writes until a named person re-arms it.
+   */
+  revertToLkg(equipment: readonly string[], cause: RevertCause): Promise<RevertOutcome[]> {
+    return this.serial(async () => {
+      const out: RevertOutcome[] = [];
+      for (const eq of equipment) {
+        const conn = this.o.site.equipment.find((e) => e.id === eq)?.connection;
+        out.push(await this.commandLkg(conn ? this.caps.get(conn) : undefined, eq, cause));
+      }
+      return out;
+    });
+  }
+
+  private async commandLkg(cap: WriteCapability | undefined, equipment: string, cause: RevertCause): Promise<RevertOutcome> {
+    const subject = { setpoint: `${equipment}.SupervisorState`, ...(cause.run ? { run: cause.run } : {}), ...(cause.batch ? { batch: cause.batch } : {}) };
+    const actor = cause.actor ?? 'system';
+    const intent = this.o.store.audit.intent({ tenant: cause.tenant, actor, action: 'plc.revert_lkg', subject, reason: cause.reason, new: 'LOST' });
+    let out: RevertOutcome;
+    try {
+      if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${equipment}`);
+      out = { equipment, ok: true, result: await cap.commandLkg(equipment) };
+    } catch (err) {
+      out = { equipment, ok: false, error: LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) } };
+    }
+    this.o.store.audit.outcome(intent, { actor, action: 'plc.revert_lkg', subject, result: json(out), ...(out.ok ? { new: json(out.result.state) } : { reason: out.error.code }) });
+    return out;
   }
 
   /** Resolves when every write, approval and rejection queued so far has finished (and its outcome is audited). */

@@ -18,7 +18,9 @@ import type { TxContext } from '../../store/store.js';
 import type { BatchContext } from '../guarded-writer.js';
 import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type Signature, type Signer } from './approval.js';
+import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
+import { setAutonomy } from '../autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
@@ -35,7 +37,14 @@ export class RunEngine {
   private stopped = false;
   readonly host: StepHost;
 
-  constructor(private readonly o: RunEngineOptions) {
+  private readonly o: RunEngineOptions;
+  private watchTimer: NodeJS.Timeout | undefined;
+  private readonly lost = new Map<string, ModelLost>();
+
+  constructor(options: RunEngineOptions) {
+    // model errors name the model kind, so a lost model drops exactly the agents that use it
+    const o: RunEngineOptions = { ...options, models: tagged(options.models) };
+    this.o = o;
     this.runs = new RunStore(o.store.db);
     this.host = {
       store: o.store,
@@ -235,6 +244,7 @@ export class RunEngine {
   /** Stop every execution: the step under way is INTERRUPTED with the reason (audited). */
   async stop(reason: string): Promise<void> {
     this.stopped = true;
+    if (this.watchTimer) clearInterval(this.watchTimer);
     for (const e of this.executing.values()) e.abort.abort(reason);
     await Promise.allSettled([...this.executing.values()].map((e) => e.done));
   }
@@ -262,6 +272,8 @@ export class RunEngine {
 
   private launch(id: string): void {
     if (this.executing.has(id)) return;
+    this.watchTimer ??= setInterval(() => this.watchModels(), this.o.modelWatchMs ?? 2000);
+    this.watchTimer.unref();
     const abort = new AbortController();
     const done = this.execute(id, abort.signal)
       .catch((err: unknown) => this.o.log.error({ err, run: id }, 'run execution failed'))
@@ -293,6 +305,11 @@ export class RunEngine {
       try {
         result = await handler(ctx, this);
       } catch (err) {
+        const lost = this.lost.get(id) ?? modelLostOf(err);
+        if (lost) {
+          await this.failSafe(id, step, lost);
+          return;
+        }
         if (err instanceof StepAborted || signal.aborted) {
           const why = `linekeeper stopped during step ${step.seq} ${step.name}: ${String(signal.reason ?? (err as Error).message)}`;
           this.o.store.tx((t) => {
@@ -321,6 +338,56 @@ export class RunEngine {
       run = this.runs.runById(id)!;
       if (result.status === 'REJECTED' && result.after) await result.after();
     }
+  }
+
+  /** The model watch: every executing run's models, loaded (hash checked) as the steps load them. */
+  private watchModels(): void {
+    for (const [id, e] of this.executing) {
+      const run = this.runs.runById(id);
+      if (!run || run.status !== 'RUNNING' || this.lost.has(id)) continue;
+      let lost: ModelLost | null;
+      try {
+        lost = checkModels(this.o.models, run.tenant);
+      } catch (err) {
+        this.o.log.error({ err, run: id }, 'model watch failed');
+        continue;
+      }
+      if (!lost) continue;
+      this.lost.set(id, lost);
+      this.o.log.error({ run: id, model: lost.kind, code: lost.code }, 'model lost: reverting the line to its last known-good recipe');
+      e.abort.abort(lost);
+    }
+  }
+
+  /**
+   * R8, model lost: revert the line's equipment to its last known-good recipe through the guarded writer (each
+   * command audited), drop the agents that use the model to L0, hold the step and the run for a person.
+   */
+  private async failSafe(id: string, step: StepRecord, lost: ModelLost): Promise<void> {
+    const run = this.runs.runById(id)!;
+    const reason = `${lost.message}; line reverted to its last known-good recipe, ${AGENTS_OF_MODEL[lost.kind].join(', ')} dropped to L0; a named person decides`;
+    const equipment = this.o.site.equipment.filter((e) => e.tags.some((t) => t.name === 'SupervisorState')).map((e) => e.id);
+    const reverted = await this.o.writer.revertToLkg(equipment, { tenant: run.tenant, run: run.id, batch: run.batch, reason: lost.message });
+    const bundle = this.o.policy();
+    const dropped: string[] = [];
+    if (bundle) {
+      for (const agent of AGENTS_OF_MODEL[lost.kind]) {
+        try {
+          setAutonomy(this.o.store, bundle, { agent, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: `model lost during ${run.id}: ${lost.code}` });
+          dropped.push(agent);
+        } catch (err) {
+          this.o.log.error({ err, agent }, 'could not drop an agent to L0');
+        }
+      }
+    }
+    this.o.store.tx((t) => {
+      t.audit.append({ ...this.entry(run, 'system', 'model.lost', { kind: 'watchdog', result: json({ model: lost.kind, code: lost.code, reverted, dropped }), reason: lost.message }) });
+      this.runs.appendEvent(t, { run: id, at: this.o.clock.now(), kind: 'watchdog', step: step.name, agent: 'agent.orchestrator', tag: null, summary: `model lost (${lost.code}): ${reverted.filter((r) => r.ok).length}/${reverted.length} PLCs reverted to LKG; ${dropped.join(', ') || 'no agent'} dropped to L0`, data: json({ reverted, dropped, model: lost.kind }) });
+      const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
+      if (s.status === 'RUNNING') this.setStep(t, run, s, 'HELD', 'system', reason, { endedAt: this.o.clock.now() });
+      if (run.status === 'RUNNING') this.setRun(t, run, 'HELD', reason, 'system', reason);
+    });
+    this.lost.delete(id);
   }
 
   /** Inside `t`: a run status change with its audit entry (transition checked). */

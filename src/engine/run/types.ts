@@ -82,6 +82,8 @@ export interface RunEngineOptions {
   readonly steps: Readonly<Record<StepName, StepHandler>>;
   /** Wall ms between readings inside a step (default 250). */
   readonly pollMs?: number;
+  /** Wall ms between checks of the models of executing runs (default 2000). */
+  readonly modelWatchMs?: number;
 }
 
 export interface StartRunInput {
