@@ -192,6 +192,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       for (const e of r.events) {
         log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
         try {
+          engine?.plcEvent({ equipment: e.equipment, event: e.event, new: { ...e.new } });
+        } catch (err) {
+          log.error({ err, equipment: e.equipment }, 'could not record a PLC watchdog event in the runs');
+        }
+        try {
           watchdogEvent(events.store.audit, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
         } catch (err) {
           log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');

@@ -1,5 +1,6 @@
 /** The policy context of one move, assembled at call time for the guarded writer (reads the store, no writes). */
 import type { Attendance, Approval, CappingRisk, ModelRecord, PolicyContext } from '../domain/policy.js';
+import { levelRank } from '../domain/policy.js';
 import { type AutonomyState, type PolicyBundle, autonomyFor } from '../policy/index.js';
 import type { Store } from '../store/store.js';
 import { autonomyLevels } from './autonomy-store.js';
@@ -47,6 +48,8 @@ export function decisionContext(
   } else if (bundle) {
     autonomy = autonomyLevels(src.store.db, bundle, p.agent, setpoint);
   }
+  // a run started "--autonomy L1" caps every agent of that run at L1; it never raises a level
+  if (autonomy && p.autonomyCap && autonomy.agent && levelRank(p.autonomyCap) < levelRank(autonomy.agent)) autonomy = { ...autonomy, agent: p.autonomyCap };
   const batch = src.batches(p.tenant, p.batch);
   return {
     now,

@@ -3,6 +3,7 @@ import type { ArbitrationResult, ArbitrationState } from '../arbitration/index.j
 import type { AuditEntryInput } from '../audit/index.js';
 import type { SiteConfig } from '../config/schema.js';
 import { scoreOf } from '../arbitration/index.js';
+import { AUTONOMY_LEVELS } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import type { PendingWrite, WriteProposal } from './writer-types.js';
 
@@ -21,6 +22,7 @@ export function checkProposal(p: WriteProposal, site: SiteConfig): void {
   // arbitration ranks by attribute: a request naming none it knows would never contest, so it is refused here
   if (scoreOf(p.attribute) === undefined) bad(`attribute "${p.attribute}" is not a quality or throughput attribute`);
   if (!Array.isArray(p.moves) || p.moves.length === 0) bad('moves must be a non-empty array');
+  if (p.autonomyCap !== undefined && !(AUTONOMY_LEVELS as readonly string[]).includes(p.autonomyCap)) bad(`autonomyCap "${String(p.autonomyCap)}" is not one of ${AUTONOMY_LEVELS.join(', ')}`);
   const seen = new Set<string>();
   for (const m of p.moves) {
     if (typeof m?.setpoint !== 'string') bad('every move needs a setpoint');

@@ -3,7 +3,7 @@ import type { Connector, WriteResult } from '../../connectors/types.js';
 import type { Declined, Escalation } from '../arbitration/index.js';
 import type { Clock } from '../clock.js';
 import type { SiteConfig } from '../config/schema.js';
-import type { ArbitrationAttribute, Attendance, Decision, RequestedValue } from '../domain/policy.js';
+import type { AutonomyLevel, ArbitrationAttribute, Attendance, Decision, RequestedValue } from '../domain/policy.js';
 import type { AutonomyState, PolicyBundle } from '../policy/index.js';
 import type { ModelStatusView } from '../models/registry.js';
 import type { Store } from '../store/store.js';
@@ -28,6 +28,8 @@ export interface WriteProposal {
    * There is no capping-risk field: safety inputs are computed by the writer, never taken from the proposer.
    */
   readonly model?: { readonly id: string; readonly version: string };
+  /** A cap on the agent's autonomy for this proposal (the run's `--autonomy`): lowers the level in force, never raises it. */
+  readonly autonomyCap?: AutonomyLevel;
 }
 
 /**

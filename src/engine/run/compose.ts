@@ -40,6 +40,11 @@ export interface ComposeOptions {
 
 export function createRunEngine(o: ComposeOptions): RunEngine {
   const read = lineReader(o.connectors, o.served, () => o.clock.now());
+  const byId = new Map(o.connectors.map((c) => [c.id, c]));
+  const connection = (tag: string): string | undefined => {
+    const c = o.served.get(tag);
+    return c ? byId.get(c)?.health().state : undefined;
+  };
   const { config } = o.loaded;
   return new RunEngine({
     store: o.store,
@@ -49,6 +54,7 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     processClock: o.processClock,
     writer: o.writer,
     read,
+    connection,
     mes: o.mes,
     ...(o.lims ? { lims: o.lims } : {}),
     sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),

@@ -55,6 +55,7 @@ export class RunEngine {
       read: o.read,
       log: o.log,
       pollMs: o.pollMs ?? 250,
+      connection: o.connection ?? (() => undefined),
       notify: (row) => {
         const run = this.runs.runById(row.run);
         if (run) for (const l of this.toolListeners) l(row, run);
@@ -299,7 +300,8 @@ export class RunEngine {
       if (step.status === 'PENDING') {
         this.o.store.tx((t) => this.setStep(t, run, step, 'RUNNING', 'system', '', { attempt: 1, startedAt: this.o.clock.now() }));
       }
-      const ctx = new StepContext(this.host, run, plan, signal, run.data);
+      const attempt = this.runs.steps(id).find((s) => s.seq === step.seq)?.attempt ?? 1;
+      const ctx = new StepContext(this.host, run, plan, signal, run.data, attempt);
       const handler = this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {
@@ -337,6 +339,19 @@ export class RunEngine {
       });
       run = this.runs.runById(id)!;
       if (result.status === 'REJECTED' && result.after) await result.after();
+    }
+  }
+
+  /**
+   * What the PLC watchdogs report (reverts to LKG, re-arms, a PLC found LOST at a reconnect) goes into the
+   * genealogy of every run in progress on the line, beside the site chain's record of it.
+   */
+  plcEvent(e: { readonly equipment: string; readonly event: string; readonly new?: Readonly<Record<string, unknown>> }): void {
+    for (const id of this.executing.keys()) {
+      const run = this.runs.runById(id);
+      if (!run || TERMINAL_RUN.has(run.status)) continue;
+      const step = this.runs.steps(id).find((s) => s.status === 'RUNNING' || s.status === 'APPROVAL');
+      this.o.store.tx((t) => this.runs.appendEvent(t, { run: id, at: this.o.clock.now(), kind: 'watchdog', step: step?.name ?? null, agent: null, tag: `${e.equipment}.SupervisorState`, summary: `${e.equipment}: ${e.event}`, data: json(e) }));
     }
   }
 

@@ -34,6 +34,8 @@ export interface StepHost {
   readonly pollMs: number;
   /** Tool-call lines after their commit (the SSE stream's source). */
   readonly notify: (row: ToolCallRecord) => void;
+  /** State of the connection serving a tag (`connected`, `lost`, …), or undefined when no connection serves it. */
+  readonly connection: (tag: string) => string | undefined;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -56,6 +58,8 @@ export class StepContext {
     readonly signal: AbortSignal,
     /** The run's data so far (results of earlier steps). */
     readonly data: Record<string, unknown>,
+    /** 1 for the first execution of the step, +1 for each resume: proposal ids never repeat across attempts. */
+    readonly attempt = 1,
   ) {}
 
   get now(): number {
@@ -168,7 +172,16 @@ export class StepContext {
    */
   async propose(p: Omit<WriteProposal, 'id' | 'tenant' | 'batch' | 'run' | 'product' | 'tooling'>, tool: string): Promise<WriteOutcome> {
     const { run } = this;
-    const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.run.data['attempt'] ?? 0}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
+    // no proposal for a unit whose connection is lost: its PLC is on its own (and on LKG once its watchdog fires)
+    const down = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))].filter((eq) => {
+      const st = this.h.connection(p.moves.find((m) => m.setpoint.startsWith(`${eq}.`))!.setpoint);
+      return st !== undefined && st !== 'connected';
+    });
+    if (down.length > 0) {
+      this.event('watchdog', `${down.join(', ')}: connection not available, ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
+      return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_CONN_UNAVAILABLE', message: `connection to ${down.join(', ')} is not available` } };
+    }
+    const proposal: WriteProposal = { ...p, autonomyCap: run.autonomy, id: `${run.id}:${this.step.seq}:${this.attempt}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
     const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.flatMap((d): string[] => (d.reasons.length ? [...d.reasons] : [d.outcome])))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
     if (out.status !== 'written') this.unanswered.add(vectorKey(p));
