@@ -4,6 +4,7 @@ import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
+import { registerReplay } from './replay.js';
 import { registerServe } from './serve.js';
 import { registerSim } from './sim.js';
 import { registerTwin } from './twin.js';
@@ -18,4 +19,5 @@ export function registerAll(program: Command): void {
   registerCerts(program);
   registerTwin(program);
   registerModels(program);
+  registerReplay(program);
 }
