@@ -5,6 +5,7 @@ import { registerConfig } from './config.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
 import { registerReplay } from './replay.js';
+import { registerRuns } from './runs.js';
 import { registerServe } from './serve.js';
 import { registerSim } from './sim.js';
 import { registerTwin } from './twin.js';
@@ -19,5 +20,6 @@ export function registerAll(program: Command): void {
   registerCerts(program);
   registerTwin(program);
   registerModels(program);
+  registerRuns(program);
   registerReplay(program);
 }

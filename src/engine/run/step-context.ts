@@ -201,7 +201,7 @@ export class StepContext {
     if (readings.size === 0) return;
     const values: Record<string, Json> = {};
     for (const [tag, r] of readings) values[tag] = { value: +r.value.toPrecision(6), unit: r.unit };
-    this.event('sensor', [...readings.values()].map((r) => `${r.tag} ${+r.value.toPrecision(4)} ${r.unit}`).join(', '), values);
+    this.event('sensor', [...readings.values()].map((r) => `${r.tag} ${+r.value.toPrecision(4)}${r.unit === '1' ? '' : ` ${r.unit}`}`).join(', '), values);
   }
 }
 
