@@ -24,6 +24,12 @@ const iv = setInterval(() => d.engine.presence('o.operator'), 10000);
 for (;;) {
   await new Promise((r) => setTimeout(r, 1000));
   const v = d.engine.get('acme-pharma', run.id);
+  if (process.env.CORRUPT && v.steps.find((s) => s.name === 'compress.press')?.status === 'RUNNING' && !(globalThis as any).done) {
+    (globalThis as any).done = true;
+    const { appendFileSync } = await import('node:fs');
+    appendFileSync(join(dir, 'data/models/acme-pharma/process-twin-v1/artefact.json'), ' ');
+    console.log('CORRUPTED twin artefact');
+  }
   if (v.status === 'APPROVAL') {
     const a = d.engine.pendingApprovals('acme-pharma')[0]!;
     d.engine.decide('acme-pharma', a.id, { signer: { user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer' }, decision: 'approve', meaning: 'QA release of batch B-1042' });
@@ -35,4 +41,5 @@ for (;;) {
 }
 clearInterval(iv);
 console.log('total', Date.now() - t0);
+for (const eq of ['press', 'coater', 'blender']) console.log(eq, JSON.stringify(d.simulator!.plant.supervisor(eq)));
 await d.stop('smoke done');
