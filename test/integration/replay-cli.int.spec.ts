@@ -8,32 +8,42 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportAgentCalls, loadReplayTwin, replayRun, type ExportedAgentCalls, type ReplayReport } from '../../src/engine/run/replay.js';
-import { registerModel, type RegisterInput } from '../../src/models/registry.js';
+import { registerModel, type ModelSummary } from '../../src/models/registry.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
 import { perturbParams } from '../../src/twin/truth.js';
 import { runCli as cli } from '../helpers/cli.js';
 import { codeOf } from '../helpers/codes.js';
-import { buildGoldenDataDir, goldenTwin } from '../helpers/golden.js';
+import { buildGoldenDataDir, goldenTwin, goldenTwinInput, promoteToValidated } from '../helpers/golden.js';
 
 const SITE = 'site-ravenna';
 let data: string;
 let golden: ExportedAgentCalls;
-
-function twinInput(tenant: string, params = goldenTwin().params): RegisterInput {
-  const v1 = goldenTwin();
-  const card = JSON.parse(readFileSync(join(data, 'models/acme-pharma/process-twin-v1/manifest.json'), 'utf8')).card;
-  return { tenant, analyte: 'process', family: 'twin', kind: 'twin', artefact: { kind: 'twin', params, validRanges: v1.validRanges }, card: { ...card, tenant }, sites: [SITE], status: 'draft', at: Date.UTC(2026, 10, 23), by: 'p.bianchi' };
-}
+let pls: ModelSummary;
 
 const dbHash = (): string => createHash('sha256').update(readFileSync(join(data, DB_FILE))).digest('hex');
 
 beforeAll(() => {
   data = mkdtempSync(join(tmpdir(), 'lk-replay-'));
+  // the golden run and its agent calls, and process-twin-v1 of acme-pharma, validated
   golden = buildGoldenDataDir(data);
-  // the candidate twin: a refit that came out different (a draft: replay is how it is judged)
-  expect(registerModel(data, twinInput('acme-pharma', perturbParams(goldenTwin().params, 1))).id).toBe('process-twin-v2');
-  // another tenant's twins, up to a version acme-pharma does not have
-  for (let i = 0; i < 3; i++) registerModel(data, { ...twinInput('borealis-bio'), status: 'validated' });
+  const store = openStore({ dataDir: data });
+  try {
+    // the candidate twin: a refit that came out different (a draft: replay is how it is judged)
+    expect(registerModel(store, data, goldenTwinInput('acme-pharma', perturbParams(goldenTwin().params, 1))).id).toBe('process-twin-v2');
+    // a twin of the tenant pinned to another site only
+    expect(registerModel(store, data, { ...goldenTwinInput('acme-pharma'), sites: ['site-elsewhere'] }).id).toBe('process-twin-v3');
+    // another tenant's twins, validated, up to a version acme-pharma does not have
+    for (let i = 1; i <= 4; i++) {
+      const m = registerModel(store, data, goldenTwinInput('borealis-bio'));
+      expect(promoteToValidated(store, data, 'borealis-bio', m.id).status).toBe('validated');
+    }
+    // a model of the tenant, pinned to the site, that is not a twin
+    pls = registerModel(store, data, {
+      ...goldenTwinInput('acme-pharma'), analyte: 'potency', family: 'pls', kind: 'nir-pls', artefact: {}, card: { ...goldenTwinInput('acme-pharma').card, analyte: 'potency', family: 'pls' },
+    });
+  } finally {
+    store.close();
+  }
 });
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
@@ -92,20 +102,19 @@ describe('linekeeper replay (real store, real registry)', () => {
     }
   });
 
-  it('refuses a malformed --model as a usage error, a model of another tenant (R9), a missing one and a non-twin', async () => {
+  it('refuses a malformed --model as a usage error, a model of another tenant (R9), a missing one, a non-twin and one not pinned to the site', async () => {
     for (const m of ['process-twin-v2', 'process-twin-v2@3', 'twin@2', 'process-twin-v2@x']) {
       const r = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', m);
       expect([r.code, r.err.match(/\[(LK_\w+)\]/)?.[1]], m).toEqual([2, 'LK_VALIDATION']);
     }
-    const foreign = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', 'process-twin-v3@3');
+    const foreign = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', 'process-twin-v4@4');
     expect([foreign.code, foreign.err.match(/\[(LK_\w+)\]/)?.[1]]).toEqual([1, 'LK_MODEL_TENANT']);
     const missing = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', 'process-twin-v9@9');
     expect(missing.err).toMatch(/\[LK_MODEL_MISSING\]/);
-    const pls = registerModel(data, {
-      tenant: 'acme-pharma', analyte: 'potency', family: 'pls', kind: 'nir-pls', artefact: {}, card: { ...twinInput('acme-pharma').card, analyte: 'potency', family: 'pls' }, sites: [SITE], at: 0, by: 'p.bianchi',
-    });
     const notTwin = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', `${pls.id}@1`);
     expect([notTwin.code, notTwin.err.match(/\[(LK_\w+)\]/)?.[1]]).toEqual([2, 'LK_VALIDATION']);
+    const elsewhere = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', 'process-twin-v3@3');
+    expect([elsewhere.code, elsewhere.err.match(/\[(LK_\w+)\]/)?.[1], elsewhere.out]).toEqual([1, 'LK_MODEL_NOT_PINNED', '']);
   });
 
   it('is listed in --help', async () => {
@@ -127,9 +136,15 @@ describe('replayRun and exportAgentCalls on the store', () => {
     }
   });
 
-  it('loads the draft candidate twin for replay with its own parameters', () => {
-    const v2 = loadReplayTwin(data, 'acme-pharma', SITE, { id: 'process-twin-v2', version: 2 });
-    expect(v2.version).toBe(2);
-    expect(v2.params.press.heckelK).not.toBe(goldenTwin().params.press.heckelK);
+  it('loads the draft candidate twin for replay with its own parameters, and the validated v1 as the run used it', () => {
+    const s = openStore({ dataDir: data, readonly: true });
+    try {
+      const v2 = loadReplayTwin(s, data, 'acme-pharma', SITE, { id: 'process-twin-v2', version: 2 });
+      expect(v2.version).toBe(2);
+      expect(v2.params.press.heckelK).not.toBe(goldenTwin().params.press.heckelK);
+      expect(loadReplayTwin(s, data, 'acme-pharma', SITE, { id: 'process-twin-v1', version: 1 })).toEqual(goldenTwin());
+    } finally {
+      s.close();
+    }
   });
 });
