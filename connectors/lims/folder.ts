@@ -13,7 +13,7 @@ import { BATCH_ID_RE } from '../../src/domain/batch-record.js';
 import { type QcResult, compareQcResults, parseQcResult } from '../../src/domain/qc-result.js';
 import { LkError } from '../../src/errors.js';
 import { assertTenantId, documentNames, parseJson, readDocument, tenantDirs, tenantField } from '../inbox/files.js';
-import { watchInbox } from '../inbox/watch.js';
+import { folderLifecycle } from '../inbox/source.js';
 
 /** A results file that could not be used, and why. */
 export interface LimsProblem {
@@ -90,14 +90,8 @@ function load(root: string, tenant: string, name: string): Loaded {
 export function openFolderLims(dataDir: string, opts: FolderLimsOptions = {}): LimsSource {
   const root = limsResultsDir(dataDir);
   mkdirSync(root, { recursive: true });
-  const pollMs = opts.pollMs ?? 2000;
-  if (!(pollMs > 0) || !Number.isFinite(pollMs)) throw new LkError('LK_VALIDATION', `pollMs must be a positive number, got ${pollMs}`);
-  const onError = opts.onError ?? ((e: unknown) => process.emitWarning(`LIMS results watch: ${e instanceof Error ? e.message : String(e)}`));
-  const stops = new Set<() => void>();
-  let closed = false;
-  const open = (): void => {
-    if (closed) throw new LkError('LK_CONN_UNAVAILABLE', 'the LIMS results source is closed');
-  };
+  const life = folderLifecycle(root, 'LIMS results', opts);
+  const open = life.assertOpen;
   const loadAll = (tenant: string): Loaded[] => documentNames(root, tenant).map((n) => load(root, tenant, n));
 
   return {
@@ -124,7 +118,7 @@ export function openFolderLims(dataDir: string, opts: FolderLimsOptions = {}): L
           if (l.ok) batchOf.set(`${t}/${n}`, l.result.batch);
         }
       }
-      const stop = watchInbox(root, { pollMs, fsWatch: opts.fsWatch ?? true, onError }, (c) => {
+      return life.watch((c) => {
         const file = `${c.tenant}/${c.name}`;
         let batch: string | undefined;
         if (c.kind === 'removed') {
@@ -138,16 +132,7 @@ export function openFolderLims(dataDir: string, opts: FolderLimsOptions = {}): L
         }
         onChange({ tenant: c.tenant, file, kind: c.kind, ...(batch === undefined ? {} : { batch }) });
       });
-      const unsubscribe = (): void => {
-        stop();
-        stops.delete(unsubscribe);
-      };
-      stops.add(unsubscribe);
-      return unsubscribe;
     },
-    close(): void {
-      closed = true;
-      for (const s of [...stops]) s();
-    },
+    close: life.close,
   };
 }

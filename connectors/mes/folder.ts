@@ -11,7 +11,7 @@ import { BATCH_ID_RE, type BatchRecord, batchRecordSiteIssues, parseBatchRecord 
 import type { SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { assertTenantId, documentNames, isRealDir, parseJson, readDocument, tenantField } from '../inbox/files.js';
-import { watchInbox } from '../inbox/watch.js';
+import { folderLifecycle } from '../inbox/source.js';
 import type { MesChange, MesListing, MesSource } from './source.js';
 
 export interface FolderMesOptions {
@@ -96,14 +96,8 @@ function load(root: string, tenant: string, batch: string, site: SiteConfig | un
 export function openFolderMes(dataDir: string, opts: FolderMesOptions = {}): FolderMes {
   const root = mesInboxDir(dataDir);
   mkdirSync(root, { recursive: true });
-  const pollMs = opts.pollMs ?? 2000;
-  if (!(pollMs > 0) || !Number.isFinite(pollMs)) throw new LkError('LK_VALIDATION', `pollMs must be a positive number, got ${pollMs}`);
-  const onError = opts.onError ?? ((e: unknown) => process.emitWarning(`MES inbox watch: ${e instanceof Error ? e.message : String(e)}`));
-  const stops = new Set<() => void>();
-  let closed = false;
-  const open = (): void => {
-    if (closed) throw new LkError('LK_CONN_UNAVAILABLE', 'the MES inbox source is closed');
-  };
+  const life = folderLifecycle(root, 'MES inbox', opts);
+  const open = life.assertOpen;
 
   const readEntry = (tenant: string, batch: string): MesEntry => {
     open();
@@ -133,18 +127,8 @@ export function openFolderMes(dataDir: string, opts: FolderMesOptions = {}): Fol
     read: (tenant, batch) => readEntry(tenant, batch).record,
     readEntry,
     watch(onChange: (e: MesChange) => void): () => void {
-      open();
-      const stop = watchInbox(root, { pollMs, fsWatch: opts.fsWatch ?? true, onError }, (c) => onChange({ tenant: c.tenant, batch: c.name.slice(0, -'.json'.length), kind: c.kind }));
-      const unsubscribe = (): void => {
-        stop();
-        stops.delete(unsubscribe);
-      };
-      stops.add(unsubscribe);
-      return unsubscribe;
+      return life.watch((c) => onChange({ tenant: c.tenant, batch: c.name.slice(0, -'.json'.length), kind: c.kind }));
     },
-    close(): void {
-      closed = true;
-      for (const s of [...stops]) s();
-    },
+    close: life.close,
   };
 }
