@@ -84,6 +84,17 @@ export const ERRORS = {
   // runs
   LK_RUN_REQUEST_INVALID: { status: 422, title: 'Run request cannot be read' },
   LK_RUN_REQUEST_LOOSENS: { status: 422, title: 'Run request would loosen a limit of the site or batch record' },
+  // REST API, identity and signatures
+  LK_UNAUTHENTICATED: { status: 401, title: 'Authentication is required, or the credentials are not valid' },
+  LK_REAUTH_FAILED: { status: 401, title: 'Re-authentication at signing failed; nothing was signed' },
+  LK_FORBIDDEN: { status: 403, title: 'Your role does not permit this action' },
+  LK_ACCOUNT_LOCKED: { status: 423, title: 'The account is locked after repeated failed sign-ins; an administrator unlocks it' },
+  LK_ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
+  LK_PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body is too large' },
+  LK_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Request body must be application/json' },
+  LK_TOO_MANY_STREAMS: { status: 429, title: 'Too many concurrent event streams for this user' },
+  LK_NOT_READY: { status: 503, title: 'linekeeper is not ready' },
+  LK_API_LISTEN: { status: 500, title: 'The REST API cannot listen on its configured address' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -346,6 +346,34 @@ export const MIGRATIONS: readonly Migration[] = [
         WHEN OLD.status = 'retired'
         BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a retired model stays retired'); END;`,
   },
+  {
+    version: 7,
+    name: 'identity: local users (scrypt password hashes, roles, tenants, lockout)',
+    up: `
+      -- The local identities of an air-gapped site (21 CFR 11.100, 11.300). Every row change commits with its
+      -- audit entry on the site chain (kind identity) in one transaction; audit_seq names the last one. A user
+      -- id is never deleted or reused (11.300(a): no two people ever share an identity), so a signature in an
+      -- old record always names one person.
+      CREATE TABLE app_user (
+        id               TEXT PRIMARY KEY,           -- e.g. m.rossi
+        name             TEXT    NOT NULL,           -- printed name (signature manifestation, 11.50)
+        role             TEXT    NOT NULL CHECK (role IN ('operator','process_engineer','qa_reviewer','auditor','admin')),
+        tenants          TEXT    NOT NULL,           -- JSON array of the tenant ids the user works for
+        password         TEXT    NOT NULL,           -- scrypt$<log2 N>$<r>$<p>$<salt b64url>$<key b64url>
+        disabled         INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        failed_attempts  INTEGER NOT NULL DEFAULT 0, -- consecutive failed sign-ins and signing re-authentications
+        locked_at        TEXT,                       -- set when failed_attempts reached the limit
+        created_at       TEXT    NOT NULL,
+        created_by       TEXT    NOT NULL,
+        changed_at       TEXT    NOT NULL,
+        audit_seq        INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TRIGGER app_user_no_delete BEFORE DELETE ON app_user
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a user id is never deleted or reused; disable it'); END;
+      CREATE TRIGGER app_user_identity BEFORE UPDATE ON app_user
+        WHEN NEW.id IS NOT OLD.id OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a user''s identity never changes'); END;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */
