@@ -123,7 +123,7 @@ export class Identity {
    *   LK_ACCOUNT_LOCKED. Every failure is audited; the last allowed one locks the account.
    */
   async signIn(user: string, password: string): Promise<IssuedToken> {
-    const u = await this.check(user, password, 'sign_in');
+    const u = await this.check(user, password, 'sign_in', {});
     const token = randomBytes(32).toString('base64url');
     const expiresAt = this.o.clock.now() + this.ttl;
     this.tokens.set(sha256(token), { user: u.id, expiresAt });
@@ -134,9 +134,9 @@ export class Identity {
    * Re-authentication at signing (21 CFR 11.200(a)(1)): the signed-in person's password, checked again.
    * @throws LkError LK_REAUTH_FAILED (audited, counted toward the lock), LK_ACCOUNT_LOCKED.
    */
-  async reauthenticate(user: string, password: string): Promise<AuthUser> {
+  async reauthenticate(user: string, password: string, about: Readonly<Record<string, string>> = {}): Promise<AuthUser> {
     try {
-      return await this.check(user, password, 'signature');
+      return await this.check(user, password, 'signature', about);
     } catch (err) {
       if (LkError.is(err, 'LK_UNAUTHENTICATED')) throw new LkError('LK_REAUTH_FAILED', 'the password does not match the signed-in user; nothing was signed');
       throw err;
@@ -168,10 +168,10 @@ export class Identity {
     for (const [k, t] of this.tokens) if (t.user === user) this.tokens.delete(k);
   }
 
-  private async check(user: string, password: string, purpose: 'sign_in' | 'signature'): Promise<AuthUser> {
+  private async check(user: string, password: string, purpose: 'sign_in' | 'signature', about: Readonly<Record<string, string>>): Promise<AuthUser> {
     const u = this.users.get(user);
     if (u?.lockedAt) {
-      this.audit('auth.refused', 'system', { user, purpose, why: 'locked' });
+      this.audit('auth.refused', 'system', { ...about, user, purpose, why: 'locked' });
       throw new LkError('LK_ACCOUNT_LOCKED', `account ${user} is locked since ${u.lockedAt}`, { user });
     }
     // the same work for an unknown user, so response time does not tell which ids exist
@@ -182,7 +182,7 @@ export class Identity {
     const at = new Date(now).toISOString();
     if (u && ok && !u.disabled) {
       this.o.store.tx((t) => {
-        const e = t.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: purpose === 'sign_in' ? 'auth.sign_in' : 'auth.reauthenticated', args: { user: u.id, purpose } });
+        const e = t.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: purpose === 'sign_in' ? 'auth.sign_in' : 'auth.reauthenticated', args: { ...about, user: u.id, purpose } });
         if (this.users.get(u.id)!.failedAttempts !== 0) this.users.setAttempts(t, u.id, 0, null, at, e.seq);
       });
       return toAuth(u);
@@ -192,7 +192,7 @@ export class Identity {
     this.o.store.tx((t) => {
       const cur = u ? this.users.get(u.id) : null;
       const attempts = cur ? cur.failedAttempts + 1 : 0;
-      const e = t.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.failed', args: { user, purpose, why, ...(cur ? { attempt: attempts } : {}) } });
+      const e = t.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.failed', args: { ...about, user, purpose, why, ...(cur ? { attempt: attempts } : {}) } });
       if (!cur) return;
       locked = attempts >= this.maxFailed && cur.lockedAt === null;
       const lockEntry = locked

@@ -1,0 +1,107 @@
+/**
+ * Every error the REST API answers is an RFC 9457 `application/problem+json` body carrying the stable `LK_*`
+ * code of the error registry (src/errors.ts) and that code's HTTP status — an unknown route, a body with an
+ * unknown field, a refused action, an error of the engine alike. Bad input is always a 4xx: only a fault of
+ * linekeeper itself is a 5xx, and its detail says no more than that (the log has the rest).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ERRORS, LkError, type ErrorCode } from '../errors.js';
+
+export const PROBLEM_TYPE = 'application/problem+json';
+
+export const Problem = z
+  .object({
+    type: z.string().describe('urn:linekeeper:error:<code>'),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().regex(/^LK_[A-Z0-9_]+$/),
+    instance: z.string().describe('the path of the request'),
+    issues: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('every invalid field of a refused request'),
+  })
+  .meta({ id: 'Problem' });
+export type Problem = z.infer<typeof Problem>;
+
+interface Issue {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** Fastify's own 4xx errors, by code, as registry codes. */
+const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'LK_PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'LK_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'LK_VALIDATION',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'LK_VALIDATION',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'LK_VALIDATION',
+  FST_ERR_VALIDATION: 'LK_VALIDATION',
+  FST_ERR_BAD_URL: 'LK_VALIDATION',
+  FST_ERR_MAX_PARAM_LENGTH: 'LK_VALIDATION',
+  FST_ERR_NOT_FOUND: 'LK_ROUTE_NOT_FOUND',
+};
+
+const BY_STATUS: Readonly<Record<number, ErrorCode>> = { 401: 'LK_UNAUTHENTICATED', 403: 'LK_FORBIDDEN', 404: 'LK_ROUTE_NOT_FOUND', 413: 'LK_PAYLOAD_TOO_LARGE', 415: 'LK_UNSUPPORTED_MEDIA_TYPE' };
+
+/** `body.autonomy`, `querystring.limit`, `body.extra` for an unknown key. */
+function issuesOf(err: FastifyError): Issue[] {
+  const where = err.validationContext ?? 'request';
+  return (err.validation ?? []).flatMap((v) => {
+    const base = `${where}${v.instancePath.replace(/\//g, '.').replace(/\.$/, '')}`;
+    const keys = (v.params as { keys?: unknown } | undefined)?.keys;
+    if (v.keyword === 'unrecognized_keys' && Array.isArray(keys)) return keys.map((k) => ({ path: `${base}.${String(k)}`, message: `unknown field "${String(k)}"` }));
+    return [{ path: base, message: v.message ?? 'is invalid' }];
+  });
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** The problem body for any error thrown in a route, a hook or by fastify itself. */
+export function toProblem(err: unknown, req: Pick<FastifyRequest, 'url'>): { problem: Problem; internal: boolean } {
+  const instance = pathOf(req.url);
+  const make = (code: ErrorCode, detail: string, issues?: Issue[]): Problem => ({
+    type: `urn:linekeeper:error:${code}`, title: ERRORS[code].title, status: ERRORS[code].status, detail, code, instance, ...(issues && issues.length > 0 ? { issues } : {}),
+  });
+  if (LkError.is(err)) {
+    const code = err.code;
+    const raw = (err as LkError).detail?.['issues'];
+    const issues = Array.isArray(raw) ? raw.filter((i): i is Issue => typeof i?.path === 'string' && typeof i?.message === 'string') : undefined;
+    const internal = ERRORS[code].status >= 500 && code === 'LK_INTERNAL';
+    return { problem: make(code, internal ? 'internal error; the daemon log has the details' : (err as Error).message, issues), internal };
+  }
+  const fe = err as FastifyError;
+  if (Array.isArray(fe?.validation)) {
+    const issues = issuesOf(fe);
+    return { problem: make('LK_VALIDATION', issues.map((i) => `${i.path}: ${i.message}`).join('; ') || 'request is invalid', issues), internal: false };
+  }
+  const mapped = typeof fe?.code === 'string' ? FASTIFY_CODES[fe.code] : undefined;
+  const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
+  if (mapped) return { problem: make(mapped, fe.message), internal: false };
+  if (status >= 400 && status < 500) return { problem: make(BY_STATUS[status] ?? 'LK_VALIDATION', fe.message || 'request is invalid'), internal: false };
+  return { problem: make('LK_INTERNAL', 'internal error; the daemon log has the details'), internal: true };
+}
+
+/** Send a problem (a string body, so no response serializer touches it). */
+export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+  if (problem.status === 401) reply.header('www-authenticate', 'Bearer realm="linekeeper"');
+  return reply.code(problem.status).type(PROBLEM_TYPE).send(JSON.stringify(problem));
+}
+
+/** Fastify's `frameworkErrors` option: routing errors (a malformed URL, a path parameter too long) as problems. */
+export function frameworkProblem(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  void sendProblem(reply, toProblem(err, req).problem);
+}
+
+/** Route every error and every unknown route of `app` to a problem body. */
+export function installProblems(app: FastifyInstance): void {
+  app.setErrorHandler((err, req, reply) => {
+    const { problem, internal } = toProblem(err, req);
+    if (internal) req.log.error({ err }, 'request failed');
+    else req.log.info({ code: problem.code, status: problem.status }, 'request refused');
+    return sendProblem(reply, problem);
+  });
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, toProblem(new LkError('LK_ROUTE_NOT_FOUND', `no route ${req.method} ${pathOf(req.url)}`), req).problem));
+}

@@ -1,0 +1,139 @@
+/**
+ * Runs, their event stream and genealogy, and the approvals waiting for a person. The routes parse, guard, call
+ * the engine and map its errors: the engine audits every run and step change and every signature in the
+ * transaction of the change; the API audits what only it sees (a signature refused to the person who tried).
+ */
+import { z } from 'zod';
+import { LkError } from '../errors.js';
+import type { RunView as EngineRunView } from '../engine/run/types.js';
+import { READERS, userOf } from './auth.js';
+import { BASE, type Api, type ApiContext } from './context.js';
+import { Problem } from './problem.js';
+import {
+  ApprovalList, ApprovalParams, DecisionBody, GenealogyView, ListQuery, RunPage, RunParams, RunView, SignatureView, StartRunBody, StreamHeaders, StreamQuery, TenantParams, ToolCallLine,
+} from './schemas.js';
+
+const security = [{ bearer: [] }];
+const problems = { '4xx': Problem, '5xx': Problem };
+
+function encodeCursor(run: EngineRunView): string {
+  return Buffer.from(`${Date.parse(run.createdAt)}.${run.id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  const m = /^(\d{1,15})\.(run_[0-9a-z]{1,64})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!m) throw new LkError('LK_VALIDATION', 'cursor is not a cursor of this list', { issues: [{ path: 'querystring.cursor', message: 'not a cursor of this list' }] });
+  return { createdAt: Number(m[1]), id: m[2]! };
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+/** The engine's view as the schema types it (statuses are the domain's enums; the serializer checks them). */
+const out = (v: EngineRunView): z.output<typeof RunView> => v as z.output<typeof RunView>;
+
+export function registerRunRoutes(app: Api, ctx: ApiContext): void {
+  const { engine } = ctx.daemon;
+
+  app.post(`${BASE}/runs`, {
+    onRequest: ctx.guard(['operator', 'process_engineer'], 'start a run'),
+    schema: { tags: ['runs'], summary: 'Start a run from a free-text request and the batch record in the MES', security, params: TenantParams, body: StartRunBody, response: { 201: RunView, ...problems } },
+  }, async (req, reply) => {
+    const user = userOf(req);
+    const run = engine.start({ tenant: req.params.tenant, request: req.body.request, ...(req.body.autonomy ? { autonomy: req.body.autonomy } : {}), by: user.id });
+    return reply.code(201).header('location', `/v1/tenants/${run.tenant}/runs/${run.id}`).send(out(run));
+  });
+
+  app.get(`${BASE}/runs`, {
+    onRequest: ctx.guard(READERS, 'list runs'),
+    schema: { tags: ['runs'], summary: 'The tenant\'s runs, newest first, a page at a time', security, params: TenantParams, querystring: ListQuery, response: { 200: RunPage, ...problems } },
+  }, async (req) => {
+    const { limit, cursor } = req.query;
+    const rows = engine.list(req.params.tenant, limit + 1, cursor === undefined ? undefined : decodeCursor(cursor));
+    const items = rows.slice(0, limit).map(out);
+    const last = items[items.length - 1];
+    return rows.length > limit && last ? { items, next: encodeCursor(rows[limit - 1]!) } : { items };
+  });
+
+  app.get(`${BASE}/runs/:id`, {
+    onRequest: ctx.guard(READERS, 'read runs'),
+    schema: { tags: ['runs'], summary: 'A run: ordered steps, the approval gate, the genealogy pointer', security, params: RunParams, response: { 200: RunView, ...problems } },
+  }, async (req) => out(engine.get(req.params.tenant, req.params.id)));
+
+  app.get(`${BASE}/runs/:id/stream`, {
+    onRequest: ctx.guard(READERS, 'follow runs'),
+    schema: {
+      tags: ['runs'],
+      summary: 'Server-sent events: one event per tool-call log line (id = line id, event = call|ok|error, data = the line), then `end`',
+      description: 'Resume with the Last-Event-ID header (or ?after=): exactly the lines after it, then live. Keep-alive comments; at most a few streams per user (429).',
+      security, params: RunParams, querystring: StreamQuery, headers: StreamHeaders,
+      response: { 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: ToolCallLine } } }, ...problems },
+    },
+  }, async (req, reply) => {
+    const header = req.headers['last-event-id'];
+    const from = typeof header === 'string' ? header : req.query.after;
+    ctx.streams.start(reply, req.params.tenant, req.params.id, userOf(req).id, from === undefined ? 0 : Number(from));
+    return reply;
+  });
+
+  app.get(`${BASE}/runs/:id/genealogy`, {
+    onRequest: ctx.guard(READERS, 'read genealogies'),
+    schema: { tags: ['runs'], summary: 'The batch genealogy: time-aligned states, actions, approvals, QC results, losing arbitration requests', security, params: RunParams, response: { 200: GenealogyView, ...problems } },
+  }, async (req) => {
+    const run = engine.get(req.params.tenant, req.params.id);
+    const events = engine.runs.events(run.id);
+    const losing = events
+      .filter((e) => e.kind === 'arbitration')
+      .flatMap((e) => ((e.data as { declined?: { agent: string; setpoint: string; score: number; reason: string }[] } | null)?.declined ?? []).map((d) => ({ at: iso(e.at), agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })));
+    return {
+      run: run.id, batch: run.batch, status: run.status as z.infer<typeof GenealogyView>['status'],
+      events: events.map((e) => ({ id: e.id, at: iso(e.at), kind: e.kind, step: e.step, agent: e.agent, tag: e.tag, summary: e.summary, data: e.data })),
+      losingRequests: losing, release: run.release,
+    };
+  });
+
+  app.get(`${BASE}/approvals`, {
+    onRequest: ctx.guard(['process_engineer', 'qa_reviewer', 'auditor'], 'see approvals'),
+    schema: { tags: ['approvals'], summary: 'What waits for a person: batch releases at the gate and setpoint writes waiting for QA or the assigned reviewer', security, params: TenantParams, response: { 200: ApprovalList, ...problems } },
+  }, async (req) => {
+    const tenant = req.params.tenant;
+    const releases = engine.pendingApprovals(tenant).map((a) => ({
+      id: a.id, kind: 'batch_release' as const, run: a.run, batch: engine.runs.runById(a.run)?.batch ?? null, needs: 'qa', reviewer: a.reviewer,
+      requestedAt: iso(a.requestedAt), recordHash: a.recordHash, detail: {},
+    }));
+    const writes = ctx.daemon.writer.pending().filter((w) => w.proposal.tenant === tenant).map((w) => ({
+      id: w.id, kind: 'setpoint_write' as const, run: w.proposal.run ?? null, batch: w.proposal.batch, needs: w.needs,
+      reviewer: w.needs === 'reviewer' ? (engine.batches(tenant, w.proposal.batch)?.reviewer ?? null) : null,
+      requestedAt: iso(w.since), recordHash: w.vectorHash,
+      detail: { agent: w.proposal.agent, moves: w.proposal.moves, attribute: w.proposal.attribute, justification: w.proposal.justification, reasons: w.reasons, bundleVersion: w.bundleVersion },
+    }));
+    return { items: [...releases, ...writes] };
+  });
+
+  app.post(`${BASE}/approvals/:id`, {
+    onRequest: ctx.guard(['qa_reviewer'], 'sign a batch release'),
+    schema: {
+      tags: ['approvals'],
+      summary: 'Sign a batch release decision (21 CFR 11.50/11.70/11.200): the signed-in QA reviewer, re-authenticated with their password',
+      security, params: ApprovalParams, body: DecisionBody, response: { 200: SignatureView, ...problems },
+    },
+  }, async (req) => {
+    const user = userOf(req);
+    const { tenant, id } = req.params;
+    const approval = engine.runs.approval(tenant, id);
+    if (!approval) throw new LkError('LK_NOT_FOUND', `no approval ${id}`, { approval: id });
+    // re-authentication at signing: the signer is the signed-in identity, never a field of the body
+    await ctx.identity.reauthenticate(user.id, req.body.password, { tenant, approval: id });
+    try {
+      const sig = engine.decide(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, decision: req.body.decision, meaning: req.body.meaning });
+      return sig;
+    } catch (err) {
+      if (LkError.is(err, 'LK_APPROVAL_FORBIDDEN')) {
+        const run = engine.runs.runById(approval.run);
+        ctx.daemon.store.audit.append({
+          tenant, actor: user.id, kind: 'approval', action: 'approval.refused', subject: { run: approval.run, ...(run ? { batch: run.batch } : {}), reviewer: user.id, tool: 'approval.request' },
+          args: { approval: id, decision: req.body.decision }, reason: (err as Error).message,
+        });
+      }
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,131 @@
+/**
+ * The tenant's models, twin rehearsals, operator attendance, the line's state and the audit trail. Read-only
+ * except attendance (the engine's attended operator, audited when it changes) and the rehearsal (a tool call
+ * of a person, audited with its arguments and a summary of its result, R10).
+ */
+import type { Sample } from '../../connectors/types.js';
+import { queryAudit } from '../audit/query.js';
+import { LkError } from '../errors.js';
+import { twinModelOf } from '../models/artefacts.js';
+import { listModels, loadValidated } from '../models/registry.js';
+import { isAttended } from '../policy/attendance.js';
+import { twinDesignSpace } from '../twin/design-space.js';
+import { simulate } from '../twin/simulate.js';
+import { EVERYONE, READERS, userOf } from './auth.js';
+import { BASE, type Api, type ApiContext } from './context.js';
+import { Problem } from './problem.js';
+import { AttendanceBody, AttendanceView, AuditPageView, AuditQuery, LineView, ModelList, SimulateBody, SimulationView, TenantParams } from './schemas.js';
+
+const security = [{ bearer: [] }];
+const problems = { '4xx': Problem, '5xx': Problem };
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** A live value as the line view shows it: scalars as they are, arrays and bytes by size. */
+function shown(s: Sample): { value: unknown; unit: string; quality: string; at: string } {
+  const v = s.value;
+  const value = v instanceof Uint8Array ? `<${v.byteLength} bytes>` : Array.isArray(v) ? `[${v.length} values]` : v;
+  return { value, unit: s.unit, quality: s.quality, at: iso(s.receivedAt) };
+}
+
+export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
+  const d = ctx.daemon;
+  const { config } = d.loaded;
+
+  app.get(`${BASE}/models`, {
+    onRequest: ctx.guard(READERS, 'list models'),
+    schema: { tags: ['models'], summary: 'The tenant\'s models and versions: card, validation status, pinned sites', security, params: TenantParams, response: { 200: ModelList, ...problems } },
+  }, async (req) => ({
+    items: listModels(d.store, req.params.tenant).map((m) => ({
+      id: m.id, kind: m.kind, version: m.version, status: m.status, sites: [...m.sites], sha256: m.sha256, card: m.card, changedAt: m.changedAt, changedBy: m.changedBy, changeRef: m.changeRef,
+    })),
+  }));
+
+  app.post(`${BASE}/twin/simulate`, {
+    onRequest: ctx.guard(['process_engineer', 'qa_reviewer'], 'rehearse on the twin'),
+    schema: {
+      tags: ['twin'], summary: 'Rehearse candidate setpoint vectors inside the approved design space on the tenant\'s validated twin; ranked, with the discarded and why',
+      security, params: TenantParams, body: SimulateBody, response: { 200: SimulationView, ...problems },
+    },
+  }, async (req) => {
+    const { tenant } = req.params;
+    const bundle = d.policy.bundle;
+    if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is in force: there is no approved design space to draw candidates from');
+    const product = config.tenants.find((t) => t.id === tenant)?.products[0];
+    const tooling = config.products.find((p) => p.id === product)?.tooling[0];
+    if (!product || !tooling) throw new LkError('LK_NOT_FOUND', `tenant ${tenant} has no product and tooling on this site`);
+    const model = twinModelOf(loadValidated(d.store, d.loaded.dataDir, tenant, config.site.id, 'process', 'twin'));
+    const designSpace = twinDesignSpace(bundle.designSpace.approved(product, tooling).setpoints, `${product} × ${tooling}`);
+    const seed = req.body.seed ?? 1;
+    const result = simulate(model, { candidates: req.body.candidates, horizon: req.body.horizon, seed, designSpace, cappingThresholdPct: bundle.content.cappingRiskThreshold * 100 });
+    const best = result.ranked[0];
+    d.store.audit.append({
+      tenant, actor: userOf(req).id, kind: 'tool_call', action: 'twin.simulate', subject: { tool: 'twin.simulate' },
+      args: { candidates: req.body.candidates, horizon: req.body.horizon, seed, product, tooling },
+      result: { model: `${model.id}@${model.version}`, ranked: result.ranked.length, discarded: result.discarded.length, ...(best ? { best: { index: best.index, score: best.score, cappingRiskPct: best.predicted.cappingRiskPct } } : {}) },
+    });
+    return result as unknown as Record<string, unknown> & { model: { id: string; version: number }; ranked: unknown[]; discarded: unknown[] };
+  });
+
+  app.post(`${BASE}/attendance`, {
+    onRequest: ctx.guard(['operator'], 'report attendance'),
+    schema: {
+      tags: ['line'], summary: 'A presence heartbeat of the signed-in operator (R5: L2/L3 moves need an attended operator); send it while attached',
+      security, params: TenantParams, body: AttendanceBody, response: { 200: AttendanceView, ...problems },
+    },
+  }, async (req) => {
+    const user = userOf(req);
+    const windowMs = d.policy.bundle?.content.attendanceWindowMs ?? null;
+    const before = d.engine.attended();
+    const now = ctx.clock.now();
+    const was = before !== null && before.operator === user.id && windowMs !== null && isAttended(before, now, windowMs);
+    // audited when attendance changes hands or resumes (as heartbeats are), not at every beat
+    if (!was) {
+      d.store.audit.append({ tenant: req.params.tenant, actor: user.id, kind: 'state_change', action: 'attendance.present', old: before ? { operator: before.operator, lastPresenceAt: iso(before.lastPresenceAt) } : null, new: { operator: user.id } });
+    }
+    const att = d.engine.presence(user.id);
+    return { operator: att.operator, lastPresenceAt: iso(att.lastPresenceAt), attended: windowMs === null ? false : isAttended(att, ctx.clock.now(), windowMs), windowMs };
+  });
+
+  app.get(`${BASE}/line`, {
+    onRequest: ctx.guard(EVERYONE, 'see the line'),
+    schema: {
+      tags: ['line'], summary: 'The line: equipment, connection state, PLC supervisor state and live values (values only while the line is idle or runs this tenant\'s batch, R9)',
+      security, params: TenantParams, response: { 200: LineView, ...problems },
+    },
+  }, async (req) => {
+    const active = d.engine.runs.activeOnLine(config.line.id);
+    const mine = active !== null && active.tenant === req.params.tenant;
+    const showValues = active === null || mine;
+    const health = new Map(d.connectors.map((c) => [c.health().id, c.health()]));
+    const supervision = d.supervision();
+    return {
+      line: config.line.id, site: config.site.id, busy: active !== null, activeRun: mine ? { id: active.id, status: active.status } : null,
+      connections: [...health.values()].map((h) => ({ id: h.id, protocol: h.protocol, state: h.state, endpoint: h.endpoint })),
+      equipment: config.equipment.map((e) => {
+        const sv = supervision.get(e.id);
+        const values: Record<string, ReturnType<typeof shown>> = {};
+        for (const t of e.tags) {
+          const s = d.live.get(`${e.id}.${t.name}`);
+          if (s) values[s.tag] = shown(s);
+        }
+        return {
+          id: e.id, name: e.name, type: e.type, connection: e.connection, connectionState: health.get(e.connection)?.state ?? 'unknown',
+          supervisor: { state: sv?.state ?? null, activeRecipe: sv?.activeRecipe ?? null, revertCount: sv?.revertCount ?? null },
+          values: showValues ? values : null,
+        };
+      }),
+    };
+  });
+
+  app.get(`${BASE}/audit`, {
+    onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'read the audit trail'),
+    schema: {
+      tags: ['audit'], summary: 'The tenant\'s audit trail by batch, run, agent, tool, setpoint, reviewer, actor, kind and time, in chain order, a page at a time',
+      security, params: TenantParams, querystring: AuditQuery, response: { 200: AuditPageView, ...problems },
+    },
+  }, async (req) => {
+    const { cursor, limit, ...filter } = req.query;
+    const page = queryAudit(d.store.db, req.params.tenant, filter, { limit, ...(cursor !== undefined ? { cursor } : {}) });
+    return { items: page.entries as unknown as Record<string, unknown>[], ...(page.next ? { next: page.next } : {}) };
+  });
+}

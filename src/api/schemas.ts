@@ -1,0 +1,117 @@
+/**
+ * The zod schemas of the REST API: requests are strict (an unknown field is a 400 naming it), responses
+ * describe what the engine returns. The OpenAPI document is generated from these, so they are the contract.
+ */
+import { z } from 'zod';
+import { AuditFilter } from '../audit/query.js';
+import { RUN_ID_RE, RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
+import { ROLES } from '../store/user-store.js';
+
+export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
+const tenant = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a tenant id is lower-case letters, digits and dashes');
+const eventId = z.string().regex(/^\d{1,15}$/, 'an event id is a non-negative integer');
+
+export const TenantParams = z.strictObject({ tenant });
+export const RunParams = z.strictObject({ tenant, id: z.string().regex(RUN_ID_RE, 'a run id is run_<token>') });
+export const ApprovalParams = z.strictObject({ tenant, id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'an approval id is letters, digits and _.:-') });
+
+export const TokenBody = z.strictObject({ user: z.string().min(1).max(128), password: z.string().min(1).max(1024) });
+export const StartRunBody = z.strictObject({
+  request: z.string().min(1).max(4000).describe('the free-text run request, e.g. "run batch B-1042 on line-3, keep weight and hardness on target"'),
+  autonomy: Autonomy.optional().describe('a cap on every agent of the run (never raises a level)'),
+});
+export const ListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).max(200).optional().describe('`next` of the previous page'),
+});
+export const StreamQuery = z.strictObject({ after: eventId.optional().describe('resume after this event id (as Last-Event-ID)') });
+export const StreamHeaders = z.looseObject({ 'last-event-id': eventId.optional() });
+export const DecisionBody = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  meaning: z.string().min(3).max(500).describe('what the signature means, e.g. "QA release of batch B-1042"'),
+  password: z.string().min(1).max(1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+});
+export const SimulateBody = z.strictObject({
+  candidates: z.int().min(1).max(10_000),
+  horizon: z.string().min(1).max(100).describe('"full batch" or a compression window such as "30 min"'),
+  seed: z.int().optional(),
+});
+export const AttendanceBody = z.strictObject({}).nullish();
+export const AuditQuery = AuditFilter.extend({
+  cursor: z.string().min(1).max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+const iso = z.string().describe('ISO 8601 UTC');
+
+export const AuthUserView = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES), tenants: z.array(z.string()) });
+export const TokenView = z.object({ token: z.string(), tokenType: z.literal('Bearer'), expiresAt: iso, user: AuthUserView });
+
+export const StepView = z.object({
+  seq: z.string(), name: z.string(), agent: z.string(), tool: z.string(), status: z.enum(STEP_STATUSES), gate: z.boolean(), attempt: z.number().int(),
+  durationMs: z.number().nullable(), duration: z.string(), detail: z.string(),
+});
+
+export const RunView = z
+  .object({
+    id: z.string(), tenant: z.string(), batch: z.string(), line: z.string(), product: z.string(), tooling: z.string(), status: z.enum(RUN_STATUSES),
+    goal: z.string(), autonomy: z.string(), startedBy: z.string(), createdAt: iso, endedAt: iso.nullable(), reason: z.string().nullable(),
+    plan: z.object({ steps: z.number().int(), gates: z.number().int(), text: z.string() }),
+    steps: z.array(StepView),
+    approvalGate: z.object({
+      id: z.string().nullable(), step: z.string(), status: z.string(), reviewer: z.string().nullable(), recordHash: z.string().nullable(),
+      requestedAt: iso.nullable(), signature: z.record(z.string(), z.unknown()).nullable(),
+    }),
+    genealogy: z.string().describe('path of the genealogy'),
+    release: z.object({ json: z.string(), pdf: z.string(), bundle: z.string(), sha256: z.record(z.string(), z.string()) }).nullable(),
+  })
+  .meta({ id: 'Run' });
+
+export const RunPage = z.object({ items: z.array(RunView), next: z.string().optional() });
+
+/** One line of the tool-call log: the `data` of an SSE event. */
+export const ToolCallLine = z
+  .object({
+    id: z.number().int(), run: z.string(), at: z.number().describe('epoch ms'), time: z.string().describe('HH:MM:SS UTC'), kind: z.enum(['call', 'ok', 'error']),
+    step: z.string(), agent: z.string(), tool: z.string(), args: z.unknown().optional(), summary: z.string().optional(), result: z.unknown().optional(), auditSeq: z.number().int(),
+  })
+  .meta({ id: 'ToolCallLine' });
+
+export const GenealogyView = z.object({
+  run: z.string(), batch: z.string(), status: z.enum(RUN_STATUSES),
+  events: z.array(z.object({ id: z.number().int(), at: iso, kind: z.string(), step: z.string().nullable(), agent: z.string().nullable(), tag: z.string().nullable(), summary: z.string(), data: z.unknown() })),
+  losingRequests: z.array(z.object({ at: iso, agent: z.string(), setpoint: z.string(), score: z.number(), reason: z.string() })),
+  release: RunView.shape.release,
+});
+
+export const ApprovalItem = z.object({
+  id: z.string(), kind: z.enum(['batch_release', 'setpoint_write']), run: z.string().nullable(), batch: z.string().nullable(), needs: z.string(),
+  reviewer: z.string().nullable(), requestedAt: iso, recordHash: z.string().nullable(), detail: z.record(z.string(), z.unknown()),
+});
+export const ApprovalList = z.object({ items: z.array(ApprovalItem) });
+export const SignatureView = z.object({
+  format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
+  decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+});
+
+export const ModelList = z.object({
+  items: z.array(z.object({
+    id: z.string(), kind: z.string(), version: z.number().int(), status: z.string(), sites: z.array(z.string()), sha256: z.string(),
+    card: z.unknown(), changedAt: iso, changedBy: z.string(), changeRef: z.string().nullable(),
+  })),
+});
+export const SimulationView = z.looseObject({ model: z.looseObject({ id: z.string(), version: z.number() }), ranked: z.array(z.unknown()), discarded: z.array(z.unknown()) });
+export const AttendanceView = z.object({ operator: z.string(), lastPresenceAt: iso, attended: z.boolean(), windowMs: z.number().nullable() });
+export const LineView = z.object({
+  line: z.string(), site: z.string(),
+  activeRun: z.object({ id: z.string(), status: z.string() }).nullable().describe('the run on the line when it is this tenant\'s; null otherwise'),
+  busy: z.boolean().describe('a run is active on the line (whosever it is)'),
+  connections: z.array(z.object({ id: z.string(), protocol: z.string(), state: z.string(), endpoint: z.string() })),
+  equipment: z.array(z.object({
+    id: z.string(), name: z.string(), type: z.string(), connection: z.string(), connectionState: z.string(),
+    supervisor: z.object({ state: z.string().nullable(), activeRecipe: z.string().nullable(), revertCount: z.number().nullable() }),
+    values: z.record(z.string(), z.object({ value: z.unknown(), unit: z.string(), quality: z.string(), at: iso })).nullable(),
+  })),
+});
+export const AuditPageView = z.object({ items: z.array(z.record(z.string(), z.unknown())), next: z.string().optional() });
+export const Health = z.object({ status: z.enum(['ok', 'ready']), version: z.string() });

@@ -1,0 +1,117 @@
+/**
+ * The REST API (fastify 5, zod type provider): tenant-scoped routes under /v1/tenants/{tenant}, server-sent
+ * events of the tool-call log, bearer tokens from local identities, problem+json errors with the registry's
+ * codes, and an OpenAPI document generated from the same zod schemas that validate the requests.
+ */
+import fastifySwagger from '@fastify/swagger';
+import Fastify from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Clock } from '../clock.js';
+import { silentLogger, type Logger } from '../log.js';
+import { VERSION } from '../version.js';
+import { LkError } from '../errors.js';
+import { guardFactory } from './auth.js';
+import { type Api, type ApiContext, type ApiDaemon } from './context.js';
+import type { Identity } from './identity.js';
+import { frameworkProblem, installProblems, Problem } from './problem.js';
+import { registerRunRoutes } from './routes-runs.js';
+import { registerSiteRoutes } from './routes-site.js';
+import { Health, TokenBody, TokenView } from './schemas.js';
+import { RunStreams, type StreamOptions } from './sse.js';
+
+export interface ApiOptions {
+  readonly daemon: ApiDaemon;
+  readonly clock: Clock;
+  /** The site's identities (users in the store, tokens in memory). */
+  readonly users: Identity;
+  readonly logger?: Logger;
+  /** Largest accepted request body in bytes (default 64 KiB). */
+  readonly bodyLimit?: number;
+  readonly streams?: StreamOptions;
+  /** Whether the daemon can serve (GET /readyz); default always. */
+  readonly ready?: () => boolean;
+}
+
+export interface ApiServer {
+  readonly app: Api;
+  readonly streams: RunStreams;
+  /** Listen on `host:port` (port 0: a free one). @returns the address, e.g. http://127.0.0.1:8080. @throws LkError LK_API_LISTEN. */
+  listen(host: string, port: number): Promise<string>;
+  /** End the event streams, then stop accepting and close (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Build the API over a running daemon's parts. Nothing listens until {@link ApiServer.listen}.
+ * @throws whatever fastify throws for an invalid route table (a programming error).
+ */
+export async function createApi(o: ApiOptions): Promise<ApiServer> {
+  const log = o.logger ?? silentLogger;
+  const app = Fastify({
+    loggerInstance: log.child({ component: 'api' }),
+    bodyLimit: o.bodyLimit ?? 64 * 1024,
+    disableRequestLogging: true,
+    // a stream that never ends must not hold the close forever: streams are ended first, see close()
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    frameworkErrors: frameworkProblem,
+  }).withTypeProvider<ZodTypeProvider>() as unknown as Api;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('lkUser', null);
+  // JSON only: fastify's default text/plain parser would hand a string to the body schemas
+  app.removeContentTypeParser('text/plain');
+  installProblems(app);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'linekeeper', version: VERSION, description: 'Supervised batch runs of a tablet line: runs, their tool-call events, genealogy, approvals with Part 11 signatures, models, twin rehearsals, the line and the audit trail. Every error is application/problem+json with a stable LK_* code.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'opaque token from POST /v1/auth/token' } } },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  const tenants = new Set(o.daemon.loaded.config.tenants.map((t) => t.id));
+  const streams = new RunStreams(o.daemon.engine, log.child({ component: 'sse' }), o.streams);
+  const ctx: ApiContext = { daemon: o.daemon, identity: o.users, streams, clock: o.clock, guard: guardFactory(o.users, tenants) };
+  const problems = { '4xx': Problem, '5xx': Problem };
+
+  app.post('/v1/auth/token', {
+    schema: { tags: ['auth'], summary: 'Sign in with user and password: a short-lived bearer token (failures are audited; repeated failures lock the account)', body: TokenBody, response: { 200: TokenView, ...problems } },
+  }, async (req) => {
+    const t = await o.users.signIn(req.body.user, req.body.password);
+    return { token: t.token, tokenType: 'Bearer' as const, expiresAt: new Date(t.expiresAt).toISOString(), user: { ...t.user, tenants: [...t.user.tenants] } };
+  });
+  app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers', response: { 200: Health } } }, async () => ({ status: 'ok' as const, version: VERSION }));
+  app.get('/readyz', { schema: { tags: ['health'], summary: 'The daemon can serve requests', response: { 200: Health, ...problems } } }, async () => {
+    if (o.ready && !o.ready()) throw new LkError('LK_NOT_READY', 'linekeeper is starting or stopping');
+    return { status: 'ready' as const, version: VERSION };
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  registerRunRoutes(app, ctx);
+  registerSiteRoutes(app, ctx);
+  await app.ready();
+
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    streams,
+    async listen(host, port) {
+      try {
+        return await app.listen({ host, port });
+      } catch (err) {
+        throw new LkError('LK_API_LISTEN', `the REST API cannot listen on ${host}:${port}: ${(err as Error).message}`, { host, port }, { cause: err });
+      }
+    },
+    close() {
+      closing ??= (async () => {
+        streams.closeAll('linekeeper is stopping');
+        await app.close();
+      })();
+      return closing;
+    },
+  };
+}
