@@ -17,6 +17,7 @@ import { createConnectors } from '../connectors/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
+import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
 import { openAuditSiteEvents } from './audit/index.js';
 import { watchdogEvent } from './audit/site-events.js';
 import { scaledClock, systemClock, type Clock } from './clock.js';
@@ -43,6 +44,12 @@ export interface DaemonOptions {
   liveLogMs?: number;
   /** Wall ms between the run engine's readings inside a step (default 250). */
   pollMs?: number;
+  /**
+   * Serve the REST API once the engine is up (without it, none: the daemon alone). `host`/`port` default to the
+   * configuration's `api` section; port 0 takes a free port. On the embedded default the demo identities are
+   * created at the first start and returned once in `Daemon.demoUsers`.
+   */
+  api?: { host?: string; port?: number };
 }
 
 export interface ReadyInfo {
@@ -56,6 +63,8 @@ export interface ReadyInfo {
   connections: Record<string, string>;
   /** Version of the policy bundle in force, or null (every write denied). */
   policy: string | null;
+  /** Base URL of the REST API, when it is served. */
+  api?: string;
 }
 
 export interface Daemon {
@@ -72,6 +81,14 @@ export interface Daemon {
   readonly engine: RunEngine;
   /** Latest sample per tag id. */
   readonly live: ReadonlyMap<string, Sample>;
+  /** What each PLC's supervisor tags report now, by equipment id. */
+  supervision(): ReadonlyMap<string, SupervisorView>;
+  /** The REST API, when `api` was asked for. */
+  readonly api: ApiServer | undefined;
+  /** The site's identities (local users), when the API is served. */
+  readonly identity: Identity | undefined;
+  /** Demo identities created at this start, with their one-time passwords (empty after the first start). */
+  readonly demoUsers: readonly DemoUser[];
   stop(reason?: string): Promise<void>;
 }
 
@@ -108,10 +125,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let engine: RunEngine | undefined;
   let mes: FolderMes | undefined;
   let lims: LimsSource | undefined;
+  let api: ApiServer | undefined;
+  let apiUrl: string | undefined;
+  let identity: Identity | undefined;
+  let demoUsers: DemoUser[] = [];
+  let plcViews = new Map<string, SupervisorView>();
 
   const stop = async (reason = 'stop requested'): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    // the surface first: no request reaches an engine, a writer or a store that is closing
+    if (api) await api.close().catch((err: unknown) => log.error({ err }, 'REST API did not close cleanly'));
     if (timer) clearInterval(timer);
     // the step under way is interrupted (audited) before its writes drain; a run at the approval gate keeps waiting
     if (engine) await engine.stop(reason);
@@ -185,7 +209,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log.info({ pending: writer.pending().length }, 'guarded writer ready');
 
     // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
-    let plcViews = new Map<string, SupervisorView>();
     const onSupervision = (samples: Sample[]): void => {
       const r = observeSupervision(plcViews, samples);
       plcViews = r.views;
@@ -240,6 +263,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     });
     const rec = engine.recover();
     if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
+    if (opts.api) {
+      const a = config.api;
+      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, maxFailedAttempts: a.max_failed_attempts });
+      if (usesSim && config.simulator.embedded) {
+        demoUsers = await ensureDemoUsers(identity, config.tenants.map((t) => t.id));
+        if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
+      }
+      const parts = { engine, writer, store: events.store, loaded, policy, connectors, live, supervision: () => plcViews };
+      api = await createApi({ daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped });
+      apiUrl = await api.listen(opts.api.host ?? a.host, opts.api.port ?? a.port);
+      log.info({ url: apiUrl }, 'REST API listening');
+    }
     const liveLogMs = opts.liveLogMs ?? 5000;
     timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);
     timer.unref();
@@ -256,8 +291,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     endpoints: Object.fromEntries(connectors.map((c) => [c.id, c.health().endpoint])),
     connections: Object.fromEntries(connectors.map((c) => [c.id, c.health().state])),
     policy: policy.bundle?.version ?? null,
+    ...(apiUrl ? { api: apiUrl } : {}),
   };
-  return { loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer!, engine: engine! };
+  return {
+    loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer!, engine: engine!,
+    supervision: () => plcViews, api, identity, demoUsers,
+  };
 }
 
 /** `{ "press.Hardness": "118.2 N", "nir.Spectrum": "[701 values]", ... }` of good samples, bad ones by status. */

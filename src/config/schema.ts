@@ -168,6 +168,19 @@ export const SiteConfig = z.strictObject({
       checkpoint_interval_s: z.number().int().positive().default(300),
     })
     .default({ checkpoint_every: 1000, checkpoint_interval_s: 300 }),
+  /** The REST API (`serve`): loopback by default; expose it on a plant network deliberately. */
+  api: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.number().int().min(0).max(65535).default(8080),
+      /** Lifetime of a bearer token. */
+      token_ttl_s: z.number().int().min(60).max(86_400).default(900),
+      /** Consecutive failed sign-ins or signing re-authentications that lock an account. */
+      max_failed_attempts: z.number().int().min(1).max(100).default(5),
+      /** Concurrent event streams one user may hold open. */
+      streams_per_user: z.number().int().min(1).max(100).default(4),
+    })
+    .default({ host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4 }),
 });
 
 export type SiteConfig = z.infer<typeof SiteConfig>;

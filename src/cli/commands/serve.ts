@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { parse } from 'yaml';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -38,6 +38,12 @@ function recordConfigFailure(dataDir: string, configFile: string, err: LkError, 
   }
 }
 
+function apiPort(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0…65535');
+  return n;
+}
+
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -45,7 +51,10 @@ export function registerServe(program: Command): void {
     .option('-c, --config <file>', 'site configuration file', defaultConfigFile())
     .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (default: the config log.level)')
-    .action(async (opts: { config: string; data?: string; logLevel?: string }) => {
+    .option('--api-host <host>', 'address of the REST API (default: the config api.host, 127.0.0.1)')
+    .option('--api-port <port>', 'port of the REST API, 0 for a free one (default: the config api.port, 8080)', apiPort)
+    .option('--no-api', 'do not serve the REST API')
+    .action(async (opts: { config: string; data?: string; logLevel?: string; api: boolean; apiHost?: string; apiPort?: number }) => {
       // Logs go to stderr as JSON lines; stdout carries only the ready line, for supervisors and scripts.
       const logger = createLogger((opts.logLevel ?? 'info') as 'info');
       // Signal handlers come first: a supervisor may send SIGTERM during start-up, or the instant it
@@ -63,13 +72,18 @@ export function registerServe(program: Command): void {
         const { startDaemon } = await import('../../daemon.js');
         let daemon: Awaited<ReturnType<typeof startDaemon>>;
         try {
-          daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger });
+          const api = opts.api ? { ...(opts.apiHost !== undefined ? { host: opts.apiHost } : {}), ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}) } : undefined;
+          daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger, ...(api ? { api } : {}) });
         } catch (err) {
           if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? rawDataDir(opts.config), opts.config, err, logger);
           throw err;
         }
         if (opts.logLevel === undefined) logger.level = daemon.loaded.config.log.level;
         if (signalled === undefined) {
+          // the embedded default's demo identities, created at its first start: their one-time passwords, once
+          if (daemon.demoUsers.length > 0) {
+            process.stdout.write(`linekeeper demo-users ${JSON.stringify(daemon.demoUsers.map((u) => ({ user: u.id, name: u.name, role: u.role, tenants: u.tenants, password: u.password })))}\n`);
+          }
           process.stdout.write(`linekeeper ready ${JSON.stringify(daemon.ready)}\n`);
           await new Promise<void>((resolve) => {
             wake = resolve;
