@@ -1,0 +1,190 @@
+/**
+ * A real daemon on the embedded default (plant simulator on free loopback ports, SQLite in a temp dir) with its
+ * REST API on 127.0.0.1 port 0, and a small HTTP client over Node's fetch: JSON calls, sign-in, and a
+ * server-sent-events reader that parses the stream as a browser's EventSource would.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultConfigFile } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { silentLogger } from '../../src/log.js';
+
+export interface ApiNode {
+  readonly daemon: Daemon;
+  readonly url: string;
+  readonly dir: string;
+  /** One-time passwords of the demo identities, by user id. */
+  readonly passwords: ReadonlyMap<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Start the daemon with its API. `timeScale` speeds the simulator up (a full run takes well under a minute at
+ * 300 with a small batch); `tablets` shrinks the sample batch B-1042.
+ */
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number } = {}): Promise<ApiNode> {
+  const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
+  cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
+  cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
+  if (opts.tablets !== undefined) {
+    const f = join(dir, 'batches/acme-pharma/B-1042.json');
+    const rec = JSON.parse(readFileSync(f, 'utf8')) as { batch_size: { tablets: number } };
+    rec.batch_size.tablets = opts.tablets;
+    writeFileSync(f, JSON.stringify(rec));
+  }
+  const site = readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`);
+  writeFileSync(join(dir, 'site.yaml'), site);
+  const daemon = await startDaemon({
+    configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
+    ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+  });
+  return {
+    daemon, url: daemon.ready.api!, dir, passwords: new Map(daemon.demoUsers.map((u) => [u.id, u.password])),
+    async close() {
+      await daemon.stop('test done');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly type: string;
+  readonly headers: Headers;
+  /** Parsed JSON body (undefined when the body is empty or not JSON). */
+  readonly body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; raw?: { data: string; type: string }; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...(o.headers ?? {}) };
+  if (o.token) headers['authorization'] = `Bearer ${o.token}`;
+  let data: string | undefined;
+  if (o.raw) {
+    data = o.raw.data;
+    headers['content-type'] = o.raw.type;
+  } else if (o.body !== undefined) {
+    data = JSON.stringify(o.body);
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(`${url}${path}`, { method, headers, ...(data !== undefined ? { body: data } : {}) });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text.length > 0 ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, type: res.headers.get('content-type') ?? '', headers: res.headers, body };
+}
+
+/** Sign in; the bearer token. */
+export async function signIn(url: string, user: string, password: string): Promise<string> {
+  const r = await call(url, 'POST', '/v1/auth/token', { body: { user, password } });
+  if (r.status !== 200) throw new Error(`sign-in of ${user} failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.token as string;
+}
+
+export interface SseEvent {
+  readonly id?: string;
+  readonly event: string;
+  readonly data: string;
+}
+
+/**
+ * An open event stream. `events` fills as events arrive; `next(n)` waits for the n-th; `done` resolves when the
+ * server ends the stream (or `abort()` is called). Comments (keep-alives) are counted, not returned.
+ */
+export class SseReader {
+  readonly events: SseEvent[] = [];
+  comments = 0;
+  status = 0;
+  ended = false;
+  readonly done: Promise<void>;
+  private readonly ctl = new AbortController();
+  private waiters: (() => void)[] = [];
+
+  constructor(url: string, token: string, headers: Record<string, string> = {}) {
+    this.done = this.read(url, token, headers).finally(() => {
+      this.ended = true;
+      this.wake();
+    });
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private async read(url: string, token: string, headers: Record<string, string>): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers }, signal: this.ctl.signal });
+    } catch {
+      return;
+    }
+    this.status = res.status;
+    if (res.status !== 200 || !res.body) {
+      await res.text().catch(() => '');
+      return;
+    }
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let id: string | undefined;
+          let event = 'message';
+          const data: string[] = [];
+          let fields = 0;
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) {
+              this.comments++;
+              continue;
+            }
+            const c = line.indexOf(':');
+            const name = c < 0 ? line : line.slice(0, c);
+            const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+            if (name === 'id') id = value;
+            else if (name === 'event') event = value;
+            else if (name === 'data') data.push(value);
+            else continue;
+            fields++;
+          }
+          if (fields > 0 && data.length > 0) this.events.push({ ...(id !== undefined ? { id } : {}), event, data: data.join('\n') });
+          this.wake();
+        }
+      }
+    } catch {
+      // aborted by the test
+    }
+  }
+
+  /** Wait until at least `n` events arrived (or the stream ended). */
+  async next(n: number): Promise<SseEvent[]> {
+    while (this.events.length < n && !this.ended) await new Promise<void>((r) => this.waiters.push(r));
+    return this.events;
+  }
+
+  abort(): void {
+    this.ctl.abort();
+  }
+}
+
+/** Poll until `probe` holds (no timing is asserted: only that it happens before the test's own time-out). */
+export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 200): Promise<T> {
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
