@@ -4,7 +4,7 @@
  * codes, and an OpenAPI document generated from the same zod schemas that validate the requests.
  */
 import fastifySwagger from '@fastify/swagger';
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -50,7 +50,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   const app = Fastify({
     loggerInstance: log.child({ component: 'api' }),
     bodyLimit: o.bodyLimit ?? 64 * 1024,
-    disableRequestLogging: true,
+    // one line per refused or failed request (problem.ts), not two per request
+    logController: new LogController({ disableRequestLogging: true }),
     // a stream that never ends must not hold the close forever: streams are ended first, see close()
     forceCloseConnections: true,
     return503OnClosing: true,
