@@ -13,7 +13,8 @@ const CLI = ['--import', 'tsx', 'src/cli/bin.ts'];
 
 /** Start `linekeeper serve` as a child and resolve with its ready line. */
 function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo; stderr: () => string; stdout: () => string }> {
-  const child = spawn(process.execPath, [...CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // the REST API on a free port: the default 8080 may be taken on a test machine
+  const child = spawn(process.execPath, [...CLI, 'serve', '--api-port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -61,6 +62,19 @@ describe('linekeeper serve on the embedded default', () => {
     expect(run.ready.endpoints['opcua-line']).toMatch(/^opc\.tcp:\/\/127\.0\.0\.1:\d+\//);
     expect(run.ready.endpoints['modbus-line']).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(run.ready.connections).toEqual({ 'opcua-line': 'connected', 'modbus-line': 'connected' });
+    expect(run.ready.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it('serves the REST API at the address of its ready line, to the demo identities it printed once', async () => {
+    expect((await fetch(`${run.ready.api}/healthz`)).status).toBe(200);
+    const users = JSON.parse(run.stdout().split('\n').find((l) => l.startsWith('linekeeper demo-users '))!.slice('linekeeper demo-users '.length)) as { user: string; password: string }[];
+    expect(users.map((u) => u.user)).toEqual(expect.arrayContaining(['o.operator', 'p.bianchi', 'm.rossi', 'l.conti', 'g.ferri']));
+    const rossi = users.find((u) => u.user === 'm.rossi')!;
+    const signIn = await fetch(`${run.ready.api}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'm.rossi', password: rossi.password }) });
+    expect(signIn.status).toBe(200);
+    const { token } = (await signIn.json()) as { token: string };
+    const runs = await fetch(`${run.ready.api}/v1/tenants/acme-pharma/runs`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await runs.json()).toEqual({ items: [] });
   });
 
   it('writes heartbeats the PLC sees, so the line stays attended', async () => {
@@ -84,8 +98,12 @@ describe('linekeeper serve on the embedded default', () => {
     run.child.kill('SIGTERM');
     expect(await exited(run.child, 15_000)).toBe(0);
     expect(run.stderr()).toContain('"msg":"stopped"');
-    // stdout is for machines: the ready line and nothing else (node-opcua's console output is routed to the log)
-    expect(run.stdout().trim().split('\n')).toEqual([`linekeeper ready ${JSON.stringify(run.ready)}`]);
+    // stdout is for machines: the demo identities of a first start, the ready line, and nothing else (node-opcua's
+    // console output is routed to the log)
+    const lines = run.stdout().trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^linekeeper demo-users \[\{"user":"/);
+    expect(lines[1]).toBe(`linekeeper ready ${JSON.stringify(run.ready)}`);
   });
 
   it('recorded its own life on the site chain, which verifies', () => {
@@ -103,6 +121,8 @@ describe('linekeeper serve on the embedded default', () => {
   it('on restart the same bundle is only loaded; a changed bundle without a new change reference is refused, leaving no bundle in force (fail closed)', async () => {
     const again = await serve(['--data', data]);
     expect(again.ready.policy).toBe(run.ready.policy);
+    // the demo identities exist already: no password is printed again
+    expect(again.stdout()).not.toContain('demo-users');
     again.child.kill('SIGTERM');
     expect(await exited(again.child, 15_000)).toBe(0);
     expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.accepted', 'policy.loaded']);
