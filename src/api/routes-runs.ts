@@ -59,6 +59,8 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => out(engine.get(req.params.tenant, req.params.id)));
 
   app.get(`${BASE}/runs/:id/stream`, {
+    // a HEAD would hold an event stream open with no body to read
+    exposeHeadRoute: false,
     onRequest: ctx.guard(READERS, 'follow runs'),
     schema: {
       tags: ['runs'],

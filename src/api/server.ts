@@ -52,9 +52,10 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     bodyLimit: o.bodyLimit ?? 64 * 1024,
     // one line per refused or failed request (problem.ts), not two per request
     logController: new LogController({ disableRequestLogging: true }),
-    // a stream that never ends must not hold the close forever: streams are ended first, see close()
-    forceCloseConnections: true,
-    return503OnClosing: true,
+    // requests under way finish on close (a signature is answered); event streams are ended first, see close()
+    forceCloseConnections: 'idle',
+    // fastify's own 503 is not a problem+json body: the hook below answers instead
+    return503OnClosing: false,
     frameworkErrors: frameworkProblem,
   }).withTypeProvider<ZodTypeProvider>() as unknown as Api;
   app.setValidatorCompiler(validatorCompiler);
@@ -63,6 +64,12 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   // JSON only: fastify's default text/plain parser would hand a string to the body schemas
   app.removeContentTypeParser('text/plain');
   installProblems(app);
+  let stopping = false;
+  app.addHook('onRequest', async (_req, reply) => {
+    if (!stopping) return;
+    reply.header('connection', 'close');
+    throw new LkError('LK_NOT_READY', 'linekeeper is stopping');
+  });
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -109,6 +116,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     },
     close() {
       closing ??= (async () => {
+        stopping = true;
         streams.closeAll('linekeeper is stopping');
         await app.close();
       })();
