@@ -287,7 +287,8 @@ export class RunEngine {
       if (step.status === 'PENDING') {
         this.o.store.tx((t) => this.setStep(t, run, step, 'RUNNING', 'system', '', { attempt: 1, startedAt: this.o.clock.now() }));
       }
-      const ctx = new StepContext(this.host, run, plan, signal, run.data);
+      // a resumed step is RUNNING already with its new attempt number; a fresh one starts as attempt 1
+      const ctx = new StepContext(this.host, run, plan, signal, run.data, step.status === 'PENDING' ? 1 : step.attempt);
       const handler = this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {

@@ -56,6 +56,8 @@ export class StepContext {
     readonly signal: AbortSignal,
     /** The run's data so far (results of earlier steps). */
     readonly data: Record<string, unknown>,
+    /** Which attempt of the step this is (a resumed step runs again as attempt 2, 3…): part of every proposal id. */
+    readonly attempt = 1,
   ) {}
 
   get now(): number {
@@ -168,7 +170,7 @@ export class StepContext {
    */
   async propose(p: Omit<WriteProposal, 'id' | 'tenant' | 'batch' | 'run' | 'product' | 'tooling'>, tool: string): Promise<WriteOutcome> {
     const { run } = this;
-    const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.run.data['attempt'] ?? 0}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
+    const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.attempt}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
     const out = await this.tool(tool, { agent: p.agent, moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: json(m.value) })), attribute: p.attribute }, () => this.h.writer.propose(proposal), (o) => ({ summary: `${o.status}${o.decisions.length ? ` (${[...new Set(o.decisions.flatMap((d): string[] => (d.reasons.length ? [...d.reasons] : [d.outcome])))].join(', ')})` : ''}: ${moves}`, result: outcomeSummary(o) }), p.agent);
     if (out.status !== 'written') this.unanswered.add(vectorKey(p));
