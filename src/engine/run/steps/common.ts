@@ -59,7 +59,8 @@ export function runLimits(ctx: StepContext): Record<string, number> {
  * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed.
  */
 export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
-  const candidate = (ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }> } | undefined)?.setpoints;
+  const rehearsed = ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }>; model?: { id: string; version: number } } | undefined;
+  const candidate = rehearsed?.setpoints;
   if (!candidate) return null;
   const limits = limitsOf(engine, ctx, setpoints);
   const current = await ctx.readings(setpoints);
@@ -75,5 +76,7 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
     moves.push({ setpoint: sp, value: { value: +(cur.value + step).toPrecision(6), unit: cur.unit } });
   }
   if (moves.length === 0) return null;
-  return ctx.propose({ agent, moves, attribute, justification: why }, tool);
+  // the moves come from the twin's candidate: they name the model that rehearsed them, which policy checks (R6)
+  const model = rehearsed.model ? { model: { id: rehearsed.model.id, version: String(rehearsed.model.version) } } : {};
+  return ctx.propose({ agent, moves, attribute, justification: why, ...model }, tool);
 }
