@@ -70,7 +70,8 @@ export class StepContext {
 
   /**
    * Log a tool call, run it, log its ok (or error) line. Call and result each commit with an audit entry
-   * (kinds tool_call / tool_result) on the tenant chain. `fn`'s error is logged and rethrown.
+   * (kinds tool_call / tool_result) on the tenant chain. `fn`'s error is logged and rethrown, a stop of the
+   * engine during the call (StepAborted) as an `interrupted` error line.
    */
   async tool<T>(tool: string, args: Record<string, unknown>, fn: () => Promise<T> | T, summarise: (r: T) => { summary: string; result?: unknown }, agent = this.step.agent): Promise<T> {
     this.line('call', tool, agent, { args });
@@ -78,8 +79,13 @@ export class StepContext {
     try {
       r = await fn();
     } catch (err) {
-      const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
-      if (!(err instanceof StepAborted)) this.line('error', tool, agent, { summary: `${e.code}: ${e.message}`, result: e });
+      // no call stays open: a stop that aborts a call under way closes it too (the re-run logs a new call)
+      if (err instanceof StepAborted) {
+        this.line('error', tool, agent, { summary: `interrupted: ${err.why}`, result: { interrupted: true, reason: err.why } });
+      } else {
+        const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+        this.line('error', tool, agent, { summary: `${e.code}: ${e.message}`, result: e });
+      }
       throw err;
     }
     const s = summarise(r);
