@@ -1,7 +1,8 @@
 /**
  * The tool-call log of a step context on a real SQLite store: a call always gets its result line, also when
  * the engine stops while the call is under way (a call that polls the equipment, like vision.stream or the
- * NIR evidence scoring), and a failing call gets an error line; each line has its audit entry.
+ * NIR evidence scoring), and a failing call gets an error line; each line has its audit entry. Once the
+ * engine is stopping, a step starts no new setpoint move.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,5 +86,20 @@ describe('StepContext.tool', () => {
     expect(rows.map((r) => [r.id, r.kind, r.tool])).toEqual([[1, 'call', 'vision.stream'], [2, 'error', 'vision.stream'], [3, 'call', 'nir.score'], [4, 'ok', 'nir.score']]);
     expect(rows[1]!.result).toMatchObject({ code: 'LK_MODEL_MISSING' });
     expect([rows[3]!.summary, rows[3]!.result]).toEqual(['42 scored', { n: 42 }]);
+  });
+});
+
+describe('StepContext.propose', () => {
+  it('starts no move once the engine is stopping: nothing reaches the writer, nothing is logged', async () => {
+    const run = newRun();
+    const abort = new AbortController();
+    let proposed = 0;
+    const ctx = new StepContext({ ...host, writer: { propose: () => (proposed++, Promise.reject(new Error('must not be called'))) } as unknown as GuardedWriter }, run, composePlan()[4]!, abort.signal, {});
+    abort.abort('stop requested');
+    const move = ctx.propose({ agent: 'agent.compress_fill', moves: [{ setpoint: 'press.MainForce', value: { value: 12.5, unit: 'kN' } }], attribute: 'content_uniformity', justification: 'test' }, 'press.write_setpoint');
+    await expect(move).rejects.toBeInstanceOf(StepAborted);
+    expect(proposed).toBe(0);
+    expect(runs.toolCalls(run.id)).toEqual([]);
+    expect(runs.events(run.id)).toEqual([]);
   });
 });

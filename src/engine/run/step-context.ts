@@ -173,8 +173,11 @@ export class StepContext {
   /**
    * Send a proposal through the guarded writer (arbitration → policy → audit → write → read-back). The
    * writer audits every decision; the outcome lands in the genealogy as an action with its equipment response.
+   * @throws StepAborted when the engine is stopping: nothing is proposed then.
    */
   async propose(p: Omit<WriteProposal, 'id' | 'tenant' | 'batch' | 'run' | 'product' | 'tooling'>, tool: string): Promise<WriteOutcome> {
+    // once the engine stops, no new move starts (the writes under way drain; the step is interrupted)
+    this.check();
     const { run } = this;
     const proposal: WriteProposal = { ...p, id: `${run.id}:${this.step.seq}:${this.attempt}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');
