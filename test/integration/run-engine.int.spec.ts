@@ -6,8 +6,9 @@
  * refusals, a released batch (B-1042), a rejected one (B-1043), a batch stopped mid-step and resumed, then
  * restarted at the gate (B-1044), and a run its own QA reviewer started (B-1045, left waiting).
  *
- * B-1042 is 40,000 tablets so that the press makes several agent rounds and the turret-speed contest arises;
- * the other batches are 8,000 (that shortens pressing only: blending, drying and coating take as long).
+ * B-1042 is 40,000 tablets so that the press makes several agent rounds, on a press whose released recipe
+ * runs slow, so that the turret-speed contest arises; the other batches are 8,000 (that shortens pressing
+ * only: blending, drying and coating take as long).
  *
  * One test needs the model-registry merge (setpoint writes actually written); it is named so.
  */
@@ -88,6 +89,11 @@ beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: BATCHES });
   seedModels(site.data);
   d = await boot();
+  // the press's released (LKG) recipe runs the turret at 30 rpm, the bottom of the design space: the rehearsed
+  // candidate plans more, so the press is behind takt and agent.yield_takt asks for speed (which the run's
+  // random candidate alone does not always cause)
+  d.simulator!.plant.setLkgRecipe('press', 2, { TurretSpeed: 30 });
+  expect(d.simulator!.plant.read('press', 'TurretSpeed')).toBe(30);
   const bundle = d.policy.bundle!;
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
     setAutonomy(d.store, bundle, { agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
