@@ -277,8 +277,10 @@ describe('a released batch: B-1042', () => {
     const replan = ev.find((e) => e.kind === 'recommendation' && e.agent === 'agent.yield_takt' && (e.data as { replan?: unknown } | null)?.replan !== undefined);
     expect(replan, 'the loser re-plans').toBeDefined();
     expect(replan!.at).toBeGreaterThanOrEqual(contest!.at);
-    const round = [...auditOfRun(d.store, T, run.id).values()].find((e) => e.action === 'arbitration.round');
-    expect(round?.result).toMatchObject({ declined: [{ agent: 'agent.yield_takt' }] });
+    // each round is audited with its requests, winners and losers
+    const rounds = [...auditOfRun(d.store, T, run.id).values()].filter((e) => e.action === 'arbitration.round' && e.kind === 'arbitration');
+    expect(rounds.length).toBeGreaterThanOrEqual(contests.length);
+    expect(rounds.some((e) => (e.result as { declined: { agent: string }[] }).declined.some((x) => x.agent === 'agent.yield_takt'))).toBe(true);
     const approvals = ev.filter((e) => e.kind === 'approval');
     expect(approvals.map((e) => (e.data as { approval: string }).approval)).toEqual([approval, approval]);
     expect((approvals[1]!.data as { signature: { user: string } }).signature.user).toBe('m.rossi');
@@ -289,18 +291,21 @@ describe('a released batch: B-1042', () => {
     // every agent proposal is denied (MODEL_MISSING / MODEL_NOT_PINNED): this test fails until then, by design.
     const rows = d.engine.toolCalls(T, run.id).filter((r) => r.kind === 'ok');
     const status = (tool: string): string[] => rows.filter((r) => r.tool === tool).map((r) => (r.result as { status: string }).status);
+    const ev = d.engine.runs.events(run.id);
+    const responses = ev.filter((e) => e.kind === 'response');
+    const intents = [...auditOfRun(d.store, T, run.id).values()].filter((e) => e.kind === 'intent' && e.action === 'setpoint.write');
+    // the press: low-risk setpoints inside the design space, moved at L3, each read back
     expect(status('press.write_setpoint')).toContain('written');
-    expect(status('coater.write_setpoint')).toContain('written');
+    expect(ev.filter((e) => e.kind === 'action' && e.agent === 'agent.compress_fill').length).toBeGreaterThan(0);
+    expect(responses.some((e) => e.tag?.startsWith('press.'))).toBe(true);
+    for (const r of responses) expect((r.data as { verified: boolean }).verified, r.summary).toBe(true);
+    expect(intents.length).toBeGreaterThanOrEqual(responses.length);
     // the L1 unit agents only recommend: no blender or fluid-bed move is written
     expect(status('plc.write_setpoint')).not.toContain('written');
-    const ev = d.engine.runs.events(run.id);
-    for (const agent of ['agent.compress_fill', 'agent.coat_dry']) expect(ev.filter((e) => e.kind === 'action' && e.agent === agent).length, agent).toBeGreaterThan(0);
-    const responses = ev.filter((e) => e.kind === 'response');
-    expect(responses.some((e) => e.tag?.startsWith('press.'))).toBe(true);
+    // the coater: coat_dry at L3 moves its low-risk setpoints (SprayRate, Airflow, PanSpeed)
+    expect(status('coater.write_setpoint'), 'a coater move written at L3').toContain('written');
+    expect(ev.filter((e) => e.kind === 'action' && e.agent === 'agent.coat_dry').length).toBeGreaterThan(0);
     expect(responses.some((e) => e.tag?.startsWith('coater.'))).toBe(true);
-    for (const r of responses) expect((r.data as { verified: boolean }).verified, r.summary).toBe(true);
-    const intents = [...auditOfRun(d.store, T, run.id).values()].filter((e) => e.kind === 'intent' && e.action === 'setpoint.write');
-    expect(intents.length).toBeGreaterThanOrEqual(responses.length);
   });
 });
 
