@@ -300,8 +300,8 @@ export class RunEngine {
       if (step.status === 'PENDING') {
         this.o.store.tx((t) => this.setStep(t, run, step, 'RUNNING', 'system', '', { attempt: 1, startedAt: this.o.clock.now() }));
       }
-      const attempt = this.runs.steps(id).find((s) => s.seq === step.seq)?.attempt ?? 1;
-      const ctx = new StepContext(this.host, run, plan, signal, run.data, attempt);
+      // a resumed step is RUNNING already with its new attempt number; a fresh one starts as attempt 1
+      const ctx = new StepContext(this.host, run, plan, signal, run.data, step.status === 'PENDING' ? 1 : step.attempt);
       const handler = this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {

@@ -58,7 +58,7 @@ export class StepContext {
     readonly signal: AbortSignal,
     /** The run's data so far (results of earlier steps). */
     readonly data: Record<string, unknown>,
-    /** 1 for the first execution of the step, +1 for each resume: proposal ids never repeat across attempts. */
+    /** Which attempt of the step this is (a resumed step runs again as attempt 2, 3…): part of every proposal id. */
     readonly attempt = 1,
   ) {}
 
@@ -72,7 +72,8 @@ export class StepContext {
 
   /**
    * Log a tool call, run it, log its ok (or error) line. Call and result each commit with an audit entry
-   * (kinds tool_call / tool_result) on the tenant chain. `fn`'s error is logged and rethrown.
+   * (kinds tool_call / tool_result) on the tenant chain. `fn`'s error is logged and rethrown, a stop of the
+   * engine during the call (StepAborted) as an `interrupted` error line.
    */
   async tool<T>(tool: string, args: Record<string, unknown>, fn: () => Promise<T> | T, summarise: (r: T) => { summary: string; result?: unknown }, agent = this.step.agent): Promise<T> {
     this.line('call', tool, agent, { args });
@@ -80,8 +81,13 @@ export class StepContext {
     try {
       r = await fn();
     } catch (err) {
-      const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
-      if (!(err instanceof StepAborted)) this.line('error', tool, agent, { summary: `${e.code}: ${e.message}`, result: e });
+      // no call stays open: a stop that aborts a call under way closes it too (the re-run logs a new call)
+      if (err instanceof StepAborted) {
+        this.line('error', tool, agent, { summary: `interrupted: ${err.why}`, result: { interrupted: true, reason: err.why } });
+      } else {
+        const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+        this.line('error', tool, agent, { summary: `${e.code}: ${e.message}`, result: e });
+      }
       throw err;
     }
     const s = summarise(r);
@@ -169,8 +175,11 @@ export class StepContext {
   /**
    * Send a proposal through the guarded writer (arbitration → policy → audit → write → read-back). The
    * writer audits every decision; the outcome lands in the genealogy as an action with its equipment response.
+   * @throws StepAborted when the engine is stopping: nothing is proposed then.
    */
   async propose(p: Omit<WriteProposal, 'id' | 'tenant' | 'batch' | 'run' | 'product' | 'tooling'>, tool: string): Promise<WriteOutcome> {
+    // once the engine stops, no new move starts (the writes under way drain; the step is interrupted)
+    this.check();
     const { run } = this;
     // no proposal for a unit whose connection is lost: its PLC is on its own (and on LKG once its watchdog fires)
     const down = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))].filter((eq) => {

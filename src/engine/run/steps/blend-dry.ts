@@ -16,7 +16,12 @@ export const BLEND_DECIDE_PMIN = 2;
 export const DRY_DECIDE_PMIN = 3;
 /** A unit that has not reached its end point after this long is held for a person. */
 export const BLEND_TIMEOUT_PMIN = 180;
-/** After the blender reaches its target revolutions, the scans of this many process minutes still complete the blocks. */
+/**
+ * After the blender reaches its target revolutions, the scans of this many process minutes still complete the
+ * blocks — and at least enough new scans for the end point's consecutive blocks on their own (block +
+ * consecutive − 1): the engine sees the latest scan at each reading, so on a fast plant (the simulator's time
+ * scale) the minutes alone may bring too few scans to judge.
+ */
 export const BLEND_SETTLE_PMIN = 3;
 export const DRY_TIMEOUT_PMIN = 300;
 /** Scans kept for the blend agent (its moving blocks look back no further). */
@@ -67,20 +72,27 @@ export const blend: StepHandler = async (ctx, engine) => {
   let lastDecision = start;
   let raised = 0;
   let stoppedAt: number | null = null;
+  let seen = 0;
+  let seenAtStop = 0;
+  const settleScans = limits.block + limits.consecutive - 1;
   for (;;) {
     const r = await ctx.readings(['nir.BlendConcentration', 'nir.SpectrumId', 'blender.Revolutions', 'blender.TargetRevolutions', 'blender.BlendRsd']);
     const seq = r.get('nir.SpectrumId')?.value;
     const conc = r.get('nir.BlendConcentration')?.value;
     if (seq !== undefined && conc !== undefined && seq > lastSeq && conc > 0) {
       lastSeq = seq;
+      seen++;
       push(scans, { seq, concentrationPct: conc, at: ctx.processNow }, MAX_SCANS);
     }
     const revs = r.get('blender.Revolutions')?.value;
     const target = r.get('blender.TargetRevolutions')?.value;
     const stopped = revs !== undefined && target !== undefined && revs >= target - 0.5;
     // the blocks in flight when the blender reaches its target still count: judge them before asking for more
-    if (stopped && stoppedAt === null) stoppedAt = ctx.processNow;
-    const settled = stoppedAt !== null && ctx.processNow - stoppedAt >= BLEND_SETTLE_PMIN * PMIN;
+    if (stopped && stoppedAt === null) {
+      stoppedAt = ctx.processNow;
+      seenAtStop = seen;
+    }
+    const settled = stoppedAt !== null && ctx.processNow - stoppedAt >= BLEND_SETTLE_PMIN * PMIN && seen - seenAtStop >= settleScans;
     if (revs !== undefined && target !== undefined && (ctx.processNow - lastDecision >= BLEND_DECIDE_PMIN * PMIN || settled)) {
       lastDecision = ctx.processNow;
       ctx.sensors(r);

@@ -77,5 +77,12 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
   }
   if (moves.length === 0) return null;
   // the move comes from the twin that rehearsed the candidate: the writer checks that model in the registry
-  return ctx.propose({ agent, moves, attribute, justification: why, ...(rehearsed.model ? { model: { id: rehearsed.model.id, version: String(rehearsed.model.version) } } : {}) }, tool);
+  const model = rehearsed.model ? { model: { id: rehearsed.model.id, version: String(rehearsed.model.version) } } : {};
+  // a vector is written whole or not at all: the low-risk setpoints (which an attended L3 agent may move) go as
+  // one vector, the others (which wait for a reviewer or QA) as another, so one does not hold the other back
+  const info = bundleOf(engine).content.setpoints;
+  const groups = [moves.filter((m) => info[m.setpoint]?.lowRisk === true), moves.filter((m) => info[m.setpoint]?.lowRisk !== true)].filter((g) => g.length > 0);
+  let last: WriteOutcome | null = null;
+  for (const g of groups) last = await ctx.propose({ agent, moves: g, attribute, justification: why, ...model }, tool);
+  return last;
 }

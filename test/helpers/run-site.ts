@@ -1,0 +1,124 @@
+/**
+ * A site for run-engine tests: a temp copy of config/site.yaml with a faster simulator, the policy bundle,
+ * and copies of the sample record B-1042 under other batch ids with small batch sizes, so that a whole
+ * batch runs in tens of seconds of wall time. Plus what those tests keep needing: seeded models, polling
+ * waits with generous deadlines, the tenant's audit entries of a run by seq.
+ */
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { expect } from 'vitest';
+import { iterateAudit } from '../../src/audit/index.js';
+import type { AuditEntry } from '../../src/audit/entry.js';
+import { defaultConfigFile } from '../../src/config/load.js';
+import type { Daemon } from '../../src/daemon.js';
+import { LkError } from '../../src/errors.js';
+import type { ToolCallRecord } from '../../src/store/run-store.js';
+import type { Store } from '../../src/store/store.js';
+
+export interface RunSite {
+  readonly dir: string;
+  /** The site configuration file (site.yaml) of the temp copy. */
+  readonly config: string;
+  readonly data: string;
+  cleanup(): void;
+}
+
+export interface RunSiteOptions {
+  /** Simulator time scale (the shipped file says 60). */
+  readonly timeScale: number;
+  /** Batch id → tablets of its copy of B-1042 (acme-pharma). */
+  readonly batches: Readonly<Record<string, number>>;
+}
+
+/** Lay out the temp site (nothing is started). */
+export function makeRunSite(o: RunSiteOptions): RunSite {
+  const dir = mkdtempSync(join(tmpdir(), 'lk-run-engine-'));
+  const shipped = dirname(defaultConfigFile());
+  cpSync(join(shipped, 'policy'), join(dir, 'policy'), { recursive: true });
+  const yaml = readFileSync(defaultConfigFile(), 'utf8');
+  const faster = yaml.replace(/^(\s*)time_scale: 60$/m, `$1time_scale: ${o.timeScale}`);
+  if (faster === yaml) throw new Error('config/site.yaml no longer says time_scale: 60; update the test site');
+  writeFileSync(join(dir, 'site.yaml'), faster);
+  const sample = JSON.parse(readFileSync(join(shipped, 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>;
+  mkdirSync(join(dir, 'batches', 'acme-pharma'), { recursive: true });
+  // the other tenant's sample stays as shipped (one record per tenant folder at least)
+  cpSync(join(shipped, 'batches', 'borealis-bio'), join(dir, 'batches', 'borealis-bio'), { recursive: true });
+  for (const [batch, tablets] of Object.entries(o.batches)) {
+    const rec = { ...sample, batch, mes_ref: `MES-2026-11-${batch.slice(2)}`, batch_size: { tablets } };
+    writeFileSync(join(dir, 'batches', 'acme-pharma', `${batch}.json`), JSON.stringify(rec, null, 2));
+  }
+  return { dir, config: join(dir, 'site.yaml'), data: join(dir, 'data'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Poll `fn` until it returns a truthy value; fail naming `what` (and the last value seen) after `timeoutMs`.
+ * No timing is asserted: the deadline only turns a hang into a readable failure.
+ */
+export async function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 120_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    last = v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The LkError `fn` throws; fails the test when it throws nothing or something else. */
+export function errorOf(fn: () => unknown): LkError {
+  try {
+    fn();
+  } catch (err) {
+    if (LkError.is(err)) return err;
+    throw err;
+  }
+  throw new Error('expected an LkError, nothing was thrown');
+}
+
+/** Every entry of `tenant` about `run`, by seq. */
+export function auditOfRun(store: Store, tenant: string, run: string): Map<number, AuditEntry> {
+  const out = new Map<number, AuditEntry>();
+  for (const e of iterateAudit(store.db, tenant, { run })) out.set(e.seq, e);
+  return out;
+}
+
+/** How many entries of `tenant` have `action` (any run). */
+export function countAction(store: Store, tenant: string, action: string): number {
+  let n = 0;
+  for (const e of iterateAudit(store.db, tenant, {})) if (e.action === action) n++;
+  return n;
+}
+
+/** Tool names the spec lists for tool-call logs. */
+export const SPEC_TOOLS: readonly string[] = [
+  'mes.read_batch_record', 'twin.simulate', 'policy.evaluate', 'nir.score', 'nir.evidence_chain', 'plc.write_setpoint', 'press.write_setpoint',
+  'press.read_force_curve', 'coater.write_setpoint', 'vision.stream', 'approval.request', 'audit.write_release_package',
+];
+
+/**
+ * The tool-call log of a run, asserted line by line: ids 1..n, each call followed by its ok line for the same
+ * tool and step, spec tool names, times and audit seqs increasing, and each line's audit entry on the tenant
+ * chain (same tool, kind and run). `open` allows a last call without its ok line yet (the approval gate).
+ */
+export function toolLogOf(d: Daemon, tenant: string, run: string, open = false): ToolCallRecord[] {
+  const rows = d.engine.toolCalls(tenant, run);
+  const audit = auditOfRun(d.store, tenant, run);
+  rows.forEach((r, i) => {
+    expect(r.id).toBe(i + 1);
+    expect(r.kind).toBe(i % 2 === 0 ? 'call' : 'ok');
+    expect(SPEC_TOOLS).toContain(r.tool);
+    if (i % 2 === 1) expect([r.tool, r.step]).toEqual([rows[i - 1]!.tool, rows[i - 1]!.step]);
+    if (i > 0) {
+      expect(r.at).toBeGreaterThanOrEqual(rows[i - 1]!.at);
+      expect(r.auditSeq).toBeGreaterThan(rows[i - 1]!.auditSeq);
+    }
+    const e = audit.get(r.auditSeq);
+    expect(e, `audit entry #${r.auditSeq} of tool line ${r.id}`).toBeDefined();
+    expect([e!.action, e!.subject.tool, e!.subject.run, e!.kind]).toEqual([r.tool, r.tool, run, r.kind === 'call' ? 'tool_call' : 'tool_result']);
+  });
+  expect(rows.length % 2 === 1).toBe(open);
+  return rows;
+}

@@ -1,0 +1,106 @@
+/**
+ * The tool-call log of a step context on a real SQLite store: a call always gets its result line, also when
+ * the engine stops while the call is under way (a call that polls the equipment, like vision.stream or the
+ * NIR evidence scoring), and a failing call gets an error line; each line has its audit entry. Once the
+ * engine is stopping, a step starts no new setpoint move.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { composePlan } from '../../src/domain/run.js';
+import { LkError } from '../../src/errors.js';
+import { StepAborted, StepContext, type StepHost } from '../../src/engine/run/step-context.js';
+import type { GuardedWriter } from '../../src/engine/guarded-writer.js';
+import { silentLogger } from '../../src/log.js';
+import { RunStore, type RunRecord } from '../../src/store/run-store.js';
+import { openStore, type Store } from '../../src/store/store.js';
+import { auditOfRun } from '../helpers/run-site.js';
+
+const T = 'acme-pharma';
+const clock = new ManualClock(Date.UTC(2026, 10, 23, 8));
+let dir: string;
+let store: Store;
+let runs: RunStore;
+let host: StepHost;
+let n = 0;
+
+/** A run on a line of its own (the store allows one active run per line). */
+function newRun(): RunRecord {
+  const id = `run_${String(++n).padStart(10, '0')}`;
+  store.tx((t) =>
+    runs.insertRun(t, {
+      id, tenant: T, batch: `B-${1000 + n}`, line: `line-${n}`, product: 'ir-family-a', tooling: 'round-10mm-ff', goal: 'test', request: {}, limits: {}, autonomy: 'L3',
+      record: {}, recordSha: '0'.repeat(64), seed: 1, startedBy: 'o.operator', createdAt: clock.now(),
+    }, composePlan()),
+  );
+  return runs.runById(id)!;
+}
+
+function contextOf(run: RunRecord, signal: AbortSignal): StepContext {
+  return new StepContext(host, run, composePlan()[6]!, signal, {});
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lk-step-context-'));
+  store = openStore({ dataDir: dir, clock, logger: silentLogger });
+  runs = new RunStore(store.db);
+  host = {
+    store, runs, clock, processClock: clock, log: silentLogger, pollMs: 5, notify: () => undefined,
+    connection: () => undefined,
+    writer: {} as GuardedWriter,
+    read: () => Promise.resolve([]),
+  };
+});
+
+afterAll(() => {
+  store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('StepContext.tool', () => {
+  it('closes a call the engine stops while it runs with an error line saying why, and rethrows StepAborted', async () => {
+    const run = newRun();
+    const abort = new AbortController();
+    const ctx = contextOf(run, abort.signal);
+    const call = ctx.tool('vision.stream', { cameras: 6 }, async () => {
+      for (;;) await ctx.tick();
+    }, () => ({ summary: 'never' }));
+    setTimeout(() => abort.abort('stop requested'), 20);
+    await expect(call).rejects.toBeInstanceOf(StepAborted);
+    const rows = runs.toolCalls(run.id);
+    expect(rows.map((r) => [r.id, r.kind, r.tool, r.step])).toEqual([[1, 'call', 'vision.stream', 'inspect.tablets'], [2, 'error', 'vision.stream', 'inspect.tablets']]);
+    expect(rows[1]!.result).toEqual({ interrupted: true, reason: 'stop requested' });
+    const audit = auditOfRun(store, T, run.id);
+    expect(rows.map((r) => [audit.get(r.auditSeq)?.kind, audit.get(r.auditSeq)?.action])).toEqual([['tool_call', 'vision.stream'], ['tool_result', 'vision.stream']]);
+  });
+
+  it('logs a failing call as an error line with its code, and its result as an ok line otherwise', async () => {
+    const run = newRun();
+    const ctx = contextOf(run, new AbortController().signal);
+    await expect(ctx.tool('vision.stream', {}, () => {
+      throw new LkError('LK_MODEL_MISSING', 'no defect classifier');
+    }, () => ({ summary: 'never' }))).rejects.toMatchObject({ code: 'LK_MODEL_MISSING' });
+    await expect(ctx.tool('nir.score', { spectra: 1 }, () => 42, (r) => ({ summary: `${r} scored`, result: { n: r } }))).resolves.toBe(42);
+    const rows = runs.toolCalls(run.id);
+    expect(rows.map((r) => [r.id, r.kind, r.tool])).toEqual([[1, 'call', 'vision.stream'], [2, 'error', 'vision.stream'], [3, 'call', 'nir.score'], [4, 'ok', 'nir.score']]);
+    expect(rows[1]!.result).toMatchObject({ code: 'LK_MODEL_MISSING' });
+    expect([rows[3]!.summary, rows[3]!.result]).toEqual(['42 scored', { n: 42 }]);
+  });
+});
+
+describe('StepContext.propose', () => {
+  it('starts no move once the engine is stopping: nothing reaches the writer, nothing is logged', async () => {
+    const run = newRun();
+    const abort = new AbortController();
+    let proposed = 0;
+    const ctx = new StepContext({ ...host, writer: { propose: () => (proposed++, Promise.reject(new Error('must not be called'))) } as unknown as GuardedWriter }, run, composePlan()[4]!, abort.signal, {});
+    abort.abort('stop requested');
+    const move = ctx.propose({ agent: 'agent.compress_fill', moves: [{ setpoint: 'press.MainForce', value: { value: 12.5, unit: 'kN' } }], attribute: 'content_uniformity', justification: 'test' }, 'press.write_setpoint');
+    await expect(move).rejects.toBeInstanceOf(StepAborted);
+    expect(proposed).toBe(0);
+    expect(runs.toolCalls(run.id)).toEqual([]);
+    expect(runs.events(run.id)).toEqual([]);
+  });
+});
