@@ -56,9 +56,10 @@ export function runLimits(ctx: StepContext): Record<string, number> {
 
 /**
  * Recipe download for a unit: move each setpoint toward the rehearsed candidate, by at most its approved
- * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed.
+ * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed. `model` is the
+ * twin the candidate was rehearsed on, for an agent that must name its model (else policy denies MODEL_MISSING).
  */
-export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
+export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string, model?: { readonly id: string; readonly version: number }): Promise<WriteOutcome | null> {
   const candidate = (ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }> } | undefined)?.setpoints;
   if (!candidate) return null;
   const limits = limitsOf(engine, ctx, setpoints);
@@ -75,5 +76,6 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
     moves.push({ setpoint: sp, value: { value: +(cur.value + step).toPrecision(6), unit: cur.unit } });
   }
   if (moves.length === 0) return null;
-  return ctx.propose({ agent, moves, attribute, justification: why }, tool);
+  // the candidate was rehearsed on the tenant's twin: an agent whose bundle entry names a model family proposes from it
+  return ctx.propose({ agent, moves, attribute, justification: why, ...(model ? { model: { id: model.id, version: String(model.version) } } : {}) }, tool);
 }
