@@ -56,7 +56,8 @@ export function runLimits(ctx: StepContext): Record<string, number> {
 
 /**
  * Recipe download for a unit: move each setpoint toward the rehearsed candidate, by at most its approved
- * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed.
+ * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed. `model` is the
+ * twin the candidate was rehearsed on, for an agent that must name its model (else policy denies MODEL_MISSING).
  */
 export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
   const rehearsed = ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }>; model?: { id: string; version: number } } | undefined;

@@ -25,8 +25,8 @@ export const compress: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
   await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
   ctx.event('step', 'phase COMPRESS started on the line');
-  await moveTowardCandidate(ctx, engine, 'agent.compress_fill', 'press.write_setpoint', PRESS_SETPOINTS, 'content_uniformity', 'recipe: toward the rehearsed candidate');
   const twin = engine.options.models.twin(run.tenant);
+  await moveTowardCandidate(ctx, engine, 'agent.compress_fill', 'press.write_setpoint', PRESS_SETPOINTS, 'content_uniformity', 'recipe: toward the rehearsed candidate');
   const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
   const targets = {
