@@ -36,6 +36,8 @@ export interface StepHost {
   readonly notify: (row: ToolCallRecord) => void;
   /** State of the connection serving a tag (`connected`, `lost`, …), or undefined when no connection serves it. */
   readonly connection: (tag: string) => string | undefined;
+  /** The supervisor state a PLC last reported (`ATTENDED`, `LOST`), or undefined when not known. */
+  readonly plcState?: (equipment: string) => string | undefined;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -186,6 +188,12 @@ export class StepContext {
       const st = this.h.connection(p.moves.find((m) => m.setpoint.startsWith(`${eq}.`))!.setpoint);
       return st !== undefined && st !== 'connected';
     });
+    // nor for a PLC that reverted to its LKG recipe: it refuses supervisory writes until a named person re-arms it
+    const lost = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))].filter((eq) => this.h.plcState?.(eq) === 'LOST');
+    if (lost.length > 0) {
+      this.event('watchdog', `${lost.join(', ')}: PLC is LOST on its last known-good recipe until a person re-arms it; ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
+      return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_PLC_LOST', message: `${lost.join(', ')} is LOST (running its LKG recipe)` } };
+    }
     if (down.length > 0) {
       this.event('watchdog', `${down.join(', ')}: connection not available, ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
       return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_CONN_UNAVAILABLE', message: `connection to ${down.join(', ')} is not available` } };
