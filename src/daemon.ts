@@ -260,7 +260,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
-      plcState: (equipment: string) => plcViews.get(equipment)?.state,
     });
     const rec = engine.recover();
     if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');

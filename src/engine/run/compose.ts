@@ -36,8 +36,6 @@ export interface ComposeOptions {
   /** The embedded simulator's phase start (the daemon plays the HMI operator); absent on a real line. */
   readonly startPhase?: (phase: string) => void;
   readonly pollMs?: number;
-  /** The supervisor state each PLC last reported (the daemon's supervision watch). */
-  readonly plcState?: (equipment: string) => string | undefined;
 }
 
 export function createRunEngine(o: ComposeOptions): RunEngine {
@@ -57,7 +55,6 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     writer: o.writer,
     read,
     connection,
-    ...(o.plcState ? { plcState: o.plcState } : {}),
     mes: o.mes,
     ...(o.lims ? { lims: o.lims } : {}),
     sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),

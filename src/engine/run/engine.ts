@@ -56,7 +56,6 @@ export class RunEngine {
       log: o.log,
       pollMs: o.pollMs ?? 250,
       connection: o.connection ?? (() => undefined),
-      ...(o.plcState ? { plcState: o.plcState } : {}),
       notify: (row) => {
         const run = this.runs.runById(row.run);
         if (run) for (const l of this.toolListeners) l(row, run);

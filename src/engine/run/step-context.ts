@@ -12,6 +12,7 @@ import type { Logger } from '../../log.js';
 import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
 import type { Store } from '../../store/store.js';
 import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
+import { stateName } from '../../supervision/plc-watch.js';
 import { json } from '../json.js';
 
 /** A numeric reading of good quality, as agents take them. */
@@ -36,8 +37,6 @@ export interface StepHost {
   readonly notify: (row: ToolCallRecord) => void;
   /** State of the connection serving a tag (`connected`, `lost`, …), or undefined when no connection serves it. */
   readonly connection: (tag: string) => string | undefined;
-  /** The supervisor state a PLC last reported (`ATTENDED`, `LOST`), or undefined when not known. */
-  readonly plcState?: (equipment: string) => string | undefined;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -184,19 +183,25 @@ export class StepContext {
     this.check();
     const { run } = this;
     // no proposal for a unit whose connection is lost: its PLC is on its own (and on LKG once its watchdog fires)
-    const down = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))].filter((eq) => {
+    const units = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))];
+    const down = units.filter((eq) => {
       const st = this.h.connection(p.moves.find((m) => m.setpoint.startsWith(`${eq}.`))!.setpoint);
       return st !== undefined && st !== 'connected';
     });
-    // nor for a PLC that reverted to its LKG recipe: it refuses supervisory writes until a named person re-arms it
-    const lost = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))].filter((eq) => this.h.plcState?.(eq) === 'LOST');
-    if (lost.length > 0) {
-      this.event('watchdog', `${lost.join(', ')}: PLC is LOST on its last known-good recipe until a person re-arms it; ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
-      return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_PLC_LOST', message: `${lost.join(', ')} is LOST (running its LKG recipe)` } };
-    }
     if (down.length > 0) {
       this.event('watchdog', `${down.join(', ')}: connection not available, ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
       return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_CONN_UNAVAILABLE', message: `connection to ${down.join(', ')} is not available` } };
+    }
+    // nor for a PLC that reverted to its LKG recipe: it refuses supervisory writes until a named person re-arms
+    // it. Its state is read now, not taken from the subscription, which may lag a re-arm or a revert.
+    const states = await this.h.read(units.map((eq) => `${eq}.SupervisorState`));
+    const lost = units.filter((eq) => {
+      const s = states.find((x) => x.tag === `${eq}.SupervisorState`);
+      return s?.quality === 'good' && stateName(s.value) === 'LOST';
+    });
+    if (lost.length > 0) {
+      this.event('watchdog', `${lost.join(', ')}: PLC is LOST on its last known-good recipe until a person re-arms it; ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
+      return { status: 'failed', proposalId: `${run.id}:${this.step.seq}:skipped:${this.proposals}`, decisions: [], vectorHash: null, error: { code: 'LK_PLC_LOST', message: `${lost.join(', ')} is LOST (running its LKG recipe)` } };
     }
     const proposal: WriteProposal = { ...p, autonomyCap: run.autonomy, id: `${run.id}:${this.step.seq}:${this.attempt}:${++this.proposals}`, tenant: run.tenant, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };
     const moves = p.moves.map((m) => `${m.setpoint}=${typeof m.value === 'object' ? `${m.value.value} ${m.value.unit}` : String(m.value)}`).join(', ');

@@ -69,8 +69,6 @@ export interface RunEngineOptions {
   readonly read: (tags: readonly string[]) => Promise<Sample[]>;
   /** State of the connection serving a tag (a lost unit gets no proposals). */
   readonly connection?: (tag: string) => string | undefined;
-  /** The supervisor state a PLC last reported (a LOST PLC gets no proposals). */
-  readonly plcState?: (equipment: string) => string | undefined;
   readonly mes: BatchRecordSource;
   /** QC results of the batch from the LIMS, joined at release (optional: a site without one releases on in-line evidence and QA's signature). */
   readonly lims?: { results(tenant: string, batch: string): readonly { test: string; result: number | string; unit?: string; status: string; lims_ref: string }[] };
