@@ -15,6 +15,7 @@ describe('audit trail survives SIGKILL', () => {
     const { dir, cleanup } = tempDir('lk-crash-');
     const rng = createRng(20261121);
     let acked = 0;
+    let midAppend = 0;
     let early = 0;
     try {
       for (let i = 1; i <= 50; i++) {
@@ -22,13 +23,16 @@ describe('audit trail survives SIGKILL', () => {
         expect({ i, integrity: r.integrity, verifyOk: r.verifyOk, damage: r.damage, lost: r.lost, torn: r.torn }).toEqual({ i, integrity: 'ok', verifyOk: true, damage: undefined, lost: [], torn: 0 });
         for (const [tenant, seq] of Object.entries(r.acked)) expect(r.heads[tenant]).toBeGreaterThanOrEqual(seq);
         acked += r.ackedCount;
+        if (r.ackedCount > 0) midAppend++;
         if (r.killedBeforeReady) early++;
       }
     } finally {
       cleanup();
     }
-    // The test must have exercised something: many committed entries, and some kills during start-up.
-    expect(acked).toBeGreaterThan(1000);
+    // The test must have exercised something: kills that landed while entries were being committed, and some
+    // during start-up. Counted in kills, not entries, so a loaded machine (fewer entries per kill) still passes.
+    expect(midAppend).toBeGreaterThanOrEqual(25);
+    expect(acked).toBeGreaterThan(midAppend);
     expect(early).toBeGreaterThan(0);
   }, 180_000);
 });
