@@ -26,7 +26,9 @@ export function problemError(status: number, body: unknown, what: string): Error
     const hint = code === 'LK_UNAUTHENTICATED' ? { hint: 'sign in again: linekeeper login' } : {};
     return new LkError(code as ErrorCode, detail, { status, ...hint, ...(Array.isArray(p.issues) ? { issues: p.issues } : {}) });
   }
-  return new ProblemError(code ?? (status === 401 ? 'LK_UNAUTHENTICATED' : 'LK_INTERNAL'), status, detail);
+  if (code !== null && /^LK_[A-Z0-9_]+$/.test(code)) return new ProblemError(code, status, detail);
+  // not a problem body of linekeeper (a proxy's page, a crash): the status says what it can
+  return new LkError(status === 401 ? 'LK_UNAUTHENTICATED' : 'LK_INTERNAL', detail, { status });
 }
 
 /** Node's fetch failing before any answer: the daemon is not there (or not at this address). */
