@@ -50,7 +50,8 @@ class Screen {
 
   status(s: string): void {
     if (!this.tty) return;
-    this.shown = s.slice(0, Math.max(10, (this.out.columns ?? 80) - 1));
+    // one row only: a wrapped status line could not be redrawn in place (columns is 0 on some pseudo-terminals)
+    this.shown = s.slice(0, Math.max(20, (this.out.columns || 80) - 1));
     this.out.write(`\r\x1b[2K${this.shown}`);
   }
 
@@ -170,10 +171,16 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
         retryMs = stream.parser.retryMs ?? retryMs;
       } catch (err) {
         if (ctl.signal.aborted) return { how: 'detached', run: view };
+        if (LkError.is(err, 'LK_UNAUTHENTICATED')) {
+          // the token expired while attached (it cannot be renewed without the password): the run is not affected
+          throw new LkError('LK_UNAUTHENTICATED', err.message, { hint: `the run goes on; sign in again (linekeeper login), then re-attach: linekeeper runs watch ${view.id}` }, { cause: err });
+        }
         if (!transient(err)) throw err;
         awaySince ??= Date.now();
-        if (Date.now() - awaySince > (o.giveUpMs ?? 60_000)) {
-          throw new LkError('LK_API_UNREACHABLE', `the linekeeper daemon at ${o.client.o.url} stayed unreachable: ${message(err)}`, { hint: `the run goes on; re-attach later: linekeeper runs watch ${view.id}` }, { cause: err });
+        const giveUpMs = o.giveUpMs ?? 60_000;
+        if (Date.now() - awaySince > giveUpMs) {
+          const why = err instanceof Error ? err.message : String(err);
+          throw new LkError('LK_API_UNREACHABLE', `${why}, for ${Math.round(giveUpMs / 1000)} s`, { hint: `the run goes on; re-attach later: linekeeper runs watch ${view.id}` }, { cause: err });
         }
       }
       if (ctl.signal.aborted) return { how: 'detached', run: view };

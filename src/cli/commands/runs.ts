@@ -35,7 +35,7 @@ function offline(opts: Common, cmd: Command): boolean {
 }
 
 function open(opts: Common): { runs: RunStore; tenant: string; close: () => void } {
-  if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)');
+  if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)', { hint: 'or sign in (linekeeper login) to ask the running daemon' });
   const loaded = loadConfig(opts.config, opts.data ? { dataDir: opts.data } : {});
   const store = openStore({ dataDir: loaded.dataDir, readonly: true });
   return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close() };
