@@ -5,15 +5,13 @@
  * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
  * rest, nothing twice. Without a session the CLI exits 77; refusals print the daemon's detail and code.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const A = '/v1/tenants/acme-pharma';
 const REQUEST = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
 
@@ -23,36 +21,9 @@ let operator: string;
 let qa: string;
 let auditor: string;
 
-interface Result {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
-}
-
-/**
- * `linekeeper <args>` as a child process for the person whose config directory is `home`. `input` is written
- * to stdin (then closed); `until` sends SIGINT once stdout matches it (a person pressing Ctrl-C).
- */
-function cli(home: string, args: string[], o: { input?: string; until?: RegExp } = {}): Promise<Result> {
-  const env = { ...process.env, XDG_CONFIG_HOME: home, LINEKEEPER_URL: node.url };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  let sent = false;
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-    if (o.until && !sent && o.until.test(out)) {
-      sent = true;
-      child.kill('SIGINT');
-    }
-  });
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  child.stdin.end(o.input ?? '');
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
-  });
+/** `linekeeper <args>` for the person whose config directory is `home`, against the test's daemon. */
+function cli(home: string, args: string[], o: { input?: string; until?: RegExp } = {}): Promise<SpawnedCli> {
+  return spawnCli(args, { ...o, env: { XDG_CONFIG_HOME: home, LINEKEEPER_URL: node.url } });
 }
 
 const home = (): string => {
@@ -77,7 +48,7 @@ afterAll(async () => {
 describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => {
   let runId: string;
   let approval: string;
-  let first: Result;
+  let first: SpawnedCli;
 
   it('without a session: exit 77 (LK_UNAUTHENTICATED) and how to sign in; nothing is started or signed', async () => {
     const nobody = home();
