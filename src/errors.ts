@@ -95,6 +95,8 @@ export const ERRORS = {
   LK_TOO_MANY_STREAMS: { status: 429, title: 'Too many concurrent event streams for this user' },
   LK_NOT_READY: { status: 503, title: 'linekeeper is not ready' },
   LK_API_LISTEN: { status: 500, title: 'The REST API cannot listen on its configured address' },
+  // the CLI as a client of the daemon
+  LK_API_UNREACHABLE: { status: 503, title: 'The linekeeper daemon cannot be reached at its REST API address' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,12 +1,16 @@
 /**
  * The `linekeeper` command. Subcommands live in src/cli/commands/, one file
- * each, registered in commands/index.ts. Errors with an `LK_*` code are
- * printed as `linekeeper: <message> [LK_CODE]` and mapped to an exit code.
+ * each, registered in commands/index.ts. Errors with an `LK_*` code — raised
+ * here or answered by the daemon as problem+json — are printed as
+ * `linekeeper: <message> [LK_CODE]` (and a hint line when there is one) and
+ * mapped to an exit code.
  */
 import { Command, CommanderError } from 'commander';
 import { LkError } from '../errors.js';
 import { VERSION } from '../version.js';
+import { ProblemError } from './client.js';
 import { registerAll } from './commands/index.js';
+import { CliExit } from './prompt.js';
 
 export function buildProgram(): Command {
   const program = new Command('linekeeper')
@@ -18,14 +22,19 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 78 configuration error (sysexits). */
+/**
+ * Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 77 not signed in or the session is no
+ * longer accepted (sysexits EX_NOPERM), 78 configuration error (sysexits).
+ */
 export function exitCodeFor(err: unknown): number {
   if (LkError.is(err)) {
     if (err.code.startsWith('LK_CONFIG')) return 78;
     if (err.code === 'LK_AUDIT_BROKEN') return 65;
     if (err.code === 'LK_VALIDATION') return 2;
+    if (err.code === 'LK_UNAUTHENTICATED') return 77;
     return 1;
   }
+  if (err instanceof CliExit) return err.exitCode;
   return 1;
 }
 
@@ -39,8 +48,12 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    if (LkError.is(err)) {
+    if (LkError.is(err) || err instanceof ProblemError) {
       process.stderr.write(`linekeeper: ${err.message} [${err.code}]\n`);
+      const hint = LkError.is(err) ? err.detail?.['hint'] : undefined;
+      if (typeof hint === 'string') process.stderr.write(`linekeeper: ${hint}\n`);
+    } else if (err instanceof CliExit) {
+      if (err.message) process.stderr.write(`linekeeper: ${err.message}\n`);
     } else {
       process.stderr.write(`linekeeper: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     }

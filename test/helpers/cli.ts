@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
@@ -21,4 +23,37 @@ export async function runCli(...args: string[]): Promise<{ code: number; out: st
   const code = Number(process.exitCode ?? 0);
   process.exitCode = before;
   return { code, out, err };
+}
+
+export interface SpawnedCli {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly out: string;
+  readonly err: string;
+}
+
+/**
+ * `linekeeper <args>` as a child process — the real binary through tsx, for what an in-process call cannot
+ * show: signals, stdin that is not a terminal, the environment (XDG_CONFIG_HOME, LINEKEEPER_URL). `input` is
+ * written to stdin, which is then closed; `until` sends SIGINT once stdout matches it (a person's Ctrl-C).
+ */
+export function spawnCli(args: readonly string[], o: { env?: NodeJS.ProcessEnv; input?: string; until?: RegExp } = {}): Promise<SpawnedCli> {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], { cwd: root, env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let interrupted = false;
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (o.until && !interrupted && o.until.test(out)) {
+      interrupted = true;
+      child.kill('SIGINT');
+    }
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  child.stdin.end(o.input ?? '');
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, out, err }));
+  });
 }

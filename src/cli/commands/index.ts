@@ -1,10 +1,13 @@
 import type { Command } from 'commander';
+import { registerApprove } from './approve.js';
 import { registerAudit } from './audit.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
+import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
 import { registerReplay } from './replay.js';
+import { registerRun } from './run.js';
 import { registerRuns } from './runs.js';
 import { registerServe } from './serve.js';
 import { registerSim } from './sim.js';
@@ -13,6 +16,9 @@ import { registerTwin } from './twin.js';
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
   registerServe(program);
+  registerLogin(program);
+  registerRun(program);
+  registerApprove(program);
   registerConfig(program);
   registerAudit(program);
   registerPolicy(program);

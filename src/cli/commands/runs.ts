@@ -1,100 +1,147 @@
 /**
- * `linekeeper runs list|show`: the runs of a tenant as the store holds them — their steps, tool-call log and
- * genealogy. The database is opened read-only (beside a running daemon, or on a copy an auditor was given);
- * nothing is written.
+ * `linekeeper runs list|show|watch`: a tenant's runs — their steps, tool-call log and genealogy. Signed in
+ * (`linekeeper login`), list and show ask the running daemon over its REST API; with `--offline`, `--data` or
+ * `--config`, or without a session, they read the data directory instead: the database is opened read-only
+ * (beside a running daemon, or on a copy an auditor was given) and nothing is written. `watch` follows a run
+ * on the daemon (src/cli/commands/run.ts).
  */
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { composePlan, formatDuration, planSummary, timeOfDay } from '../../domain/run.js';
+import { TERMINAL_RUN, timeOfDay, type RunStatus } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
-import { renderGenealogyText } from '../../engine/genealogy-text.js';
-import { GENEALOGY_KINDS, type GenealogyEvent, type LosingRequest } from '../../engine/release-types.js';
-import { RunStore, type RunRecord } from '../../store/run-store.js';
+import { RunStore } from '../../store/run-store.js';
 import { openStore } from '../../store/store.js';
+import type { DaemonClient } from '../client.js';
+import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView, type ApiGenealogy } from '../run-format.js';
+import type { ApiRun, LogLine } from '../run-transcript.js';
+import { connect, readSession } from '../session.js';
+import { registerWatch } from './run.js';
 
 interface Common {
-  tenant: string;
+  tenant?: string;
   config: string;
   data?: string;
+  offline?: boolean;
+  url?: string;
   json?: boolean;
 }
 
-function open(opts: Common): { runs: RunStore; close: () => void } {
+const FORMATS = ['table', 'log', 'genealogy', 'json'];
+
+/** Offline when asked (`--offline`, `--data`, an explicit `--config`) or when nobody is signed in. */
+function offline(opts: Common, cmd: Command): boolean {
+  if (opts.offline || opts.data !== undefined || cmd.getOptionValueSource('config') === 'cli') return true;
+  return readSession() === null;
+}
+
+function open(opts: Common): { runs: RunStore; tenant: string; close: () => void } {
+  if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)', { hint: 'or sign in (linekeeper login) to ask the running daemon' });
   const loaded = loadConfig(opts.config, opts.data ? { dataDir: opts.data } : {});
   const store = openStore({ dataDir: loaded.dataDir, readonly: true });
-  return { runs: new RunStore(store.db), close: () => store.close() };
+  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close() };
 }
 
-function dur(ms: number | null, continuous: boolean): string {
-  return formatDuration(ms, continuous && ms !== null);
+function logText(lines: readonly Pick<LogLine, 'id' | 'at' | 'kind' | 'tool' | 'args' | 'summary'>[]): string {
+  return lines.map((c) => `${String(c.id).padStart(5)}  ${timeOfDay(c.at)}  ${c.kind === 'call' ? `${c.tool}(${JSON.stringify(c.args)})` : `${c.kind} ${c.tool}: ${c.summary ?? ''}`}`).join('\n');
 }
 
-function table(run: RunRecord, runs: RunStore): string {
-  const steps = runs.steps(run.id);
-  const gate = runs.approvalOfRun(run.id);
-  const lines = [
-    `${run.id}  ${run.tenant}  batch ${run.batch}  line ${run.line}  ${run.status}${run.reason ? ` (${run.reason})` : ''}`,
-    `goal: ${run.goal}`,
-    `plan: ${planSummary(composePlan()).text}; autonomy ≤ ${run.autonomy}; started by ${run.startedBy} at ${new Date(run.createdAt).toISOString()}`,
-    '',
-    ...steps.map((s) => `${s.seq}  ${s.name.padEnd(25)} ${s.status.padEnd(11)} ${dur(s.startedAt === null ? null : (s.endedAt ?? run.updatedAt) - s.startedAt, s.continuous).padStart(10)}  ${s.agent.padEnd(22)} ${s.tool}`),
-  ];
-  if (gate) {
-    const sig = gate.signature as { name?: string; user?: string; timestamp?: string; meaning?: string } | null;
-    lines.push('', `approval ${gate.id}: ${gate.status}${sig ? ` by ${sig.name} (${sig.user}) at ${sig.timestamp}: ${sig.meaning}` : ` — waits for ${gate.reviewer}`}; record ${gate.recordHash}`);
+/** The tool-call log of a finished run from its event stream (which ends after the last line). */
+async function onlineLog(client: DaemonClient, path: string, run: ApiRun): Promise<LogLine[]> {
+  if (!TERMINAL_RUN.has(run.status as RunStatus)) {
+    throw new LkError('LK_VALIDATION', `${run.id} is ${run.status}: its log is still growing`, { hint: `follow it with: linekeeper runs watch ${run.id} (or read what is stored so far with --offline)` });
   }
-  return lines.join('\n');
+  const ctl = new AbortController();
+  const out: LogLine[] = [];
+  try {
+    const stream = await client.stream(`${path}/stream`, 0, ctl.signal);
+    for await (const e of stream.events()) {
+      if (e.event === 'end') break;
+      if (e.event === 'call' || e.event === 'ok' || e.event === 'error') out.push(JSON.parse(e.data) as LogLine);
+    }
+  } finally {
+    ctl.abort();
+  }
+  return out;
 }
 
-function genealogy(run: RunRecord, runs: RunStore): string {
-  const kinds = new Set<string>(GENEALOGY_KINDS);
-  const events = runs.events(run.id);
-  const ev: GenealogyEvent[] = events.map((e) => ({
-    at: e.at, kind: (kinds.has(e.kind) ? e.kind : 'step') as GenealogyEvent['kind'], summary: e.summary,
-    ...(e.step ? { step: e.step } : {}), ...(e.agent ? { agent: e.agent } : {}), ...(e.tag ? { tag: e.tag } : {}),
-  }));
-  const losing: LosingRequest[] = events.filter((e) => e.kind === 'arbitration').flatMap((e) => ((e.data as { declined?: LosingRequest[] } | null)?.declined ?? []).map((d) => ({ ...d, at: e.at })));
-  return renderGenealogyText(ev, { losingRequests: losing, title: `${run.id} · batch ${run.batch} · ${run.status}` });
+async function showOnline(id: string, opts: Common & { format: string }): Promise<string> {
+  const { client, tenant } = connect(opts, Date.now());
+  const path = `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(id)}`;
+  const run = await client.json<ApiRun>('GET', path);
+  if (opts.format === 'json' || opts.json) return JSON.stringify({ run, genealogy: await client.json<ApiGenealogy>('GET', `${path}/genealogy`) }, null, 2);
+  if (opts.format === 'genealogy') return formatGenealogy(await client.json<ApiGenealogy>('GET', `${path}/genealogy`));
+  if (opts.format === 'log') return logText(await onlineLog(client, path, run));
+  return formatRunTable(run);
+}
+
+async function listOnline(opts: Common, limit: number): Promise<ApiRun[]> {
+  const { client, tenant } = connect(opts, Date.now());
+  const items: ApiRun[] = [];
+  let cursor: string | undefined;
+  do {
+    const q = new URLSearchParams({ limit: String(Math.min(200, limit - items.length)), ...(cursor ? { cursor } : {}) });
+    const page = await client.json<{ items: ApiRun[]; next?: string }>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/runs?${q}`);
+    items.push(...page.items);
+    cursor = page.next;
+  } while (cursor && items.length < limit);
+  return items;
 }
 
 export function registerRuns(program: Command): void {
-  const runs = program.command('runs').description('supervised batch runs of a tenant, read from the data directory (read-only)');
+  const runs = program.command('runs').description('supervised batch runs of a tenant: from the daemon when signed in, else (or with --offline) read-only from the data directory');
   const common = (c: Command): Command =>
     c
-      .requiredOption('--tenant <id>', 'tenant whose runs to read (another tenant’s run is not found)')
-      .option('--config <file>', 'site configuration file', defaultConfigFile())
-      .option('--data <dir>', 'data directory (default: the configuration data_dir)')
+      .option('--tenant <id>', 'tenant whose runs to read (default when signed in: the session\'s; another tenant\'s run is not found)')
+      .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
+      .option('--offline', 'read the data directory instead of asking the daemon')
+      .option('--config <file>', 'site configuration file (offline)', defaultConfigFile())
+      .option('--data <dir>', 'data directory (offline; default: the configuration data_dir)')
       .option('--json', 'print JSON');
 
-  common(runs.command('list').description('the tenant’s runs, newest first').option('--limit <n>', 'how many', '50')).action((opts: Common & { limit: string }) => {
+  common(runs.command('list').description('the tenant’s runs, newest first').option('--limit <n>', 'how many', '50')).action(async (opts: Common & { limit: string }, cmd: Command) => {
     const limit = Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new LkError('LK_VALIDATION', '--limit must be a whole number from 1 to 1000');
-    const { runs: rs, close } = open(opts);
-    try {
-      const list = rs.runs(opts.tenant, limit);
-      if (opts.json) process.stdout.write(`${JSON.stringify(list.map(({ record: _r, data: _d, ...r }) => r), null, 2)}\n`);
-      else for (const r of list) process.stdout.write(`${r.id}  ${new Date(r.createdAt).toISOString()}  batch ${r.batch.padEnd(10)} ${r.status.padEnd(11)} ${r.goal}\n`);
-    } finally {
-      close();
+    let list: { id: string; createdAt: string; batch: string; status: string; goal: string }[];
+    let json: unknown;
+    if (offline(opts, cmd)) {
+      const { runs: rs, tenant, close } = open(opts);
+      try {
+        const records = rs.runs(tenant, limit);
+        json = records.map(({ record: _r, data: _d, ...r }) => r);
+        list = records.map((r) => ({ ...r, createdAt: new Date(r.createdAt).toISOString() }));
+      } finally {
+        close();
+      }
+    } else {
+      list = await listOnline(opts, limit);
+      json = list;
     }
+    if (opts.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    else for (const r of list) process.stdout.write(`${r.id}  ${r.createdAt}  batch ${r.batch.padEnd(10)} ${r.status.padEnd(11)} ${r.goal}\n`);
   });
 
   common(runs.command('show <run_id>').description('a run: its steps (table), tool-call log (log), genealogy, or everything (json)').option('--format <f>', 'table | log | genealogy | json', 'table')).action(
-    (runId: string, opts: Common & { format: string }) => {
-      if (!['table', 'log', 'genealogy', 'json'].includes(opts.format)) throw new LkError('LK_VALIDATION', `--format must be table, log, genealogy or json, not "${opts.format}"`);
-      const { runs: rs, close } = open(opts);
+    async (runId: string, opts: Common & { format: string }, cmd: Command) => {
+      if (!FORMATS.includes(opts.format)) throw new LkError('LK_VALIDATION', `--format must be table, log, genealogy or json, not "${opts.format}"`);
+      if (!offline(opts, cmd)) {
+        process.stdout.write(`${await showOnline(runId, opts)}\n`);
+        return;
+      }
+      const { runs: rs, tenant, close } = open(opts);
       try {
-        const run = rs.run(opts.tenant, runId);
-        if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${opts.tenant}`, { run: runId });
+        const run = rs.run(tenant, runId);
+        if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
         let out: string;
         if (opts.format === 'json' || opts.json) out = JSON.stringify({ run, steps: rs.steps(run.id), approval: rs.approvalOfRun(run.id), toolCalls: rs.toolCalls(run.id), genealogy: rs.events(run.id) }, null, 2);
-        else if (opts.format === 'log') out = rs.toolCalls(run.id).map((c) => `${String(c.id).padStart(5)}  ${timeOfDay(c.at)}  ${c.kind === 'call' ? `${c.tool}(${JSON.stringify(c.args)})` : `${c.kind} ${c.tool}: ${c.summary ?? ''}`}`).join('\n');
-        else if (opts.format === 'genealogy') out = genealogy(run, rs);
-        else out = table(run, rs);
+        else if (opts.format === 'log') out = logText(rs.toolCalls(run.id).map((c) => ({ ...c, summary: c.summary ?? undefined })));
+        else if (opts.format === 'genealogy') out = formatGenealogy(offlineGenealogy(run, rs.events(run.id)));
+        else out = formatRunTable(offlineView(run, rs.steps(run.id), rs.approvalOfRun(run.id)));
         process.stdout.write(`${out}\n`);
       } finally {
         close();
       }
     },
   );
+
+  registerWatch(runs);
 }

@@ -1,0 +1,203 @@
+/**
+ * Attached to a run: its event stream printed through the transcript, the run's view fetched when the log
+ * moves to another step (and every few seconds, for a run that waits for a person without a log line saying
+ * so), operator presence sent while attached (R5), and Ctrl-C detaching without touching the run. A stream the
+ * daemon closes is resumed with Last-Event-ID; the transcript's state is saved so `runs watch` resumes it.
+ */
+import { formatDuration } from '../domain/run.js';
+import { LkError } from '../errors.js';
+import type { DaemonClient } from './client.js';
+import { header, RunTranscript, type ApiRun, type LogLine, type TranscriptState } from './run-transcript.js';
+
+export interface AttachOptions {
+  readonly client: DaemonClient;
+  readonly tenant: string;
+  /** The run as last read (POST /runs or GET /runs/{id}). */
+  readonly run: ApiRun;
+  /** started: by this command; attached: from the run's first line; resumed: after a saved state. */
+  readonly how: 'started' | 'attached' | 'resumed';
+  readonly state?: TranscriptState;
+  /** Called with the transcript's state whenever it printed something, and at the end. */
+  readonly save?: (state: TranscriptState) => void;
+  /** Send operator presence (POST /attendance) while attached: only an operator's counts. */
+  readonly presence: boolean;
+  readonly out: NodeJS.WriteStream;
+  readonly err: NodeJS.WriteStream;
+  /** A progress line at the bottom (stdout is a terminal); plain lines otherwise. */
+  readonly tty: boolean;
+  /** Interval of presence heartbeats (default 30 s; the bundle's attendance window is longer). */
+  readonly presenceMs?: number;
+  /** Interval of the run's view between log lines (default 5 s). */
+  readonly pollMs?: number;
+  /** How long the daemon may stay unreachable before the attachment gives up (default 60 s). */
+  readonly giveUpMs?: number;
+}
+
+export type AttachResult = { readonly how: 'ended' | 'detached'; readonly run: ApiRun };
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** Permanent lines above, and on a terminal one progress line below them that is redrawn in place. */
+class Screen {
+  private shown = '';
+  constructor(private readonly out: NodeJS.WriteStream, private readonly tty: boolean) {}
+
+  line(s: string): void {
+    if (this.shown) this.out.write('\r\x1b[2K');
+    this.out.write(`${s}\n`);
+    if (this.shown) this.out.write(this.shown);
+  }
+
+  status(s: string): void {
+    if (!this.tty) return;
+    // one row only: a wrapped status line could not be redrawn in place (columns is 0 on some pseudo-terminals)
+    this.shown = s.slice(0, Math.max(20, (this.out.columns || 80) - 1));
+    this.out.write(`\r\x1b[2K${this.shown}`);
+  }
+
+  clear(): void {
+    if (this.shown) this.out.write('\r\x1b[2K');
+    this.shown = '';
+  }
+}
+
+/** `⠹ 05 compress.press · 1:23 · Ctrl-C detaches`: the step under way, from the last view and the time since. */
+export function progressText(view: ApiRun, sinceViewMs: number, frame: number): string {
+  const step = view.steps.find((s) => s.status === 'RUNNING' || s.status === 'APPROVAL');
+  const spin = SPINNER[frame % SPINNER.length]!;
+  const tail = ' · Ctrl-C detaches';
+  if (!step) return `${spin} ${view.id} ${view.status}${tail}`;
+  const elapsed = step.durationMs === null ? '' : step.duration === 'continuous' ? 'continuous' : formatDuration(step.durationMs + sinceViewMs);
+  if (step.status === 'APPROVAL') return `⏸ ${step.seq} ${step.name} · waits for QA reviewer ${view.approvalGate.reviewer ?? '?'} · ${elapsed}${tail}`;
+  return `${spin} ${step.seq} ${step.name} · ${elapsed}${tail}`;
+}
+
+/** Errors after which the stream is opened again: the daemon went away or is restarting. */
+function transient(err: unknown): boolean {
+  if (LkError.is(err)) return err.code === 'LK_API_UNREACHABLE' || err.code === 'LK_NOT_READY';
+  // fetch's body ends with a TypeError ("terminated") when the connection drops mid-stream
+  return err instanceof TypeError;
+}
+
+function message(err: unknown): string {
+  return LkError.is(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Follow the run until its stream ends (the run is terminal) or the person detaches (SIGINT).
+ * @throws LkError of the daemon (LK_UNAUTHENTICATED when the session expired, LK_NOT_FOUND…), or
+ *   LK_API_UNREACHABLE after the daemon stayed away `giveUpMs`; the transcript's state is saved first.
+ */
+export async function attach(o: AttachOptions): Promise<AttachResult> {
+  const base = `/v1/tenants/${encodeURIComponent(o.tenant)}/runs/${encodeURIComponent(o.run.id)}`;
+  const t = new RunTranscript(o.state);
+  const screen = new Screen(o.out, o.tty);
+  let view = o.run;
+  let viewAt = Date.now();
+  const print = (lines: readonly string[]): void => {
+    for (const l of lines) screen.line(l);
+    if (lines.length > 0) o.save?.(t.state);
+  };
+  const refresh = async (): Promise<ApiRun> => {
+    view = await o.client.json<ApiRun>('GET', base);
+    viewAt = Date.now();
+    return view;
+  };
+  // stream lines and polls print one at a time, in order
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const p = chain.then(fn);
+    chain = p.catch(() => undefined);
+    return p;
+  };
+
+  const ctl = new AbortController();
+  const onSigint = (): void => {
+    // a second Ctrl-C while detaching leaves at once
+    if (ctl.signal.aborted) process.exit(130);
+    ctl.abort();
+  };
+  process.on('SIGINT', onSigint);
+  const timers: NodeJS.Timeout[] = [];
+  if (o.presence) {
+    let warned = false;
+    const beat = (): void => {
+      o.client.json('POST', `/v1/tenants/${encodeURIComponent(o.tenant)}/attendance`, {}).then(
+        () => (warned = false),
+        (err: unknown) => {
+          if (warned || ctl.signal.aborted) return;
+          warned = true;
+          o.err.write(`linekeeper: operator presence not sent: ${message(err)}; L2/L3 moves drop to recommend-only while nobody is attended (R5)\n`);
+        },
+      );
+    };
+    beat();
+    timers.push(setInterval(beat, o.presenceMs ?? 30_000));
+  }
+  timers.push(setInterval(() => void serial(async () => print(t.poll(await refresh()))).catch(() => undefined), o.pollMs ?? 5000));
+  if (o.tty) {
+    let frame = 0;
+    timers.push(setInterval(() => screen.status(progressText(view, Date.now() - viewAt, frame++)), 200));
+  }
+
+  try {
+    print(header(view, o.how));
+    // what finished since the saved state (a resumed attachment), before the log goes on
+    if (o.how === 'resumed') print(t.poll(view));
+    let awaySince: number | null = null;
+    let told = false;
+    for (;;) {
+      let retryMs = 2000;
+      try {
+        const stream = await o.client.stream(`${base}/stream`, t.state.lastEventId, ctl.signal);
+        awaySince = null;
+        if (told) o.err.write(`linekeeper: event stream of ${view.id} resumed after line ${t.state.lastEventId}\n`);
+        told = false;
+        for await (const e of stream.events()) {
+          if (e.event === 'end') {
+            const v = await serial(refresh);
+            print(t.end(v));
+            return { how: 'ended', run: v };
+          }
+          if (e.event !== 'call' && e.event !== 'ok' && e.event !== 'error') continue;
+          let l: LogLine;
+          try {
+            l = JSON.parse(e.data) as LogLine;
+          } catch {
+            continue;
+          }
+          await serial(async () => print(t.line(l, t.needsView(l) ? await refresh() : undefined)));
+        }
+        retryMs = stream.parser.retryMs ?? retryMs;
+      } catch (err) {
+        if (ctl.signal.aborted) return { how: 'detached', run: view };
+        if (LkError.is(err, 'LK_UNAUTHENTICATED')) {
+          // the token expired while attached (it cannot be renewed without the password): the run is not affected
+          throw new LkError('LK_UNAUTHENTICATED', err.message, { hint: `the run goes on; sign in again (linekeeper login), then re-attach: linekeeper runs watch ${view.id}` }, { cause: err });
+        }
+        if (!transient(err)) throw err;
+        awaySince ??= Date.now();
+        const giveUpMs = o.giveUpMs ?? 60_000;
+        if (Date.now() - awaySince > giveUpMs) {
+          const why = err instanceof Error ? err.message : String(err);
+          throw new LkError('LK_API_UNREACHABLE', `${why}, for ${Math.round(giveUpMs / 1000)} s`, { hint: `the run goes on; re-attach later: linekeeper runs watch ${view.id}` }, { cause: err });
+        }
+      }
+      if (ctl.signal.aborted) return { how: 'detached', run: view };
+      // closed without `end`: the daemon stopped its streams, restarted, or cut a slow reader
+      if (!told) o.err.write(`linekeeper: event stream of ${view.id} closed; resuming after line ${t.state.lastEventId}…\n`);
+      told = true;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, retryMs);
+        ctl.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+      if (ctl.signal.aborted) return { how: 'detached', run: view };
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    for (const timer of timers) clearInterval(timer);
+    ctl.abort();
+    screen.clear();
+    o.save?.(t.state);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * `linekeeper login` / `logout`: the session with a running daemon. The password is typed (no echo) or, when
+ * stdin is not a terminal, its first line — never an argument. The token, not the password, is stored.
+ */
+import type { Command } from 'commander';
+import { LkError } from '../../errors.js';
+import { DaemonClient } from '../client.js';
+import { readLine, readPassword } from '../prompt.js';
+import { readSession, removeSession, saveSession, urlFor } from '../session.js';
+
+interface TokenReply {
+  token: string;
+  expiresAt: string;
+  user: { id: string; name: string; role: string; tenants: string[] };
+}
+
+export function registerLogin(program: Command): void {
+  program
+    .command('login')
+    .description('sign in to the daemon: prompts for the password (from stdin when it is not a terminal) and stores the session token 0600 in your config directory')
+    .option('--user <id>', 'your user id (default: the previous session\'s, else asked)')
+    .option('--tenant <id>', 'the tenant commands work on (default: your first tenant)')
+    .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else http://127.0.0.1:8080)')
+    .action(async (opts: { user?: string; tenant?: string; url?: string }) => {
+      const url = urlFor(opts.url);
+      let previous = null;
+      try {
+        previous = readSession();
+      } catch {
+        // a damaged session is replaced
+      }
+      let user = opts.user ?? (previous?.url === url ? previous.user : undefined);
+      if (user === undefined) {
+        if (!process.stdin.isTTY) throw new LkError('LK_VALIDATION', '--user is required when stdin is not a terminal');
+        user = (await readLine('user: '))?.trim() ?? '';
+        if (!user) throw new LkError('LK_VALIDATION', 'no user id was given');
+      }
+      const password = await readPassword(`password for ${user} at ${url}: `);
+      const t = await new DaemonClient({ url }).json<TokenReply>('POST', '/v1/auth/token', { user, password }).catch((err: unknown) => {
+        // a refused sign-in is not an expired session: no "sign in again" hint
+        throw LkError.is(err, 'LK_UNAUTHENTICATED') ? new LkError('LK_UNAUTHENTICATED', err.message) : err;
+      });
+      const tenant = opts.tenant ?? (previous && previous.user === t.user.id && t.user.tenants.includes(previous.tenant) ? previous.tenant : t.user.tenants[0]);
+      // a tenant the person does not work for is not found, as the API answers it (R1)
+      if (!tenant || !t.user.tenants.includes(tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${tenant ?? '(none)'} for ${t.user.id}`, { tenants: t.user.tenants });
+      const file = saveSession({ format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: t.expiresAt });
+      process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${t.expiresAt}\n`);
+      process.stderr.write(`linekeeper: session stored in ${file}\n`);
+    });
+
+  program
+    .command('logout')
+    .description('forget the stored session (the daemon keeps the token valid until it expires)')
+    .action(() => {
+      const s = removeSession();
+      process.stdout.write(s ? `signed out: ${s.user} at ${s.url}\n` : 'not signed in\n');
+    });
+}

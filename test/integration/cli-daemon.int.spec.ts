@@ -1,0 +1,194 @@
+/**
+ * The CLI over a running daemon, as people use it: the real binary (tsx) as a child process, each person with
+ * their own config directory (XDG_CONFIG_HOME in a temp dir) and the password on stdin. The operator signs in
+ * and runs B-1042 — the spec's transcript in order up to the approval gate — and detaches with Ctrl-C while
+ * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
+ * rest, nothing twice. Without a session the CLI exits 77; refusals print the daemon's detail and code.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
+
+const A = '/v1/tenants/acme-pharma';
+const REQUEST = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
+
+let node: ApiNode;
+const homes: string[] = [];
+let operator: string;
+let qa: string;
+let auditor: string;
+
+/** `linekeeper <args>` for the person whose config directory is `home`, against the test's daemon. */
+function cli(home: string, args: string[], o: { input?: string; until?: RegExp } = {}): Promise<SpawnedCli> {
+  return spawnCli(args, { ...o, env: { XDG_CONFIG_HOME: home, LINEKEEPER_URL: node.url } });
+}
+
+const home = (): string => {
+  const h = mkdtempSync(join(tmpdir(), 'lk-cli-home-'));
+  homes.push(h);
+  return h;
+};
+const password = (user: string): string => `${node.passwords.get(user)!}\n`;
+const stepsOf = (out: string): string[] => out.split('\n').filter((l) => /^ {2}\d\d /.test(l)).map((l) => l.slice(2, 4));
+
+beforeAll(async () => {
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  operator = home();
+  qa = home();
+  auditor = await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!);
+});
+afterAll(async () => {
+  await node?.close();
+  for (const h of homes) rmSync(h, { recursive: true, force: true });
+});
+
+describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => {
+  let runId: string;
+  let approval: string;
+  let first: SpawnedCli;
+
+  it('without a session: exit 77 (LK_UNAUTHENTICATED) and how to sign in; nothing is started or signed', async () => {
+    const nobody = home();
+    const run = await cli(nobody, ['run', REQUEST]);
+    expect(run.code).toBe(77);
+    expect(run.err).toContain('linekeeper: not signed in [LK_UNAUTHENTICATED]');
+    expect(run.err).toContain('linekeeper login');
+    const approve = await cli(nobody, ['approve', 'apr_0000', '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
+    expect(approve.code).toBe(77);
+    expect((await call(node.url, 'GET', `${A}/runs`, { token: auditor })).body.items).toEqual([]);
+  });
+
+  it('login: a wrong password is refused and stores nothing; the password on stdin stores the token 0600 in a 0700 directory', async () => {
+    const wrong = await cli(operator, ['login', '--user', 'o.operator'], { input: 'not the password\n' });
+    expect(wrong.code).toBe(77);
+    expect(wrong.err).toContain('[LK_UNAUTHENTICATED]');
+    expect(() => statSync(join(operator, 'linekeeper', 'session.json'))).toThrow();
+
+    const ok = await cli(operator, ['login', '--user', 'o.operator'], { input: password('o.operator') });
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toMatch(/^signed in to http:\/\/127\.0\.0\.1:\d+ as Olga Operator \(o\.operator, operator\), tenant acme-pharma, until \d{4}-/);
+    const file = join(operator, 'linekeeper', 'session.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(operator, 'linekeeper')).mode & 0o777).toBe(0o700);
+    const stored = readFileSync(file, 'utf8');
+    expect(JSON.parse(stored)).toMatchObject({ url: node.url, user: 'o.operator', tenant: 'acme-pharma', token: expect.any(String) });
+    expect(stored).not.toContain(node.passwords.get('o.operator')!);
+  });
+
+  it('run: the plan, twin and policy lines, each step with ok and its duration in order, the approval-required line; Ctrl-C detaches and the run waits', async () => {
+    first = await cli(operator, ['run', REQUEST], { until: /^approval required: .*$/m });
+    expect(first.code, first.err).toBe(0);
+    const lines = first.out.split('\n');
+    runId = /^run (run_[0-9a-f]+) started: batch B-1042 on line-3 for acme-pharma/.exec(lines[0]!)![1]!;
+    expect(lines[1]).toBe('plan: 10 steps, 1 approval gate');
+    const at = (re: RegExp): number => {
+      const i = lines.findIndex((l) => re.test(l));
+      expect(i, String(re)).toBeGreaterThan(0);
+      return i;
+    };
+    const order = [
+      /^ {2}01 ingest\.batch_record +ok +\d/,
+      /^twin: 64 candidates, \d+ ranked, \d+ discarded; best #\d+: capping [\d.]+ % < 1\.5 %/,
+      /^policy: \d+ of \d+ moves inside the design space; release held for QA$/,
+      /^ {2}02 twin\.rehearse +ok /,
+      /^ {2}03 blend\.uniformity +ok /,
+      /^ {2}04 granulate\.dry +ok /,
+      /^ {2}05 compress\.press +ok /,
+      /^ {2}06 coat\.spray +ok /,
+      /^ {2}07 inspect\.tablets +ok +continuous /,
+      /^ {2}08 spectra\.release_evidence +ok /,
+      /^approval required: batch_release — waits for QA reviewer m\.rossi \(approval apr_[0-9a-f]+\)$/,
+    ].map(at);
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    expect(stepsOf(first.out)).toEqual(['01', '02', '03', '04', '05', '06', '07', '08']);
+    approval = /\(approval (apr_[0-9a-f]+)\)/.exec(first.out)![1]!;
+    expect(first.err).toContain(`linekeeper: re-attach with: linekeeper runs watch ${runId}`);
+
+    const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
+    expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { id: approval, status: 'pending', reviewer: 'm.rossi' } });
+  });
+
+  it('refusals of the daemon are printed as its detail and code: a second run on the busy line', async () => {
+    const busy = await cli(operator, ['run', REQUEST]);
+    expect(busy.code).toBe(1);
+    expect(busy.err).toContain(`linekeeper: line line-3 runs ${runId} (APPROVAL); one run at a time per line [LK_LINE_BUSY]`);
+  });
+
+  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits', async () => {
+    expect((await cli(qa, ['login', '--user', 'm.rossi'], { input: password('m.rossi') })).code).toBe(0);
+    const wrong = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: 'not her password\n' });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toContain('nothing was signed [LK_REAUTH_FAILED]');
+    expect(wrong.out).toBe('');
+    const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
+    expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
+  });
+
+  it('approve as m.rossi with her password prints the signature manifestation', async () => {
+    const signed = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
+    expect(signed.code, signed.err).toBe(0);
+    expect(signed.err).toContain('signing as Maria Rossi (m.rossi, qa_reviewer): approve batch_release of batch B-1042');
+    const out = signed.out.split('\n');
+    expect(out[0]).toBe(`signed: approve ${approval} (batch B-1042, run ${runId})`);
+    expect(out).toContain('  name:      Maria Rossi');
+    expect(out).toContain('  user:      m.rossi (qa_reviewer)');
+    expect(out).toContain('  meaning:   QA release of batch B-1042');
+    expect(signed.out).toMatch(/^ {2}date\/time: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m);
+    expect(signed.out).toMatch(/^ {2}key id: +[0-9a-f]{16,}$/m);
+    const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
+    expect(run.body.approvalGate).toMatchObject({ status: 'approved', signature: { user: 'm.rossi', meaning: 'QA release of batch B-1042' } });
+  });
+
+  it('runs watch re-attaches where the operator left: the approval, steps 09 and 10, the completion line, nothing twice; presence is sent while attached', async () => {
+    // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives
+    await node.daemon.identity!.create({ id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
+    await call(node.url, 'POST', `${A}/attendance`, { token: await signIn(node.url, 'o.second', 'second operator pw'), body: {} });
+    expect(node.daemon.engine.attended()?.operator).toBe('o.second');
+
+    const watch = await cli(operator, ['runs', 'watch', runId]);
+    expect(watch.code, watch.err).toBe(0);
+    expect(watch.out).toMatch(new RegExp(`^re-attached to ${runId}: batch B-1042 on line-3 for acme-pharma`));
+    expect(watch.out).toMatch(new RegExp(`^approval ${approval}: approved by Maria Rossi \\(m\\.rossi\\), \\d{4}-\\S+; identity and timestamp logged$`, 'm'));
+    expect(watch.out).toMatch(/^ {2}09 approval\.batch_release +ok /m);
+    expect(watch.out).toMatch(/^ {2}10 release\.genealogy +ok /m);
+    expect(watch.out.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^completed: ${runId} SUCCEEDED — batch B-1042 released`));
+    expect(watch.out).not.toMatch(/plan:|twin:|policy:|approval required/);
+    // the two attachments together print every step once, in order
+    expect([...stepsOf(first.out), ...stepsOf(watch.out)]).toEqual(['01', '02', '03', '04', '05', '06', '07', '08', '09', '10']);
+    expect(node.daemon.engine.attended()?.operator).toBe('o.operator');
+  });
+
+  it('runs show asks the daemon when signed in and reads the data directory offline: the same genealogy', async () => {
+    const table = await cli(operator, ['runs', 'show', runId]);
+    expect(table.code, table.err).toBe(0);
+    expect(table.out).toMatch(new RegExp(`^${runId} {2}acme-pharma {2}batch B-1042 {2}line line-3 {2}SUCCEEDED`));
+    const list = await cli(operator, ['runs', 'list']);
+    expect(list.out).toMatch(new RegExp(`^${runId} .* SUCCEEDED`));
+
+    const online = await cli(operator, ['runs', 'show', runId, '--format', 'genealogy']);
+    const offline = await cli(home(), ['runs', 'show', runId, '--format', 'genealogy', '--offline', '--tenant', 'acme-pharma', '--config', join(node.dir, 'site.yaml'), '--data', join(node.dir, 'data')]);
+    expect(online.code, online.err).toBe(0);
+    expect(offline.code, offline.err).toBe(0);
+    expect(online.out).toContain(`${runId} · batch B-1042 · SUCCEEDED`);
+    expect(online.out).toMatch(/approval .*m\.rossi/);
+    expect(offline.out).toBe(online.out);
+  });
+
+  it('run --json prints the started run and exits; logout forgets the session (exit 77 afterwards)', async () => {
+    const started = await cli(operator, ['run', REQUEST, '--json', '--autonomy', 'L1']);
+    expect(started.code, started.err).toBe(0);
+    const run = JSON.parse(started.out) as { id: string; autonomy: string; plan: { steps: number; gates: number } };
+    expect(run).toMatchObject({ autonomy: 'L1', plan: { steps: 10, gates: 1 } });
+    expect(run.id).not.toBe(runId);
+    const bad = await cli(operator, ['run', REQUEST, '--autonomy', 'L4']);
+    expect(bad.code).toBe(2);
+
+    const out = await cli(operator, ['logout']);
+    expect(out.out).toBe('signed out: o.operator at ' + node.url + '\n');
+    expect(() => statSync(join(operator, 'linekeeper', 'session.json'))).toThrow();
+    expect((await cli(operator, ['runs', 'watch', run.id])).code).toBe(77);
+  });
+});

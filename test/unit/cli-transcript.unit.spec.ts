@@ -1,0 +1,162 @@
+/**
+ * What `linekeeper run` and `runs watch` print, from log lines and run views alone: the spec's transcript in
+ * plan order, nothing printed twice across a re-attachment, a run that stops for a person said so once, and
+ * text from agents or equipment made safe for a terminal. Also the SSE parser and the problem mapping the
+ * attachment rests on, and the CLI's exit codes.
+ */
+import { describe, expect, it } from 'vitest';
+import { problemError, ProblemError, SseParser } from '../../src/cli/client.js';
+import { exitCodeFor } from '../../src/cli/main.js';
+import { CliExit } from '../../src/cli/prompt.js';
+import { header, RunTranscript, stepLine, type ApiRun, type LogLine } from '../../src/cli/run-transcript.js';
+import { composePlan } from '../../src/domain/run.js';
+import { LkError } from '../../src/errors.js';
+
+type Status = ApiRun['steps'][number]['status'];
+
+/** A run whose first `done` steps succeeded, the next one in `current`. */
+function view(done: number, current: Status = 'RUNNING', over: Partial<ApiRun> = {}): ApiRun {
+  return {
+    id: 'run_0123456789abcdef0123', tenant: 'acme-pharma', batch: 'B-1042', line: 'line-3', product: 'ir-family-a', tooling: 'round-10mm-ff', status: 'RUNNING',
+    goal: 'keep weight and hardness on target', autonomy: 'L3', startedBy: 'o.operator', createdAt: '2026-11-20T10:00:00.000Z', endedAt: null, reason: null,
+    plan: { steps: 10, gates: 1, text: '10 steps, 1 approval gate' },
+    steps: composePlan().map((p, i) => ({
+      seq: p.seq, name: p.name, agent: p.agent, tool: p.tool, gate: p.gate, attempt: 1, detail: '',
+      status: i < done ? 'SUCCEEDED' : i === done ? current : 'PENDING',
+      durationMs: i <= done ? 1000 * (i + 1) : null,
+      duration: i <= done ? (p.continuous ? 'continuous' : `${i + 1}.0s`) : '',
+    })),
+    approvalGate: { id: null, step: '09', status: 'not_reached', reviewer: 'm.rossi', recordHash: null, requestedAt: null, signature: null },
+    genealogy: '/v1/tenants/acme-pharma/runs/run_0123456789abcdef0123/genealogy', release: null,
+    ...over,
+  };
+}
+
+let nextId = 0;
+function line(step: string, kind: LogLine['kind'], tool: string, extra: Partial<LogLine> = {}): LogLine {
+  nextId++;
+  return { id: nextId, run: 'run_0123456789abcdef0123', at: 0, time: '10:00:00', kind, step, agent: 'agent.orchestrator', tool, auditSeq: nextId, ...extra };
+}
+
+/** Feed lines as the attachment does: the view of the run when the transcript asks for one. */
+function feed(t: RunTranscript, lines: readonly LogLine[], viewAt: (l: LogLine) => ApiRun): string[] {
+  return lines.flatMap((l) => t.line(l, t.needsView(l) ? viewAt(l) : undefined));
+}
+
+const seqOf = (name: string): number => composePlan().findIndex((p) => p.name === name);
+
+describe('the run transcript', () => {
+  nextId = 0;
+  const log = [
+    line('ingest.batch_record', 'call', 'mes.read_batch_record'),
+    line('ingest.batch_record', 'ok', 'mes.read_batch_record', { summary: 'B-1042 …' }),
+    line('twin.rehearse', 'call', 'twin.simulate'),
+    line('twin.rehearse', 'ok', 'twin.simulate', { summary: '64 candidates, 14 ranked, 50 discarded; best #12: capping 0.24 % < 1.5 %' }),
+    line('twin.rehearse', 'call', 'policy.evaluate'),
+    line('twin.rehearse', 'ok', 'policy.evaluate', { summary: '12 of 12 moves inside the design space; release held for QA' }),
+    ...composePlan().slice(2, 8).flatMap((p) => [line(p.name, 'call', p.tool), line(p.name, 'ok', p.tool, { summary: 'fine' })]),
+    line('approval.batch_release', 'call', 'approval.request', { args: { approval: 'apr_00aa', kind: 'batch_release', batch: 'B-1042', reviewer: 'm.rossi' } }),
+  ];
+  const upTo = log.length;
+  const after = [
+    line('approval.batch_release', 'ok', 'approval.request', { summary: 'approved by Maria Rossi (m.rossi), 2026-11-20T10:30:00.000Z; identity and timestamp logged', result: { approval: 'apr_00aa' } }),
+    line('release.genealogy', 'call', 'audit.write_release_package'),
+    line('release.genealogy', 'ok', 'audit.write_release_package', { summary: 'written' }),
+  ];
+
+  it('prints the plan, the twin and policy lines, each step with ok and its duration in plan order, then the approval-required line', () => {
+    const t = new RunTranscript();
+    const out = [...header(view(0, 'PENDING'), 'started'), ...feed(t, log, (l) => view(seqOf(l.step)))];
+    expect(out[0]).toBe('run run_0123456789abcdef0123 started: batch B-1042 on line-3 for acme-pharma, autonomy ≤ L3');
+    expect(out[1]).toBe('plan: 10 steps, 1 approval gate');
+    const idx = (re: RegExp): number => out.findIndex((s) => re.test(s));
+    expect(idx(/^twin: 64 candidates, 14 ranked, 50 discarded; best #12: capping 0\.24 % < 1\.5 %$/)).toBeGreaterThan(idx(/^ {2}01 ingest\.batch_record +ok +1\.0s/));
+    expect(idx(/^policy: 12 of 12 moves inside the design space; release held for QA$/)).toBeGreaterThan(idx(/^twin:/));
+    expect(idx(/^ {2}02 twin\.rehearse +ok/)).toBeGreaterThan(idx(/^policy:/));
+    const steps = out.filter((s) => /^ {2}\d\d /.test(s)).map((s) => s.slice(2, 4));
+    expect(steps).toEqual(['01', '02', '03', '04', '05', '06', '07', '08']);
+    expect(out.find((s) => s.startsWith('  07'))).toMatch(/ok +continuous/);
+    expect(out.at(-2)).toBe('approval required: batch_release — waits for QA reviewer m.rossi (approval apr_00aa)');
+    expect(out.at(-1)).toContain('linekeeper approve apr_00aa --decision approve|reject');
+    expect(t.state).toMatchObject({ lastEventId: upTo, seen: '09' });
+  });
+
+  it('resumed from its saved state prints nothing twice: the approval, the steps left and the completion line', () => {
+    const first = new RunTranscript();
+    feed(first, log, (l) => view(seqOf(l.step)));
+    const resumed = new RunTranscript(JSON.parse(JSON.stringify(first.state)));
+    // the stream replays a little before the cursor: those lines are ignored
+    expect(resumed.line(log.at(-1)!, view(8, 'APPROVAL'))).toEqual([]);
+    expect(resumed.poll(view(8, 'APPROVAL', { status: 'APPROVAL' }))).toEqual([]);
+    const out = [...feed(resumed, after, (l) => view(seqOf(l.step))), ...resumed.end(view(10, 'SUCCEEDED', { status: 'SUCCEEDED', endedAt: '2026-11-20T10:31:30.000Z' }))];
+    expect(out[0]).toBe('approval apr_00aa: approved by Maria Rossi (m.rossi), 2026-11-20T10:30:00.000Z; identity and timestamp logged');
+    expect(out.filter((s) => /^ {2}\d\d /.test(s)).map((s) => s.slice(2, 4))).toEqual(['09', '10']);
+    expect(out.at(-1)).toBe('completed: run_0123456789abcdef0123 SUCCEEDED — batch B-1042 released in 31:30; genealogy: linekeeper runs show run_0123456789abcdef0123 --format genealogy');
+    expect(out.join('\n')).not.toMatch(/plan:|twin:|policy:|approval required/);
+  });
+
+  it('says once that a run stopped for a person (a held step and the run), and a step that ran again', () => {
+    const t = new RunTranscript();
+    feed(t, log.slice(0, 12), (l) => view(seqOf(l.step))); // the log is in step 05
+    const held = view(4, 'HELD', { status: 'HELD', reason: 'dryer past its time-out' });
+    held.steps[4] = { ...held.steps[4]!, detail: 'LOD 3.1 % after 90 min' };
+    const first = t.poll(held);
+    expect(first).toEqual([
+      expect.stringMatching(/^ {2}05 compress\.press +held .* — LOD 3\.1 % after 90 min$/),
+      'held: run_0123456789abcdef0123 waits for a person — dryer past its time-out',
+    ]);
+    expect(t.poll(held)).toEqual([]);
+    const again = view(5, 'RUNNING');
+    again.steps[4] = { ...again.steps[4]!, attempt: 2 };
+    expect(t.poll(again)).toEqual([]); // the log has not reached step 06 yet
+    expect(t.line(line('coat.spray', 'call', 'coater.write_setpoint'), again)).toEqual([expect.stringMatching(/^ {2}05 compress\.press +ok .* — attempt 2$/)]);
+  });
+
+  it('prints a tool error and a rejected release; text from agents cannot drive the terminal', () => {
+    const t = new RunTranscript();
+    expect(t.line(line('compress.press', 'error', 'press.write_setpoint', { summary: 'LK_WRITE_FAILED: refused\u001b[2J\u202e' }), view(4))).toContain('error: press.write_setpoint in compress.press: LK_WRITE_FAILED: refused?[2J?');
+    const end = t.end(view(8, 'REJECTED', { status: 'REJECTED', reason: 'rejected by QA', endedAt: '2026-11-20T10:02:00.000Z' }));
+    expect(end.at(-1)).toBe('completed: run_0123456789abcdef0123 REJECTED — batch B-1042 not released in 2:00: rejected by QA');
+    expect(stepLine({ ...view(0).steps[0]!, name: 'x\u001b]0;owned\u0007', status: 'FAILED', detail: 'bad\nthing' })).not.toMatch(/[\u0000-\u001f]/);
+  });
+});
+
+describe('server-sent events', () => {
+  it('are parsed across chunk boundaries, with CRLF, comments, multi-line data and the server\'s retry', () => {
+    const p = new SseParser();
+    expect(p.push('retry: 2000\n\n: keep-alive\n\nid: 7\nevent: ok\nda')).toEqual([]);
+    expect(p.push('ta: {"id":7}\r\n\r\nid: 8\nevent: call\ndata: a\ndata: b\n\nevent: end\ndata: {"status":"SUCCEEDED"}\n\n')).toEqual([
+      { id: '7', event: 'ok', data: '{"id":7}' },
+      { id: '8', event: 'call', data: 'a\nb' },
+      { event: 'end', data: '{"status":"SUCCEEDED"}' },
+    ]);
+    expect(p.retryMs).toBe(2000);
+  });
+});
+
+describe('errors of the daemon and exit codes', () => {
+  it('a problem+json body becomes an LkError of its code and detail; an unknown code keeps its name', () => {
+    const e = problemError(409, { code: 'LK_LINE_BUSY', detail: 'line line-3 runs run_x (RUNNING); one run at a time per line' }, 'POST /runs');
+    expect(LkError.is(e, 'LK_LINE_BUSY')).toBe(true);
+    expect(e.message).toBe('line line-3 runs run_x (RUNNING); one run at a time per line');
+    const unknown = problemError(418, { code: 'LK_FROM_THE_FUTURE', detail: 'newer daemon' }, 'GET /x');
+    expect(unknown).toBeInstanceOf(ProblemError);
+    expect((unknown as ProblemError).code).toBe('LK_FROM_THE_FUTURE');
+    // not linekeeper's problem body (a proxy's page): the status says what it can
+    const proxy = problemError(502, 'not json', 'GET /x');
+    expect(LkError.is(proxy, 'LK_INTERNAL')).toBe(true);
+    expect(proxy.message).toBe('GET /x: HTTP 502');
+    expect(LkError.is(problemError(401, undefined, 'GET /x'), 'LK_UNAUTHENTICATED')).toBe(true);
+  });
+
+  it('exit codes: 77 not signed in, 2 usage, 78 configuration, 65 audit, 130 interrupted, 1 otherwise', () => {
+    expect(exitCodeFor(new LkError('LK_UNAUTHENTICATED'))).toBe(77);
+    expect(exitCodeFor(new LkError('LK_VALIDATION'))).toBe(2);
+    expect(exitCodeFor(new LkError('LK_CONFIG_INVALID'))).toBe(78);
+    expect(exitCodeFor(new LkError('LK_AUDIT_BROKEN'))).toBe(65);
+    expect(exitCodeFor(new LkError('LK_REAUTH_FAILED'))).toBe(1);
+    expect(exitCodeFor(new LkError('LK_API_UNREACHABLE'))).toBe(1);
+    expect(exitCodeFor(new CliExit(130))).toBe(130);
+    expect(exitCodeFor(new ProblemError('LK_FROM_THE_FUTURE', 418, 'x'))).toBe(1);
+  });
+});
