@@ -3,8 +3,8 @@
  * `id:` the line id, `event: call|ok|error`, `data:` the line, then `event: end`). The `eventsource` client
  * reconnects after a dropped connection; every request, the first included, names the last line this
  * iterator received in `Last-Event-ID`, so the daemon sends exactly what is missing, and a line is never
- * handed on twice whatever the network did. A refusal (401 after a failed re-sign-in, 404, 429) ends the
- * iteration with its {@link LinekeeperError}.
+ * handed on twice whatever the network did. A daemon not ready (503) is tried again the same way; a refusal
+ * (401 after a failed re-sign-in, 404, 429) ends the iteration with its {@link LinekeeperError}.
  */
 import { EventSource, type FetchLikeResponse } from 'eventsource';
 import { LinekeeperError, problemOf, sdkError } from './errors.js';
@@ -159,6 +159,11 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
         // before it was answered is a lost connection like any other, to be retried
         if (signal?.aborted) throw err;
         throw new TypeError(`the event stream's connection was lost: ${(err as Error).message}`, { cause: err });
+      }
+      if (res.status === 503) {
+        // not ready (starting, stopping): come back as after a lost connection, within maxRetries
+        await res.body?.cancel();
+        throw new TypeError('the daemon is not ready (503)');
       }
       if (res.status !== 200 || !res.body) {
         refusal = await problemOf(res);

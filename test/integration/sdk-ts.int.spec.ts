@@ -240,18 +240,21 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     expect(lines.map((l) => l.id)).toEqual(stored.map((s) => s.id));
     expect(lines.filter((l) => l.tool === 'approval.request').map((l) => l.kind)).toEqual(['call', 'ok']);
     expect(lines.at(-1)).toMatchObject({ kind: 'ok', tool: 'audit.write_release_package' });
-    // a stream request closed before it was answered is retried like any lost connection
-    let refused = 0;
-    const closedEarly = new LinekeeperClient({
+    // a stream request closed before it was answered, or answered 503 (the daemon not ready), is tried again
+    let requests = 0;
+    const notYet = new LinekeeperClient({
       url, user: 'a.ricci', password: pw('a.ricci'), tenant: 'acme-pharma',
       fetch: async (u, init) => {
-        if (u.endsWith('/stream') && refused++ === 0) throw new DOMException('This operation was aborted', 'AbortError');
+        if (!u.endsWith('/stream')) return globalThis.fetch(u, init);
+        requests++;
+        if (requests === 1) throw new DOMException('This operation was aborted', 'AbortError');
+        if (requests === 2) return new Response(JSON.stringify({ code: 'LK_NOT_READY', status: 503, detail: 'linekeeper is stopping' }), { status: 503, headers: { 'content-type': 'application/problem+json' } });
         return globalThis.fetch(u, init);
       },
     });
     const again: number[] = [];
-    for await (const l of closedEarly.run(runId).toolCalls()) again.push(l.id);
-    expect(refused).toBe(2);
+    for await (const l of notYet.run(runId).toolCalls()) again.push(l.id);
+    expect(requests).toBe(3);
     expect(again).toEqual(stored.map((s) => s.id));
     // after: only what follows
     const tail: number[] = [];

@@ -3,7 +3,8 @@
 GET /runs/{id}/stream sends one event per log line (``id:`` the line id, ``event: call|ok|error``, ``data:``
 the line as JSON), then ``event: end``. A background thread reads the stream and reconnects after a dropped
 connection (a reset, a read time-out, a close under it), naming the last line it handed on in
-``Last-Event-ID``: the daemon sends exactly what is missing, and a line is never handed on twice.
+``Last-Event-ID``: the daemon sends exactly what is missing, and a line is never handed on twice. A daemon
+not ready (503, starting or stopping) is tried again the same way.
 """
 from __future__ import annotations
 
@@ -184,7 +185,8 @@ class ToolCallStream(Iterator[ToolCall]):
             try:
                 resp = self._client._open_stream(self._run_id, self.last_event_id, self._read_timeout)
             except LinekeeperError as err:
-                if err.code != "LK_API_UNREACHABLE":
+                # no answer, or a daemon starting or stopping: come back later, within max_retries
+                if err.code not in ("LK_API_UNREACHABLE", "LK_NOT_READY"):
                     self._q.put(("error", err))
                     return
                 failures += 1

@@ -8,12 +8,15 @@ The line must be idle: the test starts a run of the batch, follows it step by st
 dropped under it, signs the release as the QA reviewer and waits for SUCCEEDED. Each step it sees is printed
 as `step <seq> <name> <status> <duration>` on stdout.
 """
+import io
 import os
 import pathlib
 import sys
 import threading
 import unittest
+import urllib.error
 import urllib.request
+from email.message import Message
 from typing import Any, List, Optional
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # sdk/python: the package under test
@@ -76,6 +79,21 @@ class DroppingTransport:
             return resp
         self.streams.append(req.get_header("Last-event-id"))
         return _Dropping(resp, self.after) if len(self.streams) == 1 else resp
+
+
+class NotReadyOnce:
+    """``urlopen`` whose first event-stream request is answered 503 LK_NOT_READY."""
+
+    def __init__(self) -> None:
+        self.streams = 0
+
+    def __call__(self, req: urllib.request.Request, timeout: float) -> Any:
+        if req.full_url.endswith("/stream"):
+            self.streams += 1
+            if self.streams == 1:
+                body = b'{"code":"LK_NOT_READY","status":503,"detail":"linekeeper is stopping"}'
+                raise urllib.error.HTTPError(req.full_url, 503, "Service Unavailable", Message(), io.BytesIO(body))
+        return urllib.request.urlopen(req, timeout=timeout)
 
 
 def refusal(fn: Any) -> LinekeeperError:
@@ -187,6 +205,11 @@ class RunThroughTheSdkTest(unittest.TestCase):
         self.assertEqual([line.kind for line in got[::2]], ["call"] * len(got[::2]))
         self.assertEqual([line.kind for line in got if line.tool == "approval.request"], ["call", "ok"])
         print(f"lines {len(got)}", flush=True)
+        # a stream answered 503 (the daemon starting or stopping) is tried again, from where it was
+        not_ready = NotReadyOnce()
+        with self.operator(urlopen=not_ready).tool_calls(run.id, after=len(got) - 2) as tail:
+            self.assertEqual([line.id for line in tail], [len(got) - 1, len(got)])
+        self.assertEqual(not_ready.streams, 2)
 
 
 if __name__ == "__main__":
