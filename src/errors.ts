@@ -95,8 +95,9 @@ export const ERRORS = {
   LK_TOO_MANY_STREAMS: { status: 429, title: 'Too many concurrent event streams for this user' },
   LK_NOT_READY: { status: 503, title: 'linekeeper is not ready' },
   LK_API_LISTEN: { status: 500, title: 'The REST API cannot listen on its configured address' },
-  // the CLI as a client of the daemon
-  LK_API_UNREACHABLE: { status: 503, title: 'The linekeeper daemon cannot be reached at its REST API address' },
+  // clients of the daemon (CLI, SDKs): no answer, or one that is not the API's
+  LK_API_UNREACHABLE: { status: 503, title: 'The linekeeper API cannot be reached, or the connection failed' },
+  LK_API_RESPONSE: { status: 502, title: 'The linekeeper API answered with something that is not one of its documented responses' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

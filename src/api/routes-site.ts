@@ -1,7 +1,7 @@
 /**
- * The tenant's models, twin rehearsals, operator attendance, the line's state and the audit trail. Read-only
- * except attendance (the engine's attended operator, audited when it changes) and the rehearsal (a tool call
- * of a person, audited with its arguments and a summary of its result, R10).
+ * The tenant's models, approved design spaces, twin rehearsals, operator attendance, the line's state and the
+ * audit trail. Read-only except attendance (the engine's attended operator, audited when it changes) and the
+ * rehearsal (a tool call of a person, audited with its arguments and a summary of its result, R10).
  */
 import type { Sample } from '../../connectors/types.js';
 import { queryAudit } from '../audit/query.js';
@@ -14,7 +14,7 @@ import { simulate } from '../twin/simulate.js';
 import { EVERYONE, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
-import { AttendanceBody, AttendanceView, AuditPageView, AuditQuery, LineView, ModelList, SimulateBody, SimulationView, TenantParams } from './schemas.js';
+import { AttendanceBody, AttendanceView, AuditPageView, AuditQuery, DesignSpaceQuery, DesignSpaceView, LineView, ModelList, SimulateBody, SimulationView, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
 const problems = { '4xx': Problem, '5xx': Problem };
@@ -39,6 +39,24 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
       id: m.id, kind: m.kind, version: m.version, status: m.status, sites: [...m.sites], sha256: m.sha256, card: m.card, changedAt: m.changedAt, changedBy: m.changedBy, changeRef: m.changeRef,
     })),
   }));
+
+  app.get(`${BASE}/design-space`, {
+    onRequest: ctx.guard(READERS, 'read the design space'),
+    schema: {
+      tags: ['models'], summary: 'The approved design space of one of the tenant\'s product families × tooling families: unit-aware limits per setpoint (the SDKs\' DesignSpace.approved)',
+      security, params: TenantParams, querystring: DesignSpaceQuery, response: { 200: DesignSpaceView, ...problems },
+    },
+  }, async (req) => {
+    const { product, tooling } = req.query;
+    const bundle = d.policy.bundle;
+    if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is in force: there is no approved design space');
+    // another tenant's product is as absent as an unknown one (R1/R9: its formulation limits are its own)
+    const mine = config.tenants.find((t) => t.id === req.params.tenant)?.products.includes(product) === true && config.products.find((p) => p.id === product)?.tooling.includes(tooling) === true;
+    if (!mine) throw new LkError('LK_NOT_FOUND', `no approved design space for product "${product}" × tooling "${tooling}"`, { product, tooling });
+    const ds = bundle.designSpace.approved(product, tooling);
+    const setpoints = Object.fromEntries(Object.entries(ds.setpoints).map(([tag, l]) => [tag, { min: l.min, max: l.max, unit: l.unit, maxStep: l.maxStep, maxRatePerMin: l.maxRatePerMin }]));
+    return { product: ds.product, tooling: ds.tooling, approvedBy: ds.approvedBy, bundleVersion: bundle.version, setpoints };
+  });
 
   app.post(`${BASE}/twin/simulate`, {
     onRequest: ctx.guard(['process_engineer', 'qa_reviewer'], 'rehearse on the twin'),

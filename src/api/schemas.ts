@@ -37,6 +37,8 @@ export const SimulateBody = z.strictObject({
   seed: z.int().optional(),
 });
 export const AttendanceBody = z.strictObject({}).nullish();
+const familyId = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a product or tooling family id is lower-case letters, digits and dashes');
+export const DesignSpaceQuery = z.strictObject({ product: familyId.describe('product family, e.g. ir-family-a'), tooling: familyId.describe('tooling family, e.g. round-10mm-ff') });
 export const AuditQuery = AuditFilter.extend({
   cursor: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
@@ -101,6 +103,16 @@ export const ModelList = z.object({
   })),
 });
 export const SimulationView = z.looseObject({ model: z.looseObject({ id: z.string(), version: z.number() }), ranked: z.array(z.unknown()), discarded: z.array(z.unknown()) });
+const LimitView = z.object({
+  min: z.number(), max: z.number(), unit: z.string().describe('UCUM code: the setpoint\'s own (tag) unit'), maxStep: z.number().describe('largest single move'),
+  maxRatePerMin: z.number().describe('largest change per minute between moves'),
+});
+export const DesignSpaceView = z
+  .object({
+    product: z.string(), tooling: z.string(), approvedBy: z.string().describe('the validation report that approved it'), bundleVersion: z.string().describe('SHA-256 of the policy bundle in force'),
+    setpoints: z.record(z.string(), LimitView).describe('approved limits by setpoint tag id (<equipment>.<Tag>)'),
+  })
+  .meta({ id: 'DesignSpace' });
 export const AttendanceView = z.object({ operator: z.string(), lastPresenceAt: iso, attended: z.boolean(), windowMs: z.number().nullable() });
 export const LineView = z.object({
   line: z.string(), site: z.string(),

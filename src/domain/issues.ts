@@ -13,24 +13,27 @@ export interface DocumentIssue {
 
 /** The form of every field name of these documents (snake_case). */
 const PLAIN_KEY = /^[a-z_][a-z0-9_]*$/;
+/** The form of the field names of declarations written in code (the SDK's camelCase: `autonomyNeeded`). */
+export const CAMEL_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /**
  * `specifications.hardness.min`, `master_recipe["press.MainForce"].unit`, `items[2]`:
  * keys that are not snake_case field names (tag ids: a dot, upper case) are quoted, so the
- * path stays unambiguous and data keys stand out from field names.
+ * path stays unambiguous and data keys stand out from field names. `plainKey` is the form of a field name
+ * (snake_case unless given).
  */
-export function formatIssuePath(path: readonly PropertyKey[]): string {
+export function formatIssuePath(path: readonly PropertyKey[], plainKey: RegExp = PLAIN_KEY): string {
   let out = '';
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`;
-    else if (typeof p === 'string' && PLAIN_KEY.test(p)) out += out === '' ? p : `.${p}`;
+    else if (typeof p === 'string' && plainKey.test(p)) out += out === '' ? p : `.${p}`;
     else out += `[${JSON.stringify(String(p))}]`;
   }
   return out || '(root)';
 }
 
-/** zod issues as {@link DocumentIssue}s, in zod's order (the order of the schema's keys). */
-export function issuesOf(error: z.core.$ZodError): DocumentIssue[] {
+/** zod issues as {@link DocumentIssue}s, in zod's order (the order of the schema's keys); field names of the form `plainKey`. */
+export function issuesOf(error: z.core.$ZodError, plainKey: RegExp = PLAIN_KEY): DocumentIssue[] {
   return error.issues.map((i) => {
     let path: readonly PropertyKey[] = i.path;
     let message = i.message;
@@ -44,7 +47,7 @@ export function issuesOf(error: z.core.$ZodError): DocumentIssue[] {
     } else if (i.code === 'invalid_type' && /received undefined/.test(i.message)) {
       message = `required (${i.message.replace(/^Invalid input: /, '')})`;
     }
-    return { path: formatIssuePath(path), message };
+    return { path: formatIssuePath(path, plainKey), message };
   });
 }
 

@@ -1,0 +1,264 @@
+"""The client of linekeeper's REST API: one method per route, the tenant's routes under /v1/tenants/{tenant},
+bearer tokens from POST /v1/auth/token.
+
+Given a user and password it signs in when first needed and again when a token has expired (tokens live
+minutes); given a token, it uses that one. Every refusal is a :class:`LinekeeperError` with the daemon's
+``LK_*`` code, status and detail. Standard library only (urllib).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Optional
+
+from .errors import Issue, LinekeeperError
+from .events import ToolCallStream
+from .run import Run
+
+#: JSON as the daemon answers it.
+Json = Dict[str, Any]
+#: The transport: ``urllib.request.urlopen``'s signature (request, timeout) → response; a test or a proxy set-up
+#: may pass its own.
+Urlopen = Callable[[urllib.request.Request, float], Any]
+
+
+def _default_urlopen(req: urllib.request.Request, timeout: float) -> Any:
+    return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - the URL is the daemon's, checked http(s)
+
+
+class Client:
+    """A connection to one daemon, as one person, for one tenant."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: Optional[str] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        tenant: Optional[str] = None,
+        timeout: float = 30.0,
+        poll_interval: float = 1.0,
+        urlopen: Optional[Urlopen] = None,
+    ) -> None:
+        """:raises LinekeeperError: LK_VALIDATION for a URL that is not http(s), or neither a token nor a user and password."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise LinekeeperError("LK_VALIDATION", f"url: {url!r} is not an http(s) URL", issues=[Issue("url", "not an http(s) URL")])
+        if token:
+            self._credentials: Optional[Dict[str, str]] = None
+        elif user and password:
+            self._credentials = {"user": user, "password": password}
+        else:
+            raise LinekeeperError("LK_VALIDATION", "a client needs a token, or a user and a password", issues=[Issue("token", "required without user and password")])
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        #: How often ``run.stream()`` reads the run while its event stream is quiet, in seconds.
+        self.poll_interval = poll_interval
+        self._token = token or None
+        self._tenant = tenant
+        self._user: Optional[Json] = None
+        self._urlopen: Urlopen = urlopen or _default_urlopen
+        self._sign_in_lock = threading.Lock()
+
+    @property
+    def user(self) -> Optional[Json]:
+        """The signed-in person (after :meth:`sign_in`, or the first call that signed in)."""
+        return self._user
+
+    def sign_in(self) -> Json:
+        """POST /v1/auth/token with the client's user and password.
+
+        :raises LinekeeperError: LK_UNAUTHENTICATED (wrong user or password), LK_ACCOUNT_LOCKED, LK_VALIDATION for
+            a client made with a token.
+        """
+        if self._credentials is None:
+            raise LinekeeperError("LK_VALIDATION", "this client was given a token, not a user and password to sign in with")
+        with self._sign_in_lock:
+            t: Json = self._json("POST", "/v1/auth/token", body=self._credentials, auth=False)
+            self._token = t["token"]
+            self._user = t["user"]
+            return t
+
+    # transport -------------------------------------------------------------------------------------------------
+
+    def _send(self, method: str, path: str, *, body: Any = None, query: Optional[Dict[str, Any]] = None, auth: bool = True,
+              headers: Optional[Dict[str, str]] = None, timeout: Optional[float] = None) -> Any:
+        """One request; the response of a 2xx answer (the caller reads and closes it).
+
+        :raises LinekeeperError: the daemon's problem, LK_API_UNREACHABLE, LK_API_RESPONSE.
+        """
+        url = self.url + path
+        q = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        if q:
+            url += "?" + urllib.parse.urlencode(q)
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        for attempt in (0, 1):
+            h = {"Accept": "application/json", **(headers or {})}
+            if data is not None:
+                h["Content-Type"] = "application/json"
+            if auth:
+                if self._token is None:
+                    self.sign_in()
+                h["Authorization"] = f"Bearer {self._token}"
+            req = urllib.request.Request(url, data=data, method=method, headers=h)
+            try:
+                return self._urlopen(req, self.timeout if timeout is None else timeout)
+            except urllib.error.HTTPError as e:
+                err = LinekeeperError.from_problem(e.code, e.read())
+                e.close()
+                # an expired (or revoked) token: sign in again, once; nothing ran behind a 401
+                if attempt == 0 and auth and err.code == "LK_UNAUTHENTICATED" and self._credentials is not None:
+                    self.sign_in()
+                    continue
+                raise err from None
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+                reason = getattr(e, "reason", e)
+                raise LinekeeperError("LK_API_UNREACHABLE", f"{method} {path}: {reason}") from e
+        raise AssertionError("unreachable")
+
+    def _json(self, method: str, path: str, *, body: Any = None, query: Optional[Dict[str, Any]] = None, auth: bool = True) -> Any:
+        resp = self._send(method, path, body=body, query=query, auth=auth)
+        try:
+            text = resp.read()
+        finally:
+            resp.close()
+        try:
+            return json.loads(text.decode("utf-8")) if text else None
+        except ValueError as e:
+            raise LinekeeperError("LK_API_RESPONSE", f"{method} {path} answered with a body that is not JSON", getattr(resp, "status", 0)) from e
+
+    def _base(self) -> str:
+        """The tenant's base path.
+
+        :raises LinekeeperError: LK_VALIDATION when the client has no tenant and the signed-in user works for
+            several (or it only has a token).
+        """
+        tenant = self._tenant
+        if tenant is None and self._credentials is not None:
+            if self._user is None:
+                self.sign_in()
+            mine = (self._user or {}).get("tenants") or []
+            if len(mine) == 1:
+                tenant = mine[0]
+        if tenant is None:
+            raise LinekeeperError("LK_VALIDATION", "tenant: give the client a tenant (the user has none or several, or the client has only a token)", issues=[Issue("tenant", "required")])
+        return "/v1/tenants/" + urllib.parse.quote(tenant, safe="")
+
+    def _tenant_json(self, method: str, path: str, *, body: Any = None, query: Optional[Dict[str, Any]] = None) -> Any:
+        return self._json(method, self._base() + path, body=body, query=query)
+
+    def _open_stream(self, run_id: str, after: int, read_timeout: float) -> Any:
+        """GET /runs/{id}/stream after line ``after`` (as Last-Event-ID): the open response."""
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        if after > 0:
+            headers["Last-Event-ID"] = str(after)
+        return self._send("GET", f"{self._base()}/runs/{_q(run_id)}/stream", headers=headers, timeout=read_timeout)
+
+    # routes ----------------------------------------------------------------------------------------------------
+
+    def tenant(self) -> str:
+        """The tenant this client calls."""
+        return urllib.parse.unquote(self._base()[len("/v1/tenants/"):])
+
+    def health(self) -> Json:
+        """GET /healthz: the daemon answers (no sign-in)."""
+        return self._json("GET", "/healthz", auth=False)
+
+    def start_run(self, request: str, autonomy: Optional[str] = None) -> Run:
+        """POST /runs: start a run from a free-text request and the batch record in the MES.
+
+        :raises LinekeeperError: LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND, LK_FORBIDDEN.
+        """
+        body: Json = {"request": request}
+        if autonomy is not None:
+            body["autonomy"] = autonomy
+        record = self._tenant_json("POST", "/runs", body=body)
+        return Run(self, record["id"], record)
+
+    def list_runs(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> Json:
+        """GET /runs: the tenant's runs, newest first, one page (``items``, ``next``)."""
+        return self._tenant_json("GET", "/runs", query={"limit": limit, "cursor": cursor})
+
+    def get_run(self, run_id: str) -> Json:
+        """GET /runs/{id}: steps with statuses and durations, the approval gate. :raises LinekeeperError: LK_NOT_FOUND."""
+        return self._tenant_json("GET", f"/runs/{_q(run_id)}")
+
+    def run(self, run_id: str) -> Run:
+        """A handle on a run by id (nothing is read until asked), e.g. for a QA reviewer's client to sign its gate."""
+        return Run(self, run_id)
+
+    def genealogy(self, run_id: str) -> Json:
+        """GET /runs/{id}/genealogy."""
+        return self._tenant_json("GET", f"/runs/{_q(run_id)}/genealogy")
+
+    def tool_calls(self, run_id: str, after: int = 0) -> ToolCallStream:
+        """GET /runs/{id}/stream: the run's tool-call lines as they are logged, resumed after a dropped connection."""
+        return ToolCallStream(self, run_id, after)
+
+    def approvals(self) -> Json:
+        """GET /approvals: batch releases at the gate and setpoint writes waiting for a person."""
+        return self._tenant_json("GET", "/approvals")
+
+    def approve(self, approval_id: str, decision: str, meaning: str, password: str) -> Json:
+        """POST /approvals/{id}: sign as the signed-in QA reviewer, re-authenticated with the password.
+
+        :raises LinekeeperError: LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN.
+        """
+        return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body={"decision": decision, "meaning": meaning, "password": password})
+
+    def models(self) -> Json:
+        """GET /models: cards, validation status, pinned sites."""
+        return self._tenant_json("GET", "/models")
+
+    def simulate(self, candidates: int, horizon: str, seed: Optional[int] = None) -> Json:
+        """POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited)."""
+        body: Json = {"candidates": candidates, "horizon": horizon}
+        if seed is not None:
+            body["seed"] = seed
+        return self._tenant_json("POST", "/twin/simulate", body=body)
+
+    def attendance(self) -> Json:
+        """POST /attendance: the signed-in operator's presence heartbeat (R5); send it while attending a run."""
+        return self._tenant_json("POST", "/attendance", body={})
+
+    def line(self) -> Json:
+        """GET /line: equipment, connections, PLC supervisor state."""
+        return self._tenant_json("GET", "/line")
+
+    def audit(self, *, batch: Optional[str] = None, run: Optional[str] = None, agent: Optional[str] = None, tool: Optional[str] = None,
+              setpoint: Optional[str] = None, reviewer: Optional[str] = None, actor: Optional[str] = None, kind: Optional[str] = None,
+              from_: Optional[str] = None, to: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None) -> Json:
+        """GET /audit: the tenant's audit trail by batch, run, agent, tool, reviewer, time (ISO 8601); one page."""
+        query = {"batch": batch, "run": run, "agent": agent, "tool": tool, "setpoint": setpoint, "reviewer": reviewer, "actor": actor,
+                 "kind": kind, "from": from_, "to": to, "limit": limit, "cursor": cursor}
+        return self._tenant_json("GET", "/audit", query=query)
+
+    def design_space(self, product: str, tooling: str) -> Json:
+        """GET /design-space: the approved limits of one of the tenant's product × tooling families. :raises LinekeeperError: LK_NOT_FOUND."""
+        return self._tenant_json("GET", "/design-space", query={"product": product, "tooling": tooling})
+
+
+def _q(segment: str) -> str:
+    return urllib.parse.quote(segment, safe="")
+
+
+_default: Optional[Client] = None
+
+
+def set_default_client(client: Optional[Client]) -> None:
+    """The client ``DesignSpace.approved(...)`` and ``agent.start(...)`` use when not given one (None forgets it)."""
+    global _default
+    _default = client
+
+
+def client_of(client: Optional[Client]) -> Client:
+    """``client``, else the default one. :raises LinekeeperError: LK_VALIDATION when there is neither."""
+    c = client if client is not None else _default
+    if c is None:
+        raise LinekeeperError("LK_VALIDATION", "client: pass client=... or call set_default_client(client) first", issues=[Issue("client", "required")])
+    return c

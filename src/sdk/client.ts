@@ -1,0 +1,258 @@
+/**
+ * The typed client of linekeeper's REST API: one method per route, the tenant's routes under
+ * /v1/tenants/{tenant}, bearer tokens from POST /v1/auth/token. Given a user and password it signs in when
+ * first needed and again when a token has expired (tokens live minutes); given a token, it uses that one.
+ * Every refusal is a {@link LinekeeperError} with the daemon's `LK_*` code, status and detail.
+ */
+import { LinekeeperError, problemOf, sdkError } from './errors.js';
+import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
+import { Run } from './run.js';
+import type {
+  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  Simulation, TokenInfo, ToolCallLine,
+} from './types.js';
+
+/** `fetch` or anything with its signature (a proxy agent, a test's transport). */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+interface CommonOptions {
+  /** Base URL of the daemon's API, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  /** The tenant whose routes to call; defaults to the signed-in user's tenant when they have exactly one. */
+  readonly tenant?: string;
+  /** The transport (default: the global fetch). */
+  readonly fetch?: FetchLike;
+  /** How often `run.stream()` reads the run while its event stream is quiet (ms, default 1000). */
+  readonly pollMs?: number;
+}
+export type ClientOptions =
+  | (CommonOptions & { readonly token: string; readonly user?: never; readonly password?: never })
+  | (CommonOptions & { readonly user: string; readonly password: string; readonly token?: never });
+
+type Method = 'GET' | 'POST';
+
+export class LinekeeperClient {
+  /** The API's base URL, without a trailing slash. */
+  readonly url: string;
+  readonly pollMs: number;
+  readonly #fetch: FetchLike;
+  readonly #credentials: { readonly user: string; readonly password: string } | undefined;
+  readonly #tenant: string | undefined;
+  #token: string | undefined;
+  #user: TokenInfo['user'] | undefined;
+  #signingIn: Promise<TokenInfo> | undefined;
+
+  /** @throws LinekeeperError LK_VALIDATION for a URL that is not http(s), or neither a token nor a user and password. */
+  constructor(o: ClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(o.url);
+    } catch (err) {
+      throw sdkError('LK_VALIDATION', `url: "${o.url}" is not a URL`, { issues: [{ path: 'url', message: 'not a URL' }], cause: err });
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw sdkError('LK_VALIDATION', `url: ${base.protocol} is not http: or https:`, { issues: [{ path: 'url', message: 'not http(s)' }] });
+    this.url = base.href.replace(/\/+$/, '');
+    this.#fetch = o.fetch ?? ((url, init) => globalThis.fetch(url, init));
+    this.pollMs = o.pollMs ?? 1000;
+    this.#tenant = o.tenant;
+    if (typeof o.token === 'string' && o.token.length > 0) this.#token = o.token;
+    else if (typeof o.user === 'string' && typeof o.password === 'string') this.#credentials = { user: o.user, password: o.password };
+    else throw sdkError('LK_VALIDATION', 'a client needs a token, or a user and a password', { issues: [{ path: 'token', message: 'required without user and password' }] });
+  }
+
+  /** The signed-in person (after {@link signIn}, or the first call that signed in). */
+  get user(): TokenInfo['user'] | undefined {
+    return this.#user;
+  }
+
+  /**
+   * Sign in with the client's user and password (POST /v1/auth/token); concurrent callers share one sign-in.
+   * @throws LinekeeperError LK_UNAUTHENTICATED (wrong user or password), LK_ACCOUNT_LOCKED, LK_VALIDATION for a
+   *   client made with a token.
+   */
+  signIn(): Promise<TokenInfo> {
+    const creds = this.#credentials;
+    if (!creds) return Promise.reject(sdkError('LK_VALIDATION', 'this client was given a token, not a user and password to sign in with'));
+    this.#signingIn ??= (async () => {
+      try {
+        const t = await this.#call<TokenInfo>('POST', '/v1/auth/token', { body: creds, auth: false });
+        this.#token = t.token;
+        this.#user = t.user;
+        return t;
+      } finally {
+        this.#signingIn = undefined;
+      }
+    })();
+    return this.#signingIn;
+  }
+
+  /**
+   * `fetch` with the bearer token; a 401 LK_UNAUTHENTICATED (an expired token) signs in again and retries once
+   * when the client has a password. Transport errors are thrown as they are (an abort stays an AbortError).
+   * @throws LinekeeperError when signing in again is refused.
+   */
+  async authorizedFetch(url: string, init: RequestInit): Promise<Response> {
+    if (this.#token === undefined) await this.signIn();
+    const send = (): Promise<Response> => this.#fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${this.#token}` } });
+    const res = await send();
+    if (res.status !== 401 || !this.#credentials) return res;
+    const code = await res.clone().json().then((b) => (b as { code?: unknown } | null)?.code, () => undefined);
+    if (code !== 'LK_UNAUTHENTICATED') return res;
+    await res.body?.cancel();
+    await this.signIn();
+    return send();
+  }
+
+  /** One JSON call. @throws LinekeeperError the daemon's problem, LK_API_UNREACHABLE, LK_API_RESPONSE. */
+  async #call<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; auth?: boolean } = {}): Promise<T> {
+    const u = new URL(`${this.url}${path}`);
+    for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
+    const init: RequestInit = {
+      method,
+      headers: { accept: 'application/json', ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+    };
+    let res: Response;
+    try {
+      res = o.auth === false ? await this.#fetch(u.href, init) : await this.authorizedFetch(u.href, init);
+    } catch (err) {
+      if (LinekeeperError.is(err)) throw err;
+      throw sdkError('LK_API_UNREACHABLE', `${method} ${u.pathname}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!res.ok) throw await problemOf(res);
+    const text = await res.text();
+    try {
+      return (text.length > 0 ? JSON.parse(text) : undefined) as T;
+    } catch (err) {
+      throw new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `${method} ${u.pathname} answered ${res.status} with a body that is not JSON` }, { cause: err });
+    }
+  }
+
+  /**
+   * The tenant's base path. @throws LinekeeperError LK_VALIDATION when the client was given no tenant and the
+   *   signed-in user works for several (or it only has a token).
+   */
+  async #base(): Promise<string> {
+    let tenant = this.#tenant;
+    if (tenant === undefined && this.#credentials) {
+      if (!this.#user) await this.signIn();
+      const mine = this.#user?.tenants ?? [];
+      if (mine.length === 1) tenant = mine[0];
+    }
+    if (tenant === undefined) throw sdkError('LK_VALIDATION', 'tenant: give the client a tenant (the user has none or several, or the client has only a token)', { issues: [{ path: 'tenant', message: 'required' }] });
+    return `/v1/tenants/${encodeURIComponent(tenant)}`;
+  }
+
+  /** The tenant this client calls. */
+  async tenant(): Promise<string> {
+    return decodeURIComponent((await this.#base()).slice('/v1/tenants/'.length));
+  }
+
+  async #tenantCall<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown> } = {}): Promise<T> {
+    return this.#call<T>(method, `${await this.#base()}${path}`, o);
+  }
+
+  /** GET /healthz: the daemon answers (no sign-in). */
+  health(): Promise<Health> {
+    return this.#call<Health>('GET', '/healthz', { auth: false });
+  }
+
+  /**
+   * POST /runs: start a run from a free-text request and the batch record in the MES; its plan in `run.record`.
+   * @throws LinekeeperError LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND (no such batch), LK_FORBIDDEN.
+   */
+  async startRun(o: { request: string; autonomy?: Autonomy }): Promise<Run> {
+    const record = await this.#tenantCall<RunRecord>('POST', '/runs', { body: { request: o.request, ...(o.autonomy ? { autonomy: o.autonomy } : {}) } });
+    return new Run(this, record.id, record);
+  }
+
+  /** GET /runs: the tenant's runs, newest first, one page; pass `next` back as `cursor`. */
+  listRuns(o: { limit?: number; cursor?: string } = {}): Promise<RunPage> {
+    return this.#tenantCall<RunPage>('GET', '/runs', { query: o });
+  }
+
+  /** GET /runs/{id}: steps with statuses and durations, the approval gate. @throws LinekeeperError LK_NOT_FOUND. */
+  getRun(id: string): Promise<RunRecord> {
+    return this.#tenantCall<RunRecord>('GET', `/runs/${encodeURIComponent(id)}`);
+  }
+
+  /** A handle on a run by id (nothing is read until asked), e.g. for a QA reviewer's client to sign its gate. */
+  run(id: string): Run {
+    return new Run(this, id);
+  }
+
+  /** GET /runs/{id}/genealogy. */
+  genealogy(id: string): Promise<Genealogy> {
+    return this.#tenantCall<Genealogy>('GET', `/runs/${encodeURIComponent(id)}/genealogy`);
+  }
+
+  /**
+   * GET /runs/{id}/stream: the run's tool-call lines as they are logged, resumed after a dropped connection with
+   * Last-Event-ID; the iteration returns the terminal run status.
+   */
+  toolCalls(id: string, o: ToolCallStreamOptions = {}): Channel<ToolCallLine, RunStatus> {
+    const url = this.#base().then((base) => `${this.url}${base}/runs/${encodeURIComponent(id)}/stream`);
+    return toolCallStream((u, init) => this.authorizedFetch(u, init), url, o);
+  }
+
+  /** GET /approvals: batch releases at the gate and setpoint writes waiting for a person. */
+  approvals(): Promise<ApprovalList> {
+    return this.#tenantCall<ApprovalList>('GET', '/approvals');
+  }
+
+  /**
+   * POST /approvals/{id}: sign a decision as the signed-in QA reviewer, re-authenticated with the password.
+   * @throws LinekeeperError LK_REAUTH_FAILED (wrong password; nothing signed), LK_APPROVAL_FORBIDDEN (not the
+   *   batch's named reviewer, or the person who started the run), LK_APPROVAL_DECIDED, LK_FORBIDDEN.
+   */
+  approve(id: string, d: Decision): Promise<Signature> {
+    return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password } });
+  }
+
+  /** GET /models: cards, validation status, pinned sites. */
+  models(): Promise<ModelList> {
+    return this.#tenantCall<ModelList>('GET', '/models');
+  }
+
+  /** POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited). */
+  simulate(o: { candidates: number; horizon: string; seed?: number }): Promise<Simulation> {
+    return this.#tenantCall<Simulation>('POST', '/twin/simulate', { body: o });
+  }
+
+  /** POST /attendance: the signed-in operator's presence heartbeat (R5); send it while attending a run. */
+  attendance(): Promise<Attendance> {
+    return this.#tenantCall<Attendance>('POST', '/attendance', { body: {} });
+  }
+
+  /** GET /line: equipment, connections, PLC supervisor state. */
+  line(): Promise<Line> {
+    return this.#tenantCall<Line>('GET', '/line');
+  }
+
+  /** GET /audit: the tenant's audit trail by batch, run, agent, tool, reviewer, time; one page. */
+  audit(filter: AuditFilter = {}): Promise<AuditPage> {
+    return this.#tenantCall<AuditPage>('GET', '/audit', { query: filter });
+  }
+
+  /** GET /design-space: the approved limits of one of the tenant's product × tooling families. @throws LinekeeperError LK_NOT_FOUND. */
+  designSpace(product: string, tooling: string): Promise<DesignSpaceRecord> {
+    return this.#tenantCall<DesignSpaceRecord>('GET', '/design-space', { query: { product, tooling } });
+  }
+}
+
+let fallback: LinekeeperClient | undefined;
+
+/**
+ * The client that `DesignSpace.approved(…)` and `agent.start(…)` use when they are not given one, so code can
+ * read as the spec writes it. Pass undefined to forget it.
+ */
+export function setDefaultClient(client: LinekeeperClient | undefined): void {
+  fallback = client;
+}
+
+/** `client`, else the default one. @throws LinekeeperError LK_VALIDATION when there is neither. */
+export function clientOf(client?: LinekeeperClient): LinekeeperClient {
+  const c = client ?? fallback;
+  if (!c) throw sdkError('LK_VALIDATION', 'client: pass { client } or call setDefaultClient(client) first', { issues: [{ path: 'client', message: 'required' }] });
+  return c;
+}

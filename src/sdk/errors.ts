@@ -1,0 +1,93 @@
+/**
+ * The SDK's one error type. Every refusal of the daemon is an RFC 9457 problem+json body with a stable `LK_*`
+ * code (src/errors.ts); the SDK hands it on as a {@link LinekeeperError} with that code, the HTTP status and
+ * the detail, so callers branch on `err.code`, never on a message. What the SDK finds itself (a declaration
+ * that does not validate, a daemon it cannot reach, an answer that is not the API's) carries a code of the
+ * same registry.
+ */
+import type { z } from 'zod';
+import { CAMEL_KEY, issuesOf } from '../domain/issues.js';
+import { ERRORS, type ErrorCode } from '../errors.js';
+
+/** One invalid field of a refused request or declaration: `body.autonomy`, `tools[0].tags[1]`. */
+export interface Issue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface ProblemFields {
+  /** `LK_*`; a newer daemon may send a code this SDK does not know, so it is typed as a string. */
+  readonly code: string;
+  /** The HTTP status of the answer; 0 when there was none (the daemon could not be reached). */
+  readonly status: number;
+  readonly detail: string;
+  readonly title?: string;
+  readonly type?: string;
+  readonly instance?: string;
+  readonly issues?: readonly Issue[];
+}
+
+/** A refusal of the daemon, or an error the SDK found before or after asking it. */
+export class LinekeeperError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly title: string;
+  readonly type: string;
+  readonly instance: string | undefined;
+  readonly issues: readonly Issue[];
+
+  constructor(p: ProblemFields, options?: { cause?: unknown }) {
+    super(`${p.detail} [${p.code}]`, options);
+    this.name = 'LinekeeperError';
+    this.code = p.code;
+    this.status = p.status;
+    this.detail = p.detail;
+    this.title = p.title ?? (p.code in ERRORS ? ERRORS[p.code as ErrorCode].title : p.code);
+    this.type = p.type ?? `urn:linekeeper:error:${p.code}`;
+    this.instance = p.instance;
+    this.issues = p.issues ?? [];
+  }
+
+  /** Cross-realm-safe check (two copies of the SDK, worker threads), optionally for one code. */
+  static is(err: unknown, code?: string): err is LinekeeperError {
+    if (typeof err !== 'object' || err === null || (err as Error).name !== 'LinekeeperError') return false;
+    const c = (err as { code?: unknown }).code;
+    return typeof c === 'string' && (code === undefined || c === code);
+  }
+}
+
+/** An error the SDK raises itself, with the registry's status for its code. */
+export function sdkError(code: ErrorCode, detail: string, extra: { issues?: readonly Issue[]; cause?: unknown } = {}): LinekeeperError {
+  return new LinekeeperError({ code, status: ERRORS[code].status, detail, ...(extra.issues ? { issues: extra.issues } : {}) }, extra.cause === undefined ? undefined : { cause: extra.cause });
+}
+
+/** A declaration that does not validate: LK_VALIDATION naming every bad field (`what` says what was declared). */
+export function declarationError(what: string, error: z.core.$ZodError): LinekeeperError {
+  const issues = issuesOf(error, CAMEL_KEY);
+  return sdkError('LK_VALIDATION', `${what} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
+}
+
+/**
+ * The error of a non-2xx answer: its problem+json body when it is one, else LK_API_RESPONSE (a proxy's HTML
+ * page, a daemon of another kind). Reads the body.
+ */
+export async function problemOf(res: Response): Promise<LinekeeperError> {
+  const text = await res.text().catch(() => '');
+  let body: Partial<ProblemFields> | undefined;
+  try {
+    body = JSON.parse(text) as Partial<ProblemFields>;
+  } catch {
+    body = undefined;
+  }
+  if (body && typeof body.code === 'string' && typeof body.detail === 'string') {
+    return new LinekeeperError({
+      code: body.code, status: res.status, detail: body.detail,
+      ...(typeof body.title === 'string' ? { title: body.title } : {}),
+      ...(typeof body.type === 'string' ? { type: body.type } : {}),
+      ...(typeof body.instance === 'string' ? { instance: body.instance } : {}),
+      ...(Array.isArray(body.issues) ? { issues: body.issues } : {}),
+    });
+  }
+  return new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `HTTP ${res.status} without a problem body (${text.slice(0, 120) || 'empty'})` });
+}

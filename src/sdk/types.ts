@@ -1,0 +1,62 @@
+/**
+ * The shapes the REST API answers with, as the SDK types them: taken from the zod schemas that validate and
+ * serialise every route (src/api/schemas.ts), so the SDK cannot drift from the daemon it ships with.
+ */
+import type { z } from 'zod';
+import type {
+  ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelList as ModelListSchema,
+  RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
+} from '../api/schemas.js';
+import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
+
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export type StepStatus = (typeof STEP_STATUSES)[number];
+export type Autonomy = 'L0' | 'L1' | 'L2' | 'L3';
+
+/** A run as GET /runs/{id} returns it: ordered steps, the approval gate, the genealogy pointer. */
+export type RunRecord = z.output<typeof RunView>;
+export type StepRecord = z.output<typeof StepView>;
+export type RunPage = z.output<typeof RunPageSchema>;
+/** One line of the run's tool-call log: a call, or its ok / error result. */
+export type ToolCallLine = z.output<typeof ToolCallLineSchema>;
+export type Genealogy = z.output<typeof GenealogyView>;
+export type ApprovalList = z.output<typeof ApprovalListSchema>;
+/** A Part 11 signature: identity, meaning, time, bound to the record hash. */
+export type Signature = z.output<typeof SignatureView>;
+export type ModelList = z.output<typeof ModelListSchema>;
+export type Simulation = z.output<typeof SimulationView>;
+export type Attendance = z.output<typeof AttendanceView>;
+export type Line = z.output<typeof LineView>;
+export type AuditPage = z.output<typeof AuditPageView>;
+export type AuditFilter = Partial<Omit<z.input<typeof AuditQuery>, 'limit' | 'cursor'>> & { limit?: number; cursor?: string };
+export type DesignSpaceRecord = z.output<typeof DesignSpaceView>;
+export type TokenInfo = z.output<typeof TokenView>;
+export type Health = z.output<typeof HealthSchema>;
+
+/** A step as `run.stream()` yields it, each time its status changes. */
+export interface Step {
+  /** Two-digit position in the plan: `01` … `10`. */
+  readonly seq: string;
+  /** Dotted step name: `ingest.batch_record` … `release.genealogy`. */
+  readonly name: string;
+  readonly status: StepStatus;
+  /** As the spec renders it: `4.2s`, `2:05`, `continuous` for inspection, empty before the step started. */
+  readonly duration: string;
+  readonly durationMs: number | null;
+  readonly agent: string;
+  readonly tool: string;
+  /** What the step did, in words. */
+  readonly detail: string;
+  /** 1, or more after a named person resumed the step. */
+  readonly attempt: number;
+  /** The QA approval gate of the run. */
+  readonly gate: boolean;
+}
+
+export interface Decision {
+  readonly decision: 'approve' | 'reject';
+  /** What the signature means, e.g. "QA release of batch B-1042". */
+  readonly meaning: string;
+  /** The signed-in reviewer's password, checked again at signing (21 CFR 11.200). */
+  readonly password: string;
+}

@@ -1,0 +1,71 @@
+/**
+ * The Python SDK (sdk/python) against a real daemon: its own unittest suite run as a child process
+ * (`python3 -m unittest discover sdk/python/tests`) with the daemon's URL and the demo users' passwords in the
+ * environment — declarations, errors by code, and B-1042 on line-3 followed step by step across a dropped
+ * connection, signed by m.rossi, to SUCCEEDED. Asserted here: the child's exit code, unittest's verdict with
+ * nothing skipped, the step lines it printed in plan order, and the run as the daemon holds it.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STEP_NAMES } from '../../src/domain/run.js';
+import { startApiNode, type ApiNode } from '../helpers/api.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let node: ApiNode;
+
+beforeAll(async () => {
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+});
+afterAll(async () => {
+  await node?.close();
+});
+
+/** Run a command to its end; its exit code and output. */
+function run(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the Python SDK against a real daemon', { timeout: 300_000 }, () => {
+  it('passes its unittest suite: errors by code, a run of B-1042 step by step across a dropped connection, signed, SUCCEEDED', async () => {
+    const r = await run('python3', ['-m', 'unittest', 'discover', 'sdk/python/tests', '-v'], {
+      LINEKEEPER_URL: node.url,
+      LINEKEEPER_OPERATOR_PASSWORD: node.passwords.get('o.operator')!,
+      LINEKEEPER_QA_PASSWORD: node.passwords.get('m.rossi')!,
+      PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONUNBUFFERED: '1',
+    });
+    const detail = `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+    expect(r.code, detail).toBe(0);
+    expect(r.stderr, detail).toMatch(/^Ran \d+ tests in /m);
+    expect(r.stderr, detail).toMatch(/^OK$/m);
+    expect(r.stderr, detail).not.toMatch(/skipped/);
+    expect(r.stderr).toMatch(/test_a_run_step_by_step_across_a_dropped_connection .* \.\.\. ok/);
+
+    const out = r.stdout.split('\n');
+    const steps = out.flatMap((l) => {
+      const m = /^step (\d{2}) (\S+) ([A-Z]+) ?(\S*)$/.exec(l);
+      return m ? [{ seq: m[1]!, name: m[2]!, status: m[3]!, duration: m[4]! }] : [];
+    });
+    expect([...new Set(steps.map((s) => s.name))], detail).toEqual([...STEP_NAMES]);
+    expect(steps.filter((s) => s.name === 'approval.batch_release').map((s) => s.status).filter((s) => s !== 'RUNNING')).toEqual(['APPROVAL', 'SUCCEEDED']);
+    expect(steps.find((s) => s.name === 'inspect.tablets' && s.status === 'SUCCEEDED')?.duration).toBe('continuous');
+    expect(out).toContain('signed m.rossi approve');
+    expect(out).toContain("stream requests [None, '10']");
+    const done = out.map((l) => /^run (run_[0-9a-z]+) ([A-Z]+)$/.exec(l)).find((m) => m !== null);
+    expect(done?.[2]).toBe('SUCCEEDED');
+
+    // the daemon holds what the child saw: the run it started, released by m.rossi
+    const held = node.daemon.engine.get('acme-pharma', done![1]!);
+    expect(held).toMatchObject({ batch: 'B-1042', status: 'SUCCEEDED', startedBy: 'o.operator' });
+    expect(held.approvalGate.signature).toMatchObject({ user: 'm.rossi', decision: 'approve' });
+  });
+});
