@@ -95,6 +95,8 @@ export const ERRORS = {
   LK_TOO_MANY_STREAMS: { status: 429, title: 'Too many concurrent event streams for this user' },
   LK_NOT_READY: { status: 503, title: 'linekeeper is not ready' },
   LK_API_LISTEN: { status: 500, title: 'The REST API cannot listen on its configured address' },
+  LK_HEADERS_TOO_LARGE: { status: 431, title: 'The request line or headers are too large' },
+  LK_REQUEST_TIMEOUT: { status: 408, title: 'The request did not arrive in time' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;
