@@ -8,6 +8,12 @@ import { RUN_ID_RE, RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 import { ROLES } from '../store/user-store.js';
 
 export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
+/**
+ * Free text of a request: well-formed Unicode only. A lone surrogate cannot be stored in the audit trail (its
+ * entries are well-formed JSON text), so it is refused here, naming the field, instead of failing deep inside.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const text = (min: number, max: number) => z.string().min(min).max(max).refine((s) => !LONE_SURROGATE.test(s), 'has a lone surrogate (not well-formed Unicode)');
 const tenant = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a tenant id is lower-case letters, digits and dashes');
 const eventId = z.string().regex(/^\d{1,15}$/, 'an event id is a non-negative integer');
 
@@ -15,9 +21,9 @@ export const TenantParams = z.strictObject({ tenant });
 export const RunParams = z.strictObject({ tenant, id: z.string().regex(RUN_ID_RE, 'a run id is run_<token>') });
 export const ApprovalParams = z.strictObject({ tenant, id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'an approval id is letters, digits and _.:-') });
 
-export const TokenBody = z.strictObject({ user: z.string().min(1).max(128), password: z.string().min(1).max(1024) });
+export const TokenBody = z.strictObject({ user: text(1, 128), password: text(1, 1024) });
 export const StartRunBody = z.strictObject({
-  request: z.string().min(1).max(4000).describe('the free-text run request, e.g. "run batch B-1042 on line-3, keep weight and hardness on target"'),
+  request: text(1, 4000).describe('the free-text run request, e.g. "run batch B-1042 on line-3, keep weight and hardness on target"'),
   autonomy: Autonomy.optional().describe('a cap on every agent of the run (never raises a level)'),
 });
 export const ListQuery = z.strictObject({
@@ -28,12 +34,13 @@ export const StreamQuery = z.strictObject({ after: eventId.optional().describe('
 export const StreamHeaders = z.looseObject({ 'last-event-id': eventId.optional() });
 export const DecisionBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
-  meaning: z.string().min(3).max(500).describe('what the signature means, e.g. "QA release of batch B-1042"'),
-  password: z.string().min(1).max(1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+  // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
+  meaning: text(3, 190).describe('what the signature means, e.g. "QA release of batch B-1042"'),
+  password: text(1, 1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
 });
 export const SimulateBody = z.strictObject({
   candidates: z.int().min(1).max(10_000),
-  horizon: z.string().min(1).max(100).describe('"full batch" or a compression window such as "30 min"'),
+  horizon: text(1, 100).describe('"full batch" or a compression window such as "30 min"'),
   seed: z.int().optional(),
 });
 export const AttendanceBody = z.strictObject({}).nullish();

@@ -230,7 +230,7 @@ function violation(r: FuzzRequest, a: Answer): string | null {
   if (a.status >= 400) {
     if (!a.type.startsWith('application/problem+json')) return `error ${a.status} as "${a.type}": ${a.text.slice(0, 200)}`;
     if (r.method !== 'HEAD') {
-      let p: { code?: string; status?: number };
+      let p: { code?: string; status?: number; issues?: { path: string }[] };
       try {
         p = JSON.parse(a.text) as typeof p;
       } catch {
@@ -238,6 +238,9 @@ function violation(r: FuzzRequest, a: Answer): string | null {
       }
       if (typeof p.code !== 'string' || !/^LK_[A-Z0-9_]+$/.test(p.code) || !(p.code in ERRORS)) return `problem code ${String(p.code)} is not a registry code`;
       if (p.status !== a.status || ERRORS[p.code as ErrorCode].status !== a.status) return `problem ${p.code} says ${String(p.status)}, HTTP says ${a.status}`;
+      // an invalid field is a field of the request, never one of an internal record the request reached
+      const foreign = (p.issues ?? []).find((i) => !/^(body|querystring|params|headers)(\.|$)/.test(i.path));
+      if (foreign) return `problem names "${foreign.path}", not a field of the request: ${a.text.slice(0, 200)}`;
     }
   }
   const access = ROUTE_ACCESS[r.op.key]!;
@@ -314,6 +317,17 @@ describe('fuzzing the REST API from its OpenAPI document', () => {
     expect(after.starts).toBe(0);
     expect(after.setpoints).toEqual(before.setpoints);
     expect(node.daemon.writer.pending()).toEqual([]);
+  });
+
+  it('free text with a lone surrogate is refused at the boundary naming the field (found while writing this fuzzer: a sign-in with one failed inside the audit append, unaudited, naming the audit entry field "args")', async () => {
+    const signIn = await call(node.url, 'POST', '/v1/auth/token', { body: { user: 'o.operator\uD800', password: 'x' } });
+    expect(signIn.status).toBe(400);
+    expect(signIn.body).toMatchObject({ code: 'LK_VALIDATION', issues: [{ path: 'body.user' }] });
+    const run = await call(node.url, 'POST', '/v1/tenants/acme-pharma/runs', { token: tokens.get('o.operator')!, body: { request: 'run batch B-1042 on line-3 \uDC00' } });
+    expect(run.body).toMatchObject({ code: 'LK_VALIDATION', issues: [{ path: 'body.request' }] });
+    // the audit's signature manifestation holds "<decision>: <meaning>" in 200 characters: a longer meaning is refused up front
+    const long = await call(node.url, 'POST', '/v1/tenants/acme-pharma/approvals/apr_x', { token: tokens.get('m.rossi')!, body: { decision: 'approve', meaning: 'm'.repeat(191), password: 'x' } });
+    expect(long.body).toMatchObject({ code: 'LK_VALIDATION', issues: [{ path: 'body.meaning' }] });
   });
 
   it('what Node\'s HTTP parser refuses before fastify sees it is a problem too (found by this fuzzer: it was plain JSON without a code)', async () => {
