@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AuditFilter } from '../audit/query.js';
 import { RUN_ID_RE, RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
+import type { WriteStatus } from '../engine/writer-types.js';
 import { ROLES } from '../store/user-store.js';
 
 export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
@@ -37,6 +38,8 @@ export const DecisionBody = z.strictObject({
   // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
   meaning: text(3, 190).describe('what the signature means, e.g. "QA release of batch B-1042"'),
   password: text(1, 1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+  recordHash: z.string().regex(/^[0-9a-f]{64}$/, 'a record hash is 64 hex digits').optional()
+    .describe('the recordHash of the item as GET /approvals showed it: required for a setpoint write (the signature binds to that exact vector), checked when given for a batch release'),
 });
 export const SimulateBody = z.strictObject({
   candidates: z.int().min(1).max(10_000),
@@ -99,6 +102,18 @@ export const ApprovalList = z.object({ items: z.array(ApprovalItem) });
 export const SignatureView = z.object({
   format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
   decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+});
+
+/** What the guarded writer did on a decided setpoint write (src/engine/writer-types.ts WriteOutcome). */
+const WRITE_STATUSES = ['written', 'denied', 'recommended', 'pending', 'declined', 'escalated', 'failed', 'reverted', 'rejected'] as const satisfies readonly WriteStatus[];
+export const WriteDecisionView = z.object({
+  kind: z.literal('setpoint_write'),
+  signature: SignatureView.describe('the signed decision; verify it as it is (Ed25519 over its canonical record without signature and keyId)'),
+  outcome: z.object({
+    status: z.enum(WRITE_STATUSES).describe('written once approved and allowed at call time; rejected; denied when the policy in force refuses it now'),
+    proposal: z.string(), vectorHash: z.string().nullable(), reasons: z.array(z.string()),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
 });
 
 export const ModelList = z.object({

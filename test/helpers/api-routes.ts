@@ -27,7 +27,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`GET ${T}/runs/{id}/stream`]: READERS,
   [`GET ${T}/runs/{id}/genealogy`]: READERS,
   [`GET ${T}/approvals`]: ['process_engineer', 'qa_reviewer', 'auditor'],
-  [`POST ${T}/approvals/{id}`]: ['qa_reviewer'],
+  [`POST ${T}/approvals/{id}`]: ['process_engineer', 'qa_reviewer'],
   [`GET ${T}/models`]: READERS,
   [`POST ${T}/twin/simulate`]: ['process_engineer', 'qa_reviewer'],
   [`POST ${T}/attendance`]: ['operator'],
