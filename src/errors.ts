@@ -98,6 +98,8 @@ export const ERRORS = {
   // clients of the daemon (CLI, SDKs): no answer, or one that is not the API's
   LK_API_UNREACHABLE: { status: 503, title: 'The linekeeper API cannot be reached, or the connection failed' },
   LK_API_RESPONSE: { status: 502, title: 'The linekeeper API answered with something that is not one of its documented responses' },
+  LK_HEADERS_TOO_LARGE: { status: 431, title: 'The request line or headers are too large' },
+  LK_REQUEST_TIMEOUT: { status: 408, title: 'The request did not arrive in time' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

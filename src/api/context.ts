@@ -16,7 +16,8 @@ import type { RunStreams } from './sse.js';
 /** The parts of a running daemon the API drives (`Daemon` has them all). */
 export interface ApiDaemon {
   readonly engine: RunEngine;
-  readonly writer: Pick<GuardedWriter, 'pending'>;
+  /** Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time). */
+  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject'>;
   readonly store: Store;
   readonly loaded: LoadedConfig;
   /** The policy bundle in force, or null (every write is then denied). */

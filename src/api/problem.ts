@@ -4,6 +4,8 @@
  * unknown field, a refused action, an error of the engine alike. Bad input is always a 4xx: only a fault of
  * linekeeper itself is a 5xx, and its detail says no more than that (the log has the rest).
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ERRORS, LkError, type ErrorCode } from '../errors.js';
@@ -93,6 +95,23 @@ export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply
 /** Fastify's `frameworkErrors` option: routing errors (a malformed URL, a path parameter too long) as problems. */
 export function frameworkProblem(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   void sendProblem(reply, toProblem(err, req).problem);
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: a request Node's parser refused before fastify saw it (a URL or
+ * headers over the size limit, a malformed request line, a timeout) is answered with a problem body too — the
+ * default answer is plain JSON without a registry code — and the connection is closed, since the parser's
+ * state is lost. The request has no parsed path, so `instance` is empty.
+ */
+export function clientProblem(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ErrorCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'LK_HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'LK_REQUEST_TIMEOUT' : 'LK_VALIDATION';
+  const { title, status } = ERRORS[code];
+  const body = JSON.stringify({ type: `urn:linekeeper:error:${code}`, title, status, detail: code === 'LK_VALIDATION' ? 'the request is not well-formed HTTP' : title, code, instance: '' } satisfies Problem);
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: ${PROBLEM_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 /** Route every error and every unknown route of `app` to a problem body. */

@@ -6,11 +6,12 @@
 import { z } from 'zod';
 import { LkError } from '../errors.js';
 import type { RunView as EngineRunView } from '../engine/run/types.js';
+import { decideRelease, decideWrite } from './approvals.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
 import {
-  ApprovalList, ApprovalParams, DecisionBody, GenealogyView, ListQuery, RunPage, RunParams, RunView, SignatureView, StartRunBody, StreamHeaders, StreamQuery, TenantParams, ToolCallLine,
+  ApprovalList, ApprovalParams, DecisionBody, GenealogyView, ListQuery, RunPage, RunParams, RunView, SignatureView, StartRunBody, StreamHeaders, StreamQuery, TenantParams, ToolCallLine, WriteDecisionView,
 } from './schemas.js';
 
 const security = [{ bearer: [] }];
@@ -111,31 +112,17 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   });
 
   app.post(`${BASE}/approvals/:id`, {
-    onRequest: ctx.guard(['qa_reviewer'], 'sign a batch release'),
+    onRequest: ctx.guard(['process_engineer', 'qa_reviewer'], 'decide approvals'),
     schema: {
       tags: ['approvals'],
-      summary: 'Sign a batch release decision (21 CFR 11.50/11.70/11.200): the signed-in QA reviewer, re-authenticated with their password',
-      security, params: ApprovalParams, body: DecisionBody, response: { 200: SignatureView, ...problems },
+      summary: 'Sign a decision (21 CFR 11.50/11.70/11.200): a batch release by its named QA reviewer, or a pending setpoint write — needs_qa by a QA reviewer, an L2 review by the batch\'s assigned reviewer or QA — never by whoever started the run; the signer is the signed-in user, re-authenticated with the password',
+      description: 'The id is an approval id from GET /approvals: `apr_…` (batch release: answers the signature) or `pw_…` (setpoint write: answers the signature and what the guarded writer did, re-evaluating the vector at call time). A setpoint write needs `recordHash`, the vector hash the reviewer saw.',
+      security, params: ApprovalParams, body: DecisionBody, response: { 200: z.union([SignatureView, WriteDecisionView]), ...problems },
     },
   }, async (req) => {
     const user = userOf(req);
     const { tenant, id } = req.params;
-    const approval = engine.runs.approval(tenant, id);
-    if (!approval) throw new LkError('LK_NOT_FOUND', `no approval ${id}`, { approval: id });
-    // re-authentication at signing: the signer is the signed-in identity, never a field of the body
-    await ctx.identity.reauthenticate(user.id, req.body.password, { tenant, approval: id });
-    try {
-      const sig = engine.decide(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, decision: req.body.decision, meaning: req.body.meaning });
-      return sig;
-    } catch (err) {
-      if (LkError.is(err, 'LK_APPROVAL_FORBIDDEN')) {
-        const run = engine.runs.runById(approval.run);
-        ctx.daemon.store.audit.append({
-          tenant, actor: user.id, kind: 'approval', action: 'approval.refused', subject: { run: approval.run, ...(run ? { batch: run.batch } : {}), reviewer: user.id, tool: 'approval.request' },
-          args: { approval: id, decision: req.body.decision }, reason: (err as Error).message,
-        });
-      }
-      throw err;
-    }
+    const write = ctx.daemon.writer.pending().find((w) => w.id === id && w.proposal.tenant === tenant);
+    return write ? decideWrite(ctx, user, tenant, write, req.body) : decideRelease(ctx, user, tenant, id, req.body);
   });
 }

@@ -5,9 +5,16 @@
 import { z } from 'zod';
 import { AuditFilter } from '../audit/query.js';
 import { RUN_ID_RE, RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
+import type { WriteStatus } from '../engine/writer-types.js';
 import { ROLES } from '../store/user-store.js';
 
 export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
+/**
+ * Free text of a request: well-formed Unicode only. A lone surrogate cannot be stored in the audit trail (its
+ * entries are well-formed JSON text), so it is refused here, naming the field, instead of failing deep inside.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const text = (min: number, max: number) => z.string().min(min).max(max).refine((s) => !LONE_SURROGATE.test(s), 'has a lone surrogate (not well-formed Unicode)');
 const tenant = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a tenant id is lower-case letters, digits and dashes');
 const eventId = z.string().regex(/^\d{1,15}$/, 'an event id is a non-negative integer');
 
@@ -15,9 +22,9 @@ export const TenantParams = z.strictObject({ tenant });
 export const RunParams = z.strictObject({ tenant, id: z.string().regex(RUN_ID_RE, 'a run id is run_<token>') });
 export const ApprovalParams = z.strictObject({ tenant, id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'an approval id is letters, digits and _.:-') });
 
-export const TokenBody = z.strictObject({ user: z.string().min(1).max(128), password: z.string().min(1).max(1024) });
+export const TokenBody = z.strictObject({ user: text(1, 128), password: text(1, 1024) });
 export const StartRunBody = z.strictObject({
-  request: z.string().min(1).max(4000).describe('the free-text run request, e.g. "run batch B-1042 on line-3, keep weight and hardness on target"'),
+  request: text(1, 4000).describe('the free-text run request, e.g. "run batch B-1042 on line-3, keep weight and hardness on target"'),
   autonomy: Autonomy.optional().describe('a cap on every agent of the run (never raises a level)'),
 });
 export const ListQuery = z.strictObject({
@@ -28,12 +35,15 @@ export const StreamQuery = z.strictObject({ after: eventId.optional().describe('
 export const StreamHeaders = z.looseObject({ 'last-event-id': eventId.optional() });
 export const DecisionBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
-  meaning: z.string().min(3).max(500).describe('what the signature means, e.g. "QA release of batch B-1042"'),
-  password: z.string().min(1).max(1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+  // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
+  meaning: text(3, 190).describe('what the signature means, e.g. "QA release of batch B-1042"'),
+  password: text(1, 1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+  recordHash: z.string().regex(/^[0-9a-f]{64}$/, 'a record hash is 64 hex digits').optional()
+    .describe('the recordHash of the item as GET /approvals showed it: required for a setpoint write (the signature binds to that exact vector), checked when given for a batch release'),
 });
 export const SimulateBody = z.strictObject({
   candidates: z.int().min(1).max(10_000),
-  horizon: z.string().min(1).max(100).describe('"full batch" or a compression window such as "30 min"'),
+  horizon: text(1, 100).describe('"full batch" or a compression window such as "30 min"'),
   seed: z.int().optional(),
 });
 export const AttendanceBody = z.strictObject({}).nullish();
@@ -94,6 +104,18 @@ export const ApprovalList = z.object({ items: z.array(ApprovalItem) });
 export const SignatureView = z.object({
   format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
   decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+});
+
+/** What the guarded writer did on a decided setpoint write (src/engine/writer-types.ts WriteOutcome). */
+const WRITE_STATUSES = ['written', 'denied', 'recommended', 'pending', 'declined', 'escalated', 'failed', 'reverted', 'rejected'] as const satisfies readonly WriteStatus[];
+export const WriteDecisionView = z.object({
+  kind: z.literal('setpoint_write'),
+  signature: SignatureView.describe('the signed decision; verify it as it is (Ed25519 over its canonical record without signature and keyId)'),
+  outcome: z.object({
+    status: z.enum(WRITE_STATUSES).describe('written once approved and allowed at call time; rejected; denied when the policy in force refuses it now'),
+    proposal: z.string(), vectorHash: z.string().nullable(), reasons: z.array(z.string()),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
 });
 
 export const ModelList = z.object({

@@ -13,7 +13,7 @@ import { LkError } from '../errors.js';
 import { guardFactory } from './auth.js';
 import { type Api, type ApiContext, type ApiDaemon } from './context.js';
 import type { Identity } from './identity.js';
-import { frameworkProblem, installProblems, Problem } from './problem.js';
+import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { Health, TokenBody, TokenView } from './schemas.js';
@@ -57,6 +57,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     // fastify's own 503 is not a problem+json body: the hook below answers instead
     return503OnClosing: false,
     frameworkErrors: frameworkProblem,
+    // what Node's HTTP parser refuses (431, 400, 408) is a problem body too, not fastify's plain JSON
+    clientErrorHandler: clientProblem,
   }).withTypeProvider<ZodTypeProvider>() as unknown as Api;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

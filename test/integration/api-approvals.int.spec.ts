@@ -1,0 +1,183 @@
+/**
+ * Deciding pending setpoint writes through POST /approvals/{id}, over real HTTP against a real daemon: the
+ * guarded writer itself queues each write from a proposal run through the real policy (a move beyond the
+ * design space waits for QA, an L2 move for the batch's reviewer) on a run persisted as the engine starts one,
+ * and the signed-in person approves or rejects it with their password. `needs_qa` only by a QA reviewer, an L2
+ * review by the batch's assigned reviewer or QA, never by whoever started the run — each refusal before the
+ * password is even checked, and audited; the signature binds to the exact vector hash and verifies with the
+ * site key; the write then reaches the simulator through the writer, or nothing moves. Batch releases keep
+ * their rules on the same route.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
+import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
+import type { PendingWrite } from '../../src/engine/guarded-writer.js';
+import type { RunRecord } from '../../src/store/run-store.js';
+import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
+import { queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
+
+const A = '/v1/tenants/acme-pharma';
+const B = '/v1/tenants/borealis-bio';
+let node: ApiNode;
+const tokens = new Map<string, string>();
+const passwords = new Map<string, string>();
+const tok = (u: string): string => tokens.get(u)!;
+let runA: RunRecord;
+
+const plant = (sp: string): number => {
+  const [eq, tag] = sp.split('.') as [string, string];
+  return node.daemon.simulator!.plant.setpoints(eq)[tag]!;
+};
+const decide = (who: string, id: string, body: Record<string, unknown>, base = A): Promise<Reply> =>
+  call(node.url, 'POST', `${base}/approvals/${id}`, { token: tok(who), body: { decision: 'approve', meaning: 'QA approval of the coater move', password: passwords.get(who), ...body } });
+const audit = (filter: Record<string, string>) => queryAudit(node.daemon.store.db, 'acme-pharma', filter, { limit: 1000 }).entries;
+const site = () => queryAudit(node.daemon.store.db, 'site', { kind: 'identity' }, { limit: 1000 }).entries;
+/** Re-authentications (good or bad) about this approval on the site chain. */
+const reauths = (id: string) => site().filter((e) => (e.args as { approval?: string }).approval === id).map((e) => `${e.action} ${(e.args as { user: string }).user}`);
+const stillPending = (id: string): boolean => node.daemon.writer.pending().some((w) => w.id === id);
+/** An operator present at the line, so an L2 move can be queued and executed (R5). */
+const present = () => call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') });
+
+beforeAll(async () => {
+  node = await startApiNode();
+  for (const [id, pw] of node.passwords) passwords.set(id, pw);
+  const identity = node.daemon.identity!;
+  await identity.create({ id: 'r.verdi', name: 'Rita Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: 'process engineer two' }, 'd.marino', 'test account');
+  passwords.set('r.verdi', 'process engineer two');
+  for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'g.ferri', 'a.ricci', 'r.verdi']) tokens.set(u, await signIn(node.url, u, passwords.get(u)!));
+  // started by the batch's own reviewer, p.bianchi (a process engineer may start runs)
+  runA = seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'p.bianchi' });
+}, 120_000);
+afterAll(async () => {
+  await node?.close();
+});
+
+describe('a write beyond the design space waits for QA', () => {
+  let w: PendingWrite;
+
+  it('is listed with its vector hash; refused to a process engineer and to another tenant before any password is checked', async () => {
+    w = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.PanSpeed', from: 14, to: 14.5, unit: '{rev}/min' });
+    expect(w).toMatchObject({ needs: 'qa' });
+    expect(w.id).toMatch(/^pw_/);
+    const list = await call(node.url, 'GET', `${A}/approvals`, { token: tok('m.rossi') });
+    expect(list.body.items).toContainEqual(expect.objectContaining({ id: w.id, kind: 'setpoint_write', run: runA.id, batch: 'B-1042', needs: 'qa', recordHash: w.vectorHash }));
+
+    const pe = await decide('p.bianchi', w.id, { recordHash: w.vectorHash });
+    expect(pe.status).toBe(403);
+    expect(pe.body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect(audit({ reviewer: 'p.bianchi' }).map((e) => e.action)).toEqual(['approval.refused']);
+    for (const [who, base] of [['g.ferri', A], ['g.ferri', B]] as const) {
+      const other = await decide(who, w.id, { recordHash: w.vectorHash }, base);
+      expect(other.status).toBe(404);
+      expect(JSON.stringify(other.body)).not.toContain('B-1042');
+    }
+    expect(reauths(w.id)).toEqual([]);
+    expect(stillPending(w.id)).toBe(true);
+    expect(plant('coater.PanSpeed')).toBe(14);
+  });
+
+  it('a QA reviewer must name the vector they saw, and give their own password; nothing moves until then', async () => {
+    const none = await decide('m.rossi', w.id, {});
+    expect(none.status).toBe(400);
+    expect(none.body.issues).toEqual([{ path: 'body.recordHash', message: 'required for a setpoint write' }]);
+    const stale = await decide('m.rossi', w.id, { recordHash: '0'.repeat(64) });
+    expect(stale.status).toBe(409);
+    expect(stale.body.code).toBe('LK_APPROVAL_STALE');
+    const wrong = await decide('m.rossi', w.id, { recordHash: w.vectorHash, password: 'not her password' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.code).toBe('LK_REAUTH_FAILED');
+    expect(reauths(w.id)).toEqual(['auth.failed m.rossi']);
+    expect(stillPending(w.id)).toBe(true);
+    expect(plant('coater.PanSpeed')).toBe(14);
+  });
+
+  it('the QA reviewer approves: a signature bound to the vector that verifies, audited before the write, and the writer writes it', async () => {
+    await present();
+    const r = await decide('m.rossi', w.id, { recordHash: w.vectorHash });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ kind: 'setpoint_write', outcome: { status: 'written', vectorHash: w.vectorHash } });
+    expect(r.body.outcome.reasons).toContain('QA_APPROVED');
+    const sig = r.body.signature as Signature;
+    expect(sig).toMatchObject({ approval: w.id, run: runA.id, tenant: 'acme-pharma', batch: 'B-1042', recordHash: w.vectorHash, user: 'm.rossi', role: 'qa_reviewer', decision: 'approve' });
+    expect(verifySignature(loadSitePublicKey(node.daemon.loaded.dataDir), sig)).toBe(true);
+    expect(verifySignature(loadSitePublicKey(node.daemon.loaded.dataDir), { ...sig, recordHash: '0'.repeat(64) })).toBe(false);
+    expect(plant('coater.PanSpeed')).toBe(14.5);
+    expect(stillPending(w.id)).toBe(false);
+
+    const trail = audit({ run: runA.id });
+    const signed = trail.find((e) => e.action === 'setpoint.sign' && (e.args as { approval: string }).approval === w.id)!;
+    expect(signed).toMatchObject({ actor: 'm.rossi', subject: { setpoint: 'coater.PanSpeed' }, signature: { user: 'm.rossi', meaning: 'approve: QA approval of the coater move', value: sig.signature } });
+    const approved = trail.find((e) => e.action === 'setpoint.approve' && (e.args as { pendingId: string }).pendingId === w.id)!;
+    const written = trail.find((e) => e.action === 'setpoint.write' && e.kind === 'intent' && e.subject.setpoint === 'coater.PanSpeed')!;
+    expect(approved.actor).toBe('m.rossi');
+    expect(signed.seq).toBeLessThan(approved.seq);
+    expect(approved.seq).toBeLessThan(written.seq);
+    expect(reauths(w.id)).toEqual(['auth.failed m.rossi', 'auth.reauthenticated m.rossi']);
+    // decided: nothing of that id waits any more
+    expect((await decide('m.rossi', w.id, { recordHash: w.vectorHash })).status).toBe(404);
+  });
+
+  it('the QA reviewer rejects another: signed and audited with its meaning, nothing written', async () => {
+    const w2 = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.SprayRate', from: 220, to: 225, unit: 'g/min' });
+    const r = await decide('m.rossi', w2.id, { decision: 'reject', meaning: 'spray rate stays inside the approved space', recordHash: w2.vectorHash });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ outcome: { status: 'rejected' }, signature: { decision: 'reject', recordHash: w2.vectorHash } });
+    expect(plant('coater.SprayRate')).toBe(220);
+    expect(stillPending(w2.id)).toBe(false);
+    const about = (e: { args?: unknown }): string | undefined => (e.args as { approval?: string; pendingId?: string }).approval ?? (e.args as { pendingId?: string }).pendingId;
+    const rejected = audit({ run: runA.id }).filter((e) => ['setpoint.reject', 'setpoint.sign'].includes(e.action) && about(e) === w2.id);
+    expect(rejected.map((e) => [e.action, e.actor])).toEqual([['setpoint.sign', 'm.rossi'], ['setpoint.reject', 'm.rossi']]);
+    expect(rejected[1]!.reason).toBe('spray rate stays inside the approved space');
+    expect(audit({ setpoint: 'coater.SprayRate' }).some((e) => e.action === 'setpoint.write')).toBe(false);
+  });
+});
+
+describe('an L2 move waits for the batch\'s reviewer', () => {
+  it('never the person who started the run, even as the assigned reviewer; nor another process engineer; QA may', async () => {
+    await present();
+    const w = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.InletAirTemp', from: 60, to: 61, unit: 'Cel' });
+    expect(w.needs).toBe('reviewer');
+    const starter = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the inlet move' });
+    expect(starter.status).toBe(403);
+    expect(starter.body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect(starter.body.detail).toMatch(/started run/);
+    const notAssigned = await decide('r.verdi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the inlet move' });
+    expect(notAssigned.status).toBe(403);
+    expect(notAssigned.body.detail).toMatch(/names p\.bianchi/);
+    expect(reauths(w.id)).toEqual([]);
+    expect(plant('coater.InletAirTemp')).toBe(60);
+    const qa = await decide('m.rossi', w.id, { recordHash: w.vectorHash });
+    expect(qa.body).toMatchObject({ outcome: { status: 'written' }, signature: { user: 'm.rossi' } });
+    expect(plant('coater.InletAirTemp')).toBe(61);
+  });
+
+  it('the assigned reviewer approves a run someone else started', async () => {
+    setStatus(node.daemon, runA.id, 'FAILED', 'test: the next run');
+    const runB = seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'o.operator' });
+    await present();
+    const w = await queueWrite(node.daemon, { run: runB, agent: 'agent.coat_dry', setpoint: 'coater.Airflow', from: 1500, to: 1600, unit: 'm3/h' });
+    expect(w.needs).toBe('reviewer');
+    const r = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the airflow move' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ outcome: { status: 'written' }, signature: { user: 'p.bianchi', role: 'process_engineer', run: runB.id } });
+    expect(r.body.outcome.reasons).toContain('REVIEWER_APPROVED');
+    expect(plant('coater.Airflow')).toBe(1600);
+  });
+});
+
+describe('a batch release on the same route', () => {
+  it('is the named QA reviewer\'s: a process engineer is refused before the password, a record hash given must be the record\'s', async () => {
+    const runs = node.daemon.engine.list('acme-pharma', 1);
+    const gate = seedGate(node.daemon, runs[0]!.id);
+    const pe = await decide('p.bianchi', gate.id, { meaning: 'release of B-1042' });
+    expect(pe.status).toBe(403);
+    expect(pe.body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect(reauths(gate.id)).toEqual([]);
+    const stale = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: 'f'.repeat(64) });
+    expect(stale.body.code).toBe('LK_APPROVAL_STALE');
+    const r = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: gate.recordHash });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ approval: gate.id, user: 'm.rossi', decision: 'approve', recordHash: gate.recordHash });
+    expect(verifySignature(loadSitePublicKey(node.daemon.loaded.dataDir), r.body as Signature)).toBe(true);
+  });
+});

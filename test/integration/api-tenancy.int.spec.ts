@@ -1,0 +1,214 @@
+/**
+ * Tenancy (R1/R9) and roles over every route of the API's own OpenAPI document, over real HTTP against a real
+ * daemon with objects in both tenants — runs with tool-call logs and genealogy events, batch releases at the
+ * gate, setpoint writes the guarded writer holds — and a user of every role in each tenant.
+ *
+ * R1: a person of one tenant gets 404 for the other tenant's path and for the other tenant's objects under
+ * their own path — never 403, whatever their role, and with nothing of the object in the body: the answer is
+ * the one a made-up id gets. Lists show only the tenant's own objects.
+ * Roles: each role reaches exactly the routes its declaration admits (test/helpers/api-routes.ts, written from
+ * the route declarations): anything else is 403 LK_FORBIDDEN. A route whose roles change fails this test.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Role } from '../../src/api/index.js';
+import type { PendingWrite } from '../../src/engine/guarded-writer.js';
+import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
+import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
+import { ALL_ROLES, operationsOf, ROUTE_ACCESS, TENANTS, type Operation, type Tenant } from '../helpers/api-routes.js';
+import { logLines, queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
+
+let node: ApiNode;
+let ops: Operation[];
+const PASSWORD = 'a tenant user password';
+/** One single-tenant user of every role in each tenant (demo users where they exist). */
+const USERS: Readonly<Record<Tenant, Readonly<Record<Role, string>>>> = {
+  'acme-pharma': { operator: 'o.operator', process_engineer: 'p.bianchi', qa_reviewer: 'm.rossi', auditor: 'aud.acme', admin: 'adm.acme' },
+  'borealis-bio': { operator: 'op.borealis', process_engineer: 'l.conti', qa_reviewer: 'g.ferri', auditor: 'aud.borealis', admin: 'adm.borealis' },
+};
+const tokens = new Map<string, string>();
+const passwords = new Map<string, string>();
+
+/** What each tenant holds, and the strings that would give any of it away. */
+interface Holdings {
+  run: RunRecord;
+  release: ApprovalRecord;
+  write: PendingWrite;
+  secrets: string[];
+}
+const held = {} as Record<Tenant, Holdings>;
+const other = (t: Tenant): Tenant => (t === 'acme-pharma' ? 'borealis-bio' : 'acme-pharma');
+
+/** A well-formed body for the operation (so only the tenant check can refuse it), in the caller's name. */
+function bodyFor(op: Operation, user: string, t: Tenant): unknown {
+  switch (op.key) {
+    case 'POST /v1/tenants/{tenant}/runs':
+      return { request: `run batch ${held[t].run.batch} on line-3` };
+    case 'POST /v1/tenants/{tenant}/approvals/{id}':
+      return { decision: 'approve', meaning: 'tenancy probe', password: passwords.get(user), recordHash: held[t].write.vectorHash };
+    case 'POST /v1/tenants/{tenant}/twin/simulate':
+      return { candidates: 5, horizon: 'full batch', seed: 1 };
+    case 'POST /v1/tenants/{tenant}/attendance':
+      return {};
+    default:
+      return undefined;
+  }
+}
+
+/** The ids of `t`'s objects an operation can name. */
+function idsFor(op: Operation, t: Tenant): string[] {
+  if (!op.path.includes('{id}')) return [''];
+  return op.path.includes('/approvals/') ? [held[t].release.id, held[t].write.id] : [held[t].run.id];
+}
+
+/** A made-up id of the same form, for the answer an object that does not exist gets. */
+const madeUp = (id: string): string => (id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
+
+function request(op: Operation, pathTenant: string, id: string, user: string, bodyTenant: Tenant): Promise<Reply> {
+  const path = op.path.replace('{tenant}', pathTenant).replace('{id}', id);
+  const body = bodyFor(op, user, bodyTenant);
+  return call(node.url, op.method, path, { token: tokens.get(user)!, ...(body !== undefined ? { body } : {}) });
+}
+
+/**
+ * A 404 that tells nothing: a problem body with nothing of the other tenant in it — but the path and the id the
+ * caller asked for, which it knew already.
+ */
+function expectNothing(r: Reply, t: Tenant, what: string, asked = ''): void {
+  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(404);
+  expect(r.type, what).toMatch(/^application\/problem\+json/);
+  expect(r.body.code, what).toBe('LK_NOT_FOUND');
+  expect(Object.keys(r.body).sort(), what).toEqual(['code', 'detail', 'instance', 'status', 'title', 'type']);
+  const shown = JSON.stringify({ ...r.body, instance: undefined });
+  for (const s of held[t].secrets.filter((x) => x !== asked)) expect(shown, `${what} shows ${s}`).not.toContain(s);
+}
+
+beforeAll(async () => {
+  node = await startApiNode();
+  for (const [id, pw] of node.passwords) passwords.set(id, pw);
+  const identity = node.daemon.identity!;
+  for (const t of TENANTS) {
+    for (const role of ALL_ROLES) {
+      const id = USERS[t][role];
+      if (!passwords.has(id)) {
+        await identity.create({ id, name: `${role} of ${t}`, role, tenants: [t], password: PASSWORD }, 'd.marino', 'tenancy test account');
+        passwords.set(id, PASSWORD);
+      }
+      tokens.set(id, await signIn(node.url, id, passwords.get(id)!));
+    }
+  }
+  const doc = (await call(node.url, 'GET', '/openapi.json')).body;
+  ops = operationsOf(doc);
+
+  // one line, one active run at a time: acme's run ends (its release still waits), then borealis' stays at its gate
+  const d = node.daemon;
+  const seed = async (t: Tenant, batch: string, setpoint: string, from: number, to: number, unit: string): Promise<Holdings> => {
+    const run = seedRun(d, { tenant: t, batch, by: USERS[t].operator });
+    logLines(d, run.id, 3);
+    const write = await queueWrite(d, { run, agent: 'agent.coat_dry', setpoint, from, to, unit });
+    const release = seedGate(d, run.id);
+    return { run, release, write, secrets: [batch, run.product, String(run.record['reviewer']), String(run.record['qa_reviewer']), release.recordHash, write.vectorHash, release.id, write.id] };
+  };
+  held['acme-pharma'] = await seed('acme-pharma', 'B-1042', 'coater.PanSpeed', 14, 14.5, '{rev}/min');
+  setStatus(d, held['acme-pharma'].run.id, 'REJECTED', 'test: the line is free for the other tenant');
+  held['borealis-bio'] = await seed('borealis-bio', 'B-2001', 'coater.SprayRate', 200, 205, 'g/min');
+  // the run id is in the path the caller asked for; anywhere else it would be a leak too
+  for (const t of TENANTS) held[t].secrets.push(held[t].run.id);
+}, 120_000);
+afterAll(async () => {
+  await node?.close();
+});
+
+describe('R1: another tenant\'s objects are 404 with nothing in the body, never 403', () => {
+  it('the route table is the OpenAPI document\'s: every operation, nothing else', () => {
+    expect(ops.map((o) => o.key).sort()).toEqual(Object.keys(ROUTE_ACCESS).sort());
+  });
+
+  it('every tenant-scoped route, by every role of the other tenant, on the other tenant\'s path and objects', async () => {
+    let probes = 0;
+    for (const op of ops.filter((o) => o.path.includes('{tenant}'))) {
+      for (const t of TENANTS) {
+        const theirs = other(t);
+        for (const role of ALL_ROLES) {
+          const user = USERS[theirs][role];
+          for (const id of idsFor(op, t)) {
+            expectNothing(await request(op, t, id, user, t), t, `${role} of ${theirs}: ${op.key} on ${t}'s path`, id);
+            probes++;
+          }
+        }
+      }
+    }
+    expect(probes).toBeGreaterThan(ops.length * 5);
+  });
+
+  it('under their own path, another tenant\'s run or approval is exactly what a made-up id is: 404 for roles the route admits, the same 403 for the others', async () => {
+    for (const op of ops.filter((o) => o.path.includes('{id}'))) {
+      const access = ROUTE_ACCESS[op.key]!;
+      for (const t of TENANTS) {
+        const mine = other(t);
+        for (const role of ALL_ROLES) {
+          const user = USERS[mine][role];
+          for (const id of idsFor(op, t)) {
+            const what = `${role} of ${mine}: ${op.key} with ${t}'s ${id}`;
+            const foreign = await request(op, mine, id, user, t);
+            const none = await request(op, mine, madeUp(id), user, t);
+            if (access !== 'public' && access.includes(role)) expectNothing(foreign, t, what, id);
+            else expect(foreign.status, what).toBe(403);
+            expect({ ...foreign.body, detail: foreign.body.detail.replaceAll(id, '<id>'), instance: undefined }, what)
+              .toEqual({ ...none.body, detail: none.body.detail.replaceAll(madeUp(id), '<id>'), instance: undefined });
+          }
+        }
+      }
+    }
+  });
+
+  it('lists show only the tenant\'s own objects', async () => {
+    for (const t of TENANTS) {
+      const them = other(t);
+      const runs = await call(node.url, 'GET', `/v1/tenants/${t}/runs`, { token: tokens.get(USERS[t].auditor)! });
+      expect(runs.body.items.map((r: { id: string }) => r.id)).toEqual([held[t].run.id]);
+      const approvals = await call(node.url, 'GET', `/v1/tenants/${t}/approvals`, { token: tokens.get(USERS[t].qa_reviewer)! });
+      expect(approvals.body.items.map((a: { id: string }) => a.id).sort()).toEqual([held[t].release.id, held[t].write.id].sort());
+      const trail = await call(node.url, 'GET', `/v1/tenants/${t}/audit?limit=1000`, { token: tokens.get(USERS[t].auditor)! });
+      expect(trail.body.items.length).toBeGreaterThan(5);
+      expect(trail.body.items.every((e: { tenant: string }) => e.tenant === t)).toBe(true);
+      for (const s of held[them].secrets) expect(JSON.stringify([runs.body, approvals.body, trail.body]), `${t} sees ${s}`).not.toContain(s);
+    }
+    // R9: borealis' run is on the line: acme sees that the line is busy, not whose run it is nor its values
+    const line = await call(node.url, 'GET', '/v1/tenants/acme-pharma/line', { token: tokens.get(USERS['acme-pharma'].admin)! });
+    expect(line.body).toMatchObject({ busy: true, activeRun: null });
+    expect(line.body.equipment.every((e: { values: unknown }) => e.values === null)).toBe(true);
+    const own = await call(node.url, 'GET', '/v1/tenants/borealis-bio/line', { token: tokens.get(USERS['borealis-bio'].admin)! });
+    expect(own.body.activeRun).toEqual({ id: held['borealis-bio'].run.id, status: 'APPROVAL' });
+  });
+});
+
+describe('roles: each role reaches exactly the routes its declaration admits', () => {
+  it('every operation × every role, on the role\'s own tenant, against the route table', async () => {
+    const seen: Record<string, string[]> = {};
+    const want: Record<string, string[]> = {};
+    for (const op of ops) {
+      const access = ROUTE_ACCESS[op.key]!;
+      want[op.key] = ALL_ROLES.filter((r) => access === 'public' || access.includes(r));
+      seen[op.key] = [];
+      for (const role of ALL_ROLES) {
+        const user = USERS['acme-pharma'][role];
+        // ids no one has and a body no route takes: an admitted role gets 404 or 400, never a side effect
+        const path = op.path.replace('{tenant}', 'acme-pharma').replace('{id}', madeUp(op.path.includes('/approvals/') ? 'apr_' : 'run_'));
+        const r = await call(node.url, op.method, path, { token: tokens.get(user)!, ...(op.method === 'POST' ? { body: { roleMatrixProbe: true } } : {}) });
+        expect(r.status, `${role} ${op.key}`).toBeLessThan(500);
+        if (r.status === 403) expect(r.body.code, `${role} ${op.key}`).toBe('LK_FORBIDDEN');
+        else seen[op.key]!.push(role);
+      }
+    }
+    expect(seen).toEqual(want);
+  });
+
+  it('a public route needs no token; every other one answers 401 without one', async () => {
+    for (const op of ops) {
+      const path = op.path.replace('{tenant}', 'acme-pharma').replace('{id}', 'run_ffffffffffffffffffff');
+      const r = await call(node.url, op.method, path, op.method === 'POST' ? { body: {} } : {});
+      if (ROUTE_ACCESS[op.key] === 'public') expect(r.status, op.key).not.toBe(401);
+      else expect([r.status, r.body.code], op.key).toEqual([401, 'LK_UNAUTHENTICATED']);
+    }
+  });
+});
