@@ -29,6 +29,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`GET ${T}/approvals`]: ['process_engineer', 'qa_reviewer', 'auditor'],
   [`POST ${T}/approvals/{id}`]: ['process_engineer', 'qa_reviewer'],
   [`GET ${T}/models`]: READERS,
+  [`GET ${T}/design-space`]: READERS,
   [`POST ${T}/twin/simulate`]: ['process_engineer', 'qa_reviewer'],
   [`POST ${T}/attendance`]: ['operator'],
   [`GET ${T}/line`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
