@@ -20,6 +20,7 @@ import { renderReleasePdf } from '../../src/engine/release-pdf.js';
 import { RELEASE_FILES, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from '../../src/engine/release-types.js';
 import type { Store } from '../../src/store/store.js';
 import { codeOf, entry, newStore, rawDb, tempDir } from '../unit/audit-helpers.js';
+import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const verifier = join(root, 'tools/verify-audit-bundle.mjs');
@@ -29,18 +30,7 @@ const H = (c: string): string => c.repeat(64);
 const t0 = Date.UTC(2026, 10, 20, 8, 0, 0);
 
 function releaseInput(over: Partial<ReleaseInput> = {}): ReleaseInput {
-  const plan: [string, string, string, string][] = [
-    ['01', 'ingest.batch_record', 'agent.orchestrator', 'mes.read_batch_record'],
-    ['02', 'twin.rehearse', 'agent.orchestrator', 'twin.simulate'],
-    ['03', 'blend.uniformity', 'agent.blend_dispense', 'nir.score'],
-    ['04', 'granulate.dry', 'agent.granulate_dry', 'plc.write_setpoint'],
-    ['05', 'compress.press', 'agent.compress_fill', 'press.write_setpoint'],
-    ['06', 'coat.spray', 'agent.coat_dry', 'coater.write_setpoint'],
-    ['07', 'inspect.tablets', 'agent.defect_inspect', 'vision.stream'],
-    ['08', 'spectra.release_evidence', 'agent.quality_potency', 'nir.evidence_chain'],
-    ['09', 'approval.batch_release', 'agent.orchestrator', 'approval.request'],
-    ['10', 'release.genealogy', 'agent.orchestrator', 'audit.write_release_package'],
-  ];
+  const plan = SPEC_PLAN;
   return {
     tenant: T, site: 'site-ravenna',
     run: { id: 'run_7f3a', batch: 'B-1042', line: 'line-3', product: 'ir-family-a', tooling: 'round-10mm-ff', goal: 'weight and hardness on target, capping risk under 1.5 %', startedAt: t0, endedAt: t0 + 4 * 3600_000, status: 'SUCCEEDED' },

@@ -27,6 +27,7 @@ import { silentLogger } from '../../src/log.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import { codeOf } from '../helpers/codes.js';
 import { auditOfRun, countAction, errorOf, makeRunSite, SPEC_TOOLS, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
+import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const T = 'acme-pharma';
 const OTHER = 'borealis-bio';
@@ -42,18 +43,7 @@ const VERIFIER = fileURLToPath(new URL('../../tools/verify-audit-bundle.mjs', im
 const request = (batch: string): string => `run batch ${batch} on line-3, keep weight and hardness on target, capping risk under 1.5%, weight RSD under 1.0%`;
 
 /** The plan of the spec, in order: seq, step, agent, main tool. */
-const PLAN = [
-  ['01', 'ingest.batch_record', 'agent.orchestrator', 'mes.read_batch_record'],
-  ['02', 'twin.rehearse', 'agent.orchestrator', 'twin.simulate'],
-  ['03', 'blend.uniformity', 'agent.blend_dispense', 'nir.score'],
-  ['04', 'granulate.dry', 'agent.granulate_dry', 'plc.write_setpoint'],
-  ['05', 'compress.press', 'agent.compress_fill', 'press.write_setpoint'],
-  ['06', 'coat.spray', 'agent.coat_dry', 'coater.write_setpoint'],
-  ['07', 'inspect.tablets', 'agent.defect_inspect', 'vision.stream'],
-  ['08', 'spectra.release_evidence', 'agent.quality_potency', 'nir.evidence_chain'],
-  ['09', 'approval.batch_release', 'agent.orchestrator', 'approval.request'],
-  ['10', 'release.genealogy', 'agent.orchestrator', 'audit.write_release_package'],
-] as const;
+const PLAN = SPEC_PLAN;
 
 let site: RunSite;
 let d: Daemon;

@@ -9,6 +9,7 @@ import {
 } from '../../src/domain/run.js';
 import { LkError } from '../../src/errors.js';
 import { codeOf } from '../helpers/codes.js';
+import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 /** The lifecycle of a run, written out here independently of the table under test (src/domain/run.ts). */
 const RUN_ALLOWED: readonly (readonly [RunStatus, RunStatus])[] = [
@@ -100,18 +101,7 @@ describe('step transitions', () => {
 describe('composePlan', () => {
   it('is the spec\'s ten steps in order, each with its agent and main tool, and one approval gate at 09', () => {
     const plan = composePlan();
-    expect(plan.map((s) => [s.seq, s.name, s.agent, s.tool])).toEqual([
-      ['01', 'ingest.batch_record', 'agent.orchestrator', 'mes.read_batch_record'],
-      ['02', 'twin.rehearse', 'agent.orchestrator', 'twin.simulate'],
-      ['03', 'blend.uniformity', 'agent.blend_dispense', 'nir.score'],
-      ['04', 'granulate.dry', 'agent.granulate_dry', 'plc.write_setpoint'],
-      ['05', 'compress.press', 'agent.compress_fill', 'press.write_setpoint'],
-      ['06', 'coat.spray', 'agent.coat_dry', 'coater.write_setpoint'],
-      ['07', 'inspect.tablets', 'agent.defect_inspect', 'vision.stream'],
-      ['08', 'spectra.release_evidence', 'agent.quality_potency', 'nir.evidence_chain'],
-      ['09', 'approval.batch_release', 'agent.orchestrator', 'approval.request'],
-      ['10', 'release.genealogy', 'agent.orchestrator', 'audit.write_release_package'],
-    ]);
+    expect(plan.map((s) => [s.seq, s.name, s.agent, s.tool])).toEqual(SPEC_PLAN);
     expect(plan.map((s) => s.name)).toEqual([...STEP_NAMES]);
     expect(plan.filter((s) => s.gate).map((s) => s.name)).toEqual(['approval.batch_release']);
     expect(plan.filter((s) => s.continuous).map((s) => s.name)).toEqual(['inspect.tablets']);
