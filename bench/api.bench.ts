@@ -1,0 +1,217 @@
+/**
+ * The REST API against bare peers in the same process, on a real daemon (embedded default: plant simulator,
+ * connectors, SQLite) with a run persisted as the engine starts one and a tool-call log:
+ *
+ * 1. GET /runs/{id} (bearer token, guard, tenant-scoped store reads, zod-serialised view) vs a bare fastify
+ *    route returning the same JSON, both loaded by autocannon in a child process (10 connections); req/s and
+ *    p99. Target ≥ 0.7 × the bare route.
+ * 2. Server-sent events: 200 concurrent streams on the run; delay from a tool-call line's commit (the engine's
+ *    onToolCall, called after the commit, first listener) to its arrival at each client (clients in a child
+ *    process). Peer: the same commits broadcast by a bare fastify SSE route to 200 clients. Target p99 < 50 ms.
+ * 3. Token verification per request: `Identity.resolve` (SHA-256 of the opaque token, the in-memory token map,
+ *    the user re-read from the store so a disabled or locked account stops at once) vs a raw Map lookup.
+ *
+ * Rounds alternate ours/peer so drift on a noisy two-core box hits both alike. Run: npx tsx bench/api.bench.ts
+ */
+import { fork, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
+import { createApi } from '../src/api/index.js';
+import { systemClock } from '../src/clock.js';
+import { defaultConfigFile } from '../src/config/load.js';
+import { startDaemon } from '../src/daemon.js';
+import { composePlan } from '../src/domain/run.js';
+import { canonical, sha256Hex } from '../src/engine/run/approval.js';
+import { StepContext } from '../src/engine/run/step-context.js';
+import { silentLogger } from '../src/log.js';
+import type { ToolCallRecord } from '../src/store/run-store.js';
+import { opsPerSecond, percentile, report } from './lib.js';
+
+const HTTP_ROUNDS = 2;
+const HTTP_SECONDS = 8;
+const STREAMS = 200;
+const LINES = 200;
+const LINE_EVERY_MS = 20;
+const TOKEN_ROUNDS = 3;
+
+const dir = mkdtempSync(join(tmpdir(), 'lk-bench-api-'));
+cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
+cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
+writeFileSync(join(dir, 'site.yaml'), readFileSync(defaultConfigFile(), 'utf8'));
+const daemon = await startDaemon({ configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 } });
+const identity = daemon.identity!;
+const user = daemon.demoUsers.find((u) => u.id === 'a.ricci')!;
+const { token } = await identity.signIn(user.id, user.password);
+const auth = { authorization: `Bearer ${token}` };
+
+// a run as the engine persists one at its start (RUNNING, so its stream stays open), without an execution behind it
+const engine = daemon.engine;
+const record = engine.options.mes.read('acme-pharma', 'B-1042') as Record<string, unknown>;
+const runId = `run_${'be'.repeat(10)}`;
+daemon.store.tx((t) => {
+  engine.runs.insertRun(t, {
+    id: runId, tenant: 'acme-pharma', batch: 'B-1042', line: 'line-3', product: String(record['product']), tooling: String(record['tooling']), goal: 'benchmark',
+    request: { text: 'run batch B-1042 on line-3' }, limits: {}, autonomy: 'L3', record, recordSha: sha256Hex(canonical(record)), seed: 1, startedBy: 'o.operator', createdAt: Date.now(),
+  }, composePlan());
+});
+daemon.store.tx((t) => engine.setRun(t, engine.runs.runById(runId)!, 'RUNNING', null, 'system', 'benchmark'));
+const step = new StepContext(engine.host, engine.runs.runById(runId)!, composePlan()[4]!, new AbortController().signal, {});
+const line = (i: number): void => step.line(i % 2 === 0 ? 'call' : 'ok', step.step.tool, step.step.agent, i % 2 === 0 ? { args: { setpoint: 'press.MainForce', value: '12.5 kN', i } } : { summary: 'written 12.5 kN, read back 12.5 kN', result: { i, verified: true } });
+for (let i = 0; i < 20; i++) line(i);
+
+// ── 1. GET /runs/{id} ────────────────────────────────────────────────────────────────────────────────────────
+const path = `/v1/tenants/acme-pharma/runs/${runId}`;
+const view = (await (await fetch(`${daemon.ready.api}${path}`, { headers: auth })).json()) as unknown;
+const bare = Fastify({ logger: false });
+bare.get('/v1/tenants/:tenant/runs/:id', async () => view);
+const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
+// diagnosis, not a peer: the same API over an engine whose `get` returns the view at once, so the API layer's own
+// cost (token, guard, validation, zod serialiser) shows apart from the store reads behind the view
+const cached = await engine.get('acme-pharma', runId);
+const cachedEngine = new Proxy(engine, {
+  get(target, prop) {
+    if (prop === 'get') return () => cached;
+    const v = Reflect.get(target, prop, target) as unknown;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+});
+const layer = await createApi({ daemon: { ...daemon, engine: cachedEngine }, clock: systemClock, users: identity });
+const layerUrl = await layer.listen('127.0.0.1', 0);
+
+const autocannonPath = createRequire(import.meta.url).resolve('autocannon');
+interface Load { rps: number; p50: number; p99: number; bad: number }
+/** autocannon in a child process (its own CPU time is not the server's event loop). */
+function cannon(url: string, headers: Record<string, string>, seconds: number): Promise<Load> {
+  const script = `require(${JSON.stringify(autocannonPath)})({ url: ${JSON.stringify(url)}, connections: 10, duration: ${seconds}, headers: ${JSON.stringify(headers)} }, (e, r) => {
+    if (e) throw e;
+    process.stdout.write(JSON.stringify({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts }));
+  })`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Load) : reject(new Error(`autocannon exited ${code}`))));
+  });
+}
+
+await cannon(`${daemon.ready.api}${path}`, auth, 2);
+await cannon(`${bareUrl}${path}`, {}, 2);
+const ours: Load[] = [];
+const peer: Load[] = [];
+const apiOnly: Load[] = [];
+for (let r = 0; r < HTTP_ROUNDS; r++) {
+  ours.push(await cannon(`${daemon.ready.api}${path}`, auth, HTTP_SECONDS));
+  peer.push(await cannon(`${bareUrl}${path}`, {}, HTTP_SECONDS));
+  apiOnly.push(await cannon(`${layerUrl}${path}`, auth, HTTP_SECONDS));
+}
+if ([...ours, ...peer, ...apiOnly].some((l) => l.bad > 0)) throw new Error(`non-2xx answers or errors under load: ${JSON.stringify({ ours, peer, apiOnly })}`);
+const best = (ls: Load[]): Load => ls.reduce((a, b) => (b.rps > a.rps ? b : a));
+report({
+  name: 'REST GET /runs/{id}', unit: 'req/s', higherIsBetter: true,
+  ours: { label: 'linekeeper API (token, guard, store, zod serialiser)', value: best(ours).rps },
+  peer: { label: 'bare fastify route, same JSON', value: best(peer).rps },
+  target: 'ours ≥ 0.7 × bare',
+  extra: {
+    'ours p50 ms': best(ours).p50, 'ours p99 ms': best(ours).p99, 'peer p99 ms': best(peer).p99, connections: 10,
+    'API over a cached view req/s': best(apiOnly).rps, 'API over a cached view ratio': best(apiOnly).rps / best(peer).rps,
+    'engine.get µs': 1e6 / (await opsPerSecond(() => engine.get('acme-pharma', runId), 1000)),
+  },
+});
+await layer.close();
+
+// ── 2. SSE delivery ──────────────────────────────────────────────────────────────────────────────────────────
+/** The system-wide monotonic clock (CLOCK_MONOTONIC), in ms: the client process stamps arrivals on the same one. */
+const stamp = (): number => Number(process.hrtime.bigint()) / 1e6;
+const commits = new Map<number, number>();
+// registered before any stream, so it runs first after each commit: the commit time, before any delivery
+engine.onToolCall((row: ToolCallRecord) => {
+  if (row.run === runId) commits.set(row.id, stamp());
+});
+const api = await createApi({ daemon, clock: systemClock, users: identity, streams: { perUser: STREAMS + 10 } });
+const apiUrl = await api.listen('127.0.0.1', 0);
+
+const peerClients = new Set<import('node:http').ServerResponse>();
+const sse = Fastify({ logger: false });
+sse.get('/stream', (_req, reply) => {
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  reply.raw.write('retry: 2000\n\n');
+  peerClients.add(reply.raw);
+  reply.raw.on('close', () => peerClients.delete(reply.raw));
+});
+const sseUrl = await sse.listen({ host: '127.0.0.1', port: 0 });
+let broadcast = false;
+engine.onToolCall((row: ToolCallRecord) => {
+  if (!broadcast) return;
+  const text = `id: ${row.id}\nevent: ${row.kind}\ndata: ${JSON.stringify(row)}\n\n`;
+  for (const c of peerClients) c.write(text);
+});
+
+/** Open STREAMS clients in a child process, commit LINES lines, and the delays (ms) of every line at every client. */
+async function delivery(url: string, headers: Record<string, string>): Promise<number[]> {
+  const first = engine.toolCalls('acme-pharma', runId).at(-1)!.id;
+  const clients = fork(fileURLToPath(new URL('./sse-clients.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = new Promise<void>((resolve, reject) => {
+    clients.once('message', () => resolve());
+    clients.once('exit', (code) => reject(new Error(`the SSE clients exited (${code})`)));
+  });
+  clients.send({ url: url.replace('{after}', String(first)), headers, n: STREAMS });
+  await ready;
+  const done = new Promise<Record<string, number[]>>((resolve) => clients.once('message', (m: { times: Record<string, number[]> }) => resolve(m.times)));
+  for (let i = 0; i < LINES; i++) {
+    line(i);
+    await new Promise((r) => setTimeout(r, LINE_EVERY_MS));
+  }
+  clients.send({ until: first + LINES });
+  const times = await done;
+  clients.removeAllListeners('exit');
+  clients.kill();
+  const delays: number[] = [];
+  for (const [id, ts] of Object.entries(times)) {
+    const at = commits.get(Number(id));
+    if (at === undefined || Number(id) <= first) continue;
+    if (ts.length !== STREAMS) throw new Error(`line ${id} reached ${ts.length} of ${STREAMS} streams`);
+    for (const t of ts) delays.push(t - at);
+  }
+  if (delays.length !== LINES * STREAMS) throw new Error(`${delays.length} deliveries, expected ${LINES * STREAMS}`);
+  return delays;
+}
+
+const oursSse = await delivery(`${apiUrl}${path}/stream?after={after}`, auth);
+broadcast = true;
+const peerSse = await delivery(`${sseUrl}/stream`, {});
+broadcast = false;
+report({
+  name: `SSE delivery, ${STREAMS} streams`, unit: 'ms p99', higherIsBetter: false,
+  ours: { label: 'GET /runs/{id}/stream (RunStreams)', value: percentile(oursSse, 99) },
+  peer: { label: 'bare fastify SSE broadcast of the same commits', value: percentile(peerSse, 99) },
+  target: 'p99 < 50 ms',
+  extra: { 'ours p50 ms': percentile(oursSse, 50), 'peer p50 ms': percentile(peerSse, 50), 'ours max ms': Math.max(...oursSse), lines: LINES, deliveries: oursSse.length, 'line every ms': LINE_EVERY_MS },
+});
+
+// ── 3. token verification ────────────────────────────────────────────────────────────────────────────────────
+const tokens = new Map([[token, { user: user.id, expiresAt: Date.now() + 60_000 }]]);
+let sink = 0;
+const oursOps: number[] = [];
+const peerOps: number[] = [];
+for (let r = 0; r < TOKEN_ROUNDS; r++) {
+  oursOps.push(await opsPerSecond(() => void (sink += identity.resolve(token).id.length), 1000));
+  peerOps.push(await opsPerSecond(() => void (sink += tokens.get(token)!.user.length), 1000));
+}
+const nsPerOp = (ops: number[]): number => 1e9 / Math.max(...ops);
+report({
+  name: 'token verification per request', unit: 'ns/op', higherIsBetter: false,
+  ours: { label: 'Identity.resolve (SHA-256, token map, user re-read from the store)', value: nsPerOp(oursOps) },
+  peer: { label: 'raw Map.get of the token', value: nsPerOp(peerOps) },
+  extra: { sink: sink > 0 ? 'ok' : 'none' },
+});
+
+await api.close();
+await sse.close();
+await bare.close();
+await daemon.stop('benchmark done');
+rmSync(dir, { recursive: true, force: true });
