@@ -12,18 +12,13 @@ import { replayCalls, type ExportedAgentCalls } from '../src/engine/run/replay.j
 import { twinModelOf } from '../src/models/artefacts.js';
 import type { ModelSummary } from '../src/models/registry.js';
 import { perturbParams } from '../src/twin/truth.js';
-import { report } from './lib.js';
+import { percentile, report } from './lib.js';
 
 const dir = new URL('../test/fixtures/golden-batch/', import.meta.url);
 const golden = JSON.parse(readFileSync(new URL('agent-calls.json', dir), 'utf8')) as ExportedAgentCalls;
 const artefact = JSON.parse(readFileSync(new URL('process-twin-v1/artefact.json', dir), 'utf8')) as unknown;
 const v1 = twinModelOf({ model: { id: 'process-twin-v1', version: 1, kind: 'twin' } as ModelSummary, artefact });
 const v2 = { ...v1, id: 'process-twin-v2', version: 2, params: perturbParams(v1.params, 1) };
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function time(fn: () => void, n: number): number {
   fn(); // warm-up
@@ -33,7 +28,7 @@ function time(fn: () => void, n: number): number {
     fn();
     xs.push(performance.now() - t0);
   }
-  return median(xs);
+  return percentile(xs, 50);
 }
 
 const parsed = golden.calls.map((c) => ({ agent: replayableAgent(c.fn)!, input: JSON.parse(c.input) as unknown }));
