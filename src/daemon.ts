@@ -9,7 +9,7 @@
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
 import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
@@ -18,7 +18,8 @@ import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
-import { openAuditSiteEvents } from './audit/index.js';
+import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
+import type { StorageGuardOptions } from './audit/storage-guard.js';
 import { watchdogEvent } from './audit/site-events.js';
 import { scaledClock, systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
@@ -30,6 +31,8 @@ import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
+import { checkDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
+import { LkError } from './errors.js';
 import { observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
@@ -50,6 +53,8 @@ export interface DaemonOptions {
    * created at the first start and returned once in `Daemon.demoUsers`.
    */
   api?: { host?: string; port?: number };
+  /** What to do on a full disk: the bound of held entries, the outage before failing closed, the free-space warning. */
+  storage?: StorageGuardOptions;
 }
 
 export interface ReadyInfo {
@@ -103,25 +108,46 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
-  mkdirSync(loaded.dataDir, { recursive: true, mode: 0o700 });
-  // A daemon that cannot audit must not run: opening the store and recording the start may throw.
-  const events = openAuditSiteEvents(loaded, clock, log);
+  // writable, not writable by others, and ours alone: before anything in it is opened
+  checkDataDir(loaded.dataDir);
+  const lock: DataLock = lockDataDir(loaded.dataDir);
+  const connectors: Connector[] = [];
+  let stopped = false;
+  // A daemon that cannot audit must not supervise: on a full disk the storage guard fails closed (docs/fail-safe.md).
+  const storageHooks = {
+    onFailClosed: (reason: string): void => {
+      log.error({ code: 'LK_STORE_FULL', reason }, 'cannot audit: heartbeats stopped, every PLC reverts to its last known-good recipe; equipment writes are refused');
+      for (const c of connectors) c.stopHeartbeat();
+    },
+    onRecovered: (): void => {
+      if (stopped) return;
+      log.warn('the audit trail is written again: heartbeats resume; a PLC that reverted stays LOST until a person re-arms it');
+      for (const c of connectors) c.startHeartbeat();
+    },
+  };
+  let events: AuditSiteSink;
+  try {
+    // A daemon that cannot audit must not run: opening the store and recording the start may throw.
+    events = openAuditSiteEvents(loaded, clock, log, 5000, { hooks: storageHooks, ...(opts.storage ? { options: opts.storage } : {}) });
+  } catch (err) {
+    lock.release();
+    throw startError(err, loaded.dataDir);
+  }
   try {
     events.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
   } catch (err) {
     events.close();
-    throw err;
+    lock.release();
+    throw startError(err, loaded.dataDir);
   }
   log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
   let policy: PolicyGateResult = { bundle: null };
   let writer: GuardedWriter | undefined;
 
   let simulator: Simulator | undefined;
-  const connectors: Connector[] = [];
   const subscriptions: Subscription[] = [];
   const live = new Map<string, Sample>();
   let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   let engine: RunEngine | undefined;
   let mes: FolderMes | undefined;
   let lims: LimsSource | undefined;
@@ -147,8 +173,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) c.stopHeartbeat();
     await Promise.allSettled(connectors.map((c) => c.close()));
     if (simulator) await simulator.close();
-    events.stopped({ reason });
+    try {
+      events.stopped({ reason });
+    } catch (err) {
+      log.error({ err }, 'could not record the stop');
+    }
     events.close();
+    lock.release();
     log.info({ reason }, 'stopped');
   };
 
@@ -220,7 +251,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           log.error({ err, equipment: e.equipment }, 'could not record a PLC watchdog event in the runs');
         }
         try {
-          watchdogEvent(events.store.audit, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
+          // through the storage guard: held, not lost, while the disk is full
+          watchdogEvent(events.storage, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
         } catch (err) {
           log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
         }
@@ -311,6 +343,11 @@ function summarise(live: ReadonlyMap<string, Sample>): Record<string, string> {
     else out[tag] = String(v);
   }
   return out;
+}
+
+/** A start failure as an LkError: a full disk or a read-only directory under the store is no stack trace. */
+function startError(err: unknown, dataDir: string): unknown {
+  return LkError.is(err) ? err : fsError(err, dataDir);
 }
 
 function delay(ms: number): Promise<void> {
