@@ -19,7 +19,7 @@ import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
-import type { StorageGuardOptions } from './audit/storage-guard.js';
+import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
 import { watchdogEvent } from './audit/site-events.js';
 import { scaledClock, systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
@@ -79,6 +79,8 @@ export interface Daemon {
   readonly simulator: Simulator | undefined;
   /** The audit store (SQLite) of the data directory. */
   readonly store: Store;
+  /** Site events while the disk is full: held, retried, failing closed past the bound (docs/fail-safe.md). */
+  readonly storage: StorageGuard;
   readonly policy: PolicyGateResult;
   /** The single write path to equipment: it holds every connector's write capability. */
   readonly writer: GuardedWriter;
@@ -326,7 +328,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     ...(apiUrl ? { api: apiUrl } : {}),
   };
   return {
-    loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer!, engine: engine!,
+    loaded, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, policy, writer: writer!, engine: engine!,
     supervision: () => plcViews, api, identity, demoUsers,
   };
 }
