@@ -83,7 +83,7 @@ export class StorageGuard {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'audit' | 'dataDir'>,
+    private readonly store: Pick<Store, 'audit' | 'dataDir' | 'onFull'>,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly hooks: StorageHooks,
@@ -93,6 +93,17 @@ export class StorageGuard {
       holdMax: opts.holdMax ?? 256, failClosedAfterMs: opts.failClosedAfterMs ?? 30_000, retryMs: opts.retryMs ?? 2000,
       warnFreeBytes: opts.warnFreeBytes ?? 256 * 1024 * 1024, warnFreeRatio: opts.warnFreeRatio ?? 0.05,
     };
+    // a write of anyone (a run step, an equipment intent) that hits the full disk starts the outage too
+    this.unsubscribe = store.onFull?.(() => this.outageStarted()) ?? (() => undefined);
+  }
+
+  private readonly unsubscribe: () => void;
+
+  /** The disk is full (seen by any writer): from now on, until a retry succeeds, the trail is not being written. */
+  private outageStarted(): void {
+    if (this.since !== undefined) return;
+    this.since = this.clock.now();
+    this.log.error({ code: 'LK_STORE_FULL', dataDir: this.store.dataDir }, 'disk full: the audit trail cannot be written; events are held in memory and equipment writes are refused');
   }
 
   /**
@@ -107,8 +118,7 @@ export class StorageGuard {
         return 'written';
       } catch (err) {
         if (!isStorageFull(err)) throw err;
-        this.since = this.clock.now();
-        this.log.error({ code: 'LK_STORE_FULL', dataDir: this.store.dataDir }, 'disk full: the audit trail cannot be written; events are held in memory and equipment writes are refused');
+        this.outageStarted();
       }
     }
     this.hold(input);
@@ -203,9 +213,11 @@ export class StorageGuard {
     this.timer.unref();
   }
 
+  /** Stop the timer and stop listening to the store. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.unsubscribe();
   }
 
   private hold(input: AuditEntryInput): void {

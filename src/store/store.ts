@@ -72,6 +72,12 @@ export interface Store {
   afterCommit(fn: () => void, key?: string): void;
   /** True inside `tx`. */
   inTx(): boolean;
+  /**
+   * Call `listener` whenever a transaction fails because the disk is full (LK_STORE_FULL), whoever ran it: the
+   * daemon's storage guard learns of the outage from an engine write too, not only from its own events.
+   * Returns the function that unsubscribes.
+   */
+  onFull?(listener: () => void): () => void;
   /** Clean stop: final audit checkpoints (when writable), then close the file. Idempotent. */
   close(): void;
 }
@@ -210,6 +216,7 @@ class SqliteStore implements Store {
   readonly audit: AuditTrail;
   private depth = 0;
   private hooks = new Map<string | symbol, () => void>();
+  private readonly fullListeners = new Set<() => void>();
   private closed = false;
   private readonly runTx: Database.Transaction<(fn: (t: TxContext) => unknown, t: TxContext) => unknown>;
   private readonly ctx: TxContext;
@@ -245,12 +252,27 @@ class SqliteStore implements Store {
       result = this.runTx.immediate(fn as (t: TxContext) => unknown, this.ctx) as T;
     } catch (err) {
       if (outer) this.hooks.clear();
-      throw mapSqliteError(err);
+      const mapped = mapSqliteError(err);
+      if (outer && LkError.is(mapped, 'LK_STORE_FULL')) {
+        for (const f of this.fullListeners) {
+          try {
+            f();
+          } catch (e) {
+            this.logger.error({ err: e }, 'storage-full listener failed');
+          }
+        }
+      }
+      throw mapped;
     } finally {
       this.depth--;
     }
     if (outer) this.runHooks();
     return result;
+  }
+
+  onFull(listener: () => void): () => void {
+    this.fullListeners.add(listener);
+    return () => this.fullListeners.delete(listener);
   }
 
   afterCommit(fn: () => void, key?: string): void {

@@ -190,6 +190,14 @@ describe.skipIf(!mountable)('a full disk (tmpfs; skipped where mount -t tmpfs is
       expect(d.storage.outage()).toMatchObject({ held: 3, failedClosed: true });
       expect(stops.every((s) => s.mock.calls.length === 1)).toBe(true);
       expect(d.storage.retry()).toBe(false);
+      // any other write is refused with the code, nothing half-written (an equipment write's intent entry fails so)
+      let code: string | undefined;
+      try {
+        d.store.audit.append({ tenant: 'acme-pharma', actor: 'agent.compress_fill', kind: 'intent', action: 'setpoint.write', subject: { setpoint: 'press.MainForce' }, new: 12 });
+      } catch (err) {
+        code = (err as { code?: string }).code;
+      }
+      expect(code).toBe('LK_STORE_FULL');
 
       rmSync(filler);
       expect(d.storage.retry()).toBe(true);

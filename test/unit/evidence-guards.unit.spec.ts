@@ -111,6 +111,27 @@ describe('storage guard: a daemon that cannot audit must not supervise', () => {
     expect(closed).toBe(1);
   });
 
+  it('a full disk met by another writer (a run step, an equipment intent) starts the outage too: fail closed on time, an outage entry when space returns', () => {
+    const store = fakeStore();
+    let full: (() => void) | undefined;
+    const withListener = { ...store, onFull: (f: () => void) => ((full = f), () => (full = undefined)) };
+    const clock = new ManualClock(0);
+    const calls: string[] = [];
+    const g = new StorageGuard(withListener as never, clock, silentLogger, { onFailClosed: () => calls.push('closed'), onRecovered: () => calls.push('recovered') }, { failClosedAfterMs: 5000 });
+    store.full = true;
+    full!(); // what the store does when any transaction fails with LK_STORE_FULL
+    expect(g.outage()).toMatchObject({ held: 0, failedClosed: false });
+    clock.advance(5000);
+    expect(g.retry()).toBe(false);
+    expect(calls).toEqual(['closed']);
+    store.full = false;
+    expect(g.retry()).toBe(true);
+    expect(store.written.map((e) => e.action)).toEqual(['storage.outage']);
+    expect(store.written[0]!.args).toMatchObject({ from: new Date(0).toISOString(), to: new Date(5000).toISOString(), failed_closed: true, held: [] });
+    g.stop();
+    expect(full).toBeUndefined();
+  });
+
   it('past the memory bound an entry is counted in the outage entry, never dropped silently', () => {
     const store = fakeStore();
     const g = new StorageGuard(store as never, new ManualClock(0), silentLogger, { onFailClosed: () => undefined, onRecovered: () => undefined }, { holdMax: 1 });
