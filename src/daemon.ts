@@ -3,7 +3,9 @@
  * connectors, heartbeats and live values. This is I/O code; it creates the
  * clock and the sockets and hands them to everything else.
  *
- * Start order: validate config → audit store, site start event → policy
+ * Start order: validate config → data directory checked and locked (one
+ * daemon per directory) → audit store, site start event (after an unclean-stop
+ * entry when the previous run crashed) → policy
  * bundle under change control → simulator (when embedded) → connectors
  * (connect, heartbeat, subscribe) → the one guarded writer → ready.
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
@@ -223,7 +225,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
       }),
     );
-    for (const c of connectors) c.startHeartbeat();
+    // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
+    if (!events.storage.outage()?.failedClosed) for (const c of connectors) c.startHeartbeat();
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
