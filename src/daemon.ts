@@ -3,13 +3,15 @@
  * connectors, heartbeats and live values. This is I/O code; it creates the
  * clock and the sockets and hands them to everything else.
  *
- * Start order: validate config → audit store, site start event → policy
+ * Start order: validate config → data directory checked and locked (one
+ * daemon per directory) → audit store, site start event (after an unclean-stop
+ * entry when the previous run crashed) → policy
  * bundle under change control → simulator (when embedded) → connectors
  * (connect, heartbeat, subscribe) → the one guarded writer → ready.
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
 import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
@@ -18,7 +20,8 @@ import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
-import { openAuditSiteEvents } from './audit/index.js';
+import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
+import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
 import { watchdogEvent } from './audit/site-events.js';
 import { scaledClock, systemClock, type Clock } from './clock.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
@@ -30,6 +33,8 @@ import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
+import { checkDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
+import { LkError } from './errors.js';
 import { observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
@@ -50,6 +55,8 @@ export interface DaemonOptions {
    * created at the first start and returned once in `Daemon.demoUsers`.
    */
   api?: { host?: string; port?: number };
+  /** What to do on a full disk: the bound of held entries, the outage before failing closed, the free-space warning. */
+  storage?: StorageGuardOptions;
 }
 
 export interface ReadyInfo {
@@ -74,6 +81,8 @@ export interface Daemon {
   readonly simulator: Simulator | undefined;
   /** The audit store (SQLite) of the data directory. */
   readonly store: Store;
+  /** Site events while the disk is full: held, retried, failing closed past the bound (docs/fail-safe.md). */
+  readonly storage: StorageGuard;
   readonly policy: PolicyGateResult;
   /** The single write path to equipment: it holds every connector's write capability. */
   readonly writer: GuardedWriter;
@@ -103,25 +112,46 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
-  mkdirSync(loaded.dataDir, { recursive: true, mode: 0o700 });
-  // A daemon that cannot audit must not run: opening the store and recording the start may throw.
-  const events = openAuditSiteEvents(loaded, clock, log);
+  // writable, not writable by others, and ours alone: before anything in it is opened
+  checkDataDir(loaded.dataDir);
+  const lock: DataLock = lockDataDir(loaded.dataDir);
+  const connectors: Connector[] = [];
+  let stopped = false;
+  // A daemon that cannot audit must not supervise: on a full disk the storage guard fails closed (docs/fail-safe.md).
+  const storageHooks = {
+    onFailClosed: (reason: string): void => {
+      log.error({ code: 'LK_STORE_FULL', reason }, 'cannot audit: heartbeats stopped, every PLC reverts to its last known-good recipe; equipment writes are refused');
+      for (const c of connectors) c.stopHeartbeat();
+    },
+    onRecovered: (): void => {
+      if (stopped) return;
+      log.warn('the audit trail is written again: heartbeats resume; a PLC that reverted stays LOST until a person re-arms it');
+      for (const c of connectors) c.startHeartbeat();
+    },
+  };
+  let events: AuditSiteSink;
+  try {
+    // A daemon that cannot audit must not run: opening the store and recording the start may throw.
+    events = openAuditSiteEvents(loaded, clock, log, 5000, { hooks: storageHooks, ...(opts.storage ? { options: opts.storage } : {}) });
+  } catch (err) {
+    lock.release();
+    throw startError(err, loaded.dataDir);
+  }
   try {
     events.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
   } catch (err) {
     events.close();
-    throw err;
+    lock.release();
+    throw startError(err, loaded.dataDir);
   }
   log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
   let policy: PolicyGateResult = { bundle: null };
   let writer: GuardedWriter | undefined;
 
   let simulator: Simulator | undefined;
-  const connectors: Connector[] = [];
   const subscriptions: Subscription[] = [];
   const live = new Map<string, Sample>();
   let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   let engine: RunEngine | undefined;
   let mes: FolderMes | undefined;
   let lims: LimsSource | undefined;
@@ -147,8 +177,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) c.stopHeartbeat();
     await Promise.allSettled(connectors.map((c) => c.close()));
     if (simulator) await simulator.close();
-    events.stopped({ reason });
+    try {
+      events.stopped({ reason });
+    } catch (err) {
+      log.error({ err }, 'could not record the stop');
+    }
     events.close();
+    lock.release();
     log.info({ reason }, 'stopped');
   };
 
@@ -190,7 +225,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
       }),
     );
-    for (const c of connectors) c.startHeartbeat();
+    // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
+    if (!events.storage.outage()?.failedClosed) for (const c of connectors) c.startHeartbeat();
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
@@ -220,7 +256,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           log.error({ err, equipment: e.equipment }, 'could not record a PLC watchdog event in the runs');
         }
         try {
-          watchdogEvent(events.store.audit, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
+          // through the storage guard: held, not lost, while the disk is full
+          watchdogEvent(events.storage, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
         } catch (err) {
           log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
         }
@@ -294,7 +331,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     ...(apiUrl ? { api: apiUrl } : {}),
   };
   return {
-    loaded, ready, connectors, simulator, live, stop, store: events.store, policy, writer: writer!, engine: engine!,
+    loaded, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, policy, writer: writer!, engine: engine!,
     supervision: () => plcViews, api, identity, demoUsers,
   };
 }
@@ -311,6 +348,11 @@ function summarise(live: ReadonlyMap<string, Sample>): Record<string, string> {
     else out[tag] = String(v);
   }
   return out;
+}
+
+/** A start failure as an LkError: a full disk or a read-only directory under the store is no stack trace. */
+function startError(err: unknown, dataDir: string): unknown {
+  return LkError.is(err) ? err : fsError(err, dataDir);
 }
 
 function delay(ms: number): Promise<void> {

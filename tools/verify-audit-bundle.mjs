@@ -158,7 +158,7 @@ export function verifyBundleText(text, pinnedPem) {
   } catch {
     throw new Fail(2, 'not a linekeeper audit bundle (first line is not JSON)');
   }
-  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== FORMAT || header.version !== 1) {
+  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== FORMAT || (header.version !== 1 && header.version !== 2)) {
     throw new Fail(2, 'not a linekeeper audit bundle (no header line)');
   }
   const embedded = loadKey(String(header.public_key ?? ''), 'bundle public key');
@@ -168,6 +168,10 @@ export function verifyBundleText(text, pinnedPem) {
   const { sig, ...unsigned } = header;
   const segments = asSegments(header.segments);
   if (!segments) return { ok: false, tenant, entries: 0, keyId: k.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } };
+  // version 2 signs which entries the filter chose (`selected`); version 1 left the in_filter flags uncovered
+  const selected = header.version === 2 ? asSegments(header.selected) : undefined;
+  if (header.version === 2 && !selected) return { ok: false, tenant, entries: 0, keyId: k.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } };
+  const inSelected = (seq) => selected.some(([a, b]) => seq >= a && seq <= b);
 
   const items = [];
   const cps = [];
@@ -189,6 +193,9 @@ export function verifyBundleText(text, pinnedPem) {
     } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
       const body = tryCanonical(o.entry);
       items.push({ seq: o.entry.seq, prev: o.entry.prev_hash, hash: o.hash, tenant: o.entry.tenant, hashOk: body !== undefined && sha256(body) === o.hash });
+      if (selected && typeof o.entry.seq === 'number' && o.in_filter !== inSelected(o.entry.seq)) {
+        damages.push({ kind: 'edited', seq: o.entry.seq, detail: `the in_filter flag of entry ${o.entry.seq} does not match the signed header` });
+      }
     } else if (items.length === 0) {
       headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
     } else {

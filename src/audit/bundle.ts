@@ -9,6 +9,10 @@
  * carries whole checkpoint intervals: each segment [from, to] starts right
  * after a signed checkpoint (or at seq 1) and ends on one, and every entry of
  * those intervals is included, `in_filter` marking the ones the filter chose.
+ * The signed header (version 2) lists the chosen seqs as ranges (`selected`),
+ * so a flipped `in_filter` flag — an entry hidden from, or slipped into, the
+ * filtered view — is damage at that seq. Version 1 bundles (before this) are
+ * still verified, but their flags are covered by nothing.
  * docs/audit.md describes the format for auditors.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -17,7 +21,7 @@ import type { Store } from '../store/store.js';
 import { LkError } from '../errors.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from './checkpoints.js';
 import { canonicalJson, GENESIS_HASH, type AuditEntry } from './entry.js';
-import { parsePublicKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
+import { parsePublicKey, readSiteKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
 import { iterateAudit, parseFilter, type AuditFilter } from './query.js';
 import { diagnoseBundle, type BundleItem } from './bundle-diagnose.js';
 import { firstDamage, type Damage } from './verify.js';
@@ -27,12 +31,15 @@ export const BUNDLE_FORMAT = 'linekeeper.audit-bundle';
 export interface BundleHeader {
   type: 'header';
   format: typeof BUNDLE_FORMAT;
-  version: 1;
+  /** 2 since the `in_filter` flags are signed (`selected`); 1 is still read. */
+  version: 1 | 2;
   tenant: string;
   exported_at: string;
   filter: AuditFilter;
   /** Inclusive seq ranges, ascending; each starts after a checkpoint (or at 1) and ends on one. */
   segments: [number, number][];
+  /** Inclusive seq ranges of the entries the filter chose (`in_filter: true`), ascending (version 2). */
+  selected?: [number, number][];
   entries: number;
   checkpoints: number;
   key_id: string;
@@ -43,14 +50,17 @@ export interface BundleHeader {
 
 /**
  * The lines of a bundle of `tenant`'s entries matching `filter`. Signs a checkpoint of the
- * chain head first, so the newest entries are anchored too.
- * @throws LkError LK_NOT_FOUND when the tenant has no chain; LK_VALIDATION for a bad filter.
+ * chain head first, so the newest entries are anchored too — except on a read-only store (a
+ * write-protected copy), where the bundle ends at the last checkpoint already signed and is signed
+ * with the copy's key file.
+ * @throws LkError LK_NOT_FOUND when the tenant has no chain; LK_VALIDATION for a bad filter;
+ *   LK_AUDIT_KEY when a read-only copy carries no readable private key.
  */
 export function* bundleLines(store: Store, tenant: string, filter: unknown = {}): Generator<string> {
   const f = parseFilter(filter);
   if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
-  store.audit.checkpoint(tenant);
-  const key = store.audit.siteKey();
+  if (!store.readonly) store.audit.checkpoint(tenant);
+  const key = store.readonly ? readSiteKey(store.dataDir) : store.audit.siteKey();
   const cps = (store.db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint WHERE tenant = ? ORDER BY seq').all(tenant) as Record<string, unknown>[])
     .map((r) => asCheckpoint({ v: 1, ...r }))
     .filter((c): c is SignedCheckpoint => c !== undefined && c.key_id === key.keyId);
@@ -58,9 +68,11 @@ export function* bundleLines(store: Store, tenant: string, filter: unknown = {})
   const matched = matchedSeqs(store, tenant, f);
   const segments = segmentsFor(bounds, matched);
   const included = cps.filter((c) => segments.some(([from, to]) => c.seq >= from - 1 && c.seq <= to));
+  const last = segments[segments.length - 1]?.[1] ?? 0;
+  const selected = matched === 'all' ? segments : toRanges(matched.filter((m) => m <= last));
   const unsigned = {
-    type: 'header' as const, format: BUNDLE_FORMAT, version: 1 as const, tenant, exported_at: new Date(store.clock.now()).toISOString(), filter: f,
-    segments, entries: segments.reduce((n, [a, b]) => n + b - a + 1, 0), checkpoints: included.length, key_id: key.keyId, public_key: key.publicPem,
+    type: 'header' as const, format: BUNDLE_FORMAT, version: 2 as const, tenant, exported_at: new Date(store.clock.now()).toISOString(), filter: f,
+    segments, selected, entries: segments.reduce((n, [a, b]) => n + b - a + 1, 0), checkpoints: included.length, key_id: key.keyId, public_key: key.publicPem,
   };
   yield canonicalJson({ ...unsigned, sig: signBytes(key, canonicalJson(unsigned)) });
   for (const c of included) yield canonicalJson({ type: 'checkpoint', ...c });
@@ -93,6 +105,17 @@ function matchedSeqs(store: Store, tenant: string, f: AuditFilter): number[] | '
   const seqs: number[] = [];
   for (const e of iterateAudit(store.db, tenant, f)) seqs.push(e.seq);
   return seqs;
+}
+
+/** Ascending seqs as inclusive ranges of consecutive ones. */
+function toRanges(seqs: readonly number[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const s of seqs) {
+    const last = out[out.length - 1];
+    if (last && s === last[1] + 1) last[1] = s;
+    else out.push([s, s]);
+  }
+  return out;
 }
 
 /** Merge the checkpoint intervals (bounds[i-1], bounds[i]] that hold a matched seq into segments. */
@@ -139,7 +162,7 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   } catch {
     throw new LkError('LK_VALIDATION', 'not a linekeeper audit bundle (first line is not JSON)');
   }
-  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== BUNDLE_FORMAT || header.version !== 1) {
+  if (typeof header !== 'object' || header === null || header.type !== 'header' || header.format !== BUNDLE_FORMAT || (header.version !== 1 && header.version !== 2)) {
     throw new LkError('LK_VALIDATION', 'not a linekeeper audit bundle (no header line)');
   }
   const embedded = parsePublicKey(String(header.public_key ?? ''), 'bundle public key');
@@ -150,6 +173,9 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   const damages: Damage[] = [];
   const segments = asSegments(header.segments);
   if (!segments) return { ok: false, tenant, entries: 0, segments: [], keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } };
+  // version 2 signs which entries the filter chose; version 1 left the flags uncovered
+  const selected = header.version === 2 ? asSegments(header.selected) : undefined;
+  if (header.version === 2 && !selected) return { ok: false, tenant, entries: 0, segments, keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } };
 
   const items: BundleItem[] = [];
   const cps: SignedCheckpoint[] = [];
@@ -173,6 +199,9 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
       const body = tryCanonical(entry);
       const hashOk = body !== undefined && hash('sha256', body) === o.hash;
       items.push({ seq: entry.seq, prev: entry.prev_hash, hash: o.hash, tenant: entry.tenant, hashOk });
+      if (selected && typeof entry.seq === 'number' && o.in_filter !== inRanges(selected, entry.seq)) {
+        damages.push({ kind: 'edited', seq: entry.seq, detail: `the in_filter flag of entry ${entry.seq} does not match the signed header` });
+      }
     } else if (items.length === 0) {
       headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
     } else {
@@ -184,6 +213,10 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   const first = firstDamage(all);
   const base = { ok: first === undefined, tenant, entries: items.length, segments, keyId: key.keyId, head: first ? null : walk.head };
   return first ? { ...base, damage: first } : base;
+}
+
+function inRanges(ranges: readonly [number, number][], seq: number): boolean {
+  return ranges.some(([a, b]) => seq >= a && seq <= b);
 }
 
 function asSegments(v: unknown): [number, number][] | undefined {

@@ -65,6 +65,16 @@ export function ensureSiteKey(dataDir: string): SiteKey {
     writeFileSync(privateFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
     chmodSync(privateFile, 0o600); // the umask may have narrowed, never widened, but be exact
   }
+  return readSiteKey(dataDir);
+}
+
+/**
+ * The existing site key of `dataDir`, never creating anything (a write-protected copy may still carry it).
+ * @throws LkError LK_AUDIT_KEY as {@link ensureSiteKey}, and when there is no private key.
+ */
+export function readSiteKey(dataDir: string): SiteKey {
+  const { privateFile, publicFile } = keyFiles(dataDir);
+  if (!existsSync(privateFile)) throw new LkError('LK_AUDIT_KEY', `${privateFile}: no site private key here to sign with`);
   const mode = statSync(privateFile).mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw new LkError('LK_AUDIT_KEY', `${privateFile}: private key is readable by others (mode ${mode.toString(8)}); chmod 600 it`);
@@ -81,7 +91,11 @@ export function ensureSiteKey(dataDir: string): SiteKey {
     const stored = parsePublicKey(readFileSync(publicFile, 'utf8'), publicFile);
     if (stored.keyId !== pub.keyId) throw new LkError('LK_AUDIT_KEY', `${publicFile}: does not belong to the private key beside it`);
   } else {
-    writeFileSync(publicFile, pub.publicPem, { mode: 0o644 });
+    try {
+      writeFileSync(publicFile, pub.publicPem, { mode: 0o644 });
+    } catch {
+      // a write-protected copy: the public key is derived from the private one each time
+    }
   }
   return { ...pub, privateKey };
 }

@@ -13,6 +13,8 @@
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/store.js';
+import { MIGRATIONS } from '../store/migrations.js';
+import { missingTriggers } from '../store/triggers.js';
 import { rowHash, rowVerifiesAt } from './body.js';
 import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
 import { COL as C, ENTRY_COLUMNS, GENESIS_HASH, type EntryRow } from './entry.js';
@@ -20,7 +22,7 @@ import { loadSitePublicKey, type PublicSiteKey } from './keys.js';
 
 export type DamageKind =
   | 'edited' | 'deleted' | 'inserted' | 'reordered' | 'truncated' | 'rewritten'
-  | 'signature_invalid' | 'checkpoint_missing' | 'checkpoint_log_corrupt' | 'malformed';
+  | 'signature_invalid' | 'checkpoint_missing' | 'checkpoint_log_corrupt' | 'malformed' | 'triggers_missing';
 
 export interface Damage {
   readonly kind: DamageKind;
@@ -46,7 +48,7 @@ export interface ChainReport {
 export interface VerifyReport {
   readonly ok: boolean;
   readonly chains: ChainReport[];
-  /** Damage not tied to one chain (the checkpoint log file). */
+  /** Damage not tied to one chain (the checkpoint log file, append-only triggers dropped from the schema). */
   readonly problems: Damage[];
   readonly keyId: string | null;
 }
@@ -123,6 +125,11 @@ function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
     return verifyChain(db, tenant, mine.map((x) => ({ c: x.c, seq: x.raw.seq })), key, missing);
   });
   const problems: Damage[] = log.badLines.map((line) => ({ kind: 'checkpoint_log_corrupt', seq: null, detail: `checkpoint log line ${line} is not a checkpoint` }));
+  const version = (db.prepare('SELECT MAX(version) FROM schema_migration').pluck().get() as number | null) ?? 0;
+  const dropped = missingTriggers(db, MIGRATIONS.slice(0, version));
+  if (dropped.length > 0) {
+    problems.push({ kind: 'triggers_missing', seq: null, detail: `append-only triggers are missing: ${dropped.join(', ')} (rows of those tables could have been changed without a trace)` });
+  }
   return { ok: problems.length === 0 && chains.every((c) => c.ok), chains, problems, keyId: key?.keyId ?? null };
 }
 

@@ -24,12 +24,18 @@ export function buildProgram(): Command {
 
 /**
  * Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 77 not signed in or the session is no
- * longer accepted (sysexits EX_NOPERM), 78 configuration error (sysexits).
+ * longer accepted (sysexits EX_NOPERM), 78 configuration error (sysexits); for the data directory (sysexits too):
+ * 73 not writable (EX_CANTCREAT), 74 disk full (EX_IOERR), 75 held by another process (EX_TEMPFAIL), 78 writable
+ * by others (a configuration error of the site).
  */
 export function exitCodeFor(err: unknown): number {
   if (LkError.is(err)) {
     if (err.code.startsWith('LK_CONFIG')) return 78;
     if (err.code === 'LK_AUDIT_BROKEN') return 65;
+    if (err.code === 'LK_DATA_NOT_WRITABLE') return 73;
+    if (err.code === 'LK_STORE_FULL') return 74;
+    if (err.code === 'LK_DATA_LOCKED') return 75;
+    if (err.code === 'LK_DATA_INSECURE') return 78;
     if (err.code === 'LK_VALIDATION') return 2;
     if (err.code === 'LK_UNAUTHENTICATED') return 77;
     return 1;

@@ -25,6 +25,11 @@ export function lastAcceptedBundle(store: Store): AcceptedBundle | null {
   return row ?? null;
 }
 
+/** Every accepted bundle version with its change reference, oldest first (change references are never reused). */
+export function acceptedBundles(store: Store): AcceptedBundle[] {
+  return store.db.prepare('SELECT version, change_ref AS changeRef FROM policy_acceptance ORDER BY id').all() as AcceptedBundle[];
+}
+
 /**
  * Load the policy bundle of `loaded` under change control and audit the outcome on the site chain.
  * Never throws for a bad bundle (that is a recorded, fail-closed outcome); throws only when the
@@ -33,7 +38,7 @@ export function lastAcceptedBundle(store: Store): AcceptedBundle | null {
 export function openPolicy(store: Store, loaded: LoadedConfig, log: Logger): PolicyGateResult {
   const last = lastAcceptedBundle(store);
   try {
-    const { bundle, changeControl: ev } = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted: last });
+    const { bundle, changeControl: ev } = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted: last, history: acceptedBundles(store) });
     store.tx(({ db, audit }) => {
       if (ev.kind !== 'unchanged') {
         db.prepare('INSERT INTO policy_acceptance (version, change_ref, approver, role, reason, accepted_at) VALUES (?, ?, ?, ?, ?, ?)').run(
@@ -54,18 +59,25 @@ export function openPolicy(store: Store, loaded: LoadedConfig, log: Logger): Pol
     log.info({ version: bundle.version, changeRef: ev.changeRef, kind: ev.kind }, 'policy bundle in force');
     return { bundle, event: ev };
   } catch (err) {
-    if (!LkError.is(err) || !(err.code === 'LK_POLICY_BUNDLE' || err.code === 'LK_POLICY_CHANGE_CONTROL')) throw err;
+    if (!LkError.is(err) || !(err.code === 'LK_POLICY_BUNDLE' || err.code === 'LK_POLICY_CHANGE_CONTROL' || err.code === 'LK_POLICY_CHANGE_REF_REUSED')) throw err;
     store.tx(({ audit }) =>
       audit.append({
         tenant: SITE_TENANT,
         actor: 'system',
         kind: 'config_change',
         action: 'policy.refused',
-        args: { code: err.code, dir: loaded.policyDir, ...(last ? { in_force_before: last.version } : {}) },
+        args: { code: err.code, dir: loaded.policyDir, ...(last ? { in_force_before: last.version } : {}), ...(err.detail ? { detail: jsonDetail(err.detail) } : {}) },
         reason: err.message,
       }),
     );
     log.error({ code: err.code, err: err.message }, 'policy bundle refused: every write is denied until a valid bundle is accepted');
     return { bundle: null, error: err };
   }
+}
+
+/** The error's detail as JSON for the trail (strings, numbers, booleans; the rest dropped). */
+function jsonDetail(d: Readonly<Record<string, unknown>>): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(d)) if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+  return out;
 }

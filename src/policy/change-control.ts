@@ -3,8 +3,11 @@
  * of its content, so any edit to a limit, an allow-list or an autonomy
  * ceiling changes it. A changed version is accepted only when CHANGE.yaml
  * names a change reference different from the one the last accepted bundle
- * carried (and, checked at compile, an approver of a permitted role). The
- * returned event is what the caller writes to the audit trail.
+ * carried (and, checked at compile, an approver of a permitted role). A change
+ * reference belongs to exactly one bundle version, forever: a reference that
+ * an earlier accepted bundle of another version carried is refused too, so an
+ * old approval cannot be replayed for new content. The returned event is what
+ * the caller writes to the audit trail.
  */
 import { LkError } from '../errors.js';
 import type { PolicyBundle } from './bundle.js';
@@ -28,19 +31,29 @@ export interface ChangeControlEvent {
 
 /**
  * Decide whether `bundle` may replace the last accepted one.
+ * `history` is every bundle ever accepted on this node (any order); the last accepted one need not be repeated in it.
  * @throws LkError(LK_POLICY_CHANGE_CONTROL) when the content changed but CHANGE.yaml still carries the last accepted change reference.
+ * @throws LkError(LK_POLICY_CHANGE_REF_REUSED) when CHANGE.yaml names a reference an accepted bundle of another version carried.
  */
-export function checkChangeControl(bundle: PolicyBundle, lastAccepted: AcceptedBundle | null | undefined): ChangeControlEvent {
+export function checkChangeControl(bundle: PolicyBundle, lastAccepted: AcceptedBundle | null | undefined, history: readonly AcceptedBundle[] = []): ChangeControlEvent {
   const ch = bundle.change;
   const base = { version: bundle.version, changeRef: ch.change_ref, approver: { ...ch.approver }, reason: ch.reason, date: ch.date };
-  if (!lastAccepted) return { kind: 'initial', previousVersion: null, ...base };
-  if (lastAccepted.version === bundle.version) return { kind: 'unchanged', previousVersion: lastAccepted.version, ...base };
-  if (ch.change_ref === lastAccepted.changeRef) {
+  if (lastAccepted && lastAccepted.version === bundle.version) return { kind: 'unchanged', previousVersion: lastAccepted.version, ...base };
+  if (lastAccepted && ch.change_ref === lastAccepted.changeRef) {
     throw new LkError(
       'LK_POLICY_CHANGE_CONTROL',
       `policy bundle changed (${lastAccepted.version.slice(0, 12)} → ${bundle.version.slice(0, 12)}) but CHANGE.yaml still names change ${ch.change_ref}: record the new change reference and its approver`,
       { previousVersion: lastAccepted.version, version: bundle.version, changeRef: ch.change_ref },
     );
   }
+  const owner = history.find((a) => a.changeRef === ch.change_ref && a.version !== bundle.version);
+  if (owner) {
+    throw new LkError(
+      'LK_POLICY_CHANGE_REF_REUSED',
+      `change ${ch.change_ref} already belongs to policy bundle ${owner.version.slice(0, 12)}: a change reference covers exactly one bundle version; record a new change reference for ${bundle.version.slice(0, 12)}`,
+      { changeRef: ch.change_ref, ownerVersion: owner.version, version: bundle.version },
+    );
+  }
+  if (!lastAccepted) return { kind: 'initial', previousVersion: null, ...base };
   return { kind: 'changed', previousVersion: lastAccepted.version, ...base };
 }

@@ -22,6 +22,8 @@ export interface LoadPolicyOptions {
   readonly site: SiteConfig;
   /** Version and change ref of the last accepted bundle (from the store); omit on first start. */
   readonly lastAccepted?: AcceptedBundle | null;
+  /** Every bundle version accepted on this node with its change ref (a reference belongs to one version, forever). */
+  readonly history?: readonly AcceptedBundle[];
 }
 
 /**
@@ -29,6 +31,7 @@ export interface LoadPolicyOptions {
  * @throws LkError(LK_POLICY_BUNDLE) when the folder or a file is missing, a file is not YAML, an unknown
  *   `.yaml` file is present, or validation fails (message names file:line: path).
  * @throws LkError(LK_POLICY_CHANGE_CONTROL) when the content changed without a new change reference.
+ * @throws LkError(LK_POLICY_CHANGE_REF_REUSED) when the change reference already belongs to another accepted version.
  */
 export function loadPolicyBundle(dir: string, options: LoadPolicyOptions): LoadedPolicyBundle {
   const abs = resolve(dir);
@@ -47,7 +50,7 @@ export function loadPolicyBundle(dir: string, options: LoadPolicyOptions): Loade
     if (existsSync(f) && statSync(f).isFile()) texts[name] = readFileSync(f, 'utf8');
   }
   const bundle = compilePolicyBundle(texts, options.site, shown);
-  return { bundle, changeControl: checkChangeControl(bundle, options.lastAccepted) };
+  return { bundle, changeControl: checkChangeControl(bundle, options.lastAccepted, options.history ?? []) };
 }
 
 function displayName(abs: string): string {

@@ -7,14 +7,17 @@
  * The whole database runs at synchronous=FULL, so when `tx` (or
  * `audit.append`) returns, the commit is on disk (R2/R12, Part 11 §11.10(e)).
  */
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { systemClock, type Clock } from '../clock.js';
 import { LkError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { AuditTrail, type AuditOptions } from '../audit/trail.js';
+import { SITE_TENANT } from '../audit/entry.js';
 import { MIGRATIONS, runMigrations, type Migration } from './migrations.js';
+import { missingTriggers, restoreTriggers } from './triggers.js';
 
 /** PRAGMA application_id of a linekeeper database ("LKS1"): a foreign SQLite file is refused, not migrated. */
 export const APPLICATION_ID = 0x4c4b5331;
@@ -50,6 +53,11 @@ export interface Store {
   /** Schema version after migrations. */
   readonly schemaVersion: number;
   /**
+   * Append-only triggers the schema should have and the file lacks (read-only stores: reported by
+   * `audit verify`; a writable open re-creates them and records that on the site chain, so this is empty).
+   */
+  readonly missingTriggers: readonly string[];
+  /**
    * Run `fn` in one IMMEDIATE transaction (nested calls become savepoints) and
    * commit durably. `fn` must be synchronous. After the outermost commit, the
    * hooks registered with {@link afterCommit} run (audit checkpoints, notifications).
@@ -64,17 +72,29 @@ export interface Store {
   afterCommit(fn: () => void, key?: string): void;
   /** True inside `tx`. */
   inTx(): boolean;
+  /**
+   * Call `listener` whenever a transaction fails because the disk is full (LK_STORE_FULL), whoever ran it: the
+   * daemon's storage guard learns of the outage from an engine write too, not only from its own events.
+   * Returns the function that unsubscribes.
+   */
+  onFull?(listener: () => void): () => void;
   /** Clean stop: final audit checkpoints (when writable), then close the file. Idempotent. */
   close(): void;
 }
 
-/** Map SQLite failures to stable codes: a damaged file is LK_STORE_CORRUPT, a trigger refusal LK_AUDIT_IMMUTABLE. */
+/**
+ * Map SQLite failures to stable codes: a damaged file is LK_STORE_CORRUPT, a trigger refusal LK_AUDIT_IMMUTABLE,
+ * a full disk LK_STORE_FULL (the transaction rolled back: nothing of it was written).
+ */
 export function mapSqliteError(err: unknown): unknown {
   if (LkError.is(err)) return err;
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   const msg = typeof e?.message === 'string' ? e.message : '';
   if (msg.includes('LK_AUDIT_IMMUTABLE')) return new LkError('LK_AUDIT_IMMUTABLE', msg.replace(/^.*LK_AUDIT_IMMUTABLE: /, ''), undefined, { cause: err });
+  if (code === 'SQLITE_FULL' || (code.startsWith('SQLITE_IOERR') && /no space|disk is full/i.test(msg))) {
+    return new LkError('LK_STORE_FULL', `the data directory's disk is full: nothing was written (${code})`, { sqlite: code }, { cause: err });
+  }
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
     return new LkError('LK_STORE_CORRUPT', `database file is damaged or not a database (${code})`, { sqlite: code }, { cause: err });
   }
@@ -98,10 +118,17 @@ export function openStore(opts: StoreOptions): Store {
   if (!ro) mkdirSync(dataDir, { recursive: true });
   if (existsSync(file) && !statSync(file).isFile()) throw new LkError('LK_STORE_CORRUPT', `${file} is not a file`);
 
+  // A write-protected copy (an auditor's, a read-only mount): SQLite cannot read a WAL database where it may not
+  // create the -shm index, and this build has no URI filenames for immutable=1; read a private snapshot instead.
+  const snapshot = ro && !writable(dataDir) ? snapshotOf(file) : undefined;
+  const cleanup = (): void => {
+    if (snapshot) rmSync(snapshot.dir, { recursive: true, force: true });
+  };
   let db: Database.Database;
   try {
-    db = new Database(file, ro ? { readonly: true, fileMustExist: true } : {});
+    db = new Database(snapshot?.file ?? file, ro ? { readonly: true, fileMustExist: true } : {});
   } catch (err) {
+    cleanup();
     throw mapOpenError(err, file);
   }
   try {
@@ -114,18 +141,55 @@ export function openStore(opts: StoreOptions): Store {
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
     const nowIso = (): string => new Date(clock.now()).toISOString();
-    const schemaVersion = ro ? readonlyVersion(db, opts.migrations ?? MIGRATIONS) : runMigrations(db, nowIso, opts.migrations ?? MIGRATIONS);
-    return new SqliteStore(db, dataDir, file, clock, logger, ro, schemaVersion, opts.audit ?? {});
+    const migrations = opts.migrations ?? MIGRATIONS;
+    const schemaVersion = ro ? readonlyVersion(db, migrations) : runMigrations(db, nowIso, migrations);
+    const restored = ro ? [] : restoreTriggers(db, migrations);
+    const missing = ro ? missingTriggers(db, migrations.slice(0, schemaVersion)) : [];
+    const store = new SqliteStore(db, dataDir, file, clock, logger, ro, schemaVersion, missing, opts.audit ?? {}, cleanup);
+    if (restored.length > 0) {
+      // whoever dropped them could change rows the hash chains do not cover while they were gone: say so on the trail
+      logger.warn({ triggers: restored }, 'append-only triggers were missing and have been re-created');
+      store.audit.append({
+        tenant: SITE_TENANT, actor: 'system', kind: 'system', action: 'audit.triggers_restored', args: { triggers: restored },
+        reason: 'append-only triggers were missing from the database and were re-created from the schema; rows changed while they were gone are found only by audit verify',
+      });
+    }
+    return store;
   } catch (err) {
     db.close();
+    cleanup();
     throw mapOpenError(err, file);
   }
+}
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Copy the database (and a WAL left beside it) to a private temporary directory, to read it there. */
+function snapshotOf(file: string): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'linekeeper-ro-'));
+  const copy = join(dir, DB_FILE);
+  try {
+    copyFileSync(file, copy);
+    if (existsSync(`${file}-wal`)) copyFileSync(`${file}-wal`, `${copy}-wal`);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new LkError('LK_NOT_FOUND', `${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, undefined, { cause: err });
+  }
+  return { dir, file: copy };
 }
 
 function mapOpenError(err: unknown, file: string): unknown {
   const mapped = mapSqliteError(err);
   if (LkError.is(mapped)) return mapped;
   const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && code.startsWith('SQLITE_READONLY')) return new LkError('LK_DATA_NOT_WRITABLE', `${file}: not writable (${code})`, undefined, { cause: err });
   if (code === 'SQLITE_CANTOPEN') return new LkError('LK_STORE_CORRUPT', `${file}: cannot be opened`, undefined, { cause: err });
   return err;
 }
@@ -152,6 +216,7 @@ class SqliteStore implements Store {
   readonly audit: AuditTrail;
   private depth = 0;
   private hooks = new Map<string | symbol, () => void>();
+  private readonly fullListeners = new Set<() => void>();
   private closed = false;
   private readonly runTx: Database.Transaction<(fn: (t: TxContext) => unknown, t: TxContext) => unknown>;
   private readonly ctx: TxContext;
@@ -164,7 +229,9 @@ class SqliteStore implements Store {
     readonly logger: Logger,
     readonly readonly: boolean,
     readonly schemaVersion: number,
+    readonly missingTriggers: readonly string[],
     auditOptions: Partial<AuditOptions>,
+    private readonly cleanup: () => void = () => undefined,
   ) {
     this.runTx = db.transaction((fn: (t: TxContext) => unknown, t: TxContext) => fn(t));
     this.audit = new AuditTrail(this, auditOptions);
@@ -185,12 +252,27 @@ class SqliteStore implements Store {
       result = this.runTx.immediate(fn as (t: TxContext) => unknown, this.ctx) as T;
     } catch (err) {
       if (outer) this.hooks.clear();
-      throw mapSqliteError(err);
+      const mapped = mapSqliteError(err);
+      if (outer && LkError.is(mapped, 'LK_STORE_FULL')) {
+        for (const f of this.fullListeners) {
+          try {
+            f();
+          } catch (e) {
+            this.logger.error({ err: e }, 'storage-full listener failed');
+          }
+        }
+      }
+      throw mapped;
     } finally {
       this.depth--;
     }
     if (outer) this.runHooks();
     return result;
+  }
+
+  onFull(listener: () => void): () => void {
+    this.fullListeners.add(listener);
+    return () => this.fullListeners.delete(listener);
   }
 
   afterCommit(fn: () => void, key?: string): void {
@@ -222,6 +304,7 @@ class SqliteStore implements Store {
     } finally {
       this.closed = true;
       this.db.close();
+      this.cleanup();
     }
   }
 }

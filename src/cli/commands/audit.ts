@@ -3,7 +3,7 @@
  * auditors and operators. Verification and queries open the database
  * read-only; a bundle export signs a checkpoint of the head first.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config/load.js';
@@ -33,6 +33,16 @@ function withStore<T>(o: Common, readonly: boolean, fn: (s: Store) => T): T {
     return fn(s);
   } finally {
     s.close();
+  }
+}
+
+/** A write-protected data directory (an auditor's copy) is read, never written: no new checkpoint is signed there. */
+function writableDir(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -94,7 +104,7 @@ export function registerAudit(program: Command): void {
             out(`${c.tenant}: ok, ${c.count} entries, head #${c.head.seq} ${c.head.hash}, ${c.checkpoints} checkpoints${tail}`);
           } else out(`${c.tenant}: DAMAGED: ${c.damage!.kind} at seq ${c.damage!.seq ?? '-'}: ${c.damage!.detail}`);
         }
-        for (const p of r.problems) out(`checkpoint log: DAMAGED: ${p.kind}: ${p.detail}`);
+        for (const p of r.problems) out(`${p.kind === 'triggers_missing' ? 'schema' : 'checkpoint log'}: DAMAGED: ${p.kind}: ${p.detail}`);
         if (r.chains.length === 0) out('no audit chains');
       }
       if (!r.ok) {
@@ -125,8 +135,14 @@ export function registerAudit(program: Command): void {
     .action(async (o: Common & FilterOpts & { tenant: string; out: string; format: string }) => {
       const f = filterOf(o);
       if (o.format === 'bundle') {
-        const n = withStore(o, false, (s) => exportBundle(s, o.tenant, f, o.out));
+        const ro = !writableDir(dataDirOf(o));
+        const { n, unsigned } = withStore(o, ro, (s) => {
+          const lines = exportBundle(s, o.tenant, f, o.out);
+          const lastCp = (s.db.prepare('SELECT MAX(seq) FROM audit_checkpoint WHERE tenant = ?').pluck().get(o.tenant) as number | null) ?? 0;
+          return { n: lines, unsigned: s.audit.head(o.tenant).seq - lastCp };
+        });
         out(`${o.out}: bundle of ${n - 1} lines (header, checkpoints, entries); verify with: linekeeper audit verify --bundle ${o.out}`);
+        if (ro && unsigned > 0) process.stderr.write(`linekeeper: the data directory is write-protected, so no new checkpoint was signed: ${unsigned} ${unsigned === 1 ? 'entry' : 'entries'} after the last checkpoint ${unsigned === 1 ? 'is' : 'are'} not in the bundle\n`);
       } else if (o.format === 'csv') {
         const n = withStore(o, true, (s) => exportCsv(s.db, o.tenant, f, o.out));
         out(`${o.out}: ${n} entries as CSV`);
