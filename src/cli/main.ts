@@ -7,6 +7,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { LkError } from '../errors.js';
+import { fileError, isSystemError } from '../files.js';
 import { VERSION } from '../version.js';
 import { ProblemError } from './client.js';
 import { registerAll } from './commands/index.js';
@@ -22,14 +23,23 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** Input paths that cannot be read: sysexits EX_NOINPUT. */
+const NO_INPUT: ReadonlySet<string> = new Set(['LK_FILE_NOT_FOUND', 'LK_FILE_NOT_A_FILE', 'LK_FILE_UNREADABLE', 'LK_FILE_TOO_LARGE', 'LK_DATA_DIR_NOT_A_DIRECTORY']);
+
 /**
- * Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 77 not signed in or the session is no
- * longer accepted (sysexits EX_NOPERM), 78 configuration error (sysexits).
+ * Exit codes (docs/cli.md): 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 66 an input file or data
+ * directory that is missing, not a file, unreadable or too large (EX_NOINPUT), 73 an output file that cannot be
+ * created (EX_CANTCREAT), 74 the audit checkpoint log cannot be read or written (EX_IOERR), 77 not signed in or
+ * the session is no longer accepted (EX_NOPERM), 78 configuration error (EX_CONFIG; systemd's ExecStartPre
+ * relies on it).
  */
 export function exitCodeFor(err: unknown): number {
   if (LkError.is(err)) {
     if (err.code.startsWith('LK_CONFIG')) return 78;
     if (err.code === 'LK_AUDIT_BROKEN') return 65;
+    if (NO_INPUT.has(err.code)) return 66;
+    if (err.code === 'LK_OUTPUT_INVALID') return 73;
+    if (err.code === 'LK_AUDIT_CHECKPOINT_LOG') return 74;
     if (err.code === 'LK_VALIDATION') return 2;
     if (err.code === 'LK_UNAUTHENTICATED') return 77;
     return 1;
@@ -42,7 +52,9 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
   const program = buildProgram();
   try {
     await program.parseAsync([...argv]);
-  } catch (err) {
+  } catch (caught) {
+    // a file-system error no command anticipated still gets a code and a message, not a stack trace
+    const err = isSystemError(caught) && typeof caught.path === 'string' ? fileError(caught, caught.path, 'file') : caught;
     if (err instanceof CommanderError) {
       // help and version exit 0 through here; usage errors were already printed
       process.exitCode = err.exitCode === 0 ? 0 : 2;
