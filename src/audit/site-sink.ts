@@ -12,6 +12,8 @@ import type { Logger } from '../log.js';
 import { openStore, type Store } from '../store/store.js';
 import { connectorEvent, heartbeatEvent, recordSiteEvent, siteStarted, siteStopped } from './site-events.js';
 import { startCheckpointTimer } from './trail.js';
+import { EventBudget, type SuppressedRun } from './event-budget.js';
+import type { Json } from './entry.js';
 
 export interface AuditSiteSink {
   readonly store: Store;
@@ -28,7 +30,9 @@ export interface AuditSiteSink {
  * Open the audit store of `loaded.dataDir` with the configured checkpoint policy.
  * @throws LkError LK_STORE_CORRUPT, LK_STORE_MIGRATION, LK_AUDIT_KEY (see openStore).
  */
-export function openAuditSiteEvents(loaded: { dataDir: string; config: Pick<SiteConfig, 'audit'> }, clock: Clock, logger?: Logger, timerMs = 5000): AuditSiteSink {
+export function openAuditSiteEvents(
+  loaded: { dataDir: string; config: Pick<SiteConfig, 'audit'> }, clock: Clock, logger?: Logger, timerMs = 5000, repeatWindowMs = 60_000,
+): AuditSiteSink {
   const store = openStore({
     dataDir: loaded.dataDir, clock, ...(logger ? { logger } : {}),
     audit: { checkpointEvery: loaded.config.audit.checkpoint_every, checkpointIntervalS: loaded.config.audit.checkpoint_interval_s },
@@ -39,6 +43,26 @@ export function openAuditSiteEvents(loaded: { dataDir: string; config: Pick<Site
   const failing = new Set<string>(); // heartbeat equipment ids currently failing
   const stale = new Set<string>(); // connector#subscription currently stale
   let closed = false;
+  // a flapping connection repeats the same events: the first in a window is recorded, the rest are counted
+  const budget = new EventBudget(repeatWindowMs);
+  const recordRepeated = (r: SuppressedRun): void => {
+    const ev = r.sample as { kind: 'connector' | 'heartbeat'; action: string; detail: Record<string, Json> };
+    recordSiteEvent(store.audit, {
+      kind: ev.kind, action: ev.action,
+      detail: { ...ev.detail, repeated: r.count, first: new Date(r.first).toISOString(), last: new Date(r.last).toISOString() },
+      reason: `${r.count} more identical events within ${repeatWindowMs} ms of the one recorded before`,
+    });
+  };
+  const flushDue = (): void => {
+    for (const r of budget.due(clock.now())) recordRepeated(r);
+  };
+  /** Record `write()`'s event unless an identical one (same `key`) was recorded less than a window ago. */
+  const limited = (key: string, sample: { kind: 'connector' | 'heartbeat'; action: string; detail: Record<string, Json> }, write: () => void): void => {
+    flushDue();
+    if (budget.offer(key, clock.now(), sample)) write();
+  };
+  const repeatTimer = setInterval(() => guard('repeated site events', flushDue), repeatWindowMs);
+  repeatTimer.unref();
 
   const guard = (what: string, fn: () => void): void => {
     try {
@@ -60,21 +84,26 @@ export function openAuditSiteEvents(loaded: { dataDir: string; config: Pick<Site
             lostAt.delete(connector);
             const state = everConnected.has(connector) ? 'restored' : 'connected';
             everConnected.add(connector);
-            connectorEvent(store.audit, { connection: connector, state, ...(since !== undefined ? { downMs: clock.now() - since } : {}) });
+            limited(`connector.${state}|${connector}`, { kind: 'connector', action: `connector.${state}`, detail: { connection: connector } }, () =>
+              connectorEvent(store.audit, { connection: connector, state, ...(since !== undefined ? { downMs: clock.now() - since } : {}) }));
             for (const k of [...stale]) if (k.startsWith(`${connector}#`)) stale.delete(k);
             for (const eq of [...failing].filter((k) => k.startsWith(`${connector}#`))) {
               failing.delete(eq);
-              heartbeatEvent(store.audit, { equipment: eq.slice(connector.length + 1), state: 'recovered' });
+              const equipment = eq.slice(connector.length + 1);
+              limited(`heartbeat.recovered|${equipment}`, { kind: 'heartbeat', action: 'heartbeat.recovered', detail: { equipment } }, () =>
+                heartbeatEvent(store.audit, { equipment, state: 'recovered' }));
             }
           } else if (e.to === 'lost' && !lostAt.has(connector)) {
             lostAt.set(connector, clock.now());
-            connectorEvent(store.audit, { connection: connector, state: 'lost', ...(e.reason ? { error: e.reason } : {}) });
+            limited(`connector.lost|${connector}`, { kind: 'connector', action: 'connector.lost', detail: { connection: connector, ...(e.reason ? { error: e.reason } : {}) } }, () =>
+              connectorEvent(store.audit, { connection: connector, state: 'lost', ...(e.reason ? { error: e.reason } : {}) }));
           }
         } else if (e.type === 'heartbeat_failed') {
           const k = `${connector}#${e.equipment}`;
           if (!failing.has(k)) {
             failing.add(k);
-            heartbeatEvent(store.audit, { equipment: e.equipment, state: 'failing', error: e.error });
+            limited(`heartbeat.failing|${e.equipment}`, { kind: 'heartbeat', action: 'heartbeat.failing', detail: { equipment: e.equipment, error: e.error } }, () =>
+              heartbeatEvent(store.audit, { equipment: e.equipment, state: 'failing', error: e.error }));
           }
         } else {
           const k = `${connector}#${e.subscription}`;
@@ -87,6 +116,11 @@ export function openAuditSiteEvents(loaded: { dataDir: string; config: Pick<Site
     close: () => {
       if (closed) return;
       closed = true;
+      clearInterval(repeatTimer);
+      // nothing counted is left unrecorded at stop
+      guard('repeated site events', () => {
+        for (const r of budget.drain()) recordRepeated(r);
+      });
       stopTimer();
       store.close();
     },
