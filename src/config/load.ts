@@ -252,6 +252,13 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
       else if (tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
     }
   });
+  // the simulated PLCs' watchdog: a heartbeat no faster than it reverts every PLC right after ready
+  c.equipment.forEach((e, i) => {
+    const conn = connections.get(e.connection);
+    if (conn?.endpoint === 'sim' && e.heartbeat.period_ms >= c.simulator.watchdog_timeout_ms) {
+      add(['equipment', i, 'heartbeat', 'period_ms'], `heartbeat period ${e.heartbeat.period_ms} ms must be below the PLC watchdog timeout (simulator.watchdog_timeout_ms ${c.simulator.watchdog_timeout_ms} ms), or the PLC reverts to its LKG recipe right after ready`);
+    }
+  });
   const policyDir = resolve(baseDir, c.policy.bundle);
   if (!existsSync(policyDir)) add(['policy', 'bundle'], `policy bundle folder "${c.policy.bundle}" does not exist`);
   return out;
