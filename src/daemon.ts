@@ -30,7 +30,7 @@ import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
-import { observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
+import { keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -190,7 +190,22 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
       }),
     );
-    for (const c of connectors) c.startHeartbeat();
+    // A PLC whose watchdog times out before the next beat cannot be kept alive: refuse to supervise it (its
+    // watchdog takes it to LKG and it refuses writes) rather than pretend, and say so on the site chain.
+    for (const c of connectors) {
+      const mine = config.equipment.filter((e) => e.connection === c.id);
+      const reported = await c.read(mine.map((e) => `${e.id}.WatchdogTimeoutMs`)).catch(() => []);
+      const refused = keepAliveRefusals(mine, reported);
+      for (const r of refused) {
+        log.error({ equipment: r.equipment, periodMs: r.periodMs, watchdogTimeoutMs: r.watchdogTimeoutMs }, 'PLC not supervised: its watchdog times out before the next heartbeat');
+        watchdogEvent(events.store.audit, {
+          event: 'supervision_refused', equipment: r.equipment,
+          detail: { heartbeat_period_ms: r.periodMs, watchdog_timeout_ms: r.watchdogTimeoutMs },
+          reason: `heartbeat period ${r.periodMs} ms is not below the PLC's WatchdogTimeoutMs ${r.watchdogTimeoutMs} ms`,
+        });
+      }
+      c.startHeartbeat(new Set(refused.map((r) => r.equipment)));
+    }
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no

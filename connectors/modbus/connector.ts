@@ -241,10 +241,10 @@ class ModbusTcpConnector implements ModbusConnector {
     return () => this.listeners.delete(listener);
   }
 
-  startHeartbeat(): void {
+  startHeartbeat(skip?: ReadonlySet<string>): void {
     if (this.stopHeartbeats || this.closed) return;
     this.stopHeartbeats = startHeartbeats({
-      equipment: this.equipment,
+      equipment: skip ? this.equipment.filter((e) => !skip.has(e.id)) : this.equipment,
       tags: this.tags,
       lane: (unitId) => this.lanes.get(unitId)!,
       onFailure: (equipment, error) => this.emit({ type: 'heartbeat_failed', equipment, error }),
