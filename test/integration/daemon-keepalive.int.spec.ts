@@ -37,7 +37,7 @@ afterAll(async () => {
 
 describe('a PLC whose watchdog is shorter than the heartbeat period', () => {
   it('is judged from what the PLC reports', () => {
-    const good = (tag: string, value: unknown) => ({ tag, value, quality: 'good' as const, status: 'Good', unit: 'ms', sourceTime: 0, receivedAt: 0 });
+    const good = (tag: string, value: number | null) => ({ tag, value, quality: 'good' as const, status: 'Good', unit: 'ms', sourceTime: 0, receivedAt: 0 });
     const eq = [{ id: 'press', heartbeat: { period_ms: 1000 } }, { id: 'coater', heartbeat: { period_ms: 1000 } }, { id: 'nir', heartbeat: { period_ms: 1000 } }];
     expect(keepAliveRefusals(eq, [good('press.WatchdogTimeoutMs', 1000), good('coater.WatchdogTimeoutMs', 3000), { ...good('nir.WatchdogTimeoutMs', null), quality: 'bad' as const }]))
       .toEqual([{ equipment: 'press', periodMs: 1000, watchdogTimeoutMs: 1000 }]);
