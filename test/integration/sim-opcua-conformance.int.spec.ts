@@ -5,7 +5,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AttributeIds, DataType, StatusCodes, VariantArrayType, Variant } from 'node-opcua';
+import { AttributeIds, DataType, NumericRange, StatusCodes, VariantArrayType, Variant } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeRefusal } from '../../connectors/sim/opcua-server.js';
 import { BUILD_DATE, VERSION } from '../../src/version.js';
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 const write = async (id: string, value: { dataType: DataType; arrayType?: VariantArrayType; value: unknown }, indexRange?: string): Promise<string> =>
-  (await raw.session.write({ nodeId: raw.nodeId(id), attributeId: AttributeIds.Value, ...(indexRange !== undefined ? { indexRange } : {}), value: { value } })).name;
+  (await raw.session.write({ nodeId: raw.nodeId(id), attributeId: AttributeIds.Value, ...(indexRange !== undefined ? { indexRange: NumericRange.coerce(indexRange) } : {}), value: { value } })).name;
 const read = async (id: string): Promise<unknown> => (await raw.session.read({ nodeId: raw.nodeId(id), attributeId: AttributeIds.Value })).value.value as unknown;
 
 describe('refused writes have no effect', () => {
