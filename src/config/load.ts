@@ -98,7 +98,16 @@ export function loadConfig(file: string = defaultConfigFile(), overrides: { data
   // data_dir is relative to the working directory (./data in development, absolute under systemd);
   // the policy bundle is part of the configuration set and is relative to the config file.
   const dataDir = resolve(overrides.dataDir ?? config.data_dir);
-  checkDataDir(dataDir);
+  if (overrides.dataDir !== undefined) checkDataDir(dataDir);
+  else {
+    try {
+      checkDataDir(dataDir);
+    } catch {
+      // the configuration names it: a configuration error (exit 78, so systemd's ExecStartPre stops the unit)
+      const line = lineOf(['data_dir']);
+      fail([{ path: 'data_dir', message: `${config.data_dir} exists and is not a directory`, ...(line ? { line } : {}) }]);
+    }
+  }
   const policyDir = resolve(dirname(abs), config.policy.bundle);
   const hash = createHash('sha256').update(canonicalize(config) ?? '').digest('hex');
   return deepFreeze({ config, file: abs, hash, dataDir, policyDir });

@@ -94,6 +94,14 @@ describe('site configuration', () => {
     expect(err.message).toMatch(/syntax\.yaml:\d+:/);
   });
 
+  it('refuses a data_dir that is a regular file as a configuration error (exit 78 for ExecStartPre)', () => {
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, 'x');
+    const err = loadError(variant('data-file', (t) => t.replace('data_dir: ./data', `data_dir: ${file}`)));
+    expect(err.code).toBe('LK_CONFIG_INVALID');
+    expect(err.message).toMatch(/data-file\.yaml:\d+: data_dir: .* is not a directory/);
+  });
+
   it('refuses a missing file', () => {
     expect(loadError(join(dir, 'nope.yaml')).code).toBe('LK_CONFIG_NOT_FOUND');
   });
