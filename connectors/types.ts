@@ -158,8 +158,11 @@ export interface Connector {
   subscribe(tags: readonly string[], options: SubscribeOptions, onSamples: (samples: Sample[]) => void): Promise<Subscription>;
   health(): ConnectorHealth;
   on(listener: (e: ConnectorEvent) => void): () => void;
-  /** Start writing the supervisor heartbeat of every equipment on this connection. Idempotent. */
-  startHeartbeat(): void;
+  /**
+   * Start writing the supervisor heartbeat of every equipment on this connection, except the equipment ids in
+   * `skip` (PLCs linekeeper refuses to supervise: their watchdogs take them to LKG). Idempotent.
+   */
+  startHeartbeat(skip?: ReadonlySet<string>): void;
   /** Stop heartbeats (the PLC watchdog will revert to LKG: that is how tests prove R8). */
   stopHeartbeat(): void;
   /** Hand out the write capability. Second call throws LkError(LK_WRITER_CLAIMED). */

@@ -35,7 +35,7 @@ import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
 import { checkDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
 import { LkError } from './errors.js';
-import { observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
+import { keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -116,6 +116,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   checkDataDir(loaded.dataDir);
   const lock: DataLock = lockDataDir(loaded.dataDir);
   const connectors: Connector[] = [];
+  // PLCs whose watchdog cannot be kept alive by our heartbeat period, per connector: never heartbeated, also not
+  // when heartbeats resume after a full disk
+  const unsupervised = new Map<string, ReadonlySet<string>>();
   let stopped = false;
   // A daemon that cannot audit must not supervise: on a full disk the storage guard fails closed (docs/fail-safe.md).
   const storageHooks = {
@@ -126,7 +129,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     onRecovered: (): void => {
       if (stopped) return;
       log.warn('the audit trail is written again: heartbeats resume; a PLC that reverted stays LOST until a person re-arms it');
-      for (const c of connectors) c.startHeartbeat();
+      for (const c of connectors) c.startHeartbeat(unsupervised.get(c.id));
     },
   };
   let events: AuditSiteSink;
@@ -225,8 +228,24 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
       }),
     );
-    // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
-    if (!events.storage.outage()?.failedClosed) for (const c of connectors) c.startHeartbeat();
+    // A PLC whose watchdog times out before the next beat cannot be kept alive: refuse to supervise it (its
+    // watchdog takes it to LKG and it refuses writes) rather than pretend, and say so on the site chain.
+    for (const c of connectors) {
+      const mine = config.equipment.filter((e) => e.connection === c.id);
+      const reported = await c.read(mine.map((e) => `${e.id}.WatchdogTimeoutMs`)).catch(() => []);
+      const refused = keepAliveRefusals(mine, reported);
+      for (const r of refused) {
+        log.error({ equipment: r.equipment, periodMs: r.periodMs, watchdogTimeoutMs: r.watchdogTimeoutMs }, 'PLC not supervised: its watchdog times out before the next heartbeat');
+        watchdogEvent(events.storage, {
+          event: 'supervision_refused', equipment: r.equipment,
+          detail: { heartbeat_period_ms: r.periodMs, watchdog_timeout_ms: r.watchdogTimeoutMs },
+          reason: `heartbeat period ${r.periodMs} ms is not below the PLC's WatchdogTimeoutMs ${r.watchdogTimeoutMs} ms`,
+        });
+      }
+      unsupervised.set(c.id, new Set(refused.map((r) => r.equipment)));
+      // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
+      if (!events.storage.outage()?.failedClosed) c.startHeartbeat(unsupervised.get(c.id));
+    }
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
     const bundle = policy.bundle;
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no

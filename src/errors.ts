@@ -17,6 +17,7 @@ export const ERRORS = {
   LK_CONFIG_NOT_FOUND: { status: 500, title: 'Configuration file not found' },
   LK_CONFIG_PARSE: { status: 500, title: 'Configuration file is not valid YAML/JSON' },
   LK_CONFIG_INVALID: { status: 500, title: 'Configuration is invalid' },
+  LK_CONFIG_UNREADABLE: { status: 500, title: 'Configuration file exists but cannot be read (a directory, permission denied, too large)' },
   // generic request / input
   LK_VALIDATION: { status: 400, title: 'Request is invalid' },
   LK_NOT_FOUND: { status: 404, title: 'Not found' },
@@ -105,6 +106,14 @@ export const ERRORS = {
   LK_API_RESPONSE: { status: 502, title: 'The linekeeper API answered with something that is not one of its documented responses' },
   LK_HEADERS_TOO_LARGE: { status: 431, title: 'The request line or headers are too large' },
   LK_REQUEST_TIMEOUT: { status: 408, title: 'The request did not arrive in time' },
+  // files and folders named on the command line or in the configuration
+  LK_FILE_NOT_FOUND: { status: 404, title: 'Input file does not exist' },
+  LK_FILE_NOT_A_FILE: { status: 422, title: 'Input path is a directory or not a regular file' },
+  LK_FILE_UNREADABLE: { status: 500, title: 'Input file cannot be read' },
+  LK_FILE_TOO_LARGE: { status: 413, title: 'Input file is larger than linekeeper reads' },
+  LK_OUTPUT_INVALID: { status: 422, title: 'Output file cannot be created there (missing folder, a directory, permission denied)' },
+  LK_DATA_DIR_NOT_A_DIRECTORY: { status: 500, title: 'Data directory path exists but is not a directory' },
+  LK_AUDIT_CHECKPOINT_LOG: { status: 500, title: 'Audit checkpoint log cannot be read or written (not a regular file, unreadable or too large)' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 /** linekeeper's version, from package.json (recorded in every start event of the audit trail). */
 export const VERSION: string = (() => {
@@ -10,4 +11,19 @@ export const VERSION: string = (() => {
     }
   }
   return '0.0.0';
+})();
+
+/**
+ * When this build was made: `SOURCE_DATE_EPOCH` (seconds, the reproducible-builds convention) when set, else the
+ * modification time of this compiled module (under dist/ that is the build; run from source, the last edit).
+ * Reported as the BuildInfo of the simulator's OPC UA server.
+ */
+export const BUILD_DATE: Date = (() => {
+  const epoch = Number(process.env['SOURCE_DATE_EPOCH']);
+  if (process.env['SOURCE_DATE_EPOCH'] && Number.isFinite(epoch)) return new Date(epoch * 1000);
+  try {
+    return statSync(fileURLToPath(import.meta.url)).mtime;
+  } catch {
+    return new Date(0);
+  }
 })();

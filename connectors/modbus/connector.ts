@@ -31,7 +31,7 @@ export interface ModbusConnectorOptions {
   readonly port: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
-  /** Reconnect backoff; default 200 ms doubling to 5 s. */
+  /** Reconnect backoff; default 200 ms doubling to 5 s, reset only after a connection stayed open 30 s. */
   readonly backoff?: Partial<Backoff>;
   /** Largest unread register gap bridged when coalescing reads; default 0 (see plan.ts). */
   readonly maxGap?: number;
@@ -80,12 +80,12 @@ class ModbusTcpConnector implements ModbusConnector {
     this.tags = buildTagTable(this.equipment);
     const count = this.equipment.reduce((n, e) => n + e.tags.length, 0);
     if (this.tags.size !== count) throw new LkError('LK_CONFIG_INVALID', `connection ${this.id}: duplicate tag ids`);
-    const backoff: Backoff = { initialMs: o.backoff?.initialMs ?? 200, maxMs: o.backoff?.maxMs ?? 5000 };
+    const backoff: Backoff = { initialMs: o.backoff?.initialMs ?? 200, maxMs: o.backoff?.maxMs ?? 5000, ...(o.backoff?.healthyMs !== undefined ? { healthyMs: o.backoff.healthyMs } : {}) };
     for (const eq of this.equipment) {
       if (this.lanes.has(eq.unit_id)) continue;
       this.lanes.set(eq.unit_id, new UnitLane({
         host: o.host, port: o.port, unitId: eq.unit_id, timeoutMs: o.connection.timeout_ms, backoff,
-        logger: this.log, onChange: () => this.refreshState(),
+        logger: this.log, onChange: () => this.refreshState(), now: () => this.clock.now(),
       }));
     }
   }
@@ -241,10 +241,10 @@ class ModbusTcpConnector implements ModbusConnector {
     return () => this.listeners.delete(listener);
   }
 
-  startHeartbeat(): void {
+  startHeartbeat(skip?: ReadonlySet<string>): void {
     if (this.stopHeartbeats || this.closed) return;
     this.stopHeartbeats = startHeartbeats({
-      equipment: this.equipment,
+      equipment: skip ? this.equipment.filter((e) => !skip.has(e.id)) : this.equipment,
       tags: this.tags,
       lane: (unitId) => this.lanes.get(unitId)!,
       onFailure: (equipment, error) => this.emit({ type: 'heartbeat_failed', equipment, error }),

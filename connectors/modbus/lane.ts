@@ -39,6 +39,25 @@ export interface Backoff {
   readonly initialMs: number;
   /** Upper bound of the doubling delay, ms. */
   readonly maxMs: number;
+  /**
+   * How long a connection must have stayed open before its loss starts the backoff afresh (default 30 s).
+   * A peer that accepts and closes at once (a gateway at its connection limit) must not reset it, or the
+   * lane reconnects at the initial delay forever and every connect/loss is an audited event.
+   */
+  readonly healthyMs?: number;
+}
+
+/** Default of {@link Backoff.healthyMs}. */
+export const HEALTHY_CONNECTION_MS = 30_000;
+
+/**
+ * The delay before the next attempt and the attempt count after it. `openedFor` is how long the connection
+ * that just ended was open (undefined when the attempt failed to connect): only a connection that was
+ * healthy for `healthyMs` starts the doubling again.
+ */
+export function nextBackoff(b: Backoff, attempt: number, openedFor: number | undefined): { delayMs: number; attempt: number } {
+  const a = openedFor !== undefined && openedFor >= (b.healthyMs ?? HEALTHY_CONNECTION_MS) ? 0 : attempt;
+  return { delayMs: Math.min(b.maxMs, b.initialMs * 2 ** Math.min(a, 30)), attempt: a + 1 };
 }
 
 export interface LaneOptions {
@@ -50,6 +69,8 @@ export interface LaneOptions {
   readonly logger: Logger;
   /** Called whenever state or health changes (the connector aggregates). */
   readonly onChange: () => void;
+  /** Wall clock (epoch ms) for how long a connection stayed open; default Date.now. */
+  readonly now?: () => number;
 }
 
 interface Job {
@@ -80,10 +101,16 @@ export class UnitLane {
   private connecting: Promise<void> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private attempt = 0;
+  /** When the current connection opened (cleared when it ends): how long it was healthy decides the backoff. */
+  private openedAt: number | undefined;
   private abortInFlight: ((e: LkError) => void) | undefined;
   private readonly openWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly o: LaneOptions) {}
+
+  private now(): number {
+    return this.o.now ? this.o.now() : Date.now();
+  }
 
   get unitId(): number {
     return this.o.unitId;
@@ -269,7 +296,8 @@ export class UnitLane {
           return;
         }
         this.client = client;
-        this.attempt = 0;
+        // the attempt count is not reset here: see nextBackoff
+        this.openedAt = this.now();
         this.reachable = true;
         if (this.everOpened) this.reconnects++;
         this.everOpened = true;
@@ -288,8 +316,10 @@ export class UnitLane {
 
   private scheduleReconnect(): void {
     if (this.state === 'closed') return;
-    const delay = Math.min(this.o.backoff.maxMs, this.o.backoff.initialMs * 2 ** this.attempt);
-    this.attempt++;
+    const openedFor = this.openedAt === undefined ? undefined : this.now() - this.openedAt;
+    this.openedAt = undefined;
+    const { delayMs: delay, attempt } = nextBackoff(this.o.backoff, this.attempt, openedFor);
+    this.attempt = attempt;
     this.setState('down');
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.connectNow(), delay);

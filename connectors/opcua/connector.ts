@@ -411,8 +411,8 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     };
   }
 
-  startHeartbeat(): void {
-    this.heartbeats.start();
+  startHeartbeat(skip?: ReadonlySet<string>): void {
+    this.heartbeats.start(skip);
   }
 
   stopHeartbeat(): void {

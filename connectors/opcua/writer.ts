@@ -199,9 +199,10 @@ export class Heartbeats {
     return this.timers.length > 0;
   }
 
-  start(): void {
+  start(skip?: ReadonlySet<string>): void {
     if (this.running) return;
     for (const e of this.equipment) {
+      if (skip?.has(e.id)) continue;
       const tag = this.host.tags.get(`${e.id}.Heartbeat`);
       if (!tag) continue;
       let busy = false;

@@ -19,13 +19,16 @@ import {
   OPCUACertificateManager,
   OPCUAServer,
   SecurityPolicy,
+  NumericRange,
   StatusCodes,
   Variant,
   VariantArrayType,
   type Namespace,
   type StatusCode,
   type UAObject,
+  type UAVariable,
 } from 'node-opcua';
+import { BUILD_DATE, VERSION } from '../../src/version.js';
 import type { OpcUaEquipmentConfig, OpcUaTagConfig, SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
@@ -51,6 +54,8 @@ export interface OpcUaServerOptions {
   /** Sampling interval the server advertises and uses for bound variables, ms. */
   samplingMs: number;
   log: Logger;
+  /** Host the endpoint announces and listens on (default 127.0.0.1); it is put in the certificate's subjectAltName. */
+  hostname?: string;
 }
 
 export interface SimOpcUaServer {
@@ -65,10 +70,14 @@ export interface SimOpcUaServer {
 export async function startOpcUaServer(plant: Plant, config: SiteConfig, opts: OpcUaServerOptions): Promise<SimOpcUaServer> {
   const certificateManager = new OPCUACertificateManager({ rootFolder: opts.pkiDir, automaticallyAcceptUnknownCertificate: opts.autoAcceptClientCertificates });
   const userCertificateManager = new OPCUACertificateManager({ rootFolder: opts.userPkiDir, automaticallyAcceptUnknownCertificate: opts.autoAcceptClientCertificates });
+  const hostname = opts.hostname ?? '127.0.0.1';
   const server = new OPCUAServer({
     port: opts.port,
-    hostname: '127.0.0.1',
-    host: '127.0.0.1',
+    hostname,
+    host: hostname,
+    // node-opcua puts the machine's FQDN and non-loopback IPs in a self-signed certificate's subjectAltName, not the
+    // host the endpoint announces: strict clients (UaExpert, Kepware) then refuse it (BadCertificateHostNameInvalid)
+    alternateHostname: [hostname],
     resourcePath: RESOURCE_PATH,
     serverCertificateManager: certificateManager,
     userCertificateManager,
@@ -76,11 +85,21 @@ export async function startOpcUaServer(plant: Plant, config: SiteConfig, opts: O
     securityPolicies: [SecurityPolicy.None, SecurityPolicy.Basic256Sha256],
     allowAnonymous: true,
     disableDiscovery: true,
-    buildInfo: { productName: 'linekeeper plant simulator', manufacturerName: 'linekeeper' },
+    // linekeeper's identity, not node-opcua's version and build date
+    buildInfo: {
+      productName: 'linekeeper plant simulator', manufacturerName: 'linekeeper', productUri: 'urn:linekeeper:sim',
+      softwareVersion: VERSION, buildNumber: VERSION, buildDate: BUILD_DATE,
+    },
     serverInfo: { applicationUri: 'urn:linekeeper:sim:server', productUri: 'urn:linekeeper:sim' },
   });
   try {
     await server.initialize();
+    // a certificate made by an earlier start (or another version) may lack the announced host: make it again
+    const missing = server.checkCertificateSAN();
+    if (missing.length > 0) {
+      // only a self-signed certificate is made again; one a site installed (CA-signed) is kept, with a warning
+      await server.regenerateSelfSignedCertificate().catch((err: unknown) => opts.log.warn({ err, missing }, 'OPC UA simulator certificate does not name the announced host'));
+    }
     buildAddressSpace(server, plant, config, opts.samplingMs);
     await server.start();
   } catch (e) {
@@ -89,7 +108,7 @@ export async function startOpcUaServer(plant: Plant, config: SiteConfig, opts: O
   }
   const endpoint = server.endpoints[0];
   const port = endpoint?.port ?? opts.port;
-  const url = `opc.tcp://127.0.0.1:${port}${RESOURCE_PATH}`;
+  const url = `opc.tcp://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}${RESOURCE_PATH}`;
   opts.log.debug({ url }, 'OPC UA simulator listening');
   return {
     url,
@@ -184,9 +203,10 @@ function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentC
     minimumSamplingInterval: samplingMs,
   };
   const numeric = t.data_type === 'Double' || t.data_type === 'Float';
+  let node: UAVariable;
   if (numeric && t.kind !== 'supervisor') {
     const r = t.range ? { low: t.range.min, high: t.range.max } : measurementRange(e.type, t.name);
-    n.addAnalogDataItem({
+    node = n.addAnalogDataItem({
       ...common,
       dataType: t.data_type,
       engineeringUnitsRange: r,
@@ -196,10 +216,47 @@ function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentC
       value,
     });
   } else if (array) {
-    n.addVariable({ ...common, dataType: 'Double', valueRank: 1, arrayDimensions: [0], value });
+    node = n.addVariable({ ...common, dataType: 'Double', valueRank: 1, arrayDimensions: [0], value });
   } else {
-    n.addVariable({ ...common, dataType: t.data_type, value });
+    node = n.addVariable({ ...common, dataType: t.data_type, value });
   }
+  if (writable) guardWrites(node, !array);
+}
+
+/**
+ * Why a write to a node of this shape must be refused before anything happens, or undefined when it may go on.
+ * OPC UA Part 4 §5.10.4: a refused write has no effect and its status names the reason. A scalar node takes a
+ * scalar (a one-element array is still an array: BadTypeMismatch) and no IndexRange (BadIndexRangeInvalid, as
+ * open62541 answers; node-opcua would call our setter first and refuse afterwards, with the value moved).
+ */
+export function writeRefusal(scalarNode: boolean, variant: Variant | undefined, indexRange: string | NumericRange | null | undefined): StatusCode | undefined {
+  const range = indexRange === undefined || indexRange === null || indexRange === '' ? undefined : NumericRange.coerce(indexRange);
+  if (range && !range.isEmpty()) {
+    if (!range.isValid()) return StatusCodes.BadIndexRangeInvalid;
+    if (scalarNode) return StatusCodes.BadIndexRangeInvalid;
+  }
+  const arrayType = variant?.arrayType ?? VariantArrayType.Scalar;
+  if (scalarNode && arrayType !== VariantArrayType.Scalar) return StatusCodes.BadTypeMismatch;
+  if (!scalarNode && arrayType === VariantArrayType.Scalar) return StatusCodes.BadTypeMismatch;
+  return undefined;
+}
+
+/** Put {@link writeRefusal} in front of node-opcua's own write path of one variable (callback and promise forms). */
+function guardWrites(node: UAVariable, scalarNode: boolean): void {
+  type WriteValue = (context: unknown, dataValue: DataValue, ...rest: unknown[]) => unknown;
+  const target = node as unknown as { writeValue: WriteValue };
+  const writeValue = target.writeValue.bind(node);
+  target.writeValue = (context, dataValue, ...rest) => {
+    const callback = typeof rest[rest.length - 1] === 'function' ? (rest[rest.length - 1] as (err: Error | null, s: StatusCode) => void) : undefined;
+    const args = callback ? rest.slice(0, -1) : rest;
+    const refused = writeRefusal(scalarNode, dataValue?.value, args[0] as string | NumericRange | null | undefined);
+    if (!refused) return writeValue(context, dataValue, ...rest);
+    if (callback) {
+      callback(null, refused);
+      return undefined;
+    }
+    return Promise.resolve(refused);
+  };
 }
 
 function doubles(v: Value): Float64Array {

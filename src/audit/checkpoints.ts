@@ -7,8 +7,9 @@
  * The log file is written first and fsync'd, then the database row: a crash
  * between them leaves a checkpoint only in the log, which still verifies.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { LkError } from '../errors.js';
 import { canonicalJson } from './entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from './keys.js';
 
@@ -63,7 +64,12 @@ export function asCheckpoint(o: unknown): SignedCheckpoint | undefined {
  * would become an interior line that verification must treat as damage.
  */
 export function appendCheckpointLog(file: string, c: SignedCheckpoint): void {
-  const fd = openSync(file, 'a+', 0o644);
+  let fd: number;
+  try {
+    fd = openSync(file, 'a+', 0o644);
+  } catch (err) {
+    throw checkpointLogError(file, err);
+  }
   try {
     const size = fstatSync(fd).size;
     let prefix = '';
@@ -84,6 +90,18 @@ export function appendCheckpointLog(file: string, c: SignedCheckpoint): void {
   }
 }
 
+/**
+ * Largest checkpoint log read whole. A line is ~300 bytes and the defaults write one per 1000 entries or
+ * 5 minutes (~30 MB a year); past this the file is not one linekeeper wrote, and reading it would exhaust memory.
+ */
+export const MAX_CHECKPOINT_LOG_BYTES = 256 * 1024 * 1024;
+
+function checkpointLogError(file: string, err: unknown): LkError {
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code ?? 'UNKNOWN';
+  const reason = errno === 'EISDIR' ? 'is a directory' : errno === 'EACCES' || errno === 'EPERM' ? 'permission denied' : errno;
+  return new LkError('LK_AUDIT_CHECKPOINT_LOG', `audit checkpoint log ${file}: ${reason}`, { file, errno }, { cause: err });
+}
+
 /** A checkpoint line is a few hundred bytes; a torn one is shorter still. */
 const TORN_SCAN_BYTES = 64 * 1024;
 
@@ -94,10 +112,23 @@ export interface CheckpointLog {
   readonly badLines: number[];
 }
 
-/** Read the checkpoint log; a missing file is reported, not thrown (the caller decides whether that is damage). */
+/**
+ * Read the checkpoint log; a missing file is reported, not thrown (the caller decides whether that is damage).
+ * @throws LkError LK_AUDIT_CHECKPOINT_LOG when the path is a directory, unreadable or over {@link MAX_CHECKPOINT_LOG_BYTES}.
+ */
 export function readCheckpointLog(file: string): CheckpointLog {
   if (!existsSync(file)) return { exists: false, checkpoints: [], badLines: [] };
-  const text = readFileSync(file, 'utf8');
+  let text: string;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw new LkError('LK_AUDIT_CHECKPOINT_LOG', `audit checkpoint log ${file}: ${st.isDirectory() ? 'is a directory' : 'is not a regular file'}`, { file });
+    if (st.size > MAX_CHECKPOINT_LOG_BYTES) {
+      throw new LkError('LK_AUDIT_CHECKPOINT_LOG', `audit checkpoint log ${file}: ${st.size} bytes, more than the ${MAX_CHECKPOINT_LOG_BYTES} a checkpoint log can hold`, { file, size: st.size });
+    }
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw LkError.is(err) ? err : checkpointLogError(file, err);
+  }
   const lines = text.split('\n');
   const checkpoints: SignedCheckpoint[] = [];
   const badLines: number[] = [];

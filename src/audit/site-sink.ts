@@ -20,6 +20,8 @@ import { SITE_TENANT } from './entry.js';
 import { connectorEvent, heartbeatEvent, recordSiteEvent, siteStarted, siteStopped } from './site-events.js';
 import { isStorageFull, StorageGuard, type StorageGuardOptions, type StorageHooks } from './storage-guard.js';
 import { startCheckpointTimer } from './trail.js';
+import { EventBudget, type SuppressedRun } from './event-budget.js';
+import type { Json } from './entry.js';
 
 export interface AuditSiteSink {
   readonly store: Store;
@@ -66,7 +68,7 @@ function previousUncleanRun(store: Store): UncleanRun | undefined {
  */
 export function openAuditSiteEvents(
   loaded: { dataDir: string; config: Pick<SiteConfig, 'audit'> }, clock: Clock, logger?: Logger, timerMs = 5000,
-  storage: { hooks?: StorageHooks; options?: StorageGuardOptions } = {},
+  storage: { hooks?: StorageHooks; options?: StorageGuardOptions } = {}, repeatWindowMs = 60_000,
 ): AuditSiteSink {
   const store = openStore({
     dataDir: loaded.dataDir, clock, ...(logger ? { logger } : {}),
@@ -82,6 +84,26 @@ export function openAuditSiteEvents(
   const failing = new Set<string>(); // heartbeat equipment ids currently failing
   const stale = new Set<string>(); // connector#subscription currently stale
   let closed = false;
+  // a flapping connection repeats the same events: the first in a window is recorded, the rest are counted
+  const budget = new EventBudget(repeatWindowMs);
+  const recordRepeated = (r: SuppressedRun): void => {
+    const ev = r.sample as { kind: 'connector' | 'heartbeat'; action: string; detail: Record<string, Json> };
+    recordSiteEvent(held, {
+      kind: ev.kind, action: ev.action,
+      detail: { ...ev.detail, repeated: r.count, first: new Date(r.first).toISOString(), last: new Date(r.last).toISOString() },
+      reason: `${r.count} more identical events within ${repeatWindowMs} ms of the one recorded before`,
+    });
+  };
+  const flushDue = (): void => {
+    for (const r of budget.due(clock.now())) recordRepeated(r);
+  };
+  /** Record `write()`'s event unless an identical one (same `key`) was recorded less than a window ago. */
+  const limited = (key: string, sample: { kind: 'connector' | 'heartbeat'; action: string; detail: Record<string, Json> }, write: () => void): void => {
+    flushDue();
+    if (budget.offer(key, clock.now(), sample)) write();
+  };
+  const repeatTimer = setInterval(() => guard('repeated site events', flushDue), repeatWindowMs);
+  repeatTimer.unref();
 
   const guard = (what: string, fn: () => void): void => {
     try {
@@ -139,21 +161,26 @@ export function openAuditSiteEvents(
             lostAt.delete(connector);
             const state = everConnected.has(connector) ? 'restored' : 'connected';
             everConnected.add(connector);
-            connectorEvent(held, { connection: connector, state, ...(since !== undefined ? { downMs: clock.now() - since } : {}) });
+            limited(`connector.${state}|${connector}`, { kind: 'connector', action: `connector.${state}`, detail: { connection: connector } }, () =>
+              connectorEvent(held, { connection: connector, state, ...(since !== undefined ? { downMs: clock.now() - since } : {}) }));
             for (const k of [...stale]) if (k.startsWith(`${connector}#`)) stale.delete(k);
             for (const eq of [...failing].filter((k) => k.startsWith(`${connector}#`))) {
               failing.delete(eq);
-              heartbeatEvent(held, { equipment: eq.slice(connector.length + 1), state: 'recovered' });
+              const equipment = eq.slice(connector.length + 1);
+              limited(`heartbeat.recovered|${equipment}`, { kind: 'heartbeat', action: 'heartbeat.recovered', detail: { equipment } }, () =>
+                heartbeatEvent(held, { equipment, state: 'recovered' }));
             }
           } else if (e.to === 'lost' && !lostAt.has(connector)) {
             lostAt.set(connector, clock.now());
-            connectorEvent(held, { connection: connector, state: 'lost', ...(e.reason ? { error: e.reason } : {}) });
+            limited(`connector.lost|${connector}`, { kind: 'connector', action: 'connector.lost', detail: { connection: connector, ...(e.reason ? { error: e.reason } : {}) } }, () =>
+              connectorEvent(held, { connection: connector, state: 'lost', ...(e.reason ? { error: e.reason } : {}) }));
           }
         } else if (e.type === 'heartbeat_failed') {
           const k = `${connector}#${e.equipment}`;
           if (!failing.has(k)) {
             failing.add(k);
-            heartbeatEvent(held, { equipment: e.equipment, state: 'failing', error: e.error });
+            limited(`heartbeat.failing|${e.equipment}`, { kind: 'heartbeat', action: 'heartbeat.failing', detail: { equipment: e.equipment, error: e.error } }, () =>
+              heartbeatEvent(held, { equipment: e.equipment, state: 'failing', error: e.error }));
           }
         } else {
           const k = `${connector}#${e.subscription}`;
@@ -166,6 +193,11 @@ export function openAuditSiteEvents(
     close: () => {
       if (closed) return;
       closed = true;
+      clearInterval(repeatTimer);
+      // nothing counted is left unrecorded at stop
+      guard('repeated site events', () => {
+        for (const r of budget.drain()) recordRepeated(r);
+      });
       stopTimer();
       guardStore.stop();
       try {

@@ -2,7 +2,26 @@ import type { LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
 import { loadPolicyBundle, type PolicyBundle } from '../policy/index.js';
 import { twinDesignSpace } from '../twin/design-space.js';
-import type { DesignSpaceRanges } from '../twin/setpoints.js';
+import { convertUnit } from '../domain/units.js';
+import { SETPOINT_IDS, SETPOINTS, type DesignSpaceRanges } from '../twin/setpoints.js';
+
+/**
+ * The instrument ranges (EURange) of the twin's setpoints from the configured tags, converted to each
+ * setpoint's unit; setpoints whose tag has no range (or an inconvertible unit) are left out.
+ */
+export function instrumentRanges(config: LoadedConfig['config']): Partial<DesignSpaceRanges> {
+  const out: Partial<DesignSpaceRanges> = {};
+  for (const id of SETPOINT_IDS) {
+    const [equipment, name] = id.split('.') as [string, string];
+    const tag = config.equipment.find((e) => e.id === equipment)?.tags.find((t) => t.name === name);
+    if (!tag?.range) continue;
+    const unit = SETPOINTS[id].unit;
+    const min = convertUnit(tag.range.min, tag.unit, unit);
+    const max = convertUnit(tag.range.max, tag.unit, unit);
+    if (min !== undefined && max !== undefined) out[id] = { min: Math.min(min, max), max: Math.max(min, max), unit };
+  }
+  return out;
+}
 
 /**
  * The approved design space of a tenant's product (its first product and that

@@ -7,6 +7,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { LkError } from '../errors.js';
+import { fileError, isSystemError } from '../files.js';
 import { VERSION } from '../version.js';
 import { ProblemError } from './client.js';
 import { registerAll } from './commands/index.js';
@@ -22,18 +23,24 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** Input paths that cannot be read: sysexits EX_NOINPUT. */
+const NO_INPUT: ReadonlySet<string> = new Set(['LK_FILE_NOT_FOUND', 'LK_FILE_NOT_A_FILE', 'LK_FILE_UNREADABLE', 'LK_FILE_TOO_LARGE', 'LK_DATA_DIR_NOT_A_DIRECTORY']);
+
 /**
- * Exit codes: 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 77 not signed in or the session is no
- * longer accepted (sysexits EX_NOPERM), 78 configuration error (sysexits); for the data directory (sysexits too):
- * 73 not writable (EX_CANTCREAT), 74 disk full (EX_IOERR), 75 held by another process (EX_TEMPFAIL), 78 writable
- * by others (a configuration error of the site).
+ * Exit codes (docs/cli.md; sysexits): 0 ok, 1 failure, 2 usage, 65 data error (audit broken), 66 an input file
+ * or data directory that is missing, not a file, unreadable or too large (EX_NOINPUT), 73 cannot create: an output
+ * file, or a data directory that is not writable (EX_CANTCREAT), 74 I/O error: the checkpoint log, or a full disk
+ * (EX_IOERR), 75 the data directory is held by another process (EX_TEMPFAIL), 77 not signed in or the session is
+ * no longer accepted (EX_NOPERM), 78 configuration error, including a data directory writable by others
+ * (EX_CONFIG; systemd's ExecStartPre relies on it).
  */
 export function exitCodeFor(err: unknown): number {
   if (LkError.is(err)) {
     if (err.code.startsWith('LK_CONFIG')) return 78;
     if (err.code === 'LK_AUDIT_BROKEN') return 65;
-    if (err.code === 'LK_DATA_NOT_WRITABLE') return 73;
-    if (err.code === 'LK_STORE_FULL') return 74;
+    if (NO_INPUT.has(err.code)) return 66;
+    if (err.code === 'LK_OUTPUT_INVALID' || err.code === 'LK_DATA_NOT_WRITABLE') return 73;
+    if (err.code === 'LK_AUDIT_CHECKPOINT_LOG' || err.code === 'LK_STORE_FULL') return 74;
     if (err.code === 'LK_DATA_LOCKED') return 75;
     if (err.code === 'LK_DATA_INSECURE') return 78;
     if (err.code === 'LK_VALIDATION') return 2;
@@ -48,7 +55,9 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
   const program = buildProgram();
   try {
     await program.parseAsync([...argv]);
-  } catch (err) {
+  } catch (caught) {
+    // a file-system error no command anticipated still gets a code and a message, not a stack trace
+    const err = isSystemError(caught) && typeof caught.path === 'string' ? fileError(caught, caught.path, 'file') : caught;
     if (err instanceof CommanderError) {
       // help and version exit 0 through here; usage errors were already printed
       process.exitCode = err.exitCode === 0 ? 0 : 2;

@@ -12,6 +12,7 @@ import canonicalize from 'canonicalize';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { LkError } from '../errors.js';
+import { checkDataDir } from '../files.js';
 import { isValidUnit } from '../domain/units.js';
 import { SiteConfig } from './schema.js';
 
@@ -62,10 +63,7 @@ function displayName(file: string): string {
 export function loadConfig(file: string = defaultConfigFile(), overrides: { dataDir?: string } = {}): LoadedConfig {
   const abs = resolve(file);
   const name = displayName(abs);
-  if (!existsSync(abs) || !statSync(abs).isFile()) {
-    throw new LkError('LK_CONFIG_NOT_FOUND', `${name}: configuration file not found`, { file: abs });
-  }
-  const text = readFileSync(abs, 'utf8');
+  const text = readConfigText(abs, name);
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -73,7 +71,7 @@ export function loadConfig(file: string = defaultConfigFile(), overrides: { data
     const line = lineCounter.linePos(e.pos[0]).line;
     throw new LkError('LK_CONFIG_PARSE', `${name}:${line}: ${e.message.split('\n')[0]}`, { file: abs, line });
   }
-  const raw: unknown = doc.toJS();
+  const raw: unknown = yamlToJs(doc, (message) => new LkError('LK_CONFIG_PARSE', `${name}: ${message}`, { file: abs }));
   const lineOf = (path: readonly PropertyKey[]): number | undefined => {
     for (let n = path.length; n >= 0; n--) {
       const node = doc.getIn(path.slice(0, n) as (string | number)[], true) as { range?: [number, number, number] } | undefined;
@@ -100,9 +98,57 @@ export function loadConfig(file: string = defaultConfigFile(), overrides: { data
   // data_dir is relative to the working directory (./data in development, absolute under systemd);
   // the policy bundle is part of the configuration set and is relative to the config file.
   const dataDir = resolve(overrides.dataDir ?? config.data_dir);
+  if (overrides.dataDir !== undefined) checkDataDir(dataDir);
+  else {
+    try {
+      checkDataDir(dataDir);
+    } catch {
+      // the configuration names it: a configuration error (exit 78, so systemd's ExecStartPre stops the unit)
+      const line = lineOf(['data_dir']);
+      fail([{ path: 'data_dir', message: `${config.data_dir} exists and is not a directory`, ...(line ? { line } : {}) }]);
+    }
+  }
   const policyDir = resolve(dirname(abs), config.policy.bundle);
   const hash = createHash('sha256').update(canonicalize(config) ?? '').digest('hex');
   return deepFreeze({ config, file: abs, hash, dataDir, policyDir });
+}
+
+/** A configuration is a few kB; a file many times that is not one (and must not exhaust memory). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The file's text. Missing → LK_CONFIG_NOT_FOUND; a directory, no permission, an I/O error or an oversized
+ * file → LK_CONFIG_UNREADABLE. Both exit 78, which systemd's ExecStartPre (`config check`) relies on.
+ */
+function readConfigText(abs: string, name: string): string {
+  try {
+    const st = statSync(abs);
+    if (!st.isFile()) throw new LkError('LK_CONFIG_UNREADABLE', `${name}: ${st.isDirectory() ? 'is a directory, not a configuration file' : 'is not a regular file'}`, { file: abs });
+    if (st.size > MAX_CONFIG_BYTES) throw new LkError('LK_CONFIG_UNREADABLE', `${name}: ${st.size} bytes, more than the ${MAX_CONFIG_BYTES} a configuration may have`, { file: abs, size: st.size });
+    return readFileSync(abs, 'utf8');
+  } catch (err) {
+    if (LkError.is(err)) throw err;
+    const errno = (err as NodeJS.ErrnoException).code;
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw new LkError('LK_CONFIG_NOT_FOUND', `${name}: configuration file not found`, { file: abs });
+    const reason = errno === 'EACCES' || errno === 'EPERM' ? 'permission denied' : `cannot be read (${errno ?? String(err)})`;
+    throw new LkError('LK_CONFIG_UNREADABLE', `${name}: ${reason}`, { file: abs, errno }, { cause: err });
+  }
+}
+
+/** Aliases a document may expand (yaml's default is 100); a billion-laughs document is refused past it. */
+export const MAX_YAML_ALIASES = 100;
+
+/**
+ * `doc.toJS()` with the alias budget: the yaml package throws a bare ReferenceError on an alias bomb, which
+ * `fail` turns into the caller's LkError.
+ */
+export function yamlToJs(doc: { toJS(o?: { maxAliasCount?: number }): unknown }, fail: (message: string) => LkError): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (err) {
+    if (err instanceof ReferenceError || err instanceof RangeError) throw fail(`too many YAML aliases or too deep a nesting (${err.message}); a configuration needs none of that`);
+    throw err;
+  }
 }
 
 function toIssue(i: z.core.$ZodIssue, lineOf: (p: readonly PropertyKey[]) => number | undefined): ConfigIssue {
@@ -213,6 +259,13 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
       const tag = e.tags[idx];
       if (!tag) add(['equipment', i, 'tags'], `missing supervisor tag "${s}" (the PLC watchdog needs it)`);
       else if (tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
+    }
+  });
+  // the simulated PLCs' watchdog: a heartbeat no faster than it reverts every PLC right after ready
+  c.equipment.forEach((e, i) => {
+    const conn = connections.get(e.connection);
+    if (conn?.endpoint === 'sim' && e.heartbeat.period_ms >= c.simulator.watchdog_timeout_ms) {
+      add(['equipment', i, 'heartbeat', 'period_ms'], `heartbeat period ${e.heartbeat.period_ms} ms must be below the PLC watchdog timeout (simulator.watchdog_timeout_ms ${c.simulator.watchdog_timeout_ms} ms), or the PLC reverts to its LKG recipe right after ready`);
     }
   });
   const policyDir = resolve(baseDir, c.policy.bundle);

@@ -9,6 +9,21 @@ import { z } from 'zod';
 const id = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes, starting with a letter');
 const tagName = z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'must be PascalCase letters and digits');
 
+/** Largest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it the timer fires after 1 ms, every time. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A period or timeout in ms that a Node timer can hold (it also fits a PLC's UInt32). */
+const timerMs = z.number().int().positive().max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (a Node timer overflows past it and fires every millisecond)`);
+
+/** True when `tz` is an IANA time zone this runtime knows (Intl throws a RangeError otherwise). */
+export function isKnownTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * OPC UA data types of a tag. `DoubleArray` is a one-dimensional array of
  * Double (node DataType Double, ValueRank 1: NIR spectra); `ByteString` is raw
@@ -27,7 +42,7 @@ const tagCommon = {
   name: tagName,
   kind: TagKind,
   /** Engineering unit as a UCUM code (`kN`, `mm`, `Cel`, `%`, `g/min`, `{rev}/min`); `1` for dimensionless. */
-  unit: z.string().min(1),
+  unit: z.string().min(1).regex(/^\S+$/, 'must not contain whitespace (a UCUM code has none; check for stray spaces)'),
   description: z.string().optional(),
   /** Instrument range (EURange); the approved design space is narrower and lives in the policy bundle. */
   range: range.optional(),
@@ -68,9 +83,9 @@ export const OpcUaConnection = z.strictObject({
   namespace_uri: z.string().min(1),
   security: Security.default({ mode: 'None', policy: 'None' }),
   /** Data older than this (no notification, no successful read) marks a subscription stale and re-creates it. */
-  max_data_age_ms: z.number().int().positive().default(5000),
-  request_timeout_ms: z.number().int().positive().default(5000),
-  keepalive_ms: z.number().int().positive().default(2000),
+  max_data_age_ms: timerMs.default(5000),
+  request_timeout_ms: timerMs.default(5000),
+  keepalive_ms: timerMs.default(2000),
 });
 
 export const ModbusConnection = z.strictObject({
@@ -79,14 +94,15 @@ export const ModbusConnection = z.strictObject({
   /** `sim` = the embedded simulator's Modbus endpoint; otherwise host:port */
   endpoint: z.string().regex(/^(sim|[A-Za-z0-9.:[\]-]+:\d{1,5})$/, 'must be "sim" or host:port'),
   /** Per-request timeout; modbus-serial has none by default. */
-  timeout_ms: z.number().int().positive().default(1000),
-  poll_ms: z.number().int().positive().default(500),
+  timeout_ms: timerMs.default(1000),
+  poll_ms: timerMs.default(500),
 });
 
 export const Connection = z.discriminatedUnion('protocol', [OpcUaConnection, ModbusConnection]);
 
 export const Heartbeat = z.strictObject({
-  period_ms: z.number().int().positive().default(1000),
+  /** Must be below the PLC's WatchdogTimeoutMs (checked against the simulator's here, against each PLC's at start). */
+  period_ms: timerMs.default(1000),
 });
 
 const equipmentCommon = {
@@ -126,10 +142,10 @@ export const SiteConfig = z.strictObject({
   site: z.strictObject({
     id,
     name: z.string().min(1),
-    timezone: z.string().default('UTC'),
+    timezone: z.string().refine(isKnownTimeZone, 'unknown IANA time zone (e.g. UTC, Europe/Rome)').default('UTC'),
   }),
   /** Data directory (SQLite, keys, PKI, models); relative to the working directory. CLI --data overrides. */
-  data_dir: z.string().default('./data'),
+  data_dir: z.string().regex(/^\S(.*\S)?$/, 'must not be empty or begin or end with whitespace').default('./data'),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).default({ level: 'info' }),
   simulator: z
     .strictObject({
@@ -137,7 +153,8 @@ export const SiteConfig = z.strictObject({
       embedded: z.boolean().default(false),
       time_scale: z.number().positive().max(10_000).default(1),
       seed: z.number().int().default(1),
-      watchdog_timeout_ms: z.number().int().positive().default(3000),
+      /** The simulated PLCs' watchdog timeout (a UInt32 on the PLC; a Node timer in the simulator). */
+      watchdog_timeout_ms: timerMs.default(3000),
     })
     .default({ embedded: false, time_scale: 1, seed: 1, watchdog_timeout_ms: 3000 }),
   tenants: z.array(Tenant).min(1),
@@ -165,7 +182,7 @@ export const SiteConfig = z.strictObject({
   audit: z
     .strictObject({
       checkpoint_every: z.number().int().positive().default(1000),
-      checkpoint_interval_s: z.number().int().positive().default(300),
+      checkpoint_interval_s: z.number().int().positive().max(Math.floor(MAX_TIMER_MS / 1000), `must be at most ${Math.floor(MAX_TIMER_MS / 1000)} s (a Node timer overflows past it)`).default(300),
     })
     .default({ checkpoint_every: 1000, checkpoint_interval_s: 300 }),
   /** The REST API (`serve`): loopback by default; expose it on a plant network deliberately. */

@@ -104,8 +104,16 @@ function parseYaml(text: string): Parsed | { error: string; line?: number } {
     const e = doc.errors[0]!;
     return { error: e.message.split('\n')[0] ?? 'invalid YAML', line: lineCounter.linePos(e.pos[0]).line };
   }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // yaml throws a bare ReferenceError on an alias bomb (a billion-laughs document)
+    if (err instanceof ReferenceError || err instanceof RangeError) return { error: `too many YAML aliases or too deep a nesting (${err.message})` };
+    throw err;
+  }
   return {
-    data: doc.toJS() as unknown,
+    data,
     lineOf(path) {
       for (let n = path.length; n >= 0; n--) {
         const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;

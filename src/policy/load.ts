@@ -47,7 +47,15 @@ export function loadPolicyBundle(dir: string, options: LoadPolicyOptions): Loade
   const texts: Partial<Record<BundleFileName, string>> = {};
   for (const name of expected as Set<BundleFileName>) {
     const f = join(abs, name);
-    if (existsSync(f) && statSync(f).isFile()) texts[name] = readFileSync(f, 'utf8');
+    if (!existsSync(f)) continue;
+    // a bundle file that cannot be read is a refused bundle (fail closed, audited), never a crash at start
+    try {
+      if (!statSync(f).isFile()) throw new LkError('LK_POLICY_BUNDLE', `${join(shown, name)}: is not a regular file`, { dir: abs, file: name });
+      texts[name] = readFileSync(f, 'utf8');
+    } catch (err) {
+      if (LkError.is(err)) throw err;
+      throw new LkError('LK_POLICY_BUNDLE', `${join(shown, name)}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { dir: abs, file: name }, { cause: err });
+    }
   }
   const bundle = compilePolicyBundle(texts, options.site, shown);
   return { bundle, changeControl: checkChangeControl(bundle, options.lastAccepted, options.history ?? []) };

@@ -28,6 +28,36 @@ export interface SupervisionEvent {
   readonly new: SupervisorView;
 }
 
+/** A PLC linekeeper cannot keep alive: its heartbeat period is not below the watchdog timeout it reports. */
+export interface KeepAliveRefusal {
+  readonly equipment: string;
+  readonly periodMs: number;
+  readonly watchdogTimeoutMs: number;
+}
+
+/**
+ * Compare each equipment's configured heartbeat period with the `WatchdogTimeoutMs` its PLC reports
+ * (samples of `<equipment>.WatchdogTimeoutMs`). A period at or above the timeout reverts the PLC between two
+ * beats, again and again: such a PLC is refused, not supervised. A PLC that reports nothing readable (not
+ * connected yet, bad quality) cannot be judged and is not refused.
+ */
+export function keepAliveRefusals(
+  equipment: readonly { readonly id: string; readonly heartbeat: { readonly period_ms: number } }[],
+  samples: readonly Sample[],
+): KeepAliveRefusal[] {
+  const reported = new Map<string, number>();
+  for (const s of samples) {
+    if (s.quality !== 'good' || typeof s.value !== 'number' || !Number.isFinite(s.value) || !s.tag.endsWith('.WatchdogTimeoutMs')) continue;
+    reported.set(s.tag.slice(0, -'.WatchdogTimeoutMs'.length), s.value);
+  }
+  const out: KeepAliveRefusal[] = [];
+  for (const e of equipment) {
+    const t = reported.get(e.id);
+    if (t !== undefined && e.heartbeat.period_ms >= t) out.push({ equipment: e.id, periodMs: e.heartbeat.period_ms, watchdogTimeoutMs: t });
+  }
+  return out;
+}
+
 /** Modbus PLCs report the state as a code (register map: 0 = ATTENDED, 1 = LOST); OPC UA as a string. */
 export function stateName(v: unknown): string | undefined {
   if (typeof v === 'string') return v;

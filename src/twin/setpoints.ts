@@ -74,7 +74,8 @@ export function checkDesignSpace(space: unknown): DesignSpaceRanges {
   if (typeof space !== 'object' || space === null) throw new LkError('LK_VALIDATION', 'design space must be an object of { min, max, unit } per setpoint');
   const rec = space as Record<string, unknown>;
   for (const key of Object.keys(rec)) {
-    if (!(key in SETPOINTS)) throw new LkError('LK_VALIDATION', `design space: unknown setpoint "${key}"`, { setpoint: key });
+    // own keys only: `constructor` or `__proto__` are "in" every object
+    if (!Object.hasOwn(SETPOINTS, key)) throw new LkError('LK_VALIDATION', `design space: unknown setpoint "${key}"`, { setpoint: key });
   }
   const out = {} as DesignSpaceRanges;
   for (const id of SETPOINT_IDS) {
@@ -93,13 +94,33 @@ export function checkDesignSpace(space: unknown): DesignSpaceRanges {
   return out;
 }
 
+/**
+ * Check a design space against the instrument ranges (EURange of the configured tags, in each setpoint's unit):
+ * a what-if design space may be wider than the approved one, never wider than what the equipment accepts.
+ * Setpoints without an instrument range are not checked.
+ * @throws LkError LK_PLC_OUT_OF_RANGE naming the setpoint, its bounds and the instrument range
+ */
+export function checkWithinInstruments(space: Readonly<DesignSpaceRanges>, instruments: Readonly<Partial<DesignSpaceRanges>>): void {
+  for (const id of SETPOINT_IDS) {
+    const r = instruments[id];
+    const s = space[id];
+    if (!r) continue;
+    if (s.min < r.min || s.max > r.max) {
+      throw new LkError('LK_PLC_OUT_OF_RANGE', `design space: ${id} ${s.min}…${s.max} ${s.unit} is outside the instrument range ${r.min}…${r.max} ${r.unit} of the configuration`, {
+        setpoint: id, min: s.min, max: s.max, instrumentMin: r.min, instrumentMax: r.max, unit: r.unit,
+      });
+    }
+  }
+}
+
 /** Check a setpoint vector: every setpoint present and finite. Throws LK_VALIDATION or LK_VALUE_INVALID. */
 export function checkSetpoints(v: unknown): SetpointVector {
   if (typeof v !== 'object' || v === null) throw new LkError('LK_VALIDATION', 'setpoint vector must be an object');
   const rec = v as Record<string, unknown>;
   const out = {} as SetpointVector;
   for (const key of Object.keys(rec)) {
-    if (!(key in SETPOINTS)) throw new LkError('LK_VALIDATION', `unknown setpoint "${key}"`, { setpoint: key });
+    // own keys only: `constructor` or `__proto__` are "in" every object
+    if (!Object.hasOwn(SETPOINTS, key)) throw new LkError('LK_VALIDATION', `unknown setpoint "${key}"`, { setpoint: key });
   }
   for (const id of SETPOINT_IDS) {
     const x = rec[id];

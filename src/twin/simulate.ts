@@ -180,6 +180,11 @@ export function simulate(model: TwinModel, req: SimulateRequest, opts: { engine?
       continue;
     }
     const s = scoreOf(a, threshold, ctx.targetWeightMg);
+    // a score that is not a number would make the ranking meaningless (NaN sorts anywhere)
+    if (!Number.isFinite(s.score)) {
+      discarded.push({ index, setpoints: withUnits(v), predicted: a, reasons: [{ code: 'not_finite', message: 'the model gives a non-finite score here (e.g. no tablets within the horizon)', detail: { score: s.score } }] });
+      continue;
+    }
     ranked.push({ index, setpoints: withUnits(v), predicted: a, score: s.score, qualityScore: s.quality });
   }
   ranked.sort((x, y) => x.score - y.score || x.index - y.index);

@@ -67,6 +67,14 @@ describe('site configuration', () => {
     ['inverted range', (t) => t.replace('range: { min: 0, max: 40 }', 'range: { min: 40, max: 0 }'), /range: min \(40\) must be below max \(0\)/],
     ['reserved tenant id', (t) => t.replace('{ id: borealis-bio, name: Borealis Bio', '{ id: site, name: Borealis Bio'), /tenants\[1\]\.id: tenant id "site" is reserved/],
     ['protocol mismatch', (t) => t.replace('protocol: modbus\n    connection: modbus-line\n    unit_id: 2', 'protocol: modbus\n    connection: opcua-line\n    unit_id: 2'), /equipment\[1\]\.protocol: equipment speaks modbus but connection "opcua-line" is opcua/],
+    // configurations that used to pass `config check` but cannot work
+    ['heartbeat at the watchdog timeout', (t) => t.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 3000 }'), /equipment\[0\]\.heartbeat\.period_ms: heartbeat period 3000 ms must be below the PLC watchdog timeout/],
+    ['heartbeat past the timer range', (t) => t.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 2147483648 }'), /equipment\[0\]\.heartbeat\.period_ms: must be at most 2147483647 ms/],
+    ['watchdog timeout past UInt32', (t) => t.replace('watchdog_timeout_ms: 3000', 'watchdog_timeout_ms: 4294967296'), /simulator\.watchdog_timeout_ms: must be at most 2147483647 ms/],
+    ['checkpoint interval past the timer range', (t) => t.replace('checkpoint_interval_s: 300', 'checkpoint_interval_s: 2147484'), /audit\.checkpoint_interval_s: must be at most 2147483 s/],
+    ['unit with stray whitespace', (t) => t.replace('unit: "kN", node_id: "s=press.Setpoints.MainForce"', 'unit: "kN ", node_id: "s=press.Setpoints.MainForce"'), /equipment\[2\]\.tags\[1\]\.unit: must not contain whitespace/],
+    ['unknown time zone', (t) => t.replace('  timezone: UTC', '  timezone: Mars/Olympus_Mons'), /site\.timezone: unknown IANA time zone/],
+    ['empty data dir', (t) => t.replace('data_dir: ./data', 'data_dir: ""'), /data_dir: must not be empty/],
   ];
 
   for (const [name, edit, message] of cases) {
@@ -84,6 +92,14 @@ describe('site configuration', () => {
     const err = loadError(f);
     expect(err.code).toBe('LK_CONFIG_PARSE');
     expect(err.message).toMatch(/syntax\.yaml:\d+:/);
+  });
+
+  it('refuses a data_dir that is a regular file as a configuration error (exit 78 for ExecStartPre)', () => {
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, 'x');
+    const err = loadError(variant('data-file', (t) => t.replace('data_dir: ./data', `data_dir: ${file}`)));
+    expect(err.code).toBe('LK_CONFIG_INVALID');
+    expect(err.message).toMatch(/data-file\.yaml:\d+: data_dir: .* is not a directory/);
   });
 
   it('refuses a missing file', () => {

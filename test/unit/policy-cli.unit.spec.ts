@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/store.js';
 import { runCli as run } from '../helpers/cli.js';
+import { parseCappingRisk } from '../../src/cli/commands/policy.js';
 import { registeredTwin } from '../helpers/models.js';
 import { bundle, bundleCopy, cleanupCopies } from './policy-helpers.js';
 
@@ -100,5 +101,29 @@ describe('linekeeper policy (CLI over the same engine)', () => {
     const b = await run(...base, '--policy', broken);
     expect(b.code).toBe(1);
     expect(b.err).toMatch(/agents\.yaml:\d+: .*\[LK_POLICY_BUNDLE\]/s);
+  });
+});
+
+describe('policy eval refuses what it cannot mean', () => {
+  const base = ['policy', 'eval', ...pair, '--agent', 'agent.compress_fill', '--value', '12.5 kN', '--current', '12 kN'];
+
+  it('--capping-risk that is empty, blank, negative, above 1 or not a plain number: LK_VALIDATION, exit 2', async () => {
+    for (const bad of ['', ' ', '-0.01', '-1', '1.5', 'NaN', 'Infinity', '0x10', '1%']) {
+      const r = await run(...base, '--setpoint', 'press.MainForce', '--capping-risk', bad);
+      expect(r.code, JSON.stringify(bad)).toBe(2);
+      expect(r.err).toContain('[LK_VALIDATION]');
+    }
+    expect(parseCappingRisk('0')).toBe(0);
+    expect(parseCappingRisk('0.004')).toBe(0.004);
+    expect(parseCappingRisk('1e-3')).toBe(0.001);
+  });
+
+  it('prototype keys as setpoint ids are refused as not a tag id, not looked up', async () => {
+    for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      const r = await run(...base, '--setpoint', key);
+      expect(r.code, key).toBe(2);
+      expect(r.err).toContain('is not a tag id');
+      expect(r.err).toContain('[LK_VALIDATION]');
+    }
   });
 });

@@ -8,6 +8,8 @@ import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
+import { checkDataDir, checkOutputFile, fileError, isSystemError, readInputFile } from '../../files.js';
+import { resolve } from 'node:path';
 import { openStore, type Store } from '../../store/store.js';
 import { exportBundle, verifyBundle } from '../../audit/bundle.js';
 import { exportCsv } from '../../audit/export-csv.js';
@@ -24,7 +26,9 @@ interface Common {
 type FilterOpts = Partial<Record<keyof AuditFilter, string>>;
 
 function dataDirOf(o: Common): string {
-  return o.data ?? loadConfig(...(o.config ? [o.config] : [])).dataDir;
+  if (o.data === undefined) return loadConfig(...(o.config ? [o.config] : [])).dataDir;
+  checkDataDir(o.data);
+  return o.data;
 }
 
 function withStore<T>(o: Common, readonly: boolean, fn: (s: Store) => T): T {
@@ -85,10 +89,10 @@ export function registerAudit(program: Command): void {
     .option('--key <file>', 'site public key (PEM) to check signatures with, instead of the one beside the data / in the bundle')
     .option('--json', 'print the report as JSON')
     .action((o: Common & { tenant?: string; bundle?: string; key?: string; json?: boolean }) => {
-      const publicKey = o.key ? parsePublicKey(readFileSync(o.key, 'utf8'), o.key) : undefined;
+      const publicKey = o.key ? parsePublicKey(readInputFile(o.key, 'site public key (--key)', 1024 * 1024), o.key) : undefined;
       if (o.bundle) {
         if (o.data) throw new LkError('LK_VALIDATION', 'use either --data or --bundle');
-        const r = verifyBundle(readFileSync(o.bundle, 'utf8'), publicKey ? { publicKey } : {});
+        const r = verifyBundle(readInputFile(o.bundle, 'audit bundle (--bundle)'), publicKey ? { publicKey } : {});
         if (o.json) out(JSON.stringify(r));
         else if (r.ok) out(`ok: tenant ${r.tenant}, ${r.entries} entries, head ${r.head ? `#${r.head.seq} ${r.head.hash}` : '(none)'}, key ${r.keyId}`);
         else out(`DAMAGED: tenant ${r.tenant}: ${r.damage!.kind} at seq ${r.damage!.seq ?? '-'}: ${r.damage!.detail}`);
@@ -133,28 +137,13 @@ export function registerAudit(program: Command): void {
     .requiredOption('--out <file>', 'output file')
     .option('--format <f>', 'bundle | csv | pdf', 'bundle')
     .action(async (o: Common & FilterOpts & { tenant: string; out: string; format: string }) => {
-      const f = filterOf(o);
-      if (o.format === 'bundle') {
-        const ro = !writableDir(dataDirOf(o));
-        const { n, unsigned } = withStore(o, ro, (s) => {
-          const lines = exportBundle(s, o.tenant, f, o.out);
-          const lastCp = (s.db.prepare('SELECT MAX(seq) FROM audit_checkpoint WHERE tenant = ?').pluck().get(o.tenant) as number | null) ?? 0;
-          return { n: lines, unsigned: s.audit.head(o.tenant).seq - lastCp };
-        });
-        out(`${o.out}: bundle of ${n - 1} lines (header, checkpoints, entries); verify with: linekeeper audit verify --bundle ${o.out}`);
-        if (ro && unsigned > 0) process.stderr.write(`linekeeper: the data directory is write-protected, so no new checkpoint was signed: ${unsigned} ${unsigned === 1 ? 'entry' : 'entries'} after the last checkpoint ${unsigned === 1 ? 'is' : 'are'} not in the bundle\n`);
-      } else if (o.format === 'csv') {
-        const n = withStore(o, true, (s) => exportCsv(s.db, o.tenant, f, o.out));
-        out(`${o.out}: ${n} entries as CSV`);
-      } else if (o.format === 'pdf') {
-        const s = openStore({ dataDir: dataDirOf(o), readonly: true });
-        try {
-          const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now() });
-          out(`${o.out}: ${r.entries} entries on ${r.pages} pages`);
-        } finally {
-          s.close();
-        }
-      } else throw new LkError('LK_VALIDATION', `--format must be bundle, csv or pdf, not "${o.format}"`);
+      try {
+        await exportAction(o);
+      } catch (err) {
+        // the target checked out but writing it failed (permission, a full disk): name the file, no stack
+        if (isSystemError(err) && err.path !== undefined && resolve(err.path) === resolve(o.out)) throw fileError(err, o.out, 'export target (--out)', 'output');
+        throw err;
+      }
     });
 
   addCommon(audit.command('key'))
@@ -164,9 +153,44 @@ export function registerAudit(program: Command): void {
     .action((o: Common & { export?: boolean; out?: string }) => {
       const k = loadSitePublicKey(dataDirOf(o));
       if (o.out) {
-        writeFileSync(o.out, k.publicPem);
+        checkOutputFile(o.out, 'key file (--out)');
+        try {
+          writeFileSync(o.out, k.publicPem);
+        } catch (err) {
+          throw fileError(err, o.out, 'key file (--out)', 'output');
+        }
         out(`${o.out}: key id ${k.keyId}`);
       } else if (o.export) process.stdout.write(k.publicPem);
       else out(`key id ${k.keyId}`);
     });
+}
+
+/** `audit export`: the target is checked before the store is opened or a checkpoint signed. */
+async function exportAction(o: Common & FilterOpts & { tenant: string; out: string; format: string }): Promise<void> {
+  const f = filterOf(o);
+  if (!['bundle', 'csv', 'pdf'].includes(o.format)) throw new LkError('LK_VALIDATION', `--format must be bundle, csv or pdf, not "${o.format}"`);
+  // before any work: a bundle export signs a checkpoint first, which must not happen for a file that cannot be written
+  checkOutputFile(o.out, 'export target (--out)');
+  if (o.format === 'bundle') {
+    // a write-protected copy (an auditor's) exports up to its last checkpoint, since none can be signed
+    const ro = !writableDir(dataDirOf(o));
+    const { n, unsigned } = withStore(o, ro, (s) => {
+      const lines = exportBundle(s, o.tenant, f, o.out);
+      const lastCp = (s.db.prepare('SELECT MAX(seq) FROM audit_checkpoint WHERE tenant = ?').pluck().get(o.tenant) as number | null) ?? 0;
+      return { n: lines, unsigned: s.audit.head(o.tenant).seq - lastCp };
+    });
+    out(`${o.out}: bundle of ${n - 1} lines (header, checkpoints, entries); verify with: linekeeper audit verify --bundle ${o.out}`);
+    if (ro && unsigned > 0) process.stderr.write(`linekeeper: the data directory is write-protected, so no new checkpoint was signed: ${unsigned} ${unsigned === 1 ? 'entry' : 'entries'} after the last checkpoint ${unsigned === 1 ? 'is' : 'are'} not in the bundle\n`);
+  } else if (o.format === 'csv') {
+    const n = withStore(o, true, (s) => exportCsv(s.db, o.tenant, f, o.out));
+    out(`${o.out}: ${n} entries as CSV`);
+  } else if (o.format === 'pdf') {
+    const s = openStore({ dataDir: dataDirOf(o), readonly: true });
+    try {
+      const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now() });
+      out(`${o.out}: ${r.entries} entries on ${r.pages} pages`);
+    } finally {
+      s.close();
+    }
+  }
 }

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
+import { checkOutputFile, fileError } from '../../files.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { SiteConfig } from '../../config/schema.js';
 
@@ -30,7 +31,14 @@ export function registerConfig(program: Command): void {
     .option('-o, --output <file>', 'write to a file instead of stdout')
     .action((opts: { output?: string }) => {
       const text = `${JSON.stringify(configJsonSchema(), null, 2)}\n`;
-      if (opts.output) writeFileSync(opts.output, text);
+      if (opts.output) {
+        checkOutputFile(opts.output, 'schema file (--output)');
+        try {
+          writeFileSync(opts.output, text);
+        } catch (err) {
+          throw fileError(err, opts.output, 'schema file (--output)', 'output');
+        }
+      }
       else process.stdout.write(text);
     });
 }

@@ -145,9 +145,12 @@ export function registerPolicy(program: Command): void {
         cappingRisk?: string;
       },
     ) => {
+      // before anything is loaded: `__proto__` or `constructor` would otherwise find Object's own members
+      if (!TAG_ID.test(opts.setpoint)) throw new LkError('LK_VALIDATION', `--setpoint "${opts.setpoint}" is not a tag id (<equipment>.<Tag>, e.g. press.MainForce)`, { option: '--setpoint' });
+      const risk = opts.cappingRisk === undefined ? undefined : parseCappingRisk(opts.cappingRisk);
       const { bundle } = load(opts);
       const now = systemClock.now();
-      const sp = bundle.content.setpoints[opts.setpoint];
+      const sp = Object.hasOwn(bundle.content.setpoints, opts.setpoint) ? bundle.content.setpoints[opts.setpoint] : undefined;
       let current: number | null = null;
       if (opts.current !== undefined && sp) {
         const c = toSetpointUnit(bundle.index, /^\s*[-+.\d][\d.eE+-]*\s*$/.test(opts.current) ? Number(opts.current) : opts.current, sp.unit);
@@ -161,11 +164,6 @@ export function registerPolicy(program: Command): void {
         model = { id: opts.model.slice(0, at), version: opts.model.slice(at + 1) };
       }
       const modelRecord = model ? registryRecord(opts, model.id) : undefined;
-      let risk: number | undefined;
-      if (opts.cappingRisk !== undefined) {
-        risk = Number(opts.cappingRisk);
-        if (!Number.isFinite(risk)) throw new LkError('LK_VALIDATION', `--capping-risk must be a number, got "${opts.cappingRisk}"`);
-      }
       const context: PolicyContext = {
         now,
         batchState: opts.batchState,
@@ -183,6 +181,22 @@ export function registerPolicy(program: Command): void {
   );
 
   registerAutonomy(policy);
+}
+
+/** A tag id as the configuration builds it: `<equipment>.<Tag>`. */
+const TAG_ID = /^[a-z][a-z0-9-]*\.[A-Z][A-Za-z0-9]*$/;
+
+/**
+ * `--capping-risk`: a fraction 0…1 written as a plain decimal number. `Number("")` is 0 and `Number(" ")`
+ * too, so an empty value would have been taken as "no risk at all"; negative and >1 values are no risk either.
+ * @throws LkError LK_VALIDATION
+ */
+export function parseCappingRisk(v: string): number {
+  const n = /^\s*[+]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(v) ? Number(v) : Number.NaN;
+  if (!Number.isFinite(n) || n < 0 || n > 1) {
+    throw new LkError('LK_VALIDATION', `--capping-risk must be a fraction from 0 to 1 (0.01 = 1 %), got "${v}"`, { option: '--capping-risk', value: v });
+  }
+  return n;
 }
 
 /** What the registry of the data directory says of a model id for the tenant (null: nothing, or no registry). */

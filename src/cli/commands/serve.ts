@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { configInvalid } from '../../audit/site-events.js';
 import { defaultConfigFile, type ConfigIssue } from '../../config/load.js';
 import { LkError } from '../../errors.js';
-import { createLogger, type Logger } from '../../log.js';
+import { createLogger, parseLogLevel, type Logger } from '../../log.js';
 import { DB_FILE, openStore } from '../../store/store.js';
 
 /** The data directory an invalid configuration names, read leniently (it may not even parse); else ./data. */
@@ -56,7 +56,7 @@ export function registerServe(program: Command): void {
     .option('--no-api', 'do not serve the REST API')
     .action(async (opts: { config: string; data?: string; logLevel?: string; api: boolean; apiHost?: string; apiPort?: number }) => {
       // Logs go to stderr as JSON lines; stdout carries only the ready line, for supervisors and scripts.
-      const logger = createLogger((opts.logLevel ?? 'info') as 'info');
+      const logger = createLogger(opts.logLevel === undefined ? 'info' : parseLogLevel(opts.logLevel));
       // Signal handlers come first: a supervisor may send SIGTERM during start-up, or the instant it
       // reads the ready line (a pipe write returns before the next statement runs).
       let signalled: NodeJS.Signals | undefined;

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { createLogger } from '../../log.js';
+import { createLogger, parseLogLevel } from '../../log.js';
 
 /**
  * Load the simulator lazily: node-opcua is heavy and runs an RSA self-test at
@@ -72,7 +72,7 @@ export function registerSim(program: Command): void {
         else process.stdout.write(text);
         return;
       }
-      const log = createLogger((opts.logLevel ?? loaded.config.log.level) as 'info', 2).child({ component: 'sim' });
+      const log = createLogger(opts.logLevel === undefined ? loaded.config.log.level : parseLogLevel(opts.logLevel), 2).child({ component: 'sim' });
       const sim = await startSimulator({
         config: loaded,
         opcuaPort: opts.opcuaPort,

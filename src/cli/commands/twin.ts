@@ -9,7 +9,7 @@
  * is the bundle's, unless `--design-space FILE` (a JSON map
  * `{ "<tag id>": { min, max, unit } }`) or `--capping-threshold` say otherwise.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
@@ -17,8 +17,9 @@ import { LkError } from '../../errors.js';
 import { twinModelOf } from '../../models/artefacts.js';
 import { loadValidated } from '../../models/registry.js';
 import { DB_FILE, openStore } from '../../store/store.js';
-import { approvedTwinSpace } from '../design-space.js';
-import { SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
+import { approvedTwinSpace, instrumentRanges } from '../design-space.js';
+import { checkDesignSpace, checkWithinInstruments, SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
+import { readInputFile } from '../../files.js';
 import { simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
 import { cloneParams, NOMINAL_PARAMS } from '../../twin/truth.js';
 
@@ -51,8 +52,9 @@ const positive = (v: string): number => {
 };
 
 function readDesignSpace(file: string): DesignSpaceRanges {
+  const text = readInputFile(file, 'design space (--design-space)', 1024 * 1024);
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as DesignSpaceRanges;
+    return JSON.parse(text) as DesignSpaceRanges;
   } catch (err) {
     throw new LkError('LK_VALIDATION', `${file}: design space is not a readable JSON file`, { file }, { cause: err });
   }
@@ -69,10 +71,11 @@ export function formatSimulation(r: SimulationResult, top: number): string {
   const lines: string[] = [];
   const capping = r.discarded.filter((d) => d.reasons.some((x) => x.code === 'capping_risk')).length;
   const outside = r.discarded.filter((d) => d.reasons.some((x) => x.code === 'outside_valid_range')).length;
+  const notFinite = r.discarded.filter((d) => d.reasons.some((x) => x.code === 'not_finite')).length;
   const horizon = r.horizon.kind === 'full_batch' ? 'full batch' : `${fmt(r.horizon.minutes)} min`;
   lines.push(
     `twin ${r.model.id}: ${r.requested} candidates, horizon ${horizon}, seed ${r.seed}, capping threshold ${r.cappingThresholdPct} % — ` +
-      `${r.ranked.length} ranked, ${r.discarded.length} discarded (${capping} capping risk, ${outside} outside the model's valid ranges)`,
+      `${r.ranked.length} ranked, ${r.discarded.length} discarded (${capping} capping risk, ${outside} outside the model's valid ranges, ${notFinite} non-finite predictions)`,
   );
   const show = top > 0 ? top : Number.POSITIVE_INFINITY;
   lines.push('', 'ranked (best first):');
@@ -135,6 +138,8 @@ export function registerTwin(program: Command): void {
       // The design space is a limit, not a target: candidates come from the approved one (fail closed without a bundle).
       const approved = approvedTwinSpace(loaded, tenant, { ...(opts.product ? { product: opts.product } : {}), ...(opts.tooling ? { tooling: opts.tooling } : {}) });
       const designSpace = opts.designSpace ? readDesignSpace(opts.designSpace) : approved.space;
+      // a what-if space may leave the approved one, never the instruments' (a MainForce of −4e306 kN was ranked)
+      checkWithinInstruments(checkDesignSpace(designSpace), instrumentRanges(loaded.config));
       const result = simulate(model, {
         candidates: opts.candidates,
         horizon: opts.horizon,
