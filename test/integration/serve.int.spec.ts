@@ -19,7 +19,7 @@ function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo;
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no ready line in 45 s; stderr:\n${err.slice(-2000)}`)), 45_000);
+    const t = setTimeout(() => reject(new Error(`no ready line in 150 s; stderr:\n${err.slice(-2000)}`)), 150_000);
     child.on('exit', (code) => reject(new Error(`serve exited ${code} before ready; stderr:\n${err.slice(-2000)}`)));
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -50,7 +50,8 @@ describe('linekeeper serve on the embedded default', () => {
   beforeAll(async () => {
     data = mkdtempSync(join(tmpdir(), 'lk-serve-'));
     run = await serve(['--data', data]);
-  });
+    // generous: a guard against a hang, not a speed requirement (a loaded CI machine starts slowly)
+  }, 180_000);
   afterAll(() => {
     if (run?.child.exitCode === null) run.child.kill('SIGKILL');
     rmSync(data, { recursive: true, force: true });
@@ -147,7 +148,7 @@ describe('linekeeper serve on the embedded default', () => {
 });
 
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, [...CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, [...CLI, ...args], { encoding: 'utf8', timeout: 150_000 });
 }
 
 /** Actions on the site chain, oldest first. */
@@ -172,7 +173,7 @@ describe('linekeeper serve with a bad configuration', () => {
           .replace('poll_ms: 500', 'poll_ms: 500\n    baud: 9600')
           .replace('data_dir: ./data', `data_dir: ${JSON.stringify(join(dir, 'data'))}`),
       );
-      const r = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad, '--data', join(dir, 'data')], { encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad, '--data', join(dir, 'data')], { encoding: 'utf8', timeout: 150_000 });
       expect(r.status).toBe(78);
       expect(r.stderr).toMatch(/site\.yaml:\d+: connections\[1\]\.baud: unknown key "baud"/);
       expect(r.stdout).not.toContain('ready');
@@ -183,11 +184,11 @@ describe('linekeeper serve with a bad configuration', () => {
       const { openStore } = storeModule;
       openStore({ dataDir: join(dir, 'data') }).close();
       // no --data: the data directory the invalid file names is where its failure is recorded
-      const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad], { encoding: 'utf8', timeout: 30_000 });
+      const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad], { encoding: 'utf8', timeout: 150_000 });
       expect(r2.status).toBe(78);
       expect(siteActions(join(dir, 'data'))).toContain('config.invalid');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 320_000);
 });
