@@ -3,6 +3,7 @@ import { registerApprove } from './approve.js';
 import { registerAudit } from './audit.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
+import { registerDoctor } from './doctor.js';
 import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
@@ -20,6 +21,7 @@ export function registerAll(program: Command): void {
   registerRun(program);
   registerApprove(program);
   registerConfig(program);
+  registerDoctor(program);
   registerAudit(program);
   registerPolicy(program);
   registerSim(program);
