@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerApprove } from './approve.js';
 import { registerAudit } from './audit.js';
+import { registerBackup } from './backup.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerDoctor } from './doctor.js';
@@ -22,6 +23,7 @@ export function registerAll(program: Command): void {
   registerApprove(program);
   registerConfig(program);
   registerDoctor(program);
+  registerBackup(program);
   registerAudit(program);
   registerPolicy(program);
   registerSim(program);
