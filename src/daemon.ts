@@ -113,7 +113,8 @@ export interface Daemon {
   /** Scheduled backups (`now()` takes one), when maintenance is on. */
   readonly backups: BackupSchedule | undefined;
   /**
-   * Re-read the configuration file and the policy bundle (SIGHUP). Equipment connections are never touched: a
+   * Re-read the configuration file and the policy bundle (SIGHUP). The log level is the caller's to apply (it owns
+   * the logger). Equipment connections are never touched: a
    * change to a section other than log / maintenance is refused until a restart; so is a file whose content no
    * `config.apply` approved, and an invalid one. Every refusal is audited and keeps the configuration in force.
    */
@@ -397,7 +398,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (restart.length > 0) return refuse(`sections ${restart.join(', ')} change only at a restart (they would drop equipment connections)`, { candidate: next.hash, sections: restart });
     configChanged(events.store.audit, { file: loaded.file, oldHash: loaded.hash, newHash: next.hash, actor: approval.approver, reason: `change ${approval.changeRef} (config.apply seq ${approval.seq})` });
     loaded = next;
-    log.level = next.config.log.level;
     stopMaintenance();
     startMaintenance(next);
     log.info({ sections, changeRef: approval.changeRef, approver: approval.approver, configHash: next.hash }, 'configuration reloaded');

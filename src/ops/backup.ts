@@ -140,11 +140,12 @@ export interface RestoreResult {
  * Restore a backup folder into `dataDir`: verify it (files against the manifest, chains, checkpoints), refuse a
  * backup signed by another key than the data directory's, move the current database aside (never delete it),
  * copy, verify in place, then record the restore on the site chain.
+ * `osUser` is who ran it on the machine (recorded; restore is an operating-system act, not a linekeeper sign-in).
  * @throws LkError LK_AUDIT_BROKEN (the backup does not verify or a file differs from its manifest),
  *   LK_AUDIT_KEY (another site's key), LK_CONFLICT (a database exists and `force` is not given),
  *   LK_NOT_FOUND (no backup there).
  */
-export function restoreBackup(backup: string, dataDir: string, o: { force?: boolean; actor?: string; reason?: string; logger?: Logger } = {}): RestoreResult {
+export function restoreBackup(backup: string, dataDir: string, o: { force?: boolean; osUser?: string; reason?: string; logger?: Logger } = {}): RestoreResult {
   const src = resolve(backup);
   const mf = join(src, MANIFEST);
   if (!existsSync(mf) || !existsSync(join(src, DB_FILE))) throw new LkError('LK_NOT_FOUND', `${src} is not a linekeeper backup (no ${MANIFEST} or ${DB_FILE})`, { dir: src });
@@ -180,8 +181,8 @@ export function restoreBackup(backup: string, dataDir: string, o: { force?: bool
     const store = openStore({ dataDir: target, ...(o.logger ? { logger: o.logger } : {}) });
     try {
       recordSiteEvent(store.audit, {
-        kind: 'system', action: 'site.restore', actor: o.actor ?? 'system',
-        detail: { backup: src, created_at: manifest.created_at, chains: manifest.chains, ...(replacedTo ? { replaced_to: replacedTo } : {}) },
+        kind: 'system', action: 'site.restore',
+        detail: { backup: src, ...(o.osUser ? { os_user: o.osUser } : {}), created_at: manifest.created_at, chains: manifest.chains, ...(replacedTo ? { replaced_to: replacedTo } : {}) },
         ...(o.reason ? { reason: o.reason } : {}),
       });
       audited = true;

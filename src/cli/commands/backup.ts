@@ -57,7 +57,7 @@ export function registerBackup(program: Command): void {
     .action((backup: string, opts: Opts & { force?: boolean; reason?: string }) => {
       const s = site(opts);
       const actor = process.env['SUDO_USER'] ?? process.env['USER'] ?? 'system';
-      const r = restoreBackup(backup, s.dataDir, { ...(opts.force ? { force: true } : {}), actor: `os:${actor}`, ...(opts.reason ? { reason: opts.reason } : {}) });
+      const r = restoreBackup(backup, s.dataDir, { ...(opts.force ? { force: true } : {}), osUser: actor, ...(opts.reason ? { reason: opts.reason } : {}) });
       if (opts.json) process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
       else {
         process.stdout.write(`restored ${backup} (taken ${r.manifest.created_at}) into ${r.dataDir}; audit chain verified${r.replacedTo ? `; previous files in ${r.replacedTo}` : ''}\n`);

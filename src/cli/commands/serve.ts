@@ -100,6 +100,7 @@ export function registerServe(program: Command): void {
                 logger.error({ err }, 'configuration reload failed; the configuration in force is kept');
                 return { outcome: 'refused' as const };
               });
+              if (r.outcome === 'applied' && opts.logLevel === undefined) logger.level = d.loaded.config.log.level;
               logger.info({ reload: r }, 'SIGHUP handled');
               await notify.ready(`reload ${r.outcome}`);
             })();
