@@ -22,9 +22,14 @@ import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
 import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
-import { watchdogEvent } from './audit/site-events.js';
+import { configChanged, configInvalid, recordSiteEvent, watchdogEvent } from './audit/site-events.js';
 import { scaledClock, systemClock, type Clock } from './clock.js';
-import { loadConfig, type LoadedConfig } from './config/load.js';
+import { loadConfig, type ConfigIssue, type LoadedConfig } from './config/load.js';
+import { LkError } from './errors.js';
+import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
+import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
+import { Metrics } from './ops/metrics.js';
+import { loadPolicyBundle, type PolicyBundle } from './policy/index.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
 import { createRunEngine } from './engine/run/compose.js';
 import { ensureDemoModels } from './models/demo.js';
@@ -34,7 +39,6 @@ import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
 import { checkDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
-import { LkError } from './errors.js';
 import { keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
@@ -57,6 +61,20 @@ export interface DaemonOptions {
   api?: { host?: string; port?: number };
   /** What to do on a full disk: the bound of held entries, the outage before failing closed, the free-space warning. */
   storage?: StorageGuardOptions;
+  /** Export Node's process metrics (memory, CPU, event loop) too: once per process, so `serve` only. */
+  processMetrics?: boolean;
+  /** Scheduled backups and the WAL checkpoint timer (default on; tests of other things turn it off). */
+  maintenance?: boolean;
+}
+
+/** What a reload (SIGHUP) did. */
+export interface ReloadResult {
+  /** `applied`: the new configuration is in force; `unchanged`; `refused`: the old one is kept (audited). */
+  readonly outcome: 'applied' | 'unchanged' | 'refused';
+  readonly reason?: string;
+  readonly sections?: readonly string[];
+  /** The policy bundle version in force after the reload, when it changed. */
+  readonly policy?: string;
 }
 
 export interface ReadyInfo {
@@ -98,6 +116,17 @@ export interface Daemon {
   readonly identity: Identity | undefined;
   /** Demo identities created at this start, with their one-time passwords (empty after the first start). */
   readonly demoUsers: readonly DemoUser[];
+  /** The daemon's Prometheus metrics (its own registry). */
+  readonly metrics: Metrics;
+  /** Scheduled backups (`now()` takes one), when maintenance is on. */
+  readonly backups: BackupSchedule | undefined;
+  /**
+   * Re-read the configuration file and the policy bundle (SIGHUP). The log level is the caller's to apply (it owns
+   * the logger). Equipment connections are never touched: a
+   * change to a section other than log / maintenance is refused until a restart; so is a file whose content no
+   * `config.apply` approved, and an invalid one. Every refusal is audited and keeps the configuration in force.
+   */
+  reload(): Promise<ReloadResult>;
   stop(reason?: string): Promise<void>;
 }
 
@@ -110,7 +139,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log = opts.logger;
   routeOpcUaConsole(log);
   const clock = opts.clock ?? systemClock;
-  const loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
+  let loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
   // writable, not writable by others, and ours alone: before anything in it is opened
   checkDataDir(loaded.dataDir);
@@ -148,6 +177,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     throw startError(err, loaded.dataDir);
   }
   log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
+  const metrics = new Metrics({ processMetrics: opts.processMetrics === true });
+  const unobserve = metrics.observeAudit(events.store);
+  metrics.setSources({ connectors: () => connectors, store: () => events.store, writerQueue: () => writer?.pending().length ?? 0, now: () => clock.now() });
+  let backups: BackupSchedule | undefined;
+  let stopWal: (() => void) | undefined;
+  const startMaintenance = (c: LoadedConfig): void => {
+    if (opts.maintenance === false) return;
+    const m = c.config.maintenance;
+    stopWal = startWalTimer(events.store, m.wal_checkpoint_s * 1000, m.wal_max_mb * 1024 * 1024);
+    backups = startBackupSchedule({
+      store: events.store, dir: m.backup_dir ?? join(c.dataDir, 'backups'), everyMs: m.backup_every_h * 3_600_000, keep: m.backup_keep, logger: log.child({ component: 'backup' }),
+      onDone: (ok, r) => {
+        metrics.backupDone(ok);
+        if (r) metrics.observeVerify(r.verifySeconds);
+      },
+    });
+  };
+  const stopMaintenance = (): void => {
+    stopWal?.();
+    backups?.stop();
+  };
   let policy: PolicyGateResult = { bundle: null };
   let writer: GuardedWriter | undefined;
 
@@ -163,6 +213,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let identity: Identity | undefined;
   let demoUsers: DemoUser[] = [];
   let plcViews = new Map<string, SupervisorView>();
+  let setBundle: (b: PolicyBundle | null) => void = () => undefined;
 
   const stop = async (reason = 'stop requested'): Promise<void> => {
     if (stopped) return;
@@ -170,6 +221,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // the surface first: no request reaches an engine, a writer or a store that is closing
     if (api) await api.close().catch((err: unknown) => log.error({ err }, 'REST API did not close cleanly'));
     if (timer) clearInterval(timer);
+    stopMaintenance();
     // the step under way is interrupted (audited) before its writes drain; a run at the approval gate keeps waiting
     if (engine) await engine.stop(reason);
     mes?.close();
@@ -185,6 +237,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     } catch (err) {
       log.error({ err }, 'could not record the stop');
     }
+    unobserve();
     events.close();
     lock.release();
     log.info({ reason }, 'stopped');
@@ -205,7 +258,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
     }
     const sim = simulator ? { opcuaUrl: simulator.opcuaUrl, modbusHost: simulator.modbusHost, modbusPort: simulator.modbusPort } : undefined;
-    connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }));
+    // read latency is timed by a wrapper (metrics wrap a connector; they are not written into each one)
+    connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }).map((c) => metrics.instrument(c)));
 
     for (const c of connectors) {
       c.on((event) => {
@@ -247,7 +301,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       if (!events.storage.outage()?.failedClosed) c.startHeartbeat(unsupervised.get(c.id));
     }
     // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
-    const bundle = policy.bundle;
+    let bundle = policy.bundle;
+    setBundle = (b) => {
+      bundle = b;
+    };
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
     // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
@@ -326,14 +383,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         demoUsers = await ensureDemoUsers(identity, config.tenants.map((t) => t.id));
         if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
       }
-      const parts = { engine, writer, store: events.store, loaded, policy, connectors, live, supervision: () => plcViews };
-      api = await createApi({ daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped });
+      const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+      api = await createApi({
+        daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped,
+        metrics: { metrics, tokenFile: a.metrics_token_file },
+      });
       apiUrl = await api.listen(opts.api.host ?? a.host, opts.api.port ?? a.port);
       log.info({ url: apiUrl }, 'REST API listening');
     }
     const liveLogMs = opts.liveLogMs ?? 5000;
     timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);
     timer.unref();
+    startMaintenance(loaded);
   } catch (err) {
     await stop(`start failed: ${err instanceof Error ? err.message : String(err)}`);
     throw err;
@@ -349,9 +410,57 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     policy: policy.bundle?.version ?? null,
     ...(apiUrl ? { api: apiUrl } : {}),
   };
+  const refuse = (reason: string, detail: Record<string, string | string[]>): ReloadResult => {
+    recordSiteEvent(events.storage, { kind: 'config_change', action: 'config.reload_refused', detail: { file: loaded.file, in_force: loaded.hash, ...detail }, reason });
+    log.error({ reason, ...detail }, 'configuration reload refused; the configuration in force is kept');
+    return { outcome: 'refused', reason };
+  };
+  /** The policy bundle folder again: a new version under its own change control replaces the one in force. */
+  const reloadPolicy = (): string | undefined => {
+    let version: string;
+    try {
+      version = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted: null }).bundle.version;
+    } catch {
+      version = '';
+    }
+    if (version !== '' && version === policy.bundle?.version) return undefined;
+    const next = openPolicy(events.store, loaded, log);
+    if (!next.bundle) {
+      log.error('the new policy bundle was refused: the bundle in force is kept');
+      return undefined;
+    }
+    policy = next;
+    setBundle(next.bundle);
+    return next.bundle.version;
+  };
+  const reload = async (): Promise<ReloadResult> => {
+    if (stopped) return { outcome: 'refused', reason: 'stopping' };
+    let next: LoadedConfig;
+    try {
+      next = loadConfig(loaded.file, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
+    } catch (err) {
+      const code = LkError.is(err) ? err.code : 'LK_INTERNAL';
+      configInvalid(events.storage, { file: loaded.file, code, issues: (LkError.is(err) ? (err.detail?.['issues'] as ConfigIssue[] | undefined) : undefined) ?? [] });
+      log.error({ err }, 'configuration reload refused: the file is invalid; the configuration in force is kept');
+      return { outcome: 'refused', reason: code };
+    }
+    const pv = reloadPolicy();
+    if (next.hash === loaded.hash) return { outcome: 'unchanged', ...(pv ? { policy: pv } : {}) };
+    const approval = findApproval(events.store, next.hash);
+    if (!approval) return refuse('no config.apply approved this content (use `linekeeper config apply FILE --change <ref>`)', { candidate: next.hash });
+    const sections = changedSections(loaded.config, next.config);
+    const restart = sections.filter((s) => !(LIVE_SECTIONS as readonly string[]).includes(s));
+    if (restart.length > 0) return refuse(`sections ${restart.join(', ')} change only at a restart (they would drop equipment connections)`, { candidate: next.hash, sections: restart });
+    configChanged(events.storage, { file: loaded.file, oldHash: loaded.hash, newHash: next.hash, actor: approval.approver, reason: `change ${approval.changeRef} (config.apply seq ${approval.seq})` });
+    loaded = next;
+    stopMaintenance();
+    startMaintenance(next);
+    log.info({ sections, changeRef: approval.changeRef, approver: approval.approver, configHash: next.hash }, 'configuration reloaded');
+    return { outcome: 'applied', sections, ...(pv ? { policy: pv } : {}) };
+  };
   return {
-    loaded, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, policy, writer: writer!, engine: engine!,
-    supervision: () => plcViews, api, identity, demoUsers,
+    get loaded() { return loaded; }, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
+    supervision: () => plcViews, api, identity, demoUsers, metrics, get backups() { return backups; }, reload,
   };
 }
 

@@ -16,6 +16,8 @@ import type { Identity } from './identity.js';
 import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
+import { registerMetricsRoute } from './routes-metrics.js';
+import type { Metrics } from '../ops/metrics.js';
 import { Health, TokenBody, TokenView } from './schemas.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
@@ -30,6 +32,8 @@ export interface ApiOptions {
   readonly streams?: StreamOptions;
   /** Whether the daemon can serve (GET /readyz); default always. */
   readonly ready?: () => boolean;
+  /** The daemon's metrics: served at GET /metrics (loopback, or with the token in `tokenFile`). */
+  readonly metrics?: { readonly metrics: Metrics; readonly tokenFile?: string | undefined };
 }
 
 export interface ApiServer {
@@ -103,6 +107,10 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
 
   registerRunRoutes(app, ctx);
   registerSiteRoutes(app, ctx);
+  if (o.metrics) {
+    registerMetricsRoute(app, o.metrics.metrics, { tokenFile: o.metrics.tokenFile });
+    o.metrics.metrics.setSources({ sseClients: () => streams.size });
+  }
   await app.ready();
 
   let closing: Promise<void> | undefined;

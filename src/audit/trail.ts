@@ -49,6 +49,7 @@ export class AuditTrail {
   /** Per chain: seq and time of the last checkpoint (loaded lazily). */
   private readonly cpState = new Map<string, { seq: number; at: number }>();
   private readonly openedAt: number;
+  private readonly committed = new Set<(e: AuditEntry) => void>();
 
   constructor(private readonly host: Host, opts: Partial<AuditOptions> = {}) {
     this.options = { checkpointEvery: opts.checkpointEvery ?? 1000, checkpointIntervalS: opts.checkpointIntervalS ?? 300 };
@@ -79,6 +80,16 @@ export class AuditTrail {
         throw new LkError('LK_AUDIT_KEY', `the site key in ${host.dataDir}/keys is not the key that signed this database's checkpoints (${foreign.slice(0, 16)}…)`);
       }
     }
+  }
+
+  /**
+   * Call `fn` with every entry once its transaction has committed (never for a rolled-back one): metrics count
+   * what the trail holds, not what was attempted. A throwing listener is logged, never undoes the commit.
+   * @returns the function that removes the listener.
+   */
+  onCommitted(fn: (e: AuditEntry) => void): () => void {
+    this.committed.add(fn);
+    return () => this.committed.delete(fn);
   }
 
   /** The site key (writable stores only). */
@@ -177,6 +188,7 @@ export class AuditTrail {
     this.host.afterCommit(() => {
       if (this.due(tenant)) this.checkpoint(tenant);
     }, `audit.checkpoint:${tenant}`);
+    if (this.committed.size > 0) this.host.afterCommit(() => { for (const fn of this.committed) fn(entry); });
     return entry;
   }
 

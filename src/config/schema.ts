@@ -196,8 +196,27 @@ export const SiteConfig = z.strictObject({
       max_failed_attempts: z.number().int().min(1).max(100).default(5),
       /** Concurrent event streams one user may hold open. */
       streams_per_user: z.number().int().min(1).max(100).default(4),
+      /**
+       * GET /metrics answers loopback peers only; with this file (one token of at least 16 characters, mode 0600)
+       * other peers may scrape with `Authorization: Bearer <token>`.
+       */
+      metrics_token_file: z.string().min(1).optional(),
     })
     .default({ host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4 }),
+  /** Online backups and WAL upkeep of the database (src/ops/backup.ts). */
+  maintenance: z
+    .strictObject({
+      /** Folder of the scheduled backups; default `<data_dir>/backups` (better: another disk, or a mounted share). */
+      backup_dir: z.string().min(1).optional(),
+      /** Hours between scheduled backups; 0 turns the schedule off (`linekeeper backup` still works). */
+      backup_every_h: z.number().min(0).max(24 * 31).default(24),
+      /** Scheduled backups kept (older ones are deleted after a new one verified). */
+      backup_keep: z.number().int().min(1).max(1000).default(14),
+      /** Seconds between WAL checkpoints (PASSIVE; TRUNCATE when the WAL has grown past wal_max_mb). */
+      wal_checkpoint_s: z.number().int().min(1).max(86_400).default(300),
+      wal_max_mb: z.number().int().min(1).max(65_536).default(64),
+    })
+    .default({ backup_every_h: 24, backup_keep: 14, wal_checkpoint_s: 300, wal_max_mb: 64 }),
 });
 
 export type SiteConfig = z.infer<typeof SiteConfig>;

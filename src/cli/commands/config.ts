@@ -1,9 +1,12 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { checkOutputFile, fileError } from '../../files.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { LkError } from '../../errors.js';
 import { SiteConfig } from '../../config/schema.js';
+import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
+import { readLine, readPassword } from '../prompt.js';
 
 export function registerConfig(program: Command): void {
   const config = program.command('config').description('Validate and inspect the site configuration');
@@ -24,6 +27,40 @@ export function registerConfig(program: Command): void {
         `${loaded.file}: ok — site ${c.site.id}, line ${c.line.id}, ${c.equipment.length} equipment, ${tags} tags, ` +
           `${c.connections.length} connections, ${c.tenants.length} tenants; sha256 ${loaded.hash}\n`,
       );
+    });
+  config
+    .command('apply')
+    .description('Change-controlled configuration change: validate FILE, show the diff, re-authenticate a named approver (admin or process_engineer), audit it, replace the file in force; then `systemctl reload linekeeper`')
+    .argument('<file>', 'the new configuration')
+    .requiredOption('--change <ref>', 'change reference of the approved change record, e.g. CC-2026-0301')
+    .option('-c, --config <file>', 'the configuration file in force (replaced)', defaultConfigFile())
+    .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
+    .option('--approver <user>', 'user id of the approver (asked for when not given)')
+    .option('--reason <text>', 'why (recorded with the approval)')
+    .option('--dry-run', 'validate and show the diff only')
+    .action(async (file: string, opts: { change: string; config: string; data?: string; approver?: string; reason?: string; dryRun?: boolean }) => {
+      const dd = opts.data !== undefined ? { dataDir: opts.data } : {};
+      const current = loadConfig(opts.config, dd);
+      const next = loadConfig(file, dd);
+      const sections = changedSections(current.config, next.config);
+      const restart = sections.filter((x) => !(LIVE_SECTIONS as readonly string[]).includes(x));
+      process.stdout.write(`--- ${current.file}\n+++ ${next.file}\n${lineDiff(readFileSync(current.file, 'utf8'), readFileSync(next.file, 'utf8'))}\n`);
+      process.stdout.write(`sections changed: ${sections.join(', ') || 'none'}${restart.length ? ` (${restart.join(', ')} take effect at the next restart only)` : ' (applied live on reload)'}\n`);
+      if (opts.dryRun) return;
+      const approver = opts.approver ?? (await readLine('approver (user id): '));
+      if (!approver) throw new LkError('LK_VALIDATION', 'an approver is required');
+      const password = await readPassword(`password of ${approver}: `);
+      const { openStore } = await import('../../store/store.js');
+      const { Identity } = await import('../../api/identity.js');
+      const store = openStore({ dataDir: current.dataDir });
+      try {
+        const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: current.config.api.max_failed_attempts });
+        const r = await applyConfigChange({ store, identity, current, next, changeRef: opts.change, approver, password, ...(opts.reason ? { reason: opts.reason } : {}) });
+        process.stdout.write(`approved by ${approver} under ${opts.change} (site audit seq ${r.seq}); ${current.file} replaced (previous kept as ${current.file}.prev)\n`);
+        process.stdout.write(restart.length ? 'restart to apply: systemctl restart linekeeper\n' : 'apply now: systemctl reload linekeeper (SIGHUP)\n');
+      } finally {
+        store.close();
+      }
     });
   config
     .command('schema')

@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
 import { registerApprove } from './approve.js';
 import { registerAudit } from './audit.js';
+import { registerBackup } from './backup.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
+import { registerDoctor } from './doctor.js';
 import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
@@ -20,6 +22,8 @@ export function registerAll(program: Command): void {
   registerRun(program);
   registerApprove(program);
   registerConfig(program);
+  registerDoctor(program);
+  registerBackup(program);
   registerAudit(program);
   registerPolicy(program);
   registerSim(program);

@@ -7,6 +7,7 @@ import { defaultConfigFile, type ConfigIssue } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { createLogger, parseLogLevel, type Logger } from '../../log.js';
 import { DB_FILE, openStore } from '../../store/store.js';
+import { systemdNotifier } from '../../ops/notify.js';
 
 /** The data directory an invalid configuration names, read leniently (it may not even parse); else ./data. */
 function rawDataDir(configFile: string): string {
@@ -67,13 +68,19 @@ export function registerServe(program: Command): void {
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
+      // systemd (Type=notify): READY=1 once serving, WATCHDOG=1 from the event loop, RELOADING=1 on SIGHUP
+      const notify = systemdNotifier({ onError: (err, what) => logger.warn({ err, what }, 'systemd notification failed') });
+      let reloadNow: () => void = () => undefined;
+      const onHup = (): void => reloadNow();
+      process.on('SIGHUP', onHup);
+      let ping: NodeJS.Timeout | undefined;
       try {
         // loaded on demand: the protocol stacks are heavy and other subcommands do not need them
         const { startDaemon } = await import('../../daemon.js');
         let daemon: Awaited<ReturnType<typeof startDaemon>>;
         try {
           const api = opts.api ? { ...(opts.apiHost !== undefined ? { host: opts.apiHost } : {}), ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}) } : undefined;
-          daemon = await startDaemon({ configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger, ...(api ? { api } : {}) });
+          daemon = await startDaemon({ processMetrics: true, configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger, ...(api ? { api } : {}) });
         } catch (err) {
           if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? rawDataDir(opts.config), opts.config, err, logger);
           throw err;
@@ -85,15 +92,34 @@ export function registerServe(program: Command): void {
             process.stdout.write(`linekeeper demo-users ${JSON.stringify(daemon.demoUsers.map((u) => ({ user: u.id, name: u.name, role: u.role, tenants: u.tenants, password: u.password })))}\n`);
           }
           process.stdout.write(`linekeeper ready ${JSON.stringify(daemon.ready)}\n`);
+          const d = daemon;
+          reloadNow = () => {
+            void (async () => {
+              await notify.reloading();
+              const r = await d.reload().catch((err: unknown) => {
+                logger.error({ err }, 'configuration reload failed; the configuration in force is kept');
+                return { outcome: 'refused' as const };
+              });
+              if (r.outcome === 'applied' && opts.logLevel === undefined) logger.level = d.loaded.config.log.level;
+              logger.info({ reload: r }, 'SIGHUP handled');
+              await notify.ready(`reload ${r.outcome}`);
+            })();
+          };
+          await notify.ready(`serving ${daemon.ready.site}/${daemon.ready.line}`);
+          // a hung event loop stops these pings, and systemd restarts the daemon; the PLC watchdogs hold the line on LKG meanwhile
+          if (notify.watchdogIntervalMs !== undefined) ping = setInterval(() => void notify.watchdog(), notify.watchdogIntervalMs);
           await new Promise<void>((resolve) => {
             wake = resolve;
           });
         }
         logger.info({ signal: signalled }, 'stopping');
+        await notify.stopping();
         await daemon.stop(`signal ${signalled}`);
       } finally {
+        if (ping) clearInterval(ping);
         process.off('SIGTERM', onSignal);
         process.off('SIGINT', onSignal);
+        process.off('SIGHUP', onHup);
       }
     });
 }

@@ -1,0 +1,288 @@
+/**
+ * `linekeeper doctor`: what site IT checks before (and after) starting the daemon on an edge node. Each
+ * check answers ok / warn / fail with what to do about it; the worst result is the exit code. Nothing here
+ * changes the node: the audit store is opened read-only, the data directory gets one probe file that is
+ * removed at once, a port is bound for an instant and released.
+ *
+ * The probes that touch the machine (TCP connect, timedatectl, statfs) come in through {@link DoctorProbes}
+ * so that tests can stand in for the network and the time daemon.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { LkError } from '../errors.js';
+import { loadPolicyBundle } from '../policy/index.js';
+import { lastAcceptedBundle } from '../engine/policy-gate.js';
+import { DB_FILE, openStore } from '../store/store.js';
+import { verifyStore } from '../audit/verify.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface CheckResult {
+  /** Stable id, e.g. `config`, `endpoint:opcua-line`. */
+  readonly id: string;
+  readonly status: CheckStatus;
+  /** What was found. */
+  readonly message: string;
+  /** What to do (warn and fail only). */
+  readonly action?: string;
+}
+
+export interface DoctorReport {
+  readonly status: CheckStatus;
+  readonly checks: readonly CheckResult[];
+}
+
+/** The machine-facing probes; each has a real default. */
+export interface DoctorProbes {
+  /** Resolve true when a TCP connection to host:port opens within `timeoutMs`. */
+  tcp(host: string, port: number, timeoutMs: number): Promise<boolean>;
+  /** `timedatectl show` output (key=value lines), or null when the command is not available. */
+  timedatectl(): Promise<string | null>;
+  /** Free bytes for an unprivileged user and the filesystem type magic of the path's filesystem. */
+  statfs(path: string): { free: number; type: number };
+  /** Resolve 'free', 'linekeeper' (in use by a linekeeper that answers /healthz) or 'in_use'. */
+  port(host: string, port: number): Promise<'free' | 'linekeeper' | 'in_use'>;
+  now(): number;
+}
+
+export interface DoctorOptions {
+  configFile: string;
+  dataDir?: string;
+  probes?: Partial<DoctorProbes>;
+  /** Below this many free bytes: warn (default 2 GiB). */
+  warnFreeBytes?: number;
+  /** Below this many free bytes: fail (default 200 MiB). */
+  failFreeBytes?: number;
+  /** Certificates that expire within this many days: warn (default 30). */
+  certWarnDays?: number;
+  /** TCP connect timeout per endpoint (default 2000 ms). */
+  connectTimeoutMs?: number;
+}
+
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+
+/** Filesystem magic numbers (statfs f_type) of network and user-space filesystems: not a local disk. */
+const REMOTE_FS: Readonly<Record<number, string>> = {
+  0x6969: 'nfs', 0xff534d42: 'cifs', 0xfe534d42: 'smb2', 0x517b: 'smb', 0x65735546: 'fuse', 0x01021997: 'v9fs', 0x564c: 'ncp', 0x73757245: 'coda', 0x7461636f: 'ocfs2', 0x47504653: 'gpfs', 0x00c36400: 'ceph',
+};
+
+/** Worst of a list (fail > warn > ok). */
+export function worst(statuses: readonly CheckStatus[]): CheckStatus {
+  return statuses.includes('fail') ? 'fail' : statuses.includes('warn') ? 'warn' : 'ok';
+}
+
+/** Exit code of a status: 0 ok, 1 warn, 2 fail (the Nagios convention monitoring tools already read). */
+export function exitCodeOf(s: CheckStatus): number {
+  return s === 'ok' ? 0 : s === 'warn' ? 1 : 2;
+}
+
+/**
+ * Run every check. Never throws for what it finds (a broken configuration is a `fail` result); the checks
+ * that depend on a valid configuration are reported as skipped failures when it is not valid.
+ */
+export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
+  const p: DoctorProbes = { ...defaultProbes, ...o.probes };
+  const checks: CheckResult[] = [];
+  let loaded: LoadedConfig | undefined;
+  try {
+    loaded = loadConfig(o.configFile, o.dataDir !== undefined ? { dataDir: o.dataDir } : {});
+    checks.push({ id: 'config', status: 'ok', message: `${loaded.file} valid (sha256 ${loaded.hash.slice(0, 12)}…)` });
+  } catch (err) {
+    checks.push({ id: 'config', status: 'fail', message: errText(err), action: 'fix the file and run `linekeeper config check`; the other checks need a valid configuration' });
+    return { status: 'fail', checks };
+  }
+  const dataDir = loaded.dataDir;
+  const hasDb = existsSync(join(dataDir, DB_FILE));
+  checks.push(policyCheck(loaded, hasDb));
+  checks.push(dataDirCheck(dataDir, p));
+  checks.push(freeSpaceCheck(dataDir, p, o.warnFreeBytes ?? 2 * GiB, o.failFreeBytes ?? 200 * MiB));
+  checks.push(auditCheck(dataDir, hasDb));
+  checks.push(...(await endpointChecks(loaded, p, o.connectTimeoutMs ?? 2000)));
+  checks.push(await certificateCheck(loaded, p.now(), o.certWarnDays ?? 30));
+  checks.push(clockCheck(await p.timedatectl()));
+  checks.push(await portCheck(loaded, p));
+  return { status: worst(checks.map((c) => c.status)), checks };
+}
+
+function errText(err: unknown): string {
+  if (LkError.is(err)) return `${err.message} [${err.code}]`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function policyCheck(loaded: LoadedConfig, hasDb: boolean): CheckResult {
+  let lastAccepted = null;
+  if (hasDb) {
+    try {
+      const store = openStore({ dataDir: loaded.dataDir, readonly: true });
+      try {
+        lastAccepted = lastAcceptedBundle(store);
+      } finally {
+        store.close();
+      }
+    } catch {
+      // the audit check reports an unreadable store; policy is still checked on its own
+    }
+  }
+  try {
+    const { bundle, changeControl } = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted });
+    return { id: 'policy', status: 'ok', message: `bundle ${bundle.version} valid (${changeControl.kind}, change ${changeControl.changeRef})` };
+  } catch (err) {
+    return { id: 'policy', status: 'fail', message: errText(err), action: `fix the bundle in ${loaded.policyDir} (and CHANGE.yaml for a new version): without it every setpoint write is denied` };
+  }
+}
+
+function dataDirCheck(dataDir: string, p: DoctorProbes): CheckResult {
+  // a missing data directory is created at first start: then its parent must be writable
+  const where = existsSync(dataDir) ? dataDir : dirname(dataDir);
+  if (!existsSync(where)) return { id: 'data_dir', status: 'fail', message: `${dataDir} and its parent do not exist`, action: 'create the data directory (systemd: StateDirectory=linekeeper does it)' };
+  try {
+    rmSync(mkdtempSync(join(where, '.lk-doctor-')), { recursive: true });
+  } catch (err) {
+    return { id: 'data_dir', status: 'fail', message: `${where} is not writable: ${errText(err)}`, action: 'give the linekeeper user write access to the data directory' };
+  }
+  let fsType = 'local';
+  try {
+    const t = p.statfs(where).type;
+    const remote = REMOTE_FS[t >>> 0];
+    if (remote) return { id: 'data_dir', status: 'fail', message: `${where} is on a ${remote} filesystem`, action: 'put the data directory on a local disk: SQLite locking and fsync are not reliable over network filesystems' };
+  } catch {
+    fsType = 'unknown filesystem';
+  }
+  return { id: 'data_dir', status: 'ok', message: `${dataDir} ${where === dataDir ? 'writable' : 'will be created (parent writable)'}, ${fsType}` };
+}
+
+function freeSpaceCheck(dataDir: string, p: DoctorProbes, warnBytes: number, failBytes: number): CheckResult {
+  const where = existsSync(dataDir) ? dataDir : dirname(dataDir);
+  let free: number;
+  try {
+    free = p.statfs(where).free;
+  } catch (err) {
+    return { id: 'free_space', status: 'warn', message: `cannot read free space of ${where}: ${errText(err)}`, action: 'check the disk by hand (df -h)' };
+  }
+  const text = `${(free / GiB).toFixed(2)} GiB free on ${where}`;
+  if (free < failBytes) return { id: 'free_space', status: 'fail', message: text, action: 'free disk space now: the audit trail refuses to run when it cannot write, and every write is then stopped' };
+  if (free < warnBytes) return { id: 'free_space', status: 'warn', message: text, action: 'free disk space or move old backups off the node' };
+  return { id: 'free_space', status: 'ok', message: text };
+}
+
+function auditCheck(dataDir: string, hasDb: boolean): CheckResult {
+  if (!hasDb) return { id: 'audit', status: 'ok', message: 'no database yet: the first start creates it and the site key' };
+  try {
+    const store = openStore({ dataDir, readonly: true });
+    try {
+      const r = verifyStore(store);
+      const entries = r.chains.reduce((n, c) => n + c.count, 0);
+      if (r.ok) return { id: 'audit', status: 'ok', message: `${r.chains.length} chains, ${entries} entries verify` };
+      const bad = [...r.chains.filter((c) => !c.ok).map((c) => `${c.tenant}: ${c.damage?.kind} at seq ${c.damage?.seq}`), ...r.problems.map((d) => d.detail)];
+      return { id: 'audit', status: 'fail', message: `audit trail does not verify: ${bad.join('; ')}`, action: 'stop and run `linekeeper audit verify`; restore the last good backup (`linekeeper restore`) and report the damage to QA' };
+    } finally {
+      store.close();
+    }
+  } catch (err) {
+    return { id: 'audit', status: 'fail', message: errText(err), action: 'run `linekeeper audit verify` for detail; restore the last good backup if the file is damaged' };
+  }
+}
+
+/** host and port of a connection endpoint; opc.tcp defaults to 4840. */
+export function endpointAddress(endpoint: string): { host: string; port: number } | null {
+  const m = /^opc\.tcp:\/\/(\[[^\]]+\]|[^:/]+)(?::(\d+))?/.exec(endpoint) ?? /^(\[[^\]]+\]|[^:]+|.+):(\d+)$/.exec(endpoint);
+  if (!m) return null;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 4840 };
+}
+
+async function endpointChecks(loaded: LoadedConfig, p: DoctorProbes, timeoutMs: number): Promise<CheckResult[]> {
+  return Promise.all(
+    loaded.config.connections.map(async (c): Promise<CheckResult> => {
+      const id = `endpoint:${c.id}`;
+      if (c.endpoint === 'sim') {
+        return loaded.config.simulator.embedded
+          ? { id, status: 'ok', message: 'embedded simulator (started by serve)' }
+          : { id, status: 'fail', message: 'endpoint "sim" but simulator.embedded is false', action: 'set the equipment address of this connection, or simulator.embedded: true for a demonstration' };
+      }
+      const a = endpointAddress(c.endpoint);
+      if (!a) return { id, status: 'fail', message: `cannot read host and port from ${c.endpoint}`, action: 'fix the endpoint in the configuration' };
+      const ok = await p.tcp(a.host, a.port, timeoutMs).catch(() => false);
+      return ok
+        ? { id, status: 'ok', message: `${a.host}:${a.port} reachable` }
+        : { id, status: 'fail', message: `${a.host}:${a.port} did not accept a TCP connection within ${timeoutMs} ms`, action: 'check the cable, VLAN and firewall between the edge node and the equipment, and that the PLC/server is on' };
+    }),
+  );
+}
+
+async function certificateCheck(loaded: LoadedConfig, now: number, warnDays: number): Promise<CheckResult> {
+  const secured = loaded.config.connections.filter((c) => c.protocol === 'opcua' && c.endpoint !== 'sim' && c.security.mode !== 'None');
+  const pki = join(loaded.dataDir, 'pki');
+  if (!existsSync(pki)) {
+    if (secured.length === 0) return { id: 'certificates', status: 'ok', message: 'no secured OPC UA connection, no PKI yet' };
+    return { id: 'certificates', status: 'warn', message: `${secured.length} secured OPC UA connections and no server certificate trusted yet`, action: 'start once, then `linekeeper certs list` and `linekeeper certs trust <thumbprint>` after checking the thumbprint on the equipment' };
+  }
+  // loaded on use: node-opcua takes a second to import
+  const { listCertificates } = await import('../../connectors/opcua/pki.js');
+  const list = listCertificates(loaded.dataDir, now);
+  const trusted = list.filter((c) => c.status === 'trusted');
+  const rejected = list.filter((c) => c.status === 'rejected');
+  const invalid = trusted.filter((c) => !c.valid);
+  if (invalid.length > 0) return { id: 'certificates', status: 'fail', message: `trusted certificates outside their validity: ${invalid.map((c) => `${c.subject} (until ${c.validTo.slice(0, 10)})`).join('; ')}`, action: 'get renewed certificates from the equipment vendor and trust them; the connection is refused until then' };
+  const soon = trusted.filter((c) => Date.parse(c.validTo) - now < warnDays * 86_400_000);
+  if (soon.length > 0) return { id: 'certificates', status: 'warn', message: `trusted certificates expiring within ${warnDays} days: ${soon.map((c) => `${c.subject} (${c.validTo.slice(0, 10)})`).join('; ')}`, action: 'plan the certificate renewal with the equipment vendor' };
+  if (secured.length > 0 && trusted.length === 0) return { id: 'certificates', status: 'warn', message: `no trusted server certificate; ${rejected.length} waiting in rejected/`, action: '`linekeeper certs list`, compare thumbprints with the equipment, then `linekeeper certs trust <thumbprint>`' };
+  return { id: 'certificates', status: rejected.length > 0 ? 'warn' : 'ok', message: `${trusted.length} trusted, ${rejected.length} rejected`, ...(rejected.length > 0 ? { action: 'review the rejected certificates (`linekeeper certs list`): trust or delete them' } : {}) };
+}
+
+/** Interpret `timedatectl show`: Part 11 timestamps need a synchronised clock. */
+export function clockCheck(out: string | null): CheckResult {
+  if (out === null) return { id: 'clock', status: 'warn', message: 'NTP state unknown (timedatectl not available)', action: 'make sure the node synchronises its clock (chrony or systemd-timesyncd against the plant time server): audit timestamps depend on it' };
+  const kv = Object.fromEntries(out.split('\n').map((l) => l.split('=')).filter((x) => x.length >= 2).map(([k, ...v]) => [k!.trim(), v.join('=').trim()]));
+  const synced = kv['NTPSynchronized'];
+  const ntp = kv['NTP'];
+  if (synced === 'yes') return { id: 'clock', status: 'ok', message: `clock synchronised (NTP ${ntp ?? '?'}, timezone ${kv['Timezone'] ?? '?'})` };
+  if (synced === 'no') return { id: 'clock', status: 'warn', message: `clock NOT synchronised (NTP service ${ntp === 'yes' ? 'on' : 'off'})`, action: ntp === 'yes' ? 'check that the plant time server is reachable (chronyc sources / timedatectl timesync-status)' : 'enable time synchronisation: `timedatectl set-ntp true` with the plant time server configured' };
+  return { id: 'clock', status: 'warn', message: 'NTP state unknown (timedatectl gave no NTPSynchronized)', action: 'check time synchronisation by hand' };
+}
+
+async function portCheck(loaded: LoadedConfig, p: DoctorProbes): Promise<CheckResult> {
+  const { host, port } = loaded.config.api;
+  if (port === 0) return { id: 'ports', status: 'ok', message: 'REST API on a free port chosen at start' };
+  const r = await p.port(host, port);
+  if (r === 'free') return { id: 'ports', status: 'ok', message: `${host}:${port} free for the REST API` };
+  if (r === 'linekeeper') return { id: 'ports', status: 'ok', message: `${host}:${port} served by a running linekeeper` };
+  return { id: 'ports', status: 'fail', message: `${host}:${port} is in use by another program`, action: `find it (ss -ltnp 'sport = :${port}') or set api.port in the configuration` };
+}
+
+const defaultProbes: DoctorProbes = {
+  tcp: (host, port, timeoutMs) =>
+    new Promise((resolve) => {
+      const s = connect({ host, port });
+      const done = (ok: boolean): void => {
+        s.destroy();
+        resolve(ok);
+      };
+      s.setTimeout(timeoutMs, () => done(false));
+      s.once('connect', () => done(true));
+      s.once('error', () => done(false));
+    }),
+  timedatectl: () =>
+    new Promise((resolve) => {
+      execFile('timedatectl', ['show'], { timeout: 5000 }, (err, stdout) => resolve(err ? null : stdout));
+    }),
+  statfs: (path) => {
+    const s = statfsSync(path);
+    return { free: Number(s.bavail) * Number(s.bsize), type: Number(s.type) };
+  },
+  port: (host, port) =>
+    new Promise((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => {
+        // in use: is it us? a linekeeper answers /healthz with its version
+        fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz`, { signal: AbortSignal.timeout(2000) })
+          .then(async (r) => ((await r.json().catch(() => null)) as { version?: unknown } | null)?.version !== undefined)
+          .then((ours) => resolve(ours ? 'linekeeper' : 'in_use'), () => resolve('in_use'));
+      });
+      srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve('free')));
+    }),
+  now: () => Date.now(),
+};

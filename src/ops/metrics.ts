@@ -1,0 +1,174 @@
+/**
+ * Prometheus metrics of one daemon (prom-client). Each daemon owns its own `Registry` — never prom-client's
+ * global default register — so two daemons in one process (tests) never share or double-register a metric.
+ *
+ * Two kinds of source:
+ * - counted from the audit trail as entries commit (`AuditTrail.onCommitted`): audit appends by kind, policy
+ *   decisions by outcome and reason, watchdog events. What is counted is what the trail holds, so a metric never
+ *   shows a decision that was rolled back;
+ * - read at scrape time (`collect`): connector state, reconnects and data age, run and step states from the
+ *   store, SSE clients, the writer's pending queue. Nothing is polled between scrapes.
+ * Connector read latency is timed by {@link Metrics.instrument}, a wrapper around a connector (the style of
+ * undici's interceptors: metrics wrap a connector, they are not written into each one).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Connector } from '../../connectors/types.js';
+import type { AuditEntry } from '../audit/entry.js';
+import type { Store } from '../store/store.js';
+
+/** The daemon's parts read at scrape time; each may be absent (a daemon without an API has no SSE clients). */
+export interface MetricSources {
+  connectors?: () => readonly Pick<Connector, 'health'>[];
+  store?: () => Store | undefined;
+  sseClients?: () => number;
+  writerQueue?: () => number;
+  now?: () => number;
+}
+
+const CONNECTOR_STATES = ['connecting', 'connected', 'lost', 'closed'] as const;
+const ACTIVE = "('PENDING','RUNNING','APPROVAL','HELD','INTERRUPTED')";
+
+export class Metrics {
+  readonly registry = new Registry();
+  private sources: MetricSources = {};
+  private readonly reconnectsSeen = new Map<string, number>();
+  private readonly auditAppends: Counter<'kind'>;
+  private readonly decisions: Counter<'outcome' | 'reason'>;
+  private readonly watchdog: Counter<'event'>;
+  private readonly verifySeconds: Histogram;
+  private readonly readSeconds: Histogram<'connector'>;
+  private readonly backups: Counter<'result'>;
+
+  /** @param processMetrics also export Node's process metrics (memory, CPU, event-loop lag) — once per process. */
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.registry.setDefaultLabels({});
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'linekeeper_' });
+    this.auditAppends = new Counter({ name: 'linekeeper_audit_appends_total', help: 'Audit entries committed, by kind', labelNames: ['kind'], registers });
+    this.decisions = new Counter({ name: 'linekeeper_policy_decisions_total', help: 'Policy decisions on setpoint moves, by outcome and reason (one count per reason)', labelNames: ['outcome', 'reason'], registers });
+    this.watchdog = new Counter({ name: 'linekeeper_watchdog_events_total', help: 'PLC and model watchdog events recorded on the site chain', labelNames: ['event'], registers });
+    this.verifySeconds = new Histogram({ name: 'linekeeper_audit_verify_seconds', help: 'Time to verify the audit chains (backups, restore, doctor)', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120], registers });
+    this.readSeconds = new Histogram({ name: 'linekeeper_connector_read_seconds', help: 'Latency of reads from equipment, by connection', labelNames: ['connector'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers });
+    this.backups = new Counter({ name: 'linekeeper_backups_total', help: 'Online backups taken, by result', labelNames: ['result'], registers });
+    const self = this;
+    new Gauge({
+      name: 'linekeeper_connector_state', help: 'Connection state (1 for the current state)', labelNames: ['connector', 'state'], registers,
+      collect() {
+        this.reset();
+        for (const c of self.sources.connectors?.() ?? []) {
+          const h = c.health();
+          for (const s of CONNECTOR_STATES) this.set({ connector: h.id, state: s }, h.state === s ? 1 : 0);
+        }
+      },
+    });
+    new Counter({
+      name: 'linekeeper_connector_reconnects_total', help: 'Reconnections of each connection since start', labelNames: ['connector'], registers,
+      collect() {
+        for (const c of self.sources.connectors?.() ?? []) {
+          const h = c.health();
+          const seen = self.reconnectsSeen.get(h.id) ?? 0;
+          this.inc({ connector: h.id }, Math.max(0, h.reconnects - seen));
+          self.reconnectsSeen.set(h.id, Math.max(seen, h.reconnects));
+        }
+      },
+    });
+    new Gauge({
+      name: 'linekeeper_data_age_seconds', help: 'Age of the newest good data of each connection (absent before the first)', labelNames: ['connector'], registers,
+      collect() {
+        this.reset();
+        const now = (self.sources.now ?? Date.now)();
+        for (const c of self.sources.connectors?.() ?? []) {
+          const h = c.health();
+          if (h.lastDataAt !== undefined) this.set({ connector: h.id }, Math.max(0, (now - h.lastDataAt) / 1000));
+        }
+      },
+    });
+    new Gauge({
+      name: 'linekeeper_runs', help: 'Runs by status (all runs this node holds)', labelNames: ['status'], registers,
+      collect() {
+        this.reset();
+        const store = self.sources.store?.();
+        if (!store) return;
+        for (const r of store.db.prepare('SELECT status, COUNT(*) AS n FROM run GROUP BY status').all() as { status: string; n: number }[]) this.set({ status: r.status }, r.n);
+      },
+    });
+    new Gauge({
+      name: 'linekeeper_run_steps', help: 'Steps of the active runs by status', labelNames: ['status'], registers,
+      collect() {
+        this.reset();
+        const store = self.sources.store?.();
+        if (!store) return;
+        const rows = store.db.prepare(`SELECT s.status, COUNT(*) AS n FROM run_step s JOIN run r ON r.id = s.run WHERE r.status IN ${ACTIVE} GROUP BY s.status`).all() as { status: string; n: number }[];
+        for (const r of rows) this.set({ status: r.status }, r.n);
+      },
+    });
+    new Gauge({ name: 'linekeeper_sse_clients', help: 'Open server-sent event streams', registers, collect() { this.set(self.sources.sseClients?.() ?? 0); } });
+    new Gauge({ name: 'linekeeper_writer_queue', help: 'Setpoint writes waiting for a named reviewer', registers, collect() { this.set(self.sources.writerQueue?.() ?? 0); } });
+  }
+
+  /** Where the scrape-time gauges read from (set once the daemon's parts exist; later calls add to it). */
+  setSources(s: MetricSources): void {
+    this.sources = { ...this.sources, ...s };
+  }
+
+  /** Count what `store`'s audit trail commits from now on. @returns the function that stops counting. */
+  observeAudit(store: Pick<Store, 'audit'>): () => void {
+    return store.audit.onCommitted((e) => this.onEntry(e));
+  }
+
+  /** Count one committed audit entry (exported for tests of the mapping). */
+  onEntry(e: Pick<AuditEntry, 'kind' | 'action' | 'result' | 'reason'>): void {
+    this.auditAppends.inc({ kind: e.kind });
+    if (e.kind === 'policy_decision') {
+      const r = (e.result ?? {}) as { outcome?: unknown; reasons?: unknown };
+      const outcome = typeof r.outcome === 'string' ? r.outcome : 'unknown';
+      const reasons = Array.isArray(r.reasons) && r.reasons.length > 0 ? r.reasons.map(String) : ['none'];
+      for (const reason of reasons) this.decisions.inc({ outcome, reason });
+    } else if (e.kind === 'watchdog') {
+      this.watchdog.inc({ event: e.action.replace(/^watchdog\./, '') });
+    }
+  }
+
+  /** Record how long an audit verification took. */
+  observeVerify(seconds: number): void {
+    this.verifySeconds.observe(seconds);
+  }
+
+  /** Record a backup's outcome. */
+  backupDone(ok: boolean): void {
+    this.backups.inc({ result: ok ? 'ok' : 'failed' });
+  }
+
+  /**
+   * The same connector with its reads timed. Everything else passes through to the connector itself (bound to
+   * it, so private state works), including the write capability: the guarded writer stays its only holder.
+   */
+  instrument<C extends Connector>(c: C): C {
+    const hist = this.readSeconds;
+    return new Proxy(c, {
+      get(target, key) {
+        const v = Reflect.get(target, key, target) as unknown;
+        if (key === 'read' && typeof v === 'function') {
+          return async (...args: unknown[]) => {
+            const end = hist.startTimer({ connector: target.id });
+            try {
+              return await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            } finally {
+              end();
+            }
+          };
+        }
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  /** The exposition text (Prometheus text format 0.0.4). */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
