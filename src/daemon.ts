@@ -38,7 +38,7 @@ import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
-import { checkDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
+import { prepareDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
 import { keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
@@ -142,7 +142,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
   // writable, not writable by others, and ours alone: before anything in it is opened
-  checkDataDir(loaded.dataDir);
+  prepareDataDir(loaded.dataDir);
   const lock: DataLock = lockDataDir(loaded.dataDir);
   const connectors: Connector[] = [];
   // PLCs whose watchdog cannot be kept alive by our heartbeat period, per connector: never heartbeated, also not

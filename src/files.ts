@@ -76,7 +76,7 @@ export function checkOutputFile(file: string, what: string): void {
  * (a missing one is created by `serve`; offline commands report the missing database themselves).
  * @throws LkError LK_DATA_DIR_NOT_A_DIRECTORY
  */
-export function checkDataDir(dir: string): void {
+export function checkDataDirPath(dir: string): void {
   let isDir = true;
   try {
     isDir = statSync(dir).isDirectory();

@@ -12,7 +12,7 @@ import canonicalize from 'canonicalize';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { LkError } from '../errors.js';
-import { checkDataDir } from '../files.js';
+import { checkDataDirPath } from '../files.js';
 import { isValidUnit } from '../domain/units.js';
 import { SiteConfig } from './schema.js';
 
@@ -98,10 +98,10 @@ export function loadConfig(file: string = defaultConfigFile(), overrides: { data
   // data_dir is relative to the working directory (./data in development, absolute under systemd);
   // the policy bundle is part of the configuration set and is relative to the config file.
   const dataDir = resolve(overrides.dataDir ?? config.data_dir);
-  if (overrides.dataDir !== undefined) checkDataDir(dataDir);
+  if (overrides.dataDir !== undefined) checkDataDirPath(dataDir);
   else {
     try {
-      checkDataDir(dataDir);
+      checkDataDirPath(dataDir);
     } catch {
       // the configuration names it: a configuration error (exit 78, so systemd's ExecStartPre stops the unit)
       const line = lineOf(['data_dir']);

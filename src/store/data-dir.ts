@@ -40,16 +40,16 @@ export interface LockHolder {
  * Creates the directory (0700) when it is missing.
  * @throws LkError LK_DATA_NOT_WRITABLE when it (or the database in it) is not writable — a read-only copy is
  *   for `audit verify | query | export`; LK_DATA_INSECURE when others may write to it (chmod o-w);
- *   LK_STORE_FULL when it cannot even be created for lack of space.
+ *   LK_STORE_FULL when it cannot even be created for lack of space; LK_DATA_DIR_NOT_A_DIRECTORY for a file.
  */
-export function checkDataDir(dataDir: string): void {
+export function prepareDataDir(dataDir: string): void {
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (err) {
     throw fsError(err, dataDir);
   }
   const st = statSync(dataDir);
-  if (!st.isDirectory()) throw new LkError('LK_DATA_NOT_WRITABLE', `${dataDir} is not a directory`, { dataDir });
+  if (!st.isDirectory()) throw new LkError('LK_DATA_DIR_NOT_A_DIRECTORY', `data directory ${dataDir}: is not a directory`, { dir: dataDir });
   if ((st.mode & 0o002) !== 0) {
     throw new LkError('LK_DATA_INSECURE', `${dataDir} is writable by others (mode ${(st.mode & 0o7777).toString(8)}): anyone could replace the audit trail or the key; chmod o-w it`, { dataDir, mode: st.mode & 0o7777 });
   }

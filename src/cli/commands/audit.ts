@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
-import { checkDataDir, checkOutputFile, fileError, isSystemError, readInputFile } from '../../files.js';
+import { checkDataDirPath, checkOutputFile, fileError, isSystemError, readInputFile } from '../../files.js';
 import { resolve } from 'node:path';
 import { openStore, type Store } from '../../store/store.js';
 import { exportBundle, verifyBundle } from '../../audit/bundle.js';
@@ -27,7 +27,7 @@ type FilterOpts = Partial<Record<keyof AuditFilter, string>>;
 
 function dataDirOf(o: Common): string {
   if (o.data === undefined) return loadConfig(...(o.config ? [o.config] : [])).dataDir;
-  checkDataDir(o.data);
+  checkDataDirPath(o.data);
   return o.data;
 }
 

@@ -7,7 +7,7 @@
  * the equipment shows and trusts it here; the daemon picks the change up on
  * its next connection attempt.
  */
-import { checkDataDir } from '../../files.js';
+import { checkDataDirPath } from '../../files.js';
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import type { CertificateInfo } from '../../../connectors/opcua/pki.js';
@@ -24,7 +24,7 @@ interface DataOpts {
 /** `--data` wins; otherwise the data directory of the site configuration. */
 function dataDirOf(opts: DataOpts): string {
   if (opts.data === undefined) return loadConfig(opts.config ?? defaultConfigFile()).dataDir;
-  checkDataDir(opts.data);
+  checkDataDirPath(opts.data);
   return opts.data;
 }
 
