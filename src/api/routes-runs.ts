@@ -3,6 +3,7 @@
  * the engine and map its errors: the engine audits every run and step change and every signature in the
  * transaction of the change; the API audits what only it sees (a signature refused to the person who tried).
  */
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
 import type { RunView as EngineRunView } from '../engine/run/types.js';
@@ -31,6 +32,13 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 /** The engine's view as the schema types it (statuses are the domain's enums; the serializer checks them). */
 const out = (v: EngineRunView): z.output<typeof RunView> => v as z.output<typeof RunView>;
 
+/**
+ * What the route's response serializer does to a view — encode (validate, keep only the schema's fields) through
+ * the RunView schema — as the engine's view cache runs it: once per state change of the run, not per request.
+ */
+const encodeRunView = (v: EngineRunView): EngineRunView => z.encode(RunView, out(v)) as EngineRunView;
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
 export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   const { engine } = ctx.daemon;
 
@@ -56,8 +64,12 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
 
   app.get(`${BASE}/runs/:id`, {
     onRequest: ctx.guard(READERS, 'read runs'),
+    // the response schema stays the contract (OpenAPI) and is applied, through encodeRunView, when the view is built
     schema: { tags: ['runs'], summary: 'A run: ordered steps, the approval gate, the genealogy pointer', security, params: RunParams, response: { 200: RunView, ...problems } },
-  }, async (req) => out(engine.get(req.params.tenant, req.params.id)));
+  }, (req, reply) => {
+    // the body is already JSON (a string with a JSON content type: fastify's serializer leaves it as it is)
+    void (reply as unknown as FastifyReply).type(JSON_UTF8).send(engine.viewJson(req.params.tenant, req.params.id, encodeRunView));
+  });
 
   app.get(`${BASE}/runs/:id/stream`, {
     // a HEAD would hold an event stream open with no body to read

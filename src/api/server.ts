@@ -14,6 +14,7 @@ import { guardFactory } from './auth.js';
 import { type Api, type ApiContext, type ApiDaemon } from './context.js';
 import type { Identity } from './identity.js';
 import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
+import { lazyRequestLogger } from './request-log.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { registerMetricsRoute } from './routes-metrics.js';
@@ -56,6 +57,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     bodyLimit: o.bodyLimit ?? 64 * 1024,
     // one line per refused or failed request (problem.ts), not two per request
     logController: new LogController({ disableRequestLogging: true }),
+    // so a request that logs nothing (most) does not pay for a pino child logger
+    childLoggerFactory: lazyRequestLogger,
     // requests under way finish on close (a signature is answered); event streams are ended first, see close()
     forceCloseConnections: 'idle',
     // fastify's own 503 is not a problem+json body: the hook below answers instead
@@ -71,10 +74,11 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   app.removeContentTypeParser('text/plain');
   installProblems(app);
   let stopping = false;
-  app.addHook('onRequest', async (_req, reply) => {
-    if (!stopping) return;
+  // a callback hook, not an async one: it runs on every request, and answers at once
+  app.addHook('onRequest', (_req, reply, done) => {
+    if (!stopping) return done();
     reply.header('connection', 'close');
-    throw new LkError('LK_NOT_READY', 'linekeeper is stopping');
+    done(new LkError('LK_NOT_READY', 'linekeeper is stopping'));
   });
 
   await app.register(fastifySwagger, {

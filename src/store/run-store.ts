@@ -2,6 +2,8 @@
  * Every SQL statement of the run engine (migration 5): runs, steps, the tool-call log, agent calls, the
  * genealogy and the approval gate. Mutations take the caller's transaction (`TxContext`) so that a state
  * change commits with its audit entry; reads are tenant-scoped (R1): a run of another tenant is not found.
+ * Every write to what a run's view shows (the run row, its steps, its approval) is announced to the
+ * {@link RunStore.onWrite} listeners, so a cache of views is dropped exactly when its source changes.
  */
 import type { Database, Statement } from 'better-sqlite3';
 import type { PlanStep, RunStatus, StepStatus } from '../domain/run.js';
@@ -105,6 +107,7 @@ const parse = (s: string | null): unknown => (s === null ? null : JSON.parse(s))
 /** Prepared statements over one connection; construct once per store. */
 export class RunStore {
   private readonly st: Record<string, Statement>;
+  private readonly writeListeners = new Set<(run: string) => void>();
 
   constructor(private readonly db: Database) {
     this.st = {
@@ -134,12 +137,31 @@ export class RunStore {
       getApproval: db.prepare('SELECT * FROM run_approval WHERE tenant = ? AND id = ?'),
       approvalOfRun: db.prepare("SELECT * FROM run_approval WHERE run = ? ORDER BY requested_at DESC LIMIT 1"),
       pendingApprovals: db.prepare("SELECT * FROM run_approval WHERE tenant = ? AND status = 'pending' ORDER BY requested_at"),
-      decideApproval: db.prepare("UPDATE run_approval SET status = ?, decided_at = ?, signature = ? WHERE id = ? AND status = 'pending'"),
+      // RETURNING: the run whose view the decision changes, in the same statement
+      decideApproval: db.prepare("UPDATE run_approval SET status = ?, decided_at = ?, signature = ? WHERE id = ? AND status = 'pending' RETURNING run").pluck(),
     };
+  }
+
+  /**
+   * Listen to every write of what a run's view shows — the run row, its steps, its approval — with the run id.
+   * Listeners run synchronously inside the writing transaction (so a write that is then rolled back has still
+   * dropped what depended on the old row: dropping too much is safe, keeping too much is not); a listener must
+   * not read the store. Tool-call lines, agent calls and genealogy events are not part of the view and are not
+   * announced.
+   * @returns a function that removes the listener
+   */
+  onWrite(l: (run: string) => void): () => void {
+    this.writeListeners.add(l);
+    return () => this.writeListeners.delete(l);
+  }
+
+  private wrote(run: string): void {
+    for (const l of this.writeListeners) l(run);
   }
 
   insertRun(t: TxContext, run: NewRun, plan: readonly PlanStep[]): void {
     void t;
+    this.wrote(run.id);
     this.st.insertRun!.run({ ...run, request: JSON.stringify(run.request), limits: JSON.stringify(run.limits), record: JSON.stringify(run.record) });
     for (const s of plan) this.st.insertStep!.run(run.id, s.seq, s.name, s.agent, s.tool, s.gate ? 1 : 0, s.continuous ? 1 : 0, 'PENDING');
   }
@@ -174,11 +196,13 @@ export class RunStore {
 
   setStatus(t: TxContext, id: string, status: RunStatus, reason: string | null, at: number, ended: boolean): void {
     void t;
+    this.wrote(id);
     this.st.setStatus!.run(status, reason, at, ended ? at : null, id);
   }
 
   setData(t: TxContext, id: string, data: Record<string, unknown>, at: number): void {
     void t;
+    this.wrote(id);
     this.st.setData!.run(JSON.stringify(data), at, id);
   }
 
@@ -188,6 +212,7 @@ export class RunStore {
 
   setStep(t: TxContext, s: Pick<StepRecord, 'run' | 'seq' | 'status' | 'attempt' | 'startedAt' | 'endedAt' | 'detail'>): void {
     void t;
+    this.wrote(s.run);
     this.st.setStep!.run(s);
   }
 
@@ -227,6 +252,7 @@ export class RunStore {
 
   insertApproval(t: TxContext, a: Pick<ApprovalRecord, 'id' | 'run' | 'tenant' | 'reviewer' | 'record' | 'recordHash' | 'requestedAt'>): void {
     void t;
+    this.wrote(a.run);
     this.st.insertApproval!.run(a.id, a.run, a.tenant, a.reviewer, a.record, a.recordHash, a.requestedAt);
   }
 
@@ -247,7 +273,10 @@ export class RunStore {
   /** @returns false when the approval was not pending any more (decided concurrently). */
   decideApproval(t: TxContext, id: string, status: 'approved' | 'rejected', at: number, signature: Record<string, unknown>): boolean {
     void t;
-    return this.st.decideApproval!.run(status, at, JSON.stringify(signature), id).changes === 1;
+    const run = this.st.decideApproval!.get(status, at, JSON.stringify(signature), id) as string | undefined;
+    if (run === undefined) return false;
+    this.wrote(run);
+    return true;
   }
 }
 

@@ -22,8 +22,10 @@ import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } fro
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
 import { setAutonomy } from '../autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
+import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
+export type { ViewEncoder } from './view-cache.js';
 
 /** Batch state the policy sees for each run status (bundle `batch_states.writable` allows setup and running). */
 const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUNNING: 'running', APPROVAL: 'hold', HELD: 'hold', INTERRUPTED: 'hold', SUCCEEDED: 'complete', FAILED: 'failed', REJECTED: 'rejected' };
@@ -40,12 +42,16 @@ export class RunEngine {
   private readonly o: RunEngineOptions;
   private watchTimer: NodeJS.Timeout | undefined;
   private readonly lost = new Map<string, ModelLost>();
+  /** Views of recently read runs, dropped by the store's write announcements (view-cache.ts). */
+  private readonly views: ViewCache;
 
   constructor(options: RunEngineOptions) {
     // model errors name the model kind, so a lost model drops exactly the agents that use it
     const o: RunEngineOptions = { ...options, models: tagged(options.models) };
     this.o = o;
     this.runs = new RunStore(o.store.db);
+    this.views = new ViewCache(o.viewCacheSize ?? 256);
+    this.runs.onWrite((run) => this.views.drop(run));
     this.host = {
       store: o.store,
       runs: this.runs,
@@ -134,11 +140,36 @@ export class RunEngine {
     return this.view(this.runs.runById(id)!);
   }
 
-  /** The run record as the API returns it. @throws LkError LK_NOT_FOUND (also for another tenant's run, R1). */
+  /**
+   * The run as the API returns it, from the view cache (deep-frozen when no step is running: do not mutate).
+   * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1).
+   */
   get(tenant: string, id: string): RunView {
+    return this.frame(tenant, id).at(this.o.clock.now());
+  }
+
+  /**
+   * The run as JSON text: `JSON.stringify(encode(get(tenant, id)))`, with `encode` (the API's response schema,
+   * which validates) run once per state change of the run rather than once per read.
+   * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1); whatever `encode` throws for an invalid view.
+   */
+  viewJson(tenant: string, id: string, encode: ViewEncoder): string {
+    return this.frame(tenant, id).json(this.o.clock.now(), encode);
+  }
+
+  /** The cached frame of a run of `tenant`, built from the store on a miss (outside a transaction only: a frame never holds uncommitted state). */
+  private frame(tenant: string, id: string): ViewFrame {
+    const cached = this.views.get(id);
+    if (cached) {
+      if (cached.tenant !== tenant) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
+      return cached;
+    }
     const run = this.runs.run(tenant, id);
     if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
-    return this.view(run);
+    const built = this.compose(run);
+    const frame = new ViewFrame(run.tenant, built.view, built.open);
+    if (!this.o.store.db.inTransaction) this.views.set(id, frame);
+    return frame;
   }
 
   list(tenant: string, limit = 50, cursor?: { createdAt: number; id: string }): RunView[] {
@@ -434,11 +465,20 @@ export class RunEngine {
 
   /** The run as the API, the CLI and the console show it. */
   view(run: RunRecord): RunView {
+    return this.compose(run).view;
+  }
+
+  /** The view of a run, and its steps whose durations run on with the clock. */
+  private compose(run: RunRecord): { view: RunView; open: OpenStep[] } {
     const steps = this.runs.steps(run.id);
     const plan: PlanStep[] = composePlan();
     const now = this.o.clock.now();
     const gate = this.runs.approvalOfRun(run.id);
-    return {
+    const open: OpenStep[] = [];
+    steps.forEach((s, index) => {
+      if (s.startedAt !== null && s.endedAt === null) open.push({ index, startedAt: s.startedAt, continuous: s.continuous });
+    });
+    const view: RunView = {
       id: run.id, tenant: run.tenant, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, status: run.status, goal: run.goal,
       autonomy: run.autonomy, startedBy: run.startedBy, createdAt: new Date(run.createdAt).toISOString(), endedAt: run.endedAt === null ? null : new Date(run.endedAt).toISOString(),
       reason: run.reason, plan: planSummary(plan),
@@ -454,6 +494,7 @@ export class RunEngine {
       genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
       release: (run.data['release'] as RunView['release']) ?? null,
     };
+    return { view, open };
   }
 
   /** Options the steps need. */

@@ -86,6 +86,8 @@ export interface RunEngineOptions {
   readonly pollMs?: number;
   /** Wall ms between checks of the models of executing runs (default 2000). */
   readonly modelWatchMs?: number;
+  /** Run views kept between state changes (least recently read dropped first; default 256, 0 keeps none). */
+  readonly viewCacheSize?: number;
 }
 
 export interface StartRunInput {
