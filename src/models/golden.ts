@@ -17,9 +17,9 @@ import { evaluateTwin, TWIN_ATTRIBUTES } from '../twin/fit.js';
 import { nirScore } from '../twin/nir/pls.js';
 import { outOfRange, type SetpointVector } from '../twin/setpoints.js';
 import { classifyFrameSet, precisionRecall } from '../twin/vision/classifier.js';
-import { DEFECT_CLASSES } from '../twin/vision/frames.js';
+import { DEFECT_CLASSES, type DefectClass } from '../twin/vision/frames.js';
 import { nirModelOf, twinModelOf, visionModelOf } from './artefacts.js';
-import { decodeFrameSets, loadGolden, type LoadedGolden, type NirGolden, type TwinGolden, type VisionGolden } from './golden-data.js';
+import { forEachGoldenFrameSet, loadGolden, type LoadedGolden, type NirGolden, type TwinGolden, type VisionGolden } from './golden-data.js';
 import type { LoadedModel, ModelKind } from './registry.js';
 
 /**
@@ -153,9 +153,13 @@ function evaluateNirGolden(loaded: LoadedModel, g: NirGolden): { metrics: Record
 
 function evaluateVisionGolden(loaded: LoadedModel, g: VisionGolden): { metrics: Record<string, number>; items: number } {
   const model = visionModelOf(loaded);
-  const sets = decodeFrameSets(g);
-  const predicted = sets.map((s) => classifyFrameSet(model, s).label);
-  const pr = precisionRecall(sets.map((s) => s.label), predicted);
+  const truth: DefectClass[] = [];
+  const predicted: DefectClass[] = [];
+  forEachGoldenFrameSet(g, (s) => {
+    truth.push(s.label);
+    predicted.push(classifyFrameSet(model, s).label);
+  });
+  const pr = precisionRecall(truth, predicted);
   const metrics: Record<string, number> = {};
   let pMin = 1;
   let rMin = 1;
@@ -167,8 +171,8 @@ function evaluateVisionGolden(loaded: LoadedModel, g: VisionGolden): { metrics: 
   }
   metrics['precision.min'] = pMin;
   metrics['recall.min'] = rMin;
-  metrics['accuracy'] = predicted.filter((p, i) => p === sets[i]!.label).length / sets.length;
-  return { metrics, items: sets.length };
+  metrics['accuracy'] = predicted.filter((p, i) => p === truth[i]).length / truth.length;
+  return { metrics, items: truth.length };
 }
 
 export type { LoadedGolden };
