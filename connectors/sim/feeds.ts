@@ -9,12 +9,15 @@
  *
  * Cost: at most one spectrum and one frame set per PLC scan (the newest; a
  * scan or trigger that an earlier one in the same PLC scan overtook is never
- * on the wire, as on a station that publishes only its latest result).
+ * on the wire, as on a station that publishes only its latest result). A
+ * frame set (6 × 640×480, 1.8 MB) is rendered only when one of its frames is
+ * first read, from a seed drawn for its trigger, and only the newest is held.
  */
 import type { Rng } from '../../src/clock.js';
 import { LkError } from '../../src/errors.js';
 import { nirSample, WAVELENGTHS_NM } from '../../src/twin/nir/spectra.js';
-import { DEFECT_CLASSES, renderFrameSet, SIZE, type DefectClass } from '../../src/twin/vision/frames.js';
+import { createRng } from '../../src/clock.js';
+import { DEFECT_CLASSES, HEIGHT, renderFrameSet, WIDTH, type DefectClass } from '../../src/twin/vision/frames.js';
 import { encodeFrame } from '../opcua/frames.js';
 import type { Value } from './dynamics.js';
 import type { TrueParameters } from './truth.js';
@@ -151,15 +154,23 @@ export class VisionFeed implements Feed {
   seq = 0;
   private id = -1;
   private readonly history = new History<TriggerTruth>();
-  constructor(private readonly rng: Rng) {}
+  /** Seeds of the triggers' pixels: a stream apart from the labels', so drawing one does not correlate with the other. */
+  private readonly seeds: Rng;
+  constructor(private readonly rng: Rng) {
+    this.seeds = rng.fork();
+  }
 
   update(st: Readonly<Record<string, number>>, ctx: FeedContext): void {
     const triggerId = Math.floor(st.inspected ?? 0) % 2 ** 32;
     if (triggerId === this.id) return;
     const label = drawDefect(defectRates(st.capping ?? 0, ctx.truth.vision.baseDefectPct, ctx.injected), this.rng);
-    const set = renderFrameSet(label, triggerId, this.rng);
+    // the pixels are drawn from a stream of the trigger's own, when first read: most triggers are never looked at
+    const seed = this.seeds.int(0, 0x7fffffff);
+    let encoded: Uint8Array[] | undefined;
+    const frames = (): Uint8Array[] =>
+      (encoded ??= renderFrameSet(label, triggerId, createRng(seed)).frames.map((pixels, camera) => encodeFrame({ triggerId, camera, width: WIDTH, height: HEIGHT, pixels })));
     const readings: Record<string, Value> = { TriggerId: triggerId };
-    set.frames.forEach((pixels, camera) => (readings[FRAME_TAGS[camera]!] = encodeFrame({ triggerId, camera, width: SIZE, height: SIZE, pixels })));
+    FRAME_TAGS.forEach((tag, camera) => Object.defineProperty(readings, tag, { get: () => frames()[camera]!, enumerable: true, configurable: true }));
     this.id = triggerId;
     this.acquiredAt = ctx.now;
     this.seq++;

@@ -421,8 +421,10 @@ export class Plant {
     const model = MODELS[u.cfg.type];
     const r = model ? model.measure(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.lineView() }) : {};
     if (u.cfg.type === 'plc') r.BatchPhase = this.phase;
-    if (u.feed) Object.assign(r, u.feed.readings);
-    for (const t of u.cfg.tags) if (t.kind === 'measurement') u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
+    const feed = u.feed?.readings;
+    for (const t of u.cfg.tags) if (t.kind === 'measurement' && !(feed && t.name in feed)) u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
+    // the feed's readings override the model's, copied as they are: a frame is an accessor that renders on first read
+    if (feed) Object.defineProperties(u.readings, Object.getOwnPropertyDescriptors(feed));
   }
 
   private lineView(): LineView {

@@ -11,8 +11,12 @@
  *   press segments a Latin hypercube over the built-in design space;
  * - `nir-spectra.json` — NIR spectra (351 points, rounded to 1e-6) with the
  *   reference potency, 85–115 % label claim;
- * - `vision-frames.json` — six-camera frame sets of every defect class,
- *   frames base64 (6 × 24 × 24 bytes).
+ * - `vision-frames.json` — six-camera frame sets of every defect class. A set
+ *   is 6 × 640×480 bytes (1.8 MB; 140 of them would be 250 MB), so the file
+ *   holds each set's render seed and the SHA-256 of its exact pixels: the
+ *   gate renders the frames with `renderFrameSet` and refuses a set whose
+ *   pixels hash differently (a changed renderer cannot silently change the
+ *   golden images).
  *
  * None of them shares a generator stream with the data the default models
  * are fitted on (seeds `seed`, `seed + 1`, `seed + 2` in seed.ts): a golden
@@ -24,13 +28,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { createRng } from '../clock.js';
+import { createRng, type Rng } from '../clock.js';
 import { LkError } from '../errors.js';
 import { recordBatches, type RecordedBatch } from '../twin/batch.js';
 import { nirSamples } from '../twin/nir/spectra.js';
 import { DEFAULT_DESIGN_SPACE } from '../twin/setpoints.js';
 import { NOMINAL_PARAMS, perturbParams } from '../twin/truth.js';
-import { CAMERAS, DEFECT_CLASSES, PIXELS, frameSets, type DefectClass, type LabelledFrameSet } from '../twin/vision/frames.js';
+import { DEFECT_CLASSES, renderFrameSet, type DefectClass, type LabelledFrameSet } from '../twin/vision/frames.js';
 import type { ModelKind } from './registry.js';
 
 /** Seed of the default site's simulated plant (config/site.yaml simulator.seed). */
@@ -61,8 +65,11 @@ export interface VisionGolden {
   kind: 'vision-softmax';
   description: string;
   seed: number;
-  /** Frame sets; `frames` is base64 of the six images concatenated (camera 0 first), row-major, 8-bit grey. */
-  sets: { triggerId: number; label: DefectClass; frames: string }[];
+  /**
+   * Frame sets: rendered by `renderFrameSet(label, triggerId, createRng(seed))`; `sha256` is the hex SHA-256 of
+   * the six images concatenated (camera 0 first), row-major, 8-bit grey.
+   */
+  sets: { triggerId: number; label: DefectClass; seed: number; sha256: string }[];
 }
 
 export type GoldenDataset = TwinGolden | NirGolden | VisionGolden;
@@ -81,7 +88,7 @@ export function buildGoldenDatasets(): { twin: TwinGolden; 'nir-pls': NirGolden;
   const truth = perturbParams(NOMINAL_PARAMS, GOLDEN_PLANT_SEED);
   const batches = recordBatches(truth, DEFAULT_DESIGN_SPACE, 10, createRng(GOLDEN_SEEDS.twin), 'GOLD');
   const spectra = nirSamples(40, createRng(GOLDEN_SEEDS.nir), 85, 115);
-  const sets = frameSets(20, createRng(GOLDEN_SEEDS.vision), 5_000_000);
+  const sets = goldenVisionSets(20, createRng(GOLDEN_SEEDS.vision), 5_000_000);
   return {
     twin: {
       format: 1,
@@ -101,9 +108,9 @@ export function buildGoldenDatasets(): { twin: TwinGolden; 'nir-pls': NirGolden;
     'vision-softmax': {
       format: 1,
       kind: 'vision-softmax',
-      description: `20 six-camera frame sets per class (${DEFECT_CLASSES.join(', ')})`,
+      description: `20 six-camera frame sets (6 × 640×480 8-bit grey) per class (${DEFECT_CLASSES.join(', ')}), as render seeds and pixel hashes`,
       seed: GOLDEN_SEEDS.vision,
-      sets: sets.map((s) => ({ triggerId: s.triggerId, label: s.label, frames: Buffer.concat(s.frames.map((f) => Buffer.from(f))).toString('base64') })),
+      sets,
     },
   };
 }
@@ -137,7 +144,7 @@ const VisionSchema = z.object({
   kind: z.literal('vision-softmax'),
   description: z.string(),
   seed: z.number(),
-  sets: z.array(z.strictObject({ triggerId: z.number().int(), label: z.enum(DEFECT_CLASSES), frames: z.string() })).min(1),
+  sets: z.array(z.strictObject({ triggerId: z.number().int(), label: z.enum(DEFECT_CLASSES), seed: z.number().int(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })).min(1),
 });
 const SCHEMAS = { twin: TwinSchema, 'nir-pls': NirSchema, 'vision-softmax': VisionSchema } as const;
 
@@ -168,12 +175,37 @@ export function loadGolden(dir: string, kind: ModelKind): LoadedGolden {
   return { file: GOLDEN_FILES[kind], sha256: createHash('sha256').update(bytes).digest('hex'), data: parsed as GoldenDataset };
 }
 
-/** The frame sets of a vision golden dataset, decoded. @throws LkError LK_MODEL_GATE_FAILED for a set of the wrong size. */
-export function decodeFrameSets(g: VisionGolden): LabelledFrameSet[] {
-  return g.sets.map((s) => {
-    const bytes = Buffer.from(s.frames, 'base64');
-    if (bytes.length !== CAMERAS * PIXELS) throw new LkError('LK_MODEL_GATE_FAILED', `golden frame set ${s.triggerId}: ${bytes.length} bytes, expected ${CAMERAS * PIXELS}`);
-    const frames = Array.from({ length: CAMERAS }, (_, c) => new Uint8Array(bytes.subarray(c * PIXELS, (c + 1) * PIXELS)));
-    return { triggerId: s.triggerId, label: s.label, frames };
-  });
+function framesSha256(frames: readonly Uint8Array[]): string {
+  const h = createHash('sha256');
+  for (const f of frames) h.update(f);
+  return h.digest('hex');
+}
+
+/** `perClass` golden set specs of every class, interleaved: a seed per set from `rng`, the pixels hashed. */
+function goldenVisionSets(perClass: number, rng: Rng, firstTrigger: number): VisionGolden['sets'] {
+  const out: VisionGolden['sets'] = [];
+  let triggerId = firstTrigger;
+  for (let i = 0; i < perClass; i++) {
+    for (const label of DEFECT_CLASSES) {
+      const seed = rng.int(0, 0x7fffffff);
+      out.push({ triggerId, label, seed, sha256: framesSha256(renderFrameSet(label, triggerId, createRng(seed)).frames) });
+      triggerId++;
+    }
+  }
+  return out;
+}
+
+/**
+ * The frame sets of a vision golden dataset, rendered one at a time and handed to `each` (a set is 1.8 MB: the
+ * gate never holds more than one). @throws LkError LK_MODEL_GATE_FAILED for a set whose pixels do not hash to the
+ * recorded SHA-256.
+ */
+export function forEachGoldenFrameSet(g: VisionGolden, each: (set: LabelledFrameSet) => void): void {
+  for (const s of g.sets) {
+    const set = renderFrameSet(s.label, s.triggerId, createRng(s.seed));
+    if (framesSha256(set.frames) !== s.sha256) {
+      throw new LkError('LK_MODEL_GATE_FAILED', `golden frame set ${s.triggerId}: the rendered pixels do not match the recorded SHA-256 (the frame renderer changed)`, { triggerId: s.triggerId });
+    }
+    each(set);
+  }
 }

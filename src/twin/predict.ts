@@ -4,13 +4,12 @@
  * the takt of a full batch (blend → dry → compress → coat) or of a compression
  * window of a given duration.
  *
- * Two implementations that must agree:
- * - {@link compileTwin}: closed forms (exponential decays solved for their end
- *   points, press steady state) with every parameter-only constant computed
- *   once per model — what rehearsal uses;
- * - {@link predictNaive}: steps the same relations second by second the way
- *   the plant simulator does (first-order state updates, press relations
- *   re-evaluated each tick) — the benchmark's peer and the test oracle.
+ * {@link compileTwin} solves the unit operations in closed form (exponential
+ * decays solved for their end points, press steady state) with every
+ * parameter-only constant computed once per model — what rehearsal uses. Its
+ * peer and test oracle, the same model integrated by a standard ODE solver,
+ * lives in bench/peers/twin-ode.ts (not shipped) and shares only
+ * {@link assembleAttributes}, the algebraic part after the end points.
  */
 import {
   blendRsdPct,
@@ -19,7 +18,6 @@ import {
   dryingRatePerMin,
   dryingTimeMin,
   f2Similarity,
-  firstOrder,
   pressModel,
   productTempC,
   weibullReleasePct,
@@ -105,7 +103,7 @@ export function pressSetpoints(v: Readonly<SetpointVector>): PressSetpoints {
   return { fillDepthMm: v['press.FillDepth'], mainForceKn: v['press.MainForce'], preForceKn: v['press.PreForce'], turretRpm: v['press.TurretSpeed'] };
 }
 
-function coatSetpoints(v: Readonly<SetpointVector>): { sprayRateGMin: number; inletAirC: number; airflowM3h: number; panRpm: number } {
+export function coatSetpoints(v: Readonly<SetpointVector>): { sprayRateGMin: number; inletAirC: number; airflowM3h: number; panRpm: number } {
   return { sprayRateGMin: v['coater.SprayRate'], inletAirC: v['coater.InletAirTemp'], airflowM3h: v['coater.Airflow'], panRpm: v['coater.PanSpeed'] };
 }
 
@@ -142,11 +140,12 @@ export function compileTwin(p: Readonly<ProcessParams>, ctx: Readonly<BatchConte
     const coat = coatingModel(coatSetpoints(v), coating);
     const coatMin = ctx.targetWeightGainPct / coat.weightGainPctPerMin;
     const compressMin = (ctx.batchTablets / press.tabletsPerHour) * 60;
-    return finish(p, ctx, v, horizon, { blendRsd, blendMin, dryMin, press, coat, coatMin, compressMin });
+    return assembleAttributes(p, ctx, v, horizon, { blendRsd, blendMin, dryMin, press, coat, coatMin, compressMin });
   };
 }
 
-interface Parts {
+/** What the dynamic part of a batch yields: end points and durations of each unit operation. */
+export interface UnitOperationResults {
   blendRsd: number;
   blendMin: number;
   dryMin: number;
@@ -156,7 +155,12 @@ interface Parts {
   compressMin: number;
 }
 
-function finish(p: Readonly<ProcessParams>, ctx: Readonly<BatchContext>, v: Readonly<SetpointVector>, horizon: Horizon, x: Parts): PredictedAttributes {
+/**
+ * The batch attributes from the unit operations' end points: content uniformity, dissolution and f2, takt. Pure
+ * algebra, shared by the closed forms and by any integrator of the same model, so the two differ only in how they
+ * find the end points. Never throws.
+ */
+export function assembleAttributes(p: Readonly<ProcessParams>, ctx: Readonly<BatchContext>, v: Readonly<SetpointVector>, horizon: Horizon, x: UnitOperationResults): PredictedAttributes {
   const wRsd = weightRsdPct(p, v['press.TurretSpeed']);
   const cu = contentUniformity(x.blendRsd, wRsd, x.press.tabletWeightMg, ctx.targetWeightMg);
   const profile = dissolutionProfile(p, x.press.tensileStrengthMpa, ctx.targetWeightGainPct, ctx.dissolutionTimesMin);
@@ -187,94 +191,4 @@ function finish(p: Readonly<ProcessParams>, ctx: Readonly<BatchContext>, v: Read
     taktMin: full ? x.blendMin + x.dryMin + x.compressMin + x.coatMin : horizon.minutes,
     horizonTablets: full ? ctx.batchTablets : (x.press.tabletsPerHour * horizon.minutes) / 60,
   };
-}
-
-const STEP_S = 1;
-
-/**
- * The naive peer: integrates each unit operation second by second, re-running
- * the process relations every tick as the simulator does, and finds each end
- * point by stepping until it is crossed (linear interpolation inside the last
- * step). Same results as {@link compileTwin} to within the integration error.
- */
-export function predictNaive(p: Readonly<ProcessParams>, v: Readonly<SetpointVector>, horizon: Horizon, ctx: Readonly<BatchContext> = DEFAULT_CONTEXT): PredictedAttributes {
-  const dtMin = STEP_S / 60;
-  // blend: RSD relaxes toward RSD∞ with revolutions
-  const revPerStep = v['blender.Speed'] * dtMin;
-  let rsd = p.blend.rsd0;
-  let rev = 0;
-  let blendMin = 0;
-  const targetRev = v['blender.TargetRevolutions'];
-  while (rev < targetRev) {
-    const dn = Math.min(revPerStep, targetRev - rev);
-    rsd = firstOrder(rsd, p.blend.rsdInf, dn, 1 / p.blend.kPerRev);
-    rev += dn;
-    blendMin += (dn / revPerStep) * dtMin;
-  }
-  // drying: LOD relaxes toward LODe at k(T, airflow)
-  let lod = p.drying.lod0;
-  let dryMin = 0;
-  if (ctx.targetLodPct <= p.drying.lodEq) dryMin = Number.POSITIVE_INFINITY;
-  else {
-    for (;;) {
-      const k = dryingRatePerMin(v['fluidbed.InletAirTemp'], v['fluidbed.Airflow'], p.drying);
-      const next = firstOrder(lod, p.drying.lodEq, dtMin, 1 / k);
-      if (next <= ctx.targetLodPct) {
-        dryMin += (dtMin * Math.log((lod - p.drying.lodEq) / (ctx.targetLodPct - p.drying.lodEq))) / Math.log((lod - p.drying.lodEq) / (next - p.drying.lodEq));
-        break;
-      }
-      lod = next;
-      dryMin += dtMin;
-    }
-  }
-  // compression: the press relations re-evaluated every tick, tablets counted until the horizon is met
-  const ps = pressSetpoints(v);
-  const limitTablets = horizon.kind === 'full_batch' ? ctx.batchTablets : Number.POSITIVE_INFINITY;
-  const limitMin = horizon.kind === 'full_batch' ? Number.POSITIVE_INFINITY : horizon.minutes;
-  let made = 0;
-  let compressMin = 0;
-  let press = pressModel(ps, p.press);
-  const acc = { capping: 0, weight: 0, hardness: 0, tensile: 0, thickness: 0, ejection: 0 };
-  while (made < limitTablets && compressMin < limitMin - 1e-12) {
-    press = pressModel(ps, p.press);
-    let dt = Math.min(dtMin, limitMin - compressMin);
-    let n = (press.tabletsPerHour / 60) * dt;
-    if (made + n > limitTablets) {
-      dt *= (limitTablets - made) / n;
-      n = limitTablets - made;
-    }
-    acc.capping += press.cappingPct * n;
-    acc.weight += press.tabletWeightMg * n;
-    acc.hardness += press.hardnessN * n;
-    acc.tensile += press.tensileStrengthMpa * n;
-    acc.thickness += press.thicknessMm * n;
-    acc.ejection += press.ejectionForceN * n;
-    made += n;
-    compressMin += dt;
-  }
-  const avgPress = {
-    ...press,
-    cappingPct: acc.capping / made,
-    tabletWeightMg: acc.weight / made,
-    hardnessN: acc.hardness / made,
-    tensileStrengthMpa: acc.tensile / made,
-    thicknessMm: acc.thickness / made,
-    ejectionForceN: acc.ejection / made,
-  };
-  // coating: weight gain accumulates until the target
-  let wg = 0;
-  let coatMin = 0;
-  let coat = coatingModel(coatSetpoints(v), p.coating);
-  for (;;) {
-    coat = coatingModel(coatSetpoints(v), p.coating);
-    const inc = coat.weightGainPctPerMin * dtMin;
-    if (wg + inc >= ctx.targetWeightGainPct) {
-      coatMin += (dtMin * (ctx.targetWeightGainPct - wg)) / inc;
-      break;
-    }
-    wg += inc;
-    coatMin += dtMin;
-  }
-  const out = finish(p, ctx, v, horizon, { blendRsd: rsd, blendMin, dryMin, press: avgPress, coat, coatMin, compressMin });
-  return horizon.kind === 'full_batch' ? out : { ...out, horizonTablets: made };
 }

@@ -8,7 +8,7 @@
  */
 import { createRng } from '../clock.js';
 import { LkError } from '../errors.js';
-import { compileTwin, DEFAULT_CONTEXT, predictNaive, type BatchContext, type Horizon, type PredictedAttributes, type Predictor } from './predict.js';
+import { compileTwin, DEFAULT_CONTEXT, type BatchContext, type Horizon, type PredictedAttributes, type Predictor } from './predict.js';
 import { checkDesignSpace, latinHypercube, outOfRange, SETPOINT_IDS, SETPOINTS, type DesignSpaceRanges, type Range, type SetpointId, type SetpointVector } from './setpoints.js';
 import type { ProcessParams } from './truth.js';
 
@@ -125,10 +125,11 @@ function allFinite(a: PredictedAttributes): boolean {
 /**
  * Rehearse `req.candidates` candidates on `model`. Throws LK_VALIDATION for a
  * candidate count outside 1…100 000, a non-integer seed or a bad horizon, and
- * the design-space errors of {@link checkDesignSpace}. `engine: 'naive'` runs
- * the step-by-step peer instead of the closed forms (benchmark and test oracle).
+ * the design-space errors of {@link checkDesignSpace}. `opts.compile` replaces
+ * the closed forms with another predictor of the same model (the benchmark's
+ * ODE-integrated peer and the test oracle); everything else is unchanged.
  */
-export function simulate(model: TwinModel, req: SimulateRequest, opts: { engine?: 'closed_form' | 'naive' } = {}): SimulationResult {
+export function simulate(model: TwinModel, req: SimulateRequest, opts: { compile?: (params: ProcessParams, ctx: BatchContext) => Predictor } = {}): SimulationResult {
   const n = req.candidates;
   if (!Number.isInteger(n) || n < 1 || n > MAX_CANDIDATES) throw new LkError('LK_VALIDATION', `candidates must be an integer in 1…${MAX_CANDIDATES}`, { candidates: n });
   if (!Number.isSafeInteger(req.seed)) throw new LkError('LK_VALIDATION', 'seed must be an integer', { seed: req.seed });
@@ -137,7 +138,7 @@ export function simulate(model: TwinModel, req: SimulateRequest, opts: { engine?
   const horizon = parseHorizon(req.horizon);
   const space = checkDesignSpace(req.designSpace);
   const ctx = req.context ?? DEFAULT_CONTEXT;
-  const predict: Predictor = opts.engine === 'naive' ? (v, h) => predictNaive(model.params, v, h, ctx) : compileTwin(model.params, ctx);
+  const predict: Predictor = (opts.compile ?? compileTwin)(model.params, ctx);
   const vectors = latinHypercube(space, n, createRng(req.seed));
   const ranked: Omit<RankedCandidate, 'rank'>[] = [];
   const discarded: DiscardedCandidate[] = [];

@@ -14,7 +14,7 @@ import { verifyModelChange } from '../../src/models/change.js';
 import { DEMO_CHANGE_REF, ensureDemoModels, type DemoResult } from '../../src/models/demo.js';
 import { buildGoldenDatasets, defaultGoldenDir, GOLDEN_FILES, goldenText } from '../../src/models/golden-data.js';
 import { listModels, loadValidated, MODEL_KINDS, registerModel } from '../../src/models/registry.js';
-import { buildDefaultModels } from '../../src/models/seed.js';
+import { buildDefaultModels, trainDefaultVision, trainedVisionFile } from '../../src/models/seed.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { APPROVERS, SITE } from '../helpers/models.js';
 
@@ -45,6 +45,16 @@ describe('golden datasets', () => {
     expect(built['nir-pls'].samples).toHaveLength(40);
     expect(built['vision-softmax'].sets).toHaveLength(140);
   });
+
+  it('the committed default classifier is what training from its seed gives, and its card shows those held-out figures (≥ 0.95 per class)', () => {
+    const committed = readFileSync(trainedVisionFile(20261121), 'utf8');
+    const trained = trainDefaultVision(20261121);
+    expect(committed).toBe(`${JSON.stringify(trained, null, 1)}\n`);
+    const [vision] = buildDefaultModels('acme-pharma', 20261121, ['defects-softmax']);
+    expect(vision!.artefact).toEqual(trained.artefact);
+    expect(vision!.card.metrics).toEqual(trained.metrics);
+    for (const [k, v] of Object.entries(trained.metrics)) if (k.startsWith('precision.') || k.startsWith('recall.')) expect(v, k).toBeGreaterThanOrEqual(0.95);
+  }, 180_000);
 });
 
 describe('ensureDemoModels', () => {

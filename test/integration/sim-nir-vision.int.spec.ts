@@ -50,7 +50,7 @@ beforeAll(async () => {
   c = createOpcUaConnector({ connection, equipment, url: sim.opcuaUrl, dataDir, backoff: { initialMs: 100, maxMs: 500 } });
   await c.connect();
   sim.plant.writeSetpoint('nir', 'ScanInterval', 1);
-}, 30_000);
+}, 120_000); // the golden gate renders 140 frame sets of 6 × 640×480 (seconds; more on a loaded machine)
 
 afterAll(async () => {
   await c?.close();
@@ -175,7 +175,8 @@ describe('six-camera frame sets over OPC UA, classified by the defect model', ()
     const seen = new Set<number>();
     let agree = 0;
     const truthCounts: Record<string, number> = {};
-    const end = Date.now() + 8000;
+    // each Read carries six 640×480 frames (1.8 MB) the simulator renders on demand: up to 30 s on a loaded machine
+    const end = Date.now() + 30_000;
     while (seen.size < 60 && Date.now() < end) {
       const [trig, ...frames] = await c.read(['vision.TriggerId', ...FRAMES]);
       expect([trig, ...frames].every((s) => s!.quality === 'good')).toBe(true);
@@ -213,7 +214,7 @@ describe('six-camera frame sets over OPC UA, classified by the defect model', ()
         byTrigger.set(f.triggerId, list);
       }
     });
-    await sleep(1500);
+    await sleep(4000); // each notification set is 1.8 MB, rendered on demand: slower than the 50 ms scan on a loaded machine
     await sub.close();
     const complete = [...byTrigger.entries()].filter(([, list]) => new Set(list.map((s) => s.tag)).size === 6);
     console.log(`vision subscription: ${complete.length} complete sets of ${byTrigger.size} triggers seen`);

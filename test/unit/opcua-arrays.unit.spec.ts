@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataType, DataValue, StatusCodes, Variant, VariantArrayType } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assembleFrameSet, decodeFrame, encodeFrame, FRAME_HEADER_BYTES } from '../../connectors/opcua/frames.js';
+import { assembleFrameSet, decodeFrame, encodeFrame, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_WIDE } from '../../connectors/opcua/frames.js';
 import { buildTagTable } from '../../connectors/opcua/tags.js';
 import { sameValue, toSample } from '../../connectors/opcua/values.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
@@ -108,8 +108,21 @@ describe('camera frame wire format', () => {
     expect(codeOf(() => decodeFrame(good.subarray(0, 5)))).toBe('LK_VALUE_INVALID');
     expect(codeOf(() => decodeFrame(good.subarray(0, good.length - 1)))).toBe('LK_VALUE_INVALID');
     const otherFormat = Uint8Array.from(good);
-    otherFormat[7] = 2;
+    otherFormat[7] = 3;
     expect(codeOf(() => decodeFrame(otherFormat))).toBe('LK_VALUE_INVALID');
+  });
+
+  it('writes a line camera’s 640×480 frame in format 2 (16-bit size) and reads it back; format 1 stays for small frames', () => {
+    const px = Uint8Array.from({ length: 640 * 480 }, (_, i) => (i * 7) & 255);
+    const bytes = encodeFrame({ triggerId: 77, camera: 3, width: 640, height: 480, pixels: px });
+    expect([bytes.length, bytes[7]]).toEqual([FRAME_HEADER_BYTES_WIDE + 640 * 480, 2]);
+    const f = decodeFrame(bytes);
+    expect([f.triggerId, f.camera, f.width, f.height]).toEqual([77, 3, 640, 480]);
+    expect(Buffer.from(f.pixels).equals(Buffer.from(px))).toBe(true);
+    expect(codeOf(() => decodeFrame(bytes.subarray(0, 10)))).toBe('LK_VALUE_INVALID');
+    expect(codeOf(() => decodeFrame(bytes.subarray(0, bytes.length - 1)))).toBe('LK_VALUE_INVALID');
+    expect(codeOf(() => encodeFrame({ triggerId: 1, camera: 0, width: 65536, height: 1, pixels: new Uint8Array(65536) }))).toBe('LK_VALIDATION');
+    expect(encodeFrame({ triggerId: 1, camera: 0, width: 4, height: 4, pixels: pixels(0) })[7]).toBe(1);
   });
 
   it('assembles six frames of one trigger and refuses a mixed, short, reordered or mismatched set', () => {

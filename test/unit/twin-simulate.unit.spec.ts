@@ -3,10 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/clock.js';
 import { recordBatches } from '../../src/twin/batch.js';
 import { fitTwin } from '../../src/twin/fit.js';
-import { compileTwin, predictNaive } from '../../src/twin/predict.js';
+import { compileTwin } from '../../src/twin/predict.js';
 import { DEFAULT_DESIGN_SPACE, widen, type DesignSpaceRanges } from '../../src/twin/setpoints.js';
 import { simulate, type TwinModel } from '../../src/twin/simulate.js';
 import { NOMINAL_PARAMS, perturbParams } from '../../src/twin/truth.js';
+import { compileOdeTwin } from '../../bench/peers/twin-ode.js';
 
 const truth = perturbParams(NOMINAL_PARAMS, 3);
 const fit = fitTwin(recordBatches(truth, widen(DEFAULT_DESIGN_SPACE, 0.1), 12, createRng(3), 'T'), { tenant: 'acme-pharma' });
@@ -40,16 +41,17 @@ describe('twin rehearsal (simulate)', () => {
     expect(r.ranked.map((c) => c.rank)).toEqual(r.ranked.map((_, i) => i + 1));
   });
 
-  it('ranks exactly as the step-by-step naive peer, with the same predictions', () => {
+  it('ranks exactly as the same model integrated by an ODE solver (the bench peer), with the same predictions', () => {
     const small = { ...req, candidates: 40 };
     const fast = simulate(model, small);
-    const naive = simulate(model, small, { engine: 'naive' });
-    expect(naive.ranked.map((c) => c.index)).toEqual(fast.ranked.map((c) => c.index));
-    expect(naive.discarded.map((c) => c.index)).toEqual(fast.discarded.map((c) => c.index));
+    const ode = compileOdeTwin(1e-10);
+    const peer = simulate(model, small, { compile: ode });
+    expect(peer.ranked.map((c) => c.index)).toEqual(fast.ranked.map((c) => c.index));
+    expect(peer.discarded.map((c) => c.index)).toEqual(fast.discarded.map((c) => c.index));
     const v = { ...fast.ranked[0]!.setpoints } as Record<string, { value: number }>;
     const sp = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, x.value])) as never;
     const a = compileTwin(model.params)(sp, { kind: 'full_batch' });
-    const b = predictNaive(model.params, sp, { kind: 'full_batch' });
+    const b = ode(model.params)(sp, { kind: 'full_batch' });
     for (const k of Object.keys(a) as (keyof typeof a)[]) expect(b[k]).toBeCloseTo(a[k], 4);
   });
 

@@ -1,30 +1,40 @@
 /**
- * Synthetic frame sets of the six synchronised inspection cameras. One
- * trigger gives six 24×24 8-bit grey images of the same tablet: cameras 0 and
- * 1 see the upper and lower faces (a disc), cameras 2–5 the side band at 0°,
- * 90°, 180° and 270°. Each set carries at most one injected defect class,
- * drawn where that defect shows: chipping (a bite out of the rim), capping (a
- * crack line near the top of the band and a lifted cap), sticking (rough dark
- * patches on a face), coating defects (orange-peel texture or uneven colour),
- * a foreign particle (a tiny very dark or bright speck), broken (a large part
- * missing). Tiny images keep inference inside the budget on an edge box while
- * the classifier still has to find the defect in pixels, not in labels.
+ * Synthetic frame sets of the six synchronised inspection cameras, at the
+ * size a real station delivers: one trigger gives six 640×480 8-bit grey
+ * images of the same tablet. Cameras 0 and 1 see the upper and lower faces
+ * (a disc of radius 180 px: a 10 mm tablet at 18 px/mm), cameras 2–5 the
+ * side band at 0°, 90°, 180° and 270° (360 × 120 px). Each set carries at
+ * most one injected defect class, drawn where that defect shows and at a
+ * physical size: chipping (a bite 2.8–3.9 mm across out of the rim), capping
+ * (a crack 3 px high near the top of the band under a lifted cap), sticking
+ * (rough dark patches of 1–2.5 mm on a face), coating defects (orange-peel
+ * relief or uneven colour), a foreign particle (a speck 0.45–0.65 mm across,
+ * very dark or bright), broken (a large part missing). Lighting, position
+ * (±20 px) and sensor noise (σ = 5 grey levels, every pixel) vary from set to
+ * set. Frames are Uint8Array, one byte per pixel, row-major.
+ *
+ * Rendering is deterministic for the rng state: the sensor noise is a fixed
+ * field of Gaussian values read at two offsets drawn per frame, which keeps a
+ * set at a few milliseconds instead of 1.8 million Box–Muller draws.
  */
-import type { Rng } from '../../clock.js';
+import { createRng, type Rng } from '../../clock.js';
 
 export const CAMERAS = 6;
-export const SIZE = 24;
-export const PIXELS = SIZE * SIZE;
-export const FACE_RADIUS = 9;
-export const BAND = Object.freeze({ top: 9, bottom: 15, left: 3, right: 21 });
+export const WIDTH = 640;
+export const HEIGHT = 480;
+export const PIXELS = WIDTH * HEIGHT;
+export const FACE_RADIUS = 180;
+/** The side band relative to the tablet's centre, px. */
+export const BAND = Object.freeze({ top: -60, bottom: 60, left: -180, right: 180 });
 export const BACKGROUND = 25;
+const SENSOR_SD = 5;
 
 export const DEFECT_CLASSES = ['good', 'chipped', 'capped', 'sticking', 'coating_defect', 'foreign_particle', 'broken'] as const;
 export type DefectClass = (typeof DEFECT_CLASSES)[number];
 
 export interface FrameSet {
   triggerId: number;
-  /** Six images, row-major, SIZE×SIZE each. */
+  /** Six images, row-major, WIDTH×HEIGHT each. */
   frames: Uint8Array[];
 }
 
@@ -34,17 +44,92 @@ export interface LabelledFrameSet extends FrameSet {
 
 const isFace = (cam: number): boolean => cam < 2;
 
-function put(img: Float32Array, x: number, y: number, v: number): void {
-  if (x >= 0 && x < SIZE && y >= 0 && y < SIZE) img[y * SIZE + x] = v;
+// A field of Gaussian sensor noise (σ = 5/√2 each), two frames long, from a fixed seed: the same in every process,
+// made on the first render. A frame's noise is the sum of the field at two offsets drawn per frame.
+let noiseField: Int8Array | undefined;
+function noise(): Int8Array {
+  if (!noiseField) {
+    const r = createRng(0x5e4504);
+    noiseField = Int8Array.from({ length: 2 * PIXELS }, () => Math.max(-127, Math.min(127, Math.round(r.normal(0, SENSOR_SD / Math.SQRT2)))));
+  }
+  return noiseField;
 }
 
-function baseImage(cam: number, level: number, cx: number, cy: number): { img: Float32Array; inside: (x: number, y: number) => boolean } {
-  const img = new Float32Array(PIXELS).fill(BACKGROUND);
-  const inside = isFace(cam)
-    ? (x: number, y: number) => (x - cx) ** 2 + (y - cy) ** 2 <= FACE_RADIUS * FACE_RADIUS
-    : (x: number, y: number) => y >= BAND.top + (cy - 12) && y < BAND.bottom + (cy - 12) && x >= BAND.left + (cx - 12) && x < BAND.right + (cx - 12);
-  for (let y = 0; y < SIZE; y++) for (let x = 0; x < SIZE; x++) if (inside(x, y)) img[y * SIZE + x] = level;
-  return { img, inside };
+/** A frame being drawn: clamped bytes, and whether (x, y) lies on the tablet as this camera sees it. */
+interface Canvas {
+  img: Uint8ClampedArray;
+  inside: (x: number, y: number) => boolean;
+  /** Rows spanned by the tablet, and each row's first and last x (inclusive; x1 < x0 for none). */
+  rows: { y0: number; y1: number; x0: Int32Array; x1: Int32Array };
+}
+
+function baseCanvas(cam: number, level: number, cx: number, cy: number): Canvas {
+  const img = new Uint8ClampedArray(PIXELS).fill(BACKGROUND);
+  const x0 = new Int32Array(HEIGHT).fill(0);
+  const x1 = new Int32Array(HEIGHT).fill(-1);
+  let inside: (x: number, y: number) => boolean;
+  let y0: number;
+  let y1: number;
+  if (isFace(cam)) {
+    const r2 = FACE_RADIUS * FACE_RADIUS;
+    inside = (x, y) => (x - cx) ** 2 + (y - cy) ** 2 <= r2;
+    y0 = Math.max(0, cy - FACE_RADIUS);
+    y1 = Math.min(HEIGHT - 1, cy + FACE_RADIUS);
+    for (let y = y0; y <= y1; y++) {
+      const h = Math.sqrt(Math.max(0, r2 - (y - cy) ** 2));
+      x0[y] = Math.max(0, Math.ceil(cx - h));
+      x1[y] = Math.min(WIDTH - 1, Math.floor(cx + h));
+    }
+  } else {
+    const t = cy + BAND.top;
+    const b = cy + BAND.bottom;
+    const l = cx + BAND.left;
+    const r = cx + BAND.right;
+    inside = (x, y) => y >= t && y < b && x >= l && x < r;
+    y0 = t;
+    y1 = b - 1;
+    for (let y = y0; y <= y1; y++) {
+      x0[y] = l;
+      x1[y] = r - 1;
+    }
+  }
+  for (let y = y0; y <= y1; y++) if (x1[y]! >= x0[y]!) img.fill(level, y * WIDTH + x0[y]!, y * WIDTH + x1[y]! + 1);
+  return { img, inside, rows: { y0, y1, x0, x1 } };
+}
+
+/** Set every pixel of a disc (clipped to the frame) to `v(x, y)`; only where `where` holds, when given. */
+function disc(c: Canvas, cx: number, cy: number, r: number, v: (i: number) => number, where?: (x: number, y: number) => boolean): void {
+  const ya = Math.max(0, Math.floor(cy - r));
+  const yb = Math.min(HEIGHT - 1, Math.ceil(cy + r));
+  for (let y = ya; y <= yb; y++) {
+    const h = Math.sqrt(Math.max(0, r * r - (y - cy) ** 2));
+    const xa = Math.max(0, Math.ceil(cx - h));
+    const xb = Math.min(WIDTH - 1, Math.floor(cx + h));
+    for (let x = xa; x <= xb; x++) if (!where || where(x, y)) c.img[y * WIDTH + x] = v(y * WIDTH + x);
+  }
+}
+
+/** Apply `f` to every tablet pixel of a canvas. */
+function eachInside(c: Canvas, f: (i: number, x: number, y: number) => void): void {
+  for (let y = c.rows.y0; y <= c.rows.y1; y++) for (let x = c.rows.x0[y]!; x <= c.rows.x1[y]!; x++) f(y * WIDTH + x, x, y);
+}
+
+/** Orange-peel relief: a 16-px lattice of N(0, sd) heights, bilinearly interpolated. */
+function relief(rng: Rng, sd: number): (x: number, y: number) => number {
+  const cell = 16;
+  const gw = Math.ceil(WIDTH / cell) + 2;
+  const gh = Math.ceil(HEIGHT / cell) + 2;
+  const g = Float32Array.from({ length: gw * gh }, () => rng.normal(0, sd));
+  return (x, y) => {
+    const fx = x / cell;
+    const fy = y / cell;
+    const ix = Math.floor(fx);
+    const iy = Math.floor(fy);
+    const ax = fx - ix;
+    const ay = fy - iy;
+    const i = iy * gw + ix;
+    return (g[i]! * (1 - ax) + g[i + 1]! * ax) * (1 - ay) + (g[i + gw]! * (1 - ax) + g[i + gw + 1]! * ax) * ay;
+  };
 }
 
 /**
@@ -53,108 +138,110 @@ function baseImage(cam: number, level: number, cx: number, cy: number): { img: F
  */
 export function renderFrameSet(label: DefectClass, triggerId: number, rng: Rng): LabelledFrameSet {
   const level = 170 + rng.normal(0, 8);
-  const cx = 12 + rng.int(-1, 1);
-  const cy = 12 + rng.int(-1, 1);
-  const imgs = Array.from({ length: CAMERAS }, (_, cam) => baseImage(cam, level + (isFace(cam) ? 0 : -10), cx, cy));
+  const cx = WIDTH / 2 + rng.int(-20, 20);
+  const cy = HEIGHT / 2 + rng.int(-20, 20);
+  const cv = Array.from({ length: CAMERAS }, (_, cam) => baseCanvas(cam, level + (isFace(cam) ? 0 : -10), cx, cy));
   const chippedCam = rng.int(0, 1);
   const particleCam = rng.int(0, CAMERAS - 1);
   const angle = rng.uniform(0, 2 * Math.PI);
+  const background = (): number => BACKGROUND;
   switch (label) {
     case 'good':
       break;
     case 'chipped': {
-      const r = rng.uniform(2.5, 3.5);
-      const bx = cx + FACE_RADIUS * Math.cos(angle);
-      const by = cy + FACE_RADIUS * Math.sin(angle);
-      const { img } = imgs[chippedCam]!;
-      for (let y = 0; y < SIZE; y++) for (let x = 0; x < SIZE; x++) if ((x - bx) ** 2 + (y - by) ** 2 <= r * r) img[y * SIZE + x] = BACKGROUND;
-      const side = imgs[2 + rng.int(0, 3)]!.img;
+      const r = rng.uniform(50, 70);
+      disc(cv[chippedCam]!, cx + FACE_RADIUS * Math.cos(angle), cy + FACE_RADIUS * Math.sin(angle), r, background);
+      // the same chip seen on a side camera: a notch out of the band's upper corner
+      const side = cv[2 + rng.int(0, 3)]!;
       const left = rng.next() < 0.5;
-      for (let dy = 0; dy < 3; dy++) for (let dx = 0; dx < 2; dx++) put(side, left ? BAND.left + (cx - 12) + dx : BAND.right + (cx - 12) - 1 - dx, BAND.top + (cy - 12) + dy, BACKGROUND);
+      const xa = left ? cx + BAND.left : cx + BAND.right - 40;
+      for (let y = cy + BAND.top; y < cy + BAND.top + 60; y++) side.img.fill(BACKGROUND, y * WIDTH + xa, y * WIDTH + xa + 40);
       break;
     }
     case 'broken': {
       const d = FACE_RADIUS * rng.uniform(-0.2, 0.35);
       const nx = Math.cos(angle);
       const ny = Math.sin(angle);
-      for (const cam of [0, 1]) {
-        const { img } = imgs[cam]!;
-        for (let y = 0; y < SIZE; y++) for (let x = 0; x < SIZE; x++) if ((x - cx) * nx + (y - cy) * ny > d) img[y * SIZE + x] = BACKGROUND;
-      }
+      for (const cam of [0, 1]) eachInside(cv[cam]!, (i, x, y) => ((x - cx) * nx + (y - cy) * ny > d ? (cv[cam]!.img[i] = BACKGROUND) : undefined));
       const cut = Math.round((BAND.right - BAND.left) * rng.uniform(0.3, 0.5));
       for (const cam of [2 + rng.int(0, 1), 4 + rng.int(0, 1)]) {
-        const { img } = imgs[cam]!;
-        for (let y = 0; y < SIZE; y++) for (let x = BAND.right + (cx - 12) - cut; x < SIZE; x++) img[y * SIZE + x] = BACKGROUND;
+        const c = cv[cam]!;
+        for (let y = c.rows.y0; y <= c.rows.y1; y++) c.img.fill(BACKGROUND, y * WIDTH + cx + BAND.right - cut, (y + 1) * WIDTH);
       }
       break;
     }
     case 'capped': {
-      const crackRow = BAND.top + (cy - 12) + rng.int(1, 2);
+      const crackTop = cy + BAND.top + rng.int(20, 40);
       for (let cam = 2; cam < CAMERAS; cam++) {
-        const { img } = imgs[cam]!;
-        const from = BAND.left + (cx - 12) + rng.int(0, 3);
-        const to = BAND.right + (cx - 12) - rng.int(0, 3);
-        for (let x = from; x < to; x++) {
-          img[crackRow * SIZE + x] = level - 80 + rng.normal(0, 8);
-          img[(crackRow - 1) * SIZE + x] = img[(crackRow - 1) * SIZE + x]! + 15;
-        }
+        const { img } = cv[cam]!;
+        const from = cx + BAND.left + rng.int(0, 60);
+        const to = cx + BAND.right - rng.int(0, 60);
+        for (let y = crackTop - 6; y < crackTop; y++) for (let x = from; x < to; x++) img[y * WIDTH + x] = img[y * WIDTH + x]! + 15; // the lifted cap
+        for (let y = crackTop; y < crackTop + 3; y++) img.fill(level - 80, y * WIDTH + from, y * WIDTH + to);
       }
       break;
     }
     case 'sticking': {
-      const cam = rng.int(0, 1);
-      const { img } = imgs[cam]!;
+      const c = cv[rng.int(0, 1)]!;
       const blobs = rng.int(3, 6);
       for (let b = 0; b < blobs; b++) {
-        const bx = cx + rng.uniform(-5, 5);
-        const by = cy + rng.uniform(-5, 5);
-        const r = rng.uniform(1, 2.2);
-        for (let y = 0; y < SIZE; y++) for (let x = 0; x < SIZE; x++) if ((x - bx) ** 2 + (y - by) ** 2 <= r * r) img[y * SIZE + x] = level - 45 + rng.normal(0, 12);
+        const v = level - 60 + rng.normal(0, 10);
+        disc(c, cx + rng.uniform(-100, 100), cy + rng.uniform(-100, 100), rng.uniform(20, 44), () => v, c.inside);
       }
       break;
     }
     case 'coating_defect': {
-      const orangePeel = rng.next() < 0.5;
-      const gx = rng.normal(0, 1);
-      const gy = rng.normal(0, 1);
-      const gn = Math.hypot(gx, gy) || 1;
-      for (const { img, inside } of imgs) {
-        for (let y = 0; y < SIZE; y++)
-          for (let x = 0; x < SIZE; x++) {
-            if (!inside(x, y)) continue;
-            const i = y * SIZE + x;
-            img[i] = orangePeel ? img[i]! + rng.normal(0, 18) : img[i]! + (35 * ((x - cx) * gx + (y - cy) * gy)) / (gn * FACE_RADIUS);
-          }
+      if (rng.next() < 0.5) {
+        const h = relief(rng, 18);
+        for (const c of cv) eachInside(c, (i, x, y) => (c.img[i] = c.img[i]! + h(x, y)));
+      } else {
+        const gx = rng.normal(0, 1);
+        const gy = rng.normal(0, 1);
+        const gn = Math.hypot(gx, gy) || 1;
+        for (const c of cv) eachInside(c, (i, x, y) => (c.img[i] = c.img[i]! + (35 * ((x - cx) * gx + (y - cy) * gy)) / (gn * FACE_RADIUS)));
       }
       break;
     }
     case 'foreign_particle': {
-      const { img, inside } = imgs[particleCam]!;
+      const c = cv[particleCam]!;
+      const face = isFace(particleCam);
+      const r = rng.uniform(4, 6);
       let px = cx;
       let py = cy;
       for (let k = 0; k < 20; k++) {
-        px = cx + rng.int(-6, 6);
-        py = cy + rng.int(-2, 2);
-        if (inside(px, py) && inside(px + 1, py)) break;
+        px = cx + rng.uniform(-120, 120);
+        py = cy + (face ? rng.uniform(-120, 120) : rng.uniform(-40, 40));
+        if (c.inside(Math.round(px - r), Math.round(py)) && c.inside(Math.round(px + r), Math.round(py))) break;
       }
       const v = rng.next() < 0.7 ? rng.uniform(5, 40) : 255;
-      put(img, px, py, v);
-      if (rng.next() < 0.5) put(img, px + 1, py, v);
+      disc(c, px, py, r, () => v);
       break;
     }
   }
-  const frames = imgs.map(({ img }) => {
-    const out = new Uint8Array(PIXELS);
-    for (let i = 0; i < PIXELS; i++) out[i] = Math.max(0, Math.min(255, Math.round(img[i]! + rng.normal(0, 5))));
-    return out;
+  // sensor noise on every pixel: the noise field at two offsets drawn for this frame
+  const field = noise();
+  const frames = cv.map(({ img }) => {
+    const a = rng.int(0, PIXELS - 1);
+    const b = rng.int(0, PIXELS - 1);
+    for (let i = 0; i < PIXELS; i++) img[i] = img[i]! + field[a + i]! + field[b + i]!;
+    return new Uint8Array(img.buffer, img.byteOffset, img.byteLength);
   });
   return { triggerId, frames, label };
 }
 
-/** `perClass` frame sets of every class, interleaved, trigger ids from `firstTrigger`. */
+/**
+ * `perClass` frame sets of every class, interleaved, trigger ids from `firstTrigger`, each handed to `each` as it
+ * is rendered and then dropped (a set is 1.8 MB: training never holds more than one). Returns how many were made.
+ */
+export function forEachFrameSet(perClass: number, rng: Rng, firstTrigger: number, each: (set: LabelledFrameSet) => void): number {
+  let t = firstTrigger;
+  for (let i = 0; i < perClass; i++) for (const c of DEFECT_CLASSES) each(renderFrameSet(c, t++, rng));
+  return t - firstTrigger;
+}
+
+/** `perClass` frame sets of every class, interleaved, held in memory (tests and benchmarks of a few dozen sets). */
 export function frameSets(perClass: number, rng: Rng, firstTrigger = 1): LabelledFrameSet[] {
   const out: LabelledFrameSet[] = [];
-  let t = firstTrigger;
-  for (let i = 0; i < perClass; i++) for (const c of DEFECT_CLASSES) out.push(renderFrameSet(c, t++, rng));
+  forEachFrameSet(perClass, rng, firstTrigger, (s) => out.push(s));
   return out;
 }
