@@ -80,7 +80,7 @@ export async function verifyStoreParallel(src: Source, opts: ParallelOptions = {
         walker: (d, tenant, wanted) => walks.get(tenant) ?? walkChain(d, tenant, wanted),
       });
     } finally {
-      db.exec('COMMIT');
+      if (db.inTransaction) db.exec('COMMIT');
     }
   } catch (err) {
     throw mapSqliteError(err);
@@ -166,12 +166,15 @@ class WorkerPool {
           cleanup();
           reject(new LkError('LK_INTERNAL', `audit verify worker failed: ${err.message}`, undefined, { cause: err }));
         };
+        const onExit = (code: number): void => onErr(new Error(`exited with code ${code}`));
         const cleanup = (): void => {
           w.off('message', onMsg);
           w.off('error', onErr);
+          w.off('exit', onExit);
         };
         w.on('message', onMsg);
         w.on('error', onErr);
+        w.on('exit', onExit);
         w.postMessage(m);
       });
     } finally {

@@ -34,6 +34,12 @@ import type { GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, 
 export type { BatchContext, BatchRegistry, GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
 type SignedApproval = Approval & { readonly vectorHash: string };
+type Resolution = { readonly requestId: string; readonly by: { readonly person: string; readonly role: string }; readonly reason: string };
+type Inputs = { readonly current: ReadonlyMap<string, number | null>; readonly contexts: PolicyContext[] };
+/** A move of the vector sent to the equipment: its result, or null when the outcome of the write is unknown. */
+type Done = { readonly move: Move; readonly result: WriteResult | null };
+type Base = Omit<WriteOutcome, 'status'>;
+type Failure = { readonly code: string; readonly message: string };
 /**
  * An approval being executed: the pending write it came from and the vector hash it binds to. `settled` turns
  * true once the pending row was closed or put back to waiting — committed in the same transaction as the last
@@ -163,7 +169,10 @@ export class GuardedWriter {
       if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
       this.o.store.tx((t) => {
         this.state.deletePending(t, pendingId);
-        t.audit.append(entryFor(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) }));
+        t.audit.append(entryFor(pw.proposal, {
+          actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason,
+          args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }),
+        }));
       });
       this.pendingWrites.delete(pendingId);
       return { status: 'rejected', proposalId: pw.proposal.id, decisions: [], vectorHash: pw.vectorHash };
@@ -174,13 +183,16 @@ export class GuardedWriter {
    * A named reviewer decides a pending arbitration deadlock (audited); the winner's agent then proposes again.
    * @throws LkError as {@link resolveEscalation}; LK_POLICY_BUNDLE when no bundle is loaded.
    */
-  resolve(tenant: string, setpoint: string, decision: { readonly requestId: string; readonly by: { readonly person: string; readonly role: string }; readonly reason: string }): Promise<ArbitrationResult> {
+  resolve(tenant: string, setpoint: string, decision: Resolution): Promise<ArbitrationResult> {
     return this.serial(async () => {
       const bundle = this.o.policy();
       if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded');
       const r = resolveEscalation(this.arb, setpoint, decision, this.o.clock.now(), bundle);
       this.o.store.tx((t) => {
-        const e = t.audit.append({ tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person }, reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }) });
+        const e = t.audit.append({
+          tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person },
+          reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }),
+        });
         this.keepArb(t, r.state, tenant, e.seq);
       });
       return r;
@@ -214,7 +226,8 @@ export class GuardedWriter {
     } catch (err) {
       out = { equipment, ok: false, error: LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) } };
     }
-    this.o.store.audit.outcome(intent, { actor, action: 'plc.revert_lkg', subject, result: json(out), ...(out.ok ? { new: json(out.result.state) } : { reason: out.error.code }) });
+    const closing = out.ok ? { new: json(out.result.state) } : { reason: out.error.code };
+    this.o.store.audit.outcome(intent, { actor, action: 'plc.revert_lkg', subject, result: json(out), ...closing });
     return out;
   }
 
@@ -309,7 +322,7 @@ export class GuardedWriter {
    * here (the capping risk of a press move from the tenant's twin, the named model's record from the registry)
    * and each move's context.
    */
-  private async inputsOf(p: WriteProposal, bundle: PolicyBundle | null, now: number, approval: Approval | null): Promise<{ current: ReadonlyMap<string, number | null>; contexts: PolicyContext[] }> {
+  private async inputsOf(p: WriteProposal, bundle: PolicyBundle | null, now: number, approval: Approval | null): Promise<Inputs> {
     const press = p.moves.some((m) => isPressMove(bundle, m.setpoint));
     const current = await this.reader.current([...new Set([...p.moves.map((m) => m.setpoint), ...(press ? PRESS_SETPOINTS : [])])]);
     const capping = press && bundle ? cappingRisk(this.o.twin, p, current, bundle) : undefined;
@@ -332,14 +345,15 @@ export class GuardedWriter {
       this.settle(t, approving, 'LK_APPROVAL_STALE', false);
     });
     const detail = { pendingId: approving.pendingId, vectorHash: plan.vectorHash };
-    throw new LkError('LK_APPROVAL_STALE', `the bundle in force computes vector ${plan.vectorHash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`, detail);
+    const why = `the bundle in force computes vector ${plan.vectorHash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`;
+    throw new LkError('LK_APPROVAL_STALE', why, detail);
   }
 
   /** Journal each move's intent, write it, read it back, journal the outcome; the first failure reverts the vector. */
   private async execute(p: WriteProposal, plan: Extract<WritePlan, { kind: 'write' }>, approving: Approving | null, first: (t: TxContext) => void): Promise<WriteOutcome> {
     const base = { proposalId: p.id, decisions: plan.decisions, vectorHash: plan.vectorHash };
     const { moves } = plan;
-    const done: { move: Move; result: WriteResult | null }[] = [];
+    const done: Done[] = [];
     for (const [i, m] of moves.entries()) {
       const cap = this.capFor(m.setpoint);
       const subject = { setpoint: m.setpoint };
@@ -384,7 +398,7 @@ export class GuardedWriter {
    * the equipment answered is that setpoint's last move (the rate check counts both moves); the last
    * transaction also settles an approved pending write.
    */
-  private async fail(p: WriteProposal, base: Omit<WriteOutcome, 'status'>, done: { move: Move; result: WriteResult | null }[], what: string, error: { code: string; message: string }, approving: Approving | null): Promise<WriteOutcome> {
+  private async fail(p: WriteProposal, base: Base, done: Done[], what: string, error: Failure, approving: Approving | null): Promise<WriteOutcome> {
     const plan = decideRevert(p, done.map((d) => d.move), what, error, (sp) => this.capFor(sp) !== undefined);
     const todo = plan.revert;
     let reverted = plan.complete;
