@@ -10,7 +10,7 @@
  */
 import { hash } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
@@ -19,6 +19,7 @@ import { ManualClock } from '../src/clock.js';
 import { rowBody } from '../src/audit/body.js';
 import { ENTRY_COLUMNS, type AuditEntryInput, type EntryRow } from '../src/audit/entry.js';
 import { verifyStore } from '../src/audit/verify.js';
+import { verifyStoreParallel } from '../src/audit/verify-parallel.js';
 import { MIGRATIONS } from '../src/store/migrations.js';
 import { openStore } from '../src/store/store.js';
 
@@ -101,9 +102,13 @@ try {
   big.close();
   const ro = openStore({ dataDir: dir, readonly: true });
   const v0 = performance.now();
-  const r = verifyStore(ro);
+  const r = await verifyStoreParallel(ro);
   const verifyS = (performance.now() - v0) / 1000;
   if (!r.ok || r.chains[0]?.count !== N) throw new Error(`verify failed: ${JSON.stringify(r.chains[0])}`);
+  // the single-threaded walk, for the record (what `verifyStore` costs inside a release package)
+  const s0 = performance.now();
+  verifyStore(ro);
+  const sequentialS = (performance.now() - s0) / 1000;
   // The same bytes: canonical bodies of real rows (a 10,000-entry sample, cycled to N hashes).
   const sample = (ro.db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = 'acme-pharma' ORDER BY seq LIMIT 10000`).raw().all() as EntryRow[])
     .map((row) => Buffer.from(rowBody('acme-pharma', row)!, 'utf8'));
@@ -114,9 +119,10 @@ try {
   const shaS = (performance.now() - h0) / 1000;
   const avgBytes = sample.reduce((n, b) => n + b.length, 0) / sample.length;
   report({ name: `audit verify, ${N.toLocaleString('en-US')} entries`, unit: 'entries/s', higherIsBetter: true,
-    ours: { label: 'linekeeper verifyStore (quick_check, read, re-serialise, SHA-256, link, checkpoints)', value: N / verifyS },
+    target: 'ours ≥ 0.5 × bare SHA-256 (1M entries < 4 s on 2 cores)',
+    ours: { label: `linekeeper audit verify, ${availableParallelism()} worker threads (quick_check, read, serialise, SHA-256, link, checkpoints)`, value: N / verifyS },
     peer: { label: 'bare SHA-256 loop over canonical bodies (physical limit)', value: N / shaS },
-    extra: { verify_s: verifyS, sha_s: shaS, body_bytes: avgBytes, build_s: buildS, db_mb: statSync(join(dir, 'linekeeper.db')).size / 2 ** 20, sink } });
+    extra: { verify_s: verifyS, sequential_verify_s: sequentialS, sha_s: shaS, body_bytes: avgBytes, build_s: buildS, db_mb: statSync(join(dir, 'linekeeper.db')).size / 2 ** 20, sink } });
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

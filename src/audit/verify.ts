@@ -79,10 +79,33 @@ export function verifyStore(src: Source, opts: VerifyOptions = {}): VerifyReport
   }
 }
 
-function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
+/**
+ * The walk of one chain from seq 1: `head` is the last entry that verifies and links, `ph` its hash, `broken`
+ * set when the walk stopped before the end (with the row at `head + 1`, undefined when there is none), `hashAt`
+ * the hashes at (at least) the `wanted` positions up to `head`.
+ */
+export interface Walk {
+  readonly head: number;
+  readonly ph: string;
+  readonly broken?: { readonly row: EntryRow | undefined };
+  readonly hashAt: ReadonlyMap<number, string>;
+}
+
+/** How a verification gets the walk of a chain: the sequential walk here, or a parallel one (verify-parallel.ts). */
+export type Walker = (db: Database, tenant: string, wanted: ReadonlySet<number>) => Walk;
+
+/** What a caller did already (verify-parallel.ts): the quick_check, and the walks of intact chains. */
+export interface Precomputed {
+  /** The result of `PRAGMA quick_check(1)`. */
+  readonly quickCheck?: string;
+  readonly walker?: Walker;
+}
+
+/** Internal: {@link verifyStore} with work done elsewhere; SQLite errors are not mapped. */
+export function verifyInner(src: Source, opts: VerifyOptions, pre: Precomputed = {}): VerifyReport {
   const { db } = src;
   // Structural damage (a scribbled page) must be an error, not whatever rows happen to read back.
-  const check = db.pragma('quick_check(1)', { simple: true });
+  const check = pre.quickCheck ?? db.pragma('quick_check(1)', { simple: true });
   if (check !== 'ok') throw new LkError('LK_STORE_CORRUPT', `database file is damaged: ${String(check)}`);
   const dbCps = (db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint ORDER BY tenant, seq').all() as Record<string, unknown>[])
     .filter((r) => opts.tenant === undefined || r.tenant === opts.tenant);
@@ -122,7 +145,7 @@ function verifyInner(src: Source, opts: VerifyOptions): VerifyReport {
   const chains = [...tenants].sort().map((tenant) => {
     const mine = all.filter((x) => (x.c ? x.c.tenant : x.raw.tenant) === tenant);
     const missing = mine.filter((x) => x.inDb && x.c && !logKeys.has(cpKey(x.c))).map((x) => x.c!.seq);
-    return verifyChain(db, tenant, mine.map((x) => ({ c: x.c, seq: x.raw.seq })), key, missing);
+    return verifyChain(db, tenant, mine.map((x) => ({ c: x.c, seq: x.raw.seq })), key, missing, pre.walker ?? walkChain);
   });
   const problems: Damage[] = log.badLines.map((line) => ({ kind: 'checkpoint_log_corrupt', seq: null, detail: `checkpoint log line ${line} is not a checkpoint` }));
   const version = (db.prepare('SELECT MAX(version) FROM schema_migration').pluck().get() as number | null) ?? 0;
@@ -142,7 +165,7 @@ const cpKey = (c: SignedCheckpoint): string => `${c.tenant}|${c.seq}|${c.head_ha
 
 const SELECT_CHAIN = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
 
-function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | undefined; seq: unknown }[], key: PublicSiteKey | null, missingFromLog: number[]): ChainReport {
+function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | undefined; seq: unknown }[], key: PublicSiteKey | null, missingFromLog: number[], walker: Walker): ChainReport {
   const cpDamages: Damage[] = [];
   const valid: SignedCheckpoint[] = [];
   for (const { c, seq } of cps) {
@@ -151,29 +174,8 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
     else valid.push(c);
   }
   for (const s of missingFromLog) cpDamages.push({ kind: 'checkpoint_missing', seq: s, detail: `checkpoint at seq ${s} is in the database but not in the checkpoint log` });
-  const wanted = new Set(valid.map((c) => c.seq));
-  const hashAt = new Map<number, string>();
-
-  // The walk: expected position e, expected prev hash ph.
-  let e = 1;
-  let ph = GENESIS_HASH;
-  let broken: { row: EntryRow | undefined } | undefined;
-  for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<EntryRow>) {
-    if (r[C.seq] !== e) {
-      broken = { row: undefined };
-      break;
-    }
-    const h = r[C.hash];
-    if (r[C.prev_hash] !== ph || rowHash(tenant, r) !== h) {
-      broken = { row: r };
-      break;
-    }
-    ph = h as string;
-    if (wanted.has(e)) hashAt.set(e, ph);
-    e++;
-  }
-  const head = e - 1;
-  const damages: Damage[] = broken ? [diagnose(db, tenant, e, ph, broken.row)] : [];
+  const { head, ph, broken, hashAt } = walker(db, tenant, new Set(valid.map((c) => c.seq)));
+  const damages: Damage[] = broken ? [diagnose(db, tenant, head + 1, ph, broken.row)] : [];
 
   let lastGood = 0;
   let matched = 0;
@@ -203,6 +205,22 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
   const first = firstDamage(damages);
   const report: ChainReport = { tenant, ok: first === undefined, count: head, head: { seq: head, hash: ph }, checkpoints: matched, unanchored: head - lastGood };
   return first ? { ...report, damage: first } : report;
+}
+
+/** The sequential walk: expected position e, expected prev hash ph; stops at the first row that does not fit. */
+export function walkChain(db: Database, tenant: string, wanted: ReadonlySet<number>): Walk {
+  const hashAt = new Map<number, string>();
+  let e = 1;
+  let ph = GENESIS_HASH;
+  for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<EntryRow>) {
+    if (r[C.seq] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
+    const h = r[C.hash];
+    if (r[C.prev_hash] !== ph || rowHash(tenant, r) !== h) return { head: e - 1, ph, broken: { row: r }, hashAt };
+    ph = h as string;
+    if (wanted.has(e)) hashAt.set(e, ph);
+    e++;
+  }
+  return { head: e - 1, ph, hashAt };
 }
 
 /**

@@ -13,18 +13,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WriteCapability, WriteResult } from '../../connectors/types.js';
-import { type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, arbitrate, resolveEscalation } from '../arbitration/index.js';
-import type { AuditEntryInput } from '../audit/index.js';
-import type { Approval, Decision } from '../domain/policy.js';
+import { type ArbitrationResult, type ArbitrationState, resolveEscalation } from '../arbitration/index.js';
+import type { Approval, PolicyContext } from '../domain/policy.js';
 import { LkError } from '../errors.js';
-import { type PolicyBundle, combineDecisions, evaluate, vectorHash } from '../policy/index.js';
+import type { PolicyBundle } from '../policy/index.js';
 import type { TxContext } from '../store/store.js';
 import { ArbitrationStore } from './arbitration-store.js';
 import { cappingRisk, isPressMove, modelRecordOf, PRESS_SETPOINTS } from './capping.js';
 import { decisionContext } from './decision-context.js';
 import { json } from './json.js';
 import type { RevertCause, RevertOutcome } from './lkg-revert.js';
-import { checkProposal, entryFor, supersededBy, withoutWins } from './proposal.js';
+import { type Move, type WritePlan, decideArbitration, decideRevert, decideWrite, revertIntent } from './guard-decision.js';
+import { checkProposal, entryFor } from './proposal.js';
 import { closeOpenIntents } from './recovery.js';
 import { SetpointReader } from './setpoint-reader.js';
 import { type LastMove, WriterState } from './writer-state.js';
@@ -33,8 +33,13 @@ import type { GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, 
 
 export type { BatchContext, BatchRegistry, GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
-type Move = { readonly setpoint: string; readonly value: number; readonly unit: string; readonly old: number };
 type SignedApproval = Approval & { readonly vectorHash: string };
+type Resolution = { readonly requestId: string; readonly by: { readonly person: string; readonly role: string }; readonly reason: string };
+type Inputs = { readonly current: ReadonlyMap<string, number | null>; readonly contexts: PolicyContext[] };
+/** A move of the vector sent to the equipment: its result, or null when the outcome of the write is unknown. */
+type Done = { readonly move: Move; readonly result: WriteResult | null };
+type Base = Omit<WriteOutcome, 'status'>;
+type Failure = { readonly code: string; readonly message: string };
 /**
  * An approval being executed: the pending write it came from and the vector hash it binds to. `settled` turns
  * true once the pending row was closed or put back to waiting — committed in the same transaction as the last
@@ -164,7 +169,10 @@ export class GuardedWriter {
       if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
       this.o.store.tx((t) => {
         this.state.deletePending(t, pendingId);
-        t.audit.append(entryFor(pw.proposal, { actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason, args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }) }));
+        t.audit.append(entryFor(pw.proposal, {
+          actor: by.person, kind: 'approval', action: 'setpoint.reject', subject: { reviewer: by.person }, reason,
+          args: json({ pendingId, vectorHash: pw.vectorHash, role: by.role }),
+        }));
       });
       this.pendingWrites.delete(pendingId);
       return { status: 'rejected', proposalId: pw.proposal.id, decisions: [], vectorHash: pw.vectorHash };
@@ -175,13 +183,16 @@ export class GuardedWriter {
    * A named reviewer decides a pending arbitration deadlock (audited); the winner's agent then proposes again.
    * @throws LkError as {@link resolveEscalation}; LK_POLICY_BUNDLE when no bundle is loaded.
    */
-  resolve(tenant: string, setpoint: string, decision: { readonly requestId: string; readonly by: { readonly person: string; readonly role: string }; readonly reason: string }): Promise<ArbitrationResult> {
+  resolve(tenant: string, setpoint: string, decision: Resolution): Promise<ArbitrationResult> {
     return this.serial(async () => {
       const bundle = this.o.policy();
       if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded');
       const r = resolveEscalation(this.arb, setpoint, decision, this.o.clock.now(), bundle);
       this.o.store.tx((t) => {
-        const e = t.audit.append({ tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person }, reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }) });
+        const e = t.audit.append({
+          tenant, actor: decision.by.person, kind: 'arbitration', action: 'arbitration.resolve', subject: { setpoint, reviewer: decision.by.person },
+          reason: decision.reason, result: json({ winners: r.winners, declined: r.declined }),
+        });
         this.keepArb(t, r.state, tenant, e.seq);
       });
       return r;
@@ -215,7 +226,8 @@ export class GuardedWriter {
     } catch (err) {
       out = { equipment, ok: false, error: LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) } };
     }
-    this.o.store.audit.outcome(intent, { actor, action: 'plc.revert_lkg', subject, result: json(out), ...(out.ok ? { new: json(out.result.state) } : { reason: out.error.code }) });
+    const closing = out.ok ? { new: json(out.result.state) } : { reason: out.error.code };
+    this.o.store.audit.outcome(intent, { actor, action: 'plc.revert_lkg', subject, result: json(out), ...closing });
     return out;
   }
 
@@ -253,125 +265,111 @@ export class GuardedWriter {
     });
   }
 
+  /** Decide (guard-decision.ts) and carry the plan out; the only reads here are the inputs a decision needs. */
   private async run(p: WriteProposal, approving: Approving | null): Promise<WriteOutcome> {
     const bundle = this.o.policy();
     const now = this.o.clock.now();
-    const base = { proposalId: p.id };
-    const approval = approving?.approval ?? null;
-    // 1. arbitration (a move outside the design space does not contest; policy sends it to QA or denies it)
-    let arbResult: ArbitrationResult | null = null;
-    if (bundle) {
-      const reqs: ArbitrationRequest[] = p.moves.map((m) => ({ id: `${p.id}:${m.setpoint}`, agent: p.agent, setpoint: m.setpoint, value: m.value, attribute: p.attribute, justification: p.justification, at: now }));
-      arbResult = arbitrate(reqs, this.arb, now, bundle, { product: p.product, tooling: p.tooling });
-      if (arbResult.declined.length > 0 || arbResult.escalated.length > 0) {
-        const r = arbResult;
-        const esc = r.escalated[0];
-        const status = esc ? 'escalated' : 'declined';
-        // the decline, the ownership and escalations it leaves, and a settled approval: one transaction
-        this.o.store.tx((t) => {
-          const e = t.audit.append(entryFor(p, { kind: 'arbitration', action: 'arbitration.decline', result: json({ declined: r.declined, escalated: r.escalated }), reason: r.declined.map((d) => d.reason).join(', ') || 'DEADLOCK_EQUAL_RANK' }));
-          this.keepArb(t, withoutWins(this.arb, r, p.id), p.tenant, e.seq);
-          this.settle(t, approving, status);
-        });
-        return { ...base, status, decisions: [], vectorHash: null, declined: r.declined, ...(esc ? { escalation: esc } : {}) };
-      }
+    const arbPlan = decideArbitration(p, bundle, this.arb, now);
+    if (arbPlan.kind === 'declined') {
+      const { status, entry, arbNext } = arbPlan;
+      // the decline, the ownership and escalations it leaves, and a settled approval: one transaction
+      this.o.store.tx((t) => {
+        this.keepArb(t, arbNext, p.tenant, t.audit.append(entry).seq);
+        this.settle(t, approving, status);
+      });
+      const esc = arbPlan.escalation ? { escalation: arbPlan.escalation } : {};
+      return { proposalId: p.id, status, decisions: [], vectorHash: null, declined: arbPlan.declined, ...esc };
     }
-    // 2. policy at call time, with the current values read from the equipment and the safety inputs computed here:
-    //    the capping risk of a press move from the tenant's twin, the named model's record from the registry
+    const { current, contexts } = await this.inputsOf(p, bundle, now, approving?.approval ?? null);
+    const plan = decideWrite({
+      proposal: p, bundle, now, arb: this.arb, arbResult: arbPlan.result, contexts, current, approving,
+      pending: [...this.pendingWrites.values()], newPendingId: `pw_${now.toString(36)}_${randomBytes(4).toString('hex')}`,
+    });
+    const base = { proposalId: p.id, decisions: plan.decisions, vectorHash: plan.vectorHash };
+    if (plan.kind === 'stale') return this.stale(plan, approving!);
+    const decided = (t: TxContext): void => {
+      const es = t.audit.appendBatch(plan.decisionEntries);
+      this.keepArb(t, plan.arbNext, p.tenant, es.at(-1)!.seq);
+    };
+    if (plan.kind === 'closed') {
+      this.o.store.tx((t) => {
+        decided(t);
+        this.settle(t, approving, plan.status);
+      });
+      return { ...base, status: plan.status };
+    }
+    if (plan.kind === 'queue') {
+      const w = plan.pending;
+      // decisions, superseded writes and the queued one: one transaction, so the queue and the trail agree
+      this.o.store.tx((t) => {
+        decided(t);
+        this.state.supersede(t, p, plan.supersede);
+        this.state.putPending(t, w, t.audit.append(plan.entry).seq);
+        this.settle(t, approving, 'pending');
+      });
+      for (const v of plan.supersede) this.pendingWrites.delete(v.id);
+      this.pendingWrites.set(w.id, w);
+      return { ...base, status: 'pending', pending: { id: w.id, needs: w.needs } };
+    }
+    return this.execute(p, plan, approving, (t) => {
+      decided(t);
+      this.state.supersede(t, p, plan.supersede);
+    });
+  }
+
+  /**
+   * The inputs of the policy at call time: current values read from the equipment, the safety inputs computed
+   * here (the capping risk of a press move from the tenant's twin, the named model's record from the registry)
+   * and each move's context.
+   */
+  private async inputsOf(p: WriteProposal, bundle: PolicyBundle | null, now: number, approval: Approval | null): Promise<Inputs> {
     const press = p.moves.some((m) => isPressMove(bundle, m.setpoint));
     const current = await this.reader.current([...new Set([...p.moves.map((m) => m.setpoint), ...(press ? PRESS_SETPOINTS : [])])]);
     const capping = press && bundle ? cappingRisk(this.o.twin, p, current, bundle) : undefined;
     const modelRecord = modelRecordOf(this.o.models, p);
-    const decisions = p.moves.map((m) =>
-      evaluate(
-        { agent: p.agent, setpoint: m.setpoint, value: m.value, product: p.product, tooling: p.tooling },
-        bundle,
-        decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle, { modelRecord, ...(capping && isPressMove(bundle, m.setpoint) ? { capping } : {}) }),
-      ),
-    );
-    const decisionEntries = decisions.map((d, i) =>
-      entryFor(p, { kind: 'policy_decision', action: 'policy.evaluate', subject: { setpoint: p.moves[i]!.setpoint }, args: json(d.inputs), result: json({ ...d, inputs: undefined }), reason: d.reasons.join(', ') || d.outcome }),
-    );
-    const combined = combineDecisions(decisions);
-    const moves: Move[] | null = decisions.every((d) => d.valueInSetpointUnit !== null && d.setpointUnit !== null)
-      ? decisions.map((d, i) => ({ setpoint: p.moves[i]!.setpoint, value: d.valueInSetpointUnit!, unit: d.setpointUnit!, old: current.get(p.moves[i]!.setpoint) ?? Number.NaN }))
-      : null;
-    const hash = moves ? vectorHash({ agent: p.agent, product: p.product, tooling: p.tooling, moves }) : null;
-    if (approving && hash && hash !== approving.vectorHash && combined.outcome !== 'deny') return this.stale(p, approving, hash, decisions, decisionEntries, bundle);
-    const keep = combined.outcome === 'allow' || combined.pendingApproval !== 'none';
-    // the arbitration state this decision leaves commits with its audit entries (a kept move owns the setpoint)
-    const arbNext = arbResult ? (keep ? arbResult.state : withoutWins(this.arb, arbResult, p.id)) : this.arb;
-    const decided = (t: TxContext): void => {
-      const es = t.audit.appendBatch(decisionEntries);
-      this.keepArb(t, arbNext, p.tenant, es.at(-1)!.seq);
-    };
-    if (combined.outcome === 'deny' || (combined.outcome !== 'allow' && (combined.pendingApproval === 'none' || !hash))) {
-      const status = combined.outcome === 'deny' ? 'denied' : 'recommended';
-      this.o.store.tx((t) => {
-        decided(t);
-        this.settle(t, approving, status);
-      });
-      return { ...base, status, decisions, vectorHash: hash };
-    }
-    const victims = supersededBy(this.pendingWrites.values(), p, approving?.pendingId ?? null);
-    if (combined.outcome !== 'allow') {
-      const needs = combined.pendingApproval === 'qa' ? 'qa' : 'reviewer';
-      const existing = [...this.pendingWrites.values()].find((w) => w.proposal.id === p.id);
-      const id = existing?.id ?? `pw_${now.toString(36)}_${randomBytes(4).toString('hex')}`;
-      const w: PendingWrite = { id, proposal: p, vectorHash: hash!, needs, since: existing?.since ?? now, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
-      // decisions, superseded writes and the queued one: one transaction, so the queue and the trail agree
-      this.o.store.tx((t) => {
-        decided(t);
-        this.state.supersede(t, p, victims.filter((v) => v.id !== id));
-        const e = t.audit.append(entryFor(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: id, vectorHash: hash, needs, bundle: w.bundleVersion }), reason: `waits for ${needs === 'qa' ? 'QA' : 'a named reviewer'}` }));
-        this.state.putPending(t, w, e.seq);
-        this.settle(t, approving, 'pending');
-      });
-      for (const v of victims) if (v.id !== id) this.pendingWrites.delete(v.id);
-      this.pendingWrites.set(id, w);
-      return { ...base, status: 'pending', decisions, vectorHash: hash, pending: { id, needs } };
-    }
-    // 3. write the vector
-    return this.execute(p, moves!, decisions, hash!, approving, (t) => {
-      decided(t);
-      this.state.supersede(t, p, victims);
-    }, victims);
+    const contexts = p.moves.map((m) => {
+      const computed = { modelRecord, ...(capping && isPressMove(bundle, m.setpoint) ? { capping } : {}) };
+      return decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle, computed);
+    });
+    return { current, contexts };
   }
 
   /** The bundle in force computes another vector than the one approved: re-key the pending write, refuse the approval. */
-  private stale(p: WriteProposal, approving: Approving, hash: string, decisions: Decision[], decisionEntries: AuditEntryInput[], bundle: PolicyBundle | null): never {
-    const pw = this.pendingWrites.get(approving.pendingId);
+  private stale(plan: Extract<WritePlan, { kind: 'stale' }>, approving: Approving): never {
     this.o.store.tx((t) => {
-      t.audit.appendBatch(decisionEntries);
-      if (!pw) return;
-      const w: PendingWrite = { ...pw, vectorHash: hash, reasons: decisions.flatMap((d) => d.reasons), bundleVersion: bundle?.version ?? null };
-      const e = t.audit.append(entryFor(p, { kind: 'state_change', action: 'setpoint.pending', args: json({ pendingId: pw.id, vectorHash: hash, needs: pw.needs, bundle: w.bundleVersion, staleApproval: approving.vectorHash }), reason: 'the bundle in force computes another vector: the approval is stale, a new one is needed' }));
-      this.state.putPending(t, w, e.seq);
-      this.pendingWrites.set(pw.id, w);
+      t.audit.appendBatch(plan.decisionEntries);
+      if (!plan.requeue) return;
+      const w = plan.requeue.pending;
+      this.state.putPending(t, w, t.audit.append(plan.requeue.entry).seq);
+      this.pendingWrites.set(w.id, w);
       this.settle(t, approving, 'LK_APPROVAL_STALE', false);
     });
-    throw new LkError('LK_APPROVAL_STALE', `the bundle in force computes vector ${hash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`, { pendingId: approving.pendingId, vectorHash: hash });
+    const detail = { pendingId: approving.pendingId, vectorHash: plan.vectorHash };
+    const why = `the bundle in force computes vector ${plan.vectorHash.slice(0, 12)}…, the approval was for ${approving.vectorHash.slice(0, 12)}…`;
+    throw new LkError('LK_APPROVAL_STALE', why, detail);
   }
 
-  private async execute(p: WriteProposal, moves: Move[], decisions: Decision[], hash: string, approving: Approving | null, first: (t: TxContext) => void, victims: readonly PendingWrite[]): Promise<WriteOutcome> {
-    const base = { proposalId: p.id, decisions, vectorHash: hash };
-    const done: { move: Move; result: WriteResult | null }[] = [];
+  /** Journal each move's intent, write it, read it back, journal the outcome; the first failure reverts the vector. */
+  private async execute(p: WriteProposal, plan: Extract<WritePlan, { kind: 'write' }>, approving: Approving | null, first: (t: TxContext) => void): Promise<WriteOutcome> {
+    const base = { proposalId: p.id, decisions: plan.decisions, vectorHash: plan.vectorHash };
+    const { moves } = plan;
+    const done: Done[] = [];
     for (const [i, m] of moves.entries()) {
       const cap = this.capFor(m.setpoint);
-      const intentEntry = entryFor(p, { kind: 'intent', action: 'setpoint.write', subject: { setpoint: m.setpoint }, args: json({ decision: decisions[i]!.id, bundleVersion: decisions[i]!.bundleVersion, vectorHash: hash, unit: m.unit }), old: json(m.old), new: m.value });
+      const subject = { setpoint: m.setpoint };
       // the decisions, superseded pending writes and the first intent commit together: one durable sync fewer per write
       const intent = this.o.store.tx((t) => {
         if (i === 0) first(t);
-        return t.audit.intent(intentEntry);
+        return t.audit.intent(plan.intents[i]!);
       });
-      if (i === 0) for (const v of victims) this.pendingWrites.delete(v.id);
+      if (i === 0) for (const v of plan.supersede) this.pendingWrites.delete(v.id);
       let result: WriteResult;
       try {
         if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${m.setpoint}`);
         result = await cap.write(m.setpoint, m.value);
       } catch (err) {
         const e = LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) };
-        this.o.store.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json({ ok: false, error: e }), reason: e.code });
+        this.o.store.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject, result: json({ ok: false, error: e }), reason: e.code });
         // a write whose outcome is unknown may have moved the equipment: put it back too; a refusal changed nothing
         if (outcomeUnknown(err)) done.push({ move: m, result: null });
         return this.fail(p, base, done, `write of ${m.setpoint} failed: ${e.code}`, e, approving);
@@ -381,14 +379,15 @@ export class GuardedWriter {
       const at = this.o.clock.now();
       // the vector's last outcome, the moves the rate check remembers and the approved pending write's closing commit together
       this.o.store.tx((t) => {
-        const out = t.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject: { setpoint: m.setpoint }, result: json(result), old: json(m.old), new: json(result.readBack) });
+        const out = t.audit.outcome(intent, { actor: p.agent, action: 'setpoint.write', subject, result: json(result), old: json(m.old), new: json(result.readBack) });
         if (!whole) return;
         for (const d of done) this.state.putLastMove(t, d.move.setpoint, { value: d.move.value, at }, p.tenant, out.seq);
         this.settle(t, approving, 'written');
       });
       if (whole) for (const d of done) this.lastMoves.set(d.move.setpoint, { value: d.move.value, at });
       if (!result.verified) {
-        return this.fail(p, base, done, `read-back of ${m.setpoint} is ${String(result.readBack)} (${result.readBackQuality}), wrote ${result.written}`, { code: 'LK_READBACK_MISMATCH', message: 'read-back does not match the written value' }, approving);
+        const what = `read-back of ${m.setpoint} is ${String(result.readBack)} (${result.readBackQuality}), wrote ${result.written}`;
+        return this.fail(p, base, done, what, { code: 'LK_READBACK_MISMATCH', message: 'read-back does not match the written value' }, approving);
       }
     }
     return { ...base, status: 'written', results: done.map((d) => d.result!) };
@@ -399,19 +398,19 @@ export class GuardedWriter {
    * the equipment answered is that setpoint's last move (the rate check counts both moves); the last
    * transaction also settles an approved pending write.
    */
-  private async fail(p: WriteProposal, base: Omit<WriteOutcome, 'status'>, done: { move: Move; result: WriteResult | null }[], what: string, error: { code: string; message: string }, approving: Approving | null): Promise<WriteOutcome> {
-    const back = [...done].reverse().map((d) => d.move);
-    const todo = back.filter((m) => Number.isFinite(m.old) && this.capFor(m.setpoint));
-    let reverted = todo.length === back.length;
+  private async fail(p: WriteProposal, base: Base, done: Done[], what: string, error: Failure, approving: Approving | null): Promise<WriteOutcome> {
+    const plan = decideRevert(p, done.map((d) => d.move), what, error, (sp) => this.capFor(sp) !== undefined);
+    const todo = plan.revert;
+    let reverted = plan.complete;
     const status = (): 'reverted' | 'failed' => (reverted ? 'reverted' : 'failed');
     this.o.store.tx((t) => {
-      t.audit.append(entryFor(p, { actor: 'system', kind: 'alarm', action: error.code === 'LK_READBACK_MISMATCH' ? 'setpoint.readback_mismatch' : 'setpoint.write_failed', reason: what, result: json({ error, moves: done.map((d) => d.move.setpoint) }) }));
+      t.audit.append(plan.alarm);
       if (todo.length === 0) this.settle(t, approving, status());
     });
     for (const [i, move] of todo.entries()) {
-      const intent = this.o.store.audit.intent(entryFor(p, { actor: 'system', kind: 'intent', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, old: move.value, new: move.old, reason: what }));
+      const intent = this.o.store.audit.intent(revertIntent(p, move, what));
       let result: unknown;
-      let moved: LastMove | null = null;
+      let moved: LastMove;
       try {
         const r = await this.capFor(move.setpoint)!.write(move.setpoint, move.old);
         reverted &&= r.verified;
@@ -425,10 +424,10 @@ export class GuardedWriter {
       }
       this.o.store.tx((t) => {
         const out = t.audit.outcome(intent, { actor: 'system', action: 'setpoint.revert', subject: { setpoint: move.setpoint }, result: json(result) });
-        if (moved) this.state.putLastMove(t, move.setpoint, moved, p.tenant, out.seq);
+        this.state.putLastMove(t, move.setpoint, moved, p.tenant, out.seq);
         if (i === todo.length - 1) this.settle(t, approving, status());
       });
-      if (moved) this.lastMoves.set(move.setpoint, moved);
+      this.lastMoves.set(move.setpoint, moved);
     }
     return { ...base, status: status(), results: done.flatMap((d) => (d.result ? [d.result] : [])), error };
   }

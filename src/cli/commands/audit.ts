@@ -16,7 +16,7 @@ import { exportCsv } from '../../audit/export-csv.js';
 import { exportPdf } from '../../audit/export-pdf.js';
 import { loadSitePublicKey, parsePublicKey } from '../../audit/keys.js';
 import { queryAudit, type AuditFilter } from '../../audit/query.js';
-import { verifyStore } from '../../audit/verify.js';
+import { verifyStoreParallel } from '../../audit/verify-parallel.js';
 import type { AuditEntry } from '../../audit/entry.js';
 
 interface Common {
@@ -48,6 +48,20 @@ function writableDir(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Progress of a long verify on stderr, only when it is a terminal (scripts and pipes stay quiet). */
+function progressOnTty(): { onProgress?: (done: number, total: number) => void } {
+  if (process.stderr.isTTY !== true) return {};
+  let shown = -1;
+  return {
+    onProgress: (done, total) => {
+      const pct = Math.floor((100 * done) / total);
+      if (total < 100_000 || pct === shown) return;
+      shown = pct;
+      process.stderr.write(`\rverifying: ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} entries (${pct} %)${done >= total ? '\n' : ''}`);
+    },
+  };
 }
 
 const FILTER_KEYS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'from', 'to'] as const;
@@ -88,7 +102,7 @@ export function registerAudit(program: Command): void {
     .option('--bundle <file>', 'verify an exported bundle instead of the database')
     .option('--key <file>', 'site public key (PEM) to check signatures with, instead of the one beside the data / in the bundle')
     .option('--json', 'print the report as JSON')
-    .action((o: Common & { tenant?: string; bundle?: string; key?: string; json?: boolean }) => {
+    .action(async (o: Common & { tenant?: string; bundle?: string; key?: string; json?: boolean }) => {
       const publicKey = o.key ? parsePublicKey(readInputFile(o.key, 'site public key (--key)', 1024 * 1024), o.key) : undefined;
       if (o.bundle) {
         if (o.data) throw new LkError('LK_VALIDATION', 'use either --data or --bundle');
@@ -99,7 +113,13 @@ export function registerAudit(program: Command): void {
         if (!r.ok) throw new LkError('LK_AUDIT_BROKEN', `bundle is damaged: ${r.damage!.kind} at seq ${r.damage!.seq ?? '-'}`, { ...r.damage });
         return;
       }
-      const r = withStore(o, true, (s) => verifyStore(s, { ...(o.tenant ? { tenant: o.tenant } : {}), ...(publicKey ? { publicKey } : {}) }));
+      const s = openStore({ dataDir: dataDirOf(o), readonly: true });
+      let r;
+      try {
+        r = await verifyStoreParallel(s, { ...(o.tenant ? { tenant: o.tenant } : {}), ...(publicKey ? { publicKey } : {}), ...progressOnTty() });
+      } finally {
+        s.close();
+      }
       if (o.json) out(JSON.stringify(r));
       else {
         for (const c of r.chains) {

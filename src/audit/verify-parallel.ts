@@ -1,0 +1,197 @@
+/**
+ * `audit verify` across cores. The sequential walk (verify.ts) reads, serialises and hashes one row after
+ * another on one core. Every entry stores its prev_hash, so each range of a chain can be checked on its own
+ * (verify-worker.ts, one read-only connection per worker thread) and the ranges linked afterwards: a range's
+ * first prev_hash must be the hash that ends the range before it (genesis for the first). `PRAGMA quick_check`
+ * runs on a worker too, beside the ranges.
+ *
+ * Detection is not weakened: a range is accepted only when every seq is present in order, every row hashes to
+ * its stored hash with the same bytes as the sequential walk and links to its predecessor; the ranges must
+ * cover 1..max(seq) and nothing else may be in the chain. For a chain where anything is in doubt the exact
+ * sequential walk runs instead, so the damage kind and first bad seq are those of {@link verifyStore}. The
+ * checkpoints, the log file and the report are the sequential code's own ({@link verifyInner}).
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Database } from 'better-sqlite3';
+import { LkError } from '../errors.js';
+import { mapSqliteError } from '../store/store.js';
+import { checkpointLogFile, readCheckpointLog } from './checkpoints.js';
+import { GENESIS_HASH } from './entry.js';
+import { type VerifyOptions, type VerifyReport, type Walk, verifyInner, walkChain } from './verify.js';
+import type { RangeResult, RangeTask, WorkerMessage, WorkerReply } from './verify-worker.js';
+
+export interface ParallelOptions extends VerifyOptions {
+  /** Worker threads (default: the cores available). */
+  workers?: number;
+  /** Rows per range handed to a worker (default 50,000). */
+  rangeRows?: number;
+  /** Chains shorter than this are walked on the calling thread (default 20,000): a worker costs more than it saves. */
+  minRows?: number;
+  /** Called as ranges finish: entries checked so far of the total. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+interface Source {
+  readonly db: Database;
+  readonly dataDir: string;
+}
+
+/**
+ * Verify the audit chains and checkpoints of a store, as {@link verifyStore} does and with the same report,
+ * using worker threads for long chains.
+ * @throws LkError as verifyStore; LK_INTERNAL when a worker cannot start or fails.
+ */
+export async function verifyStoreParallel(src: Source, opts: ParallelOptions = {}): Promise<VerifyReport> {
+  const { db } = src;
+  const rangeRows = Math.max(1, opts.rangeRows ?? 50_000);
+  const minRows = opts.minRows ?? 20_000;
+  try {
+    // One snapshot for the chain lengths here and the checkpoints verifyInner reads: an entry or checkpoint
+    // appended meanwhile by a running daemon is not half seen. Rows up to max(seq) never change (append-only).
+    db.exec('BEGIN');
+    try {
+      const chains = db.prepare('SELECT tenant, count(*) AS n, max(seq) AS hi FROM audit_entry GROUP BY tenant').all() as { tenant: string; n: number; hi: unknown }[];
+      const mine = chains.filter((c) => (opts.tenant === undefined || c.tenant === opts.tenant));
+      const total = mine.reduce((n, c) => n + c.n, 0);
+      const big = mine.filter((c) => c.n >= minRows);
+      const n = Math.max(1, Math.min(opts.workers ?? availableParallelism(), 16));
+      if (big.length === 0) return verifyInner(src, opts);
+      const wantedOf = checkpointSeqs(db, src.dataDir);
+      const pool = await WorkerPool.open(db.name, n);
+      let walks: Map<string, Walk | null>;
+      let quickCheck: string;
+      try {
+        const qc = pool.quickCheck();
+        let done = total - big.reduce((k, c) => k + c.n, 0);
+        walks = new Map(await Promise.all(big.map(async (c) => [c.tenant, await parallelWalk(pool, c, rangeRows, wantedOf.get(c.tenant) ?? [], (rows) => {
+          done += rows;
+          opts.onProgress?.(done, total);
+        })] as const)));
+        quickCheck = await qc;
+      } finally {
+        pool.close();
+      }
+      return verifyInner(src, opts, {
+        quickCheck,
+        walker: (d, tenant, wanted) => walks.get(tenant) ?? walkChain(d, tenant, wanted),
+      });
+    } finally {
+      if (db.inTransaction) db.exec('COMMIT');
+    }
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+}
+
+/** Every seq at which some checkpoint (database or log file) names a head, per tenant: a superset of what verify compares. */
+function checkpointSeqs(db: Database, dataDir: string): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  const add = (tenant: unknown, seq: unknown): void => {
+    if (typeof tenant !== 'string' || typeof seq !== 'number' || !Number.isSafeInteger(seq)) return;
+    out.set(tenant, [...(out.get(tenant) ?? []), seq]);
+  };
+  for (const r of db.prepare('SELECT tenant, seq FROM audit_checkpoint').raw().all() as unknown[][]) add(r[0], r[1]);
+  for (const c of readCheckpointLog(checkpointLogFile(dataDir)).checkpoints) add(c.tenant, c.seq);
+  return out;
+}
+
+/** A chain checked in ranges and linked; null when anything is in doubt (the sequential walk decides then). */
+async function parallelWalk(pool: WorkerPool, c: { tenant: string; n: number; hi: unknown }, rangeRows: number, wanted: readonly number[], progress: (rows: number) => void): Promise<Walk | null> {
+  // a seq that is not an integer, a gap, a row outside 1..max: the walk names it
+  if (typeof c.hi !== 'number' || !Number.isSafeInteger(c.hi) || c.hi !== c.n) return null;
+  const tasks: RangeTask[] = [];
+  for (let lo = 0; lo < c.hi; lo += rangeRows) {
+    const hi = Math.min(c.hi, lo + rangeRows);
+    tasks.push({ id: 0, tenant: c.tenant, lo, hi, wanted: wanted.filter((s) => s > lo && s <= hi) });
+  }
+  const results = await Promise.all(tasks.map(async (t) => {
+    const r = await pool.range(t);
+    progress(t.hi - t.lo);
+    return r;
+  }));
+  const hashAt = new Map<number, string>();
+  let ph = GENESIS_HASH;
+  for (const r of results) {
+    if (!r.ok || r.firstPrev !== ph) return null;
+    for (const [s, h] of r.hashes) hashAt.set(s, h);
+    ph = r.lastHash;
+  }
+  return { head: c.hi, ph, hashAt };
+}
+
+/** Worker threads with one connection each; tasks go to whichever is free. */
+class WorkerPool {
+  private readonly idle: Worker[] = [];
+  private readonly waiting: (() => void)[] = [];
+  private nextId = 1;
+
+  private constructor(private readonly workers: Worker[]) {
+    this.idle.push(...workers);
+  }
+
+  static async open(file: string, n: number): Promise<WorkerPool> {
+    const script = workerScript();
+    const ws = Array.from({ length: n }, () => new Worker(script.code, { eval: script.eval, workerData: { lkVerify: file } }));
+    return new WorkerPool(ws);
+  }
+
+  quickCheck(): Promise<string> {
+    return this.run({ kind: 'quick_check' }).then((r) => (r.kind === 'quick_check' ? r.result : 'worker answered out of turn'));
+  }
+
+  range(t: RangeTask): Promise<RangeResult> {
+    const task = { ...t, id: this.nextId++ };
+    return this.run({ kind: 'range', task }).then((r) => (r.kind === 'range' ? r.result : { id: task.id, ok: false }));
+  }
+
+  close(): void {
+    for (const w of this.workers) void w.terminate();
+  }
+
+  private async run(m: WorkerMessage): Promise<WorkerReply> {
+    while (this.idle.length === 0) await new Promise<void>((res) => this.waiting.push(res));
+    const w = this.idle.pop()!;
+    try {
+      return await new Promise<WorkerReply>((resolve, reject) => {
+        const onMsg = (r: WorkerReply): void => {
+          cleanup();
+          if (r.kind === 'error') reject(new LkError('LK_INTERNAL', `audit verify worker failed: ${r.message}`));
+          else resolve(r);
+        };
+        const onErr = (err: Error): void => {
+          cleanup();
+          reject(new LkError('LK_INTERNAL', `audit verify worker failed: ${err.message}`, undefined, { cause: err }));
+        };
+        const onExit = (code: number): void => onErr(new Error(`exited with code ${code}`));
+        const cleanup = (): void => {
+          w.off('message', onMsg);
+          w.off('error', onErr);
+          w.off('exit', onExit);
+        };
+        w.on('message', onMsg);
+        w.on('error', onErr);
+        w.on('exit', onExit);
+        w.postMessage(m);
+      });
+    } finally {
+      this.idle.push(w);
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+/**
+ * The compiled worker beside this file; when running from sources (tsx, vitest) the .ts one, loaded through
+ * tsx's loader registered in the worker (a worker does not inherit the parent's loader hooks).
+ */
+function workerScript(): { code: string | URL; eval: boolean } {
+  const js = new URL('./verify-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return { code: js, eval: false };
+  const ts = new URL('./verify-worker.ts', import.meta.url).href;
+  const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href.replace(/\.cjs$/, '.mjs');
+  return { code: `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts)}); });`, eval: true };
+}

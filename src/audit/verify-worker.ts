@@ -1,0 +1,66 @@
+/**
+ * Worker of the parallel `audit verify` (verify-parallel.ts): checks ranges of one chain's rows on its own
+ * read-only connection. Each entry stores its prev_hash, so a range is checked without its neighbours: every
+ * seq present in order, every row hashing to its stored hash (body.ts, the same bytes as the sequential walk),
+ * every row linking to the one before it. What links the ranges (a range's first prev_hash to the hash ending
+ * the range before) is left to the caller. Any doubt is reported as `ok: false`; the caller then runs the exact
+ * sequential walk, which names the damage.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { rowHash } from './body.js';
+import { COL as C, ENTRY_COLUMNS, type EntryRow } from './entry.js';
+
+/** One range of a chain: seqs lo+1..hi, and the positions whose hashes the caller wants back. */
+export interface RangeTask {
+  readonly id: number;
+  readonly tenant: string;
+  readonly lo: number;
+  readonly hi: number;
+  readonly wanted: readonly number[];
+}
+
+export type RangeResult =
+  | { readonly id: number; readonly ok: true; readonly firstPrev: string; readonly lastHash: string; readonly hashes: readonly [number, string][] }
+  | { readonly id: number; readonly ok: false };
+
+export type WorkerMessage = { readonly kind: 'range'; readonly task: RangeTask } | { readonly kind: 'quick_check' } | { readonly kind: 'close' };
+export type WorkerReply = { readonly kind: 'range'; readonly result: RangeResult } | { readonly kind: 'quick_check'; readonly result: string } | { readonly kind: 'error'; readonly message: string };
+
+/** Check one range on `db`; pure apart from the read. */
+export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
+  const want = new Set(t.wanted);
+  const hashes: [number, string][] = [];
+  const stmt = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq`).raw();
+  let e = t.lo + 1;
+  let firstPrev: string | undefined;
+  let ph: string | undefined;
+  for (const r of stmt.iterate(t.tenant, t.lo, t.hi) as IterableIterator<EntryRow>) {
+    const h = r[C.hash];
+    if (r[C.seq] !== e || typeof h !== 'string' || typeof r[C.prev_hash] !== 'string') return { id: t.id, ok: false };
+    if (ph === undefined) firstPrev = r[C.prev_hash] as string;
+    else if (r[C.prev_hash] !== ph) return { id: t.id, ok: false };
+    if (rowHash(t.tenant, r) !== h) return { id: t.id, ok: false };
+    if (want.has(e)) hashes.push([e, h]);
+    ph = h;
+    e++;
+  }
+  if (e !== t.hi + 1 || firstPrev === undefined || ph === undefined) return { id: t.id, ok: false };
+  return { id: t.id, ok: true, firstPrev, lastHash: ph, hashes };
+}
+
+if (parentPort && (workerData as { lkVerify?: string } | undefined)?.lkVerify) {
+  const port = parentPort;
+  const db = new Database((workerData as { lkVerify: string }).lkVerify, { readonly: true, fileMustExist: true });
+  port.on('message', (m: WorkerMessage) => {
+    try {
+      if (m.kind === 'close') {
+        db.close();
+        port.close();
+      } else if (m.kind === 'quick_check') port.postMessage({ kind: 'quick_check', result: String(db.pragma('quick_check(1)', { simple: true })) } satisfies WorkerReply);
+      else port.postMessage({ kind: 'range', result: checkRange(db, m.task) } satisfies WorkerReply);
+    } catch (err) {
+      port.postMessage({ kind: 'error', message: (err as Error).message } satisfies WorkerReply);
+    }
+  });
+}
