@@ -100,6 +100,11 @@ export const ERRORS = {
   LK_API_RESPONSE: { status: 502, title: 'The linekeeper API answered with something that is not one of its documented responses' },
   LK_HEADERS_TOO_LARGE: { status: 431, title: 'The request line or headers are too large' },
   LK_REQUEST_TIMEOUT: { status: 408, title: 'The request did not arrive in time' },
+  // sign-in throttling, SSO and signatures at a change of autonomy
+  LK_RATE_LIMITED: { status: 429, title: 'Too many failed sign-ins from this address or for this account; retry after the time given' },
+  LK_SSO_UNMAPPED: { status: 403, title: 'The identity provider\'s token maps to no linekeeper role or tenant of this site' },
+  LK_SSO_UNAVAILABLE: { status: 503, title: 'The identity provider\'s signing keys (JWKS) cannot be read' },
+  LK_REAUTH_REQUIRED: { status: 428, title: 'This change is signed: re-authenticate (password, or a fresh identity-provider sign-in)' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

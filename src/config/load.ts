@@ -215,6 +215,19 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
       else if (tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
     }
   });
+  const oidc = c.api.oidc;
+  if (oidc) {
+    const tenantIds = new Set(c.tenants.map((t) => t.id));
+    (oidc.tenants ?? []).forEach((t, j) => {
+      if (!tenantIds.has(t)) add(['api', 'oidc', 'tenants', j], `unknown tenant "${t}"`);
+    });
+    for (const [k, ts] of Object.entries(oidc.tenant_map ?? {})) {
+      ts.forEach((t, j) => {
+        if (!tenantIds.has(t)) add(['api', 'oidc', 'tenant_map', k, j], `unknown tenant "${t}"`);
+      });
+    }
+    if (oidc.jwks_file !== undefined && !existsSync(resolve(baseDir, oidc.jwks_file))) add(['api', 'oidc', 'jwks_file'], `JWKS file "${oidc.jwks_file}" does not exist`);
+  }
   const policyDir = resolve(baseDir, c.policy.bundle);
   if (!existsSync(policyDir)) add(['policy', 'bundle'], `policy bundle folder "${c.policy.bundle}" does not exist`);
   return out;
