@@ -4,6 +4,7 @@
  * with Retry-After, and the first refusal of each window is audited on the site chain (every failed attempt
  * already is, by identity.ts, which also locks the account after its consecutive-failure limit).
  */
+import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { LkError } from '../errors.js';
 import { bearer } from './auth.js';
@@ -12,6 +13,9 @@ import type { Identity, IssuedToken } from './identity.js';
 import { FailureLimiter } from './limiter.js';
 import { Problem } from './problem.js';
 import { SignOutView, TokenBody, TokenView } from './schemas.js';
+
+/** Renewal and sign-out take no body (an empty object is accepted; anything in it is refused). */
+const NoBody = z.strictObject({}).nullish();
 
 const problems = { '4xx': Problem, '5xx': Problem };
 const security = [{ bearer: [] }];
@@ -57,14 +61,14 @@ export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, l
   app.post('/v1/auth/token/refresh', {
     schema: {
       tags: ['auth'], summary: 'Renew the bearer token of a local session before it expires, without the password: a new token (the old one stops at once), never past the session\'s maximum age',
-      security, response: { 200: TokenView, ...problems },
+      security, body: NoBody, response: { 200: TokenView, ...problems },
     },
   }, async (req) => view(identity.refresh(bearer(req.headers.authorization))));
 
   app.post('/v1/auth/logout', {
     schema: {
       tags: ['auth'], summary: 'Sign out: the session ends at once (its token is refused, its event streams close at their next check); an SSO token is refused until it expires',
-      security, response: { 200: SignOutView, ...problems },
+      security, body: NoBody, response: { 200: SignOutView, ...problems },
     },
   }, async (req) => ({ signedOut: (await identity.logout(bearer(req.headers.authorization))).id }));
 }
