@@ -8,9 +8,10 @@
  * JWTs of the site's identity provider are accepted beside local tokens (oidc.ts).
  *
  * A request's token check is a hash and two map lookups: the user behind a session is cached, and the cache is
- * dropped whenever the users change — through this Identity, or through another connection to the database
- * (the offline `linekeeper users` commands), which SQLite's `PRAGMA data_version` reveals. A disabled or
- * locked account therefore stops at its next request either way.
+ * dropped whenever the users change — through this Identity (at once), or through another connection to the
+ * database (the offline `linekeeper users` commands), which SQLite's `PRAGMA data_version` reveals and which is
+ * looked at no more than once a second. A disabled or locked account therefore stops at its next request, or
+ * within a second when another process disabled it.
  *
  * Signing re-authenticates (11.200(a)(1)): a local user types the password again (counted toward the lock); an
  * SSO user presents a bearer token whose `auth_time` is at most `signing_max_auth_age_s` old — a fresh sign-in
@@ -65,6 +66,11 @@ export interface IdentityOptions {
   readonly scryptLog2N?: number;
   /** Bearer JWTs of the site's OIDC provider, when configured. */
   readonly oidc?: OidcVerifier;
+  /**
+   * How often a request looks for user changes made by another connection (default 1 s): a user disabled by
+   * the offline CLI is refused within this time; changes through this Identity apply at once.
+   */
+  readonly foreignChangeCheckMs?: number;
 }
 
 /** SSO tokens remembered as verified (and as signed out) at most; the cache is emptied past it. */
@@ -94,6 +100,8 @@ export class Identity {
   private readonly cache = new Map<string, AuthUser | null>();
   private readonly dataVersion: Statement;
   private seenVersion: number;
+  private versionAt = Number.NEGATIVE_INFINITY;
+  private readonly foreignCheckMs: number;
   /** Verified SSO tokens by hash, and signed-out ones until their expiry. */
   private readonly sso = new Map<string, SsoUser>();
   private readonly ssoOut = new Map<string, number>();
@@ -106,6 +114,7 @@ export class Identity {
     this.log2N = o.scryptLog2N ?? 15;
     this.dataVersion = o.store.db.prepare('PRAGMA data_version').pluck();
     this.seenVersion = this.dataVersion.get() as number;
+    this.foreignCheckMs = o.foreignChangeCheckMs ?? 1000;
   }
 
   /** Whether bearer JWTs of an OIDC provider are accepted. */
@@ -314,11 +323,16 @@ export class Identity {
 
   /** The user as sessions see it (null: gone, disabled or locked), from the cache unless the users changed. */
   private current(id: string): AuthUser | null {
-    const v = this.dataVersion.get() as number;
-    if (v !== this.seenVersion) {
-      // another connection committed (an offline `linekeeper users` command, perhaps): re-read everyone
-      this.seenVersion = v;
-      this.cache.clear();
+    const now = this.o.clock.now();
+    // asking SQLite costs about what re-reading the user does, so it is asked at most every `foreignCheckMs`
+    if (now - this.versionAt >= this.foreignCheckMs || now < this.versionAt) {
+      this.versionAt = now;
+      const v = this.dataVersion.get() as number;
+      if (v !== this.seenVersion) {
+        // another connection committed (an offline `linekeeper users` command, perhaps): re-read everyone
+        this.seenVersion = v;
+        this.cache.clear();
+      }
     }
     let u = this.cache.get(id);
     if (u === undefined) {
