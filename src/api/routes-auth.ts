@@ -4,6 +4,7 @@
  * with Retry-After, and the first refusal of each window is audited on the site chain (every failed attempt
  * already is, by identity.ts, which also locks the account after its consecutive-failure limit).
  */
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { LkError } from '../errors.js';
@@ -58,7 +59,13 @@ export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, l
     }
   });
 
+  // authenticate first, as every guarded route does: a bad token is 401 whatever the body
+  const signedIn = async (req: FastifyRequest): Promise<void> => {
+    await identity.authenticate(bearer(req.headers.authorization));
+  };
+
   app.post('/v1/auth/token/refresh', {
+    onRequest: signedIn,
     schema: {
       tags: ['auth'], summary: 'Renew the bearer token of a local session before it expires, without the password: a new token (the old one stops at once), never past the session\'s maximum age',
       security, body: NoBody, response: { 200: TokenView, ...problems },
@@ -66,6 +73,7 @@ export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, l
   }, async (req) => view(identity.refresh(bearer(req.headers.authorization))));
 
   app.post('/v1/auth/logout', {
+    onRequest: signedIn,
     schema: {
       tags: ['auth'], summary: 'Sign out: the session ends at once (its token is refused, its event streams close at their next check); an SSO token is refused until it expires',
       security, body: NoBody, response: { 200: SignOutView, ...problems },
