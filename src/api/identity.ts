@@ -117,11 +117,6 @@ export class Identity {
     this.foreignCheckMs = o.foreignChangeCheckMs ?? 1000;
   }
 
-  /** Whether bearer JWTs of an OIDC provider are accepted. */
-  get sso_enabled(): boolean {
-    return this.o.oidc !== undefined;
-  }
-
   /**
    * Create a user with its audit entry (site chain, `user.create`, no password in it).
    * @throws LkError LK_VALIDATION for a bad id, role, tenant list or a password under 12 characters;
@@ -215,7 +210,7 @@ export class Identity {
    */
   async logout(token: string | undefined): Promise<AuthUser> {
     if (token && this.o.oidc && looksLikeJwt(token)) {
-      const u = await this.sso_user(token);
+      const u = await this.ssoUser(token);
       const key = sha256(token);
       this.sso.delete(key);
       if (this.ssoOut.size >= SSO_CACHE_MAX) this.sweepSso();
@@ -280,7 +275,7 @@ export class Identity {
    * @throws LkError as {@link resolve}, and as {@link OidcVerifier.verify} for a JWT.
    */
   async authenticate(token: string | undefined): Promise<AuthUser> {
-    if (token && this.o.oidc && looksLikeJwt(token)) return (await this.sso_user(token)).user;
+    if (token && this.o.oidc && looksLikeJwt(token)) return (await this.ssoUser(token)).user;
     return this.local(token).user;
   }
 
@@ -291,7 +286,7 @@ export class Identity {
    */
   async watch(token: string | undefined): Promise<() => boolean> {
     if (token && this.o.oidc && looksLikeJwt(token)) {
-      const u = await this.sso_user(token);
+      const u = await this.ssoUser(token);
       const key = sha256(token);
       return () => !this.ssoOut.has(key) && u.expiresAt > this.o.clock.now() && this.users.get(u.id) === null;
     }
@@ -349,7 +344,7 @@ export class Identity {
     if (this.current(id) === null) this.sessions.endUser(id);
   }
 
-  private async sso_user(token: string): Promise<SsoUser> {
+  private async ssoUser(token: string): Promise<SsoUser> {
     const key = sha256(token);
     const now = this.o.clock.now();
     if (this.ssoOut.has(key)) throw new LkError('LK_UNAUTHENTICATED', 'this token was signed out', { reason: 'signed_out' });
