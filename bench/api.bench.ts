@@ -11,8 +11,12 @@
  * 2. Server-sent events: 200 concurrent streams on the run; delay from a tool-call line's commit (the engine's
  *    onToolCall, called after the commit, first listener) to its arrival at each client (clients in a child
  *    process). Peer: the same commits broadcast by a bare fastify SSE route to 200 clients. Target p99 < 50 ms.
- * 3. Token verification per request: `Identity.resolve` (SHA-256 of the opaque token, the in-memory token map,
- *    the user re-read from the store so a disabled or locked account stops at once) vs a raw Map lookup.
+ * 3. Token verification per request: `Identity.resolve` (SHA-256 of the opaque token, the in-memory session map,
+ *    the cached user — dropped when users change, here or on another connection, seen through PRAGMA
+ *    data_version — so a disabled or locked account stops at once) vs a raw Map lookup.
+ * 4. SSO: a provider's ES256 JWT verified by the daemon's `OidcVerifier` (jose + claim mapping) and as the guard
+ *    sees it (`Identity.authenticate`: verified once, then cached until it expires or is signed out), both vs
+ *    jose's `jwtVerify` bare.
  *
  * Rounds alternate ours/peer so drift on a noisy two-core box hits both alike. Run: npx tsx bench/api.bench.ts
  */
@@ -24,8 +28,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { z } from 'zod';
-import { createApi } from '../src/api/index.js';
+import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
+import { createApi, Identity, OidcVerifier } from '../src/api/index.js';
 import { RunView as RunViewSchema } from '../src/api/schemas.js';
+import { Oidc } from '../src/config/schema.js';
 import { systemClock } from '../src/clock.js';
 import { defaultConfigFile } from '../src/config/load.js';
 import { startDaemon } from '../src/daemon.js';
@@ -224,8 +230,41 @@ for (let r = 0; r < TOKEN_ROUNDS; r++) {
 const nsPerOp = (ops: number[]): number => 1e9 / Math.max(...ops);
 report({
   name: 'token verification per request', unit: 'ns/op', higherIsBetter: false,
-  ours: { label: 'Identity.resolve (SHA-256, token map, user re-read from the store)', value: nsPerOp(oursOps) },
+  ours: { label: 'Identity.resolve (SHA-256, session map, cached user checked against PRAGMA data_version)', value: nsPerOp(oursOps) },
   peer: { label: 'raw Map.get of the token', value: nsPerOp(peerOps) },
+  extra: { sink: sink > 0 ? 'ok' : 'none' },
+});
+
+// ── 4. SSO: JWT verification ─────────────────────────────────────────────────────────────────────────────────
+// a provider key made here, its JWKS as a file; ours = the verifier the daemon uses (jose + claim mapping), and
+// Identity.authenticate as a request sees it (verified once, then the cache); peer = jose's jwtVerify, bare
+const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] };
+writeFileSync(join(dir, 'jwks.json'), JSON.stringify(jwks));
+const oidcCfg = Oidc.parse({ issuer: 'https://idp.bench.example/', audience: 'linekeeper', jwks_file: 'jwks.json', role_map: { 'lk-qa': 'qa_reviewer' }, tenants: ['acme-pharma'] });
+const verifier = new OidcVerifier(oidcCfg, dir, ['acme-pharma'], systemClock);
+const ssoIdentity = new Identity({ store: daemon.store, clock: systemClock, oidc: verifier });
+const nowS = Math.floor(Date.now() / 1000);
+const jwt = await new SignJWT({ preferred_username: 'q.bench', groups: ['lk-qa'], auth_time: nowS })
+  .setProtectedHeader({ alg: 'ES256', kid: 'bench' }).setIssuer(oidcCfg.issuer).setAudience('linekeeper').setSubject('bench-sub').setIssuedAt(nowS).setExpirationTime(nowS + 3600).sign(privateKey);
+const localSet = createLocalJWKSet(jwks);
+const verifyOps: number[] = [];
+const cachedOps: number[] = [];
+const joseOps: number[] = [];
+for (let r = 0; r < TOKEN_ROUNDS; r++) {
+  verifyOps.push(await opsPerSecond(async () => void (sink += (await verifier.verify(jwt)).id.length), 1000));
+  cachedOps.push(await opsPerSecond(async () => void (sink += (await ssoIdentity.authenticate(jwt)).id.length), 1000));
+  joseOps.push(await opsPerSecond(async () => void (sink += String((await jwtVerify(jwt, localSet, { issuer: oidcCfg.issuer, audience: 'linekeeper', algorithms: ['ES256'] })).payload.sub).length), 1000));
+}
+report({
+  name: 'JWT verification (SSO), every request verified', unit: 'ns/op', higherIsBetter: false,
+  ours: { label: 'OidcVerifier.verify (jose jwtVerify + claim mapping to role and tenants)', value: nsPerOp(verifyOps) },
+  peer: { label: 'jose jwtVerify, bare (ES256, local JWKS)', value: nsPerOp(joseOps) },
+});
+report({
+  name: 'JWT per request (SSO), as the guard sees it', unit: 'ns/op', higherIsBetter: false,
+  ours: { label: 'Identity.authenticate (SHA-256 of the token, verified-token cache, sign-out set)', value: nsPerOp(cachedOps) },
+  peer: { label: 'jose jwtVerify, bare (ES256, local JWKS)', value: nsPerOp(joseOps) },
   extra: { sink: sink > 0 ? 'ok' : 'none' },
 });
 

@@ -20,6 +20,7 @@ import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
+import { OidcVerifier } from './api/oidc.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
 import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
 import { configChanged, configInvalid, recordSiteEvent, watchdogEvent } from './audit/site-events.js';
@@ -378,7 +379,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
     if (opts.api) {
       const a = config.api;
-      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, maxFailedAttempts: a.max_failed_attempts });
+      const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
+      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, maxFailedAttempts: a.max_failed_attempts, ...(oidc ? { oidc } : {}) });
       if (usesSim && config.simulator.embedded) {
         demoUsers = await ensureDemoUsers(identity, config.tenants.map((t) => t.id));
         if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
@@ -387,6 +389,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       api = await createApi({
         daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped,
         metrics: { metrics, tokenFile: a.metrics_token_file },
+        signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },
       });
       apiUrl = await api.listen(opts.api.host ?? a.host, opts.api.port ?? a.port);
       log.info({ url: apiUrl }, 'REST API listening');

@@ -114,6 +114,11 @@ export const ERRORS = {
   LK_OUTPUT_INVALID: { status: 422, title: 'Output file cannot be created there (missing folder, a directory, permission denied)' },
   LK_DATA_DIR_NOT_A_DIRECTORY: { status: 500, title: 'Data directory path exists but is not a directory' },
   LK_AUDIT_CHECKPOINT_LOG: { status: 500, title: 'Audit checkpoint log cannot be read or written (not a regular file, unreadable or too large)' },
+  // sign-in throttling, SSO and signatures at a change of autonomy
+  LK_RATE_LIMITED: { status: 429, title: 'Too many failed sign-ins from this address or for this account; retry after the time given' },
+  LK_SSO_UNMAPPED: { status: 403, title: 'The identity provider\'s token maps to no linekeeper role or tenant of this site' },
+  LK_SSO_UNAVAILABLE: { status: 503, title: 'The identity provider\'s signing keys (JWKS) cannot be read' },
+  LK_REAUTH_REQUIRED: { status: 428, title: 'This change is signed: re-authenticate (password, or a fresh identity-provider sign-in)' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -46,7 +46,7 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
   const args = { approval: id, decision: body.decision };
   if (!approvers(ctx).qa.includes(user.role)) refuse(ctx, tenant, user, subject, args, `a batch release is signed by a QA reviewer, not a ${user.role}`, { role: user.role });
   if (body.recordHash !== undefined && body.recordHash !== approval.recordHash) throw new LkError('LK_APPROVAL_STALE', `the release record is ${approval.recordHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: id });
-  await ctx.identity.reauthenticate(user.id, body.password, { tenant, approval: id });
+  await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: id });
   try {
     return engine.decide(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, decision: body.decision, meaning: body.meaning });
   } catch (err) {
@@ -81,7 +81,7 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
     throw new LkError('LK_VALIDATION', 'a setpoint write is decided on the exact vector: give its recordHash as GET /approvals shows it', { issues: [{ path: 'body.recordHash', message: 'required for a setpoint write' }] });
   }
   if (body.recordHash !== w.vectorHash) throw new LkError('LK_APPROVAL_STALE', `the pending vector is ${w.vectorHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: w.id });
-  await ctx.identity.reauthenticate(user.id, body.password, { tenant, approval: w.id });
+  await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: w.id });
 
   const meaning = body.meaning.trim();
   const signature = signRecord(store.audit.siteKey(), {

@@ -37,7 +37,7 @@ export function userOf(req: FastifyRequest): AuthUser {
  */
 export function guardFactory(identity: Identity, tenants: ReadonlySet<string>): (roles: readonly Role[], what: string) => onRequestAsyncHookHandler {
   return (roles, what) => async (req) => {
-    const user = identity.resolve(bearer(req.headers.authorization));
+    const user = await identity.authenticate(bearer(req.headers.authorization));
     const tenant = (req.params as { tenant?: unknown } | undefined)?.tenant;
     if (tenant !== undefined && (typeof tenant !== 'string' || !tenants.has(tenant) || !user.tenants.includes(tenant))) {
       throw new LkError('LK_NOT_FOUND', `no tenant ${String(tenant)}`);

@@ -2,17 +2,34 @@
  * Local identities of an air-gapped site (the default until a directory or OIDC provider is configured):
  * users in the store with scrypt password hashes, one role, the tenants they work for, a disabled flag and a
  * failed-attempt counter that locks the account after `maxFailedAttempts` consecutive failures (21 CFR
- * 11.300(d): attempts at unauthorised use are recorded, on the site chain, and stopped). Sign-in issues a
- * short-lived opaque bearer token; only its SHA-256 is kept, in memory, so a token dies with the process.
- * Signing re-authenticates with the password (11.200(a)(1)) and counts toward the same lock.
+ * 11.300(d): attempts at unauthorised use are recorded, on the site chain, and stopped). Sign-in starts a
+ * session (sessions.ts) with a short-lived opaque bearer token, renewable up to a maximum session age; only
+ * SHA-256 hashes are kept, in memory, so a session dies with the process. With `api.oidc` configured, bearer
+ * JWTs of the site's identity provider are accepted beside local tokens (oidc.ts).
+ *
+ * A request's token check is a hash and two map lookups: the user behind a session is cached, and the cache is
+ * dropped whenever the users change — through this Identity (at once), or through another connection to the
+ * database (the offline `linekeeper users` commands), which SQLite's `PRAGMA data_version` reveals and which is
+ * looked at no more than once a second. A disabled or locked account therefore stops at its next request, or
+ * within a second when another process disabled it.
+ *
+ * Signing re-authenticates (11.200(a)(1)): a local user types the password again (counted toward the lock); an
+ * SSO user presents a bearer token whose `auth_time` is at most `signing_max_auth_age_s` old — a fresh sign-in
+ * at the provider, where both components were entered.
  */
-import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { Clock } from '../clock.js';
 import { LkError } from '../errors.js';
 import { PERSON_RE } from '../models/registry.js';
 import type { Store } from '../store/store.js';
 import { ROLES, UserStore, type Role, type UserRecord } from '../store/user-store.js';
 import { SITE_TENANT } from '../audit/entry.js';
+import { looksLikeJwt, type OidcVerifier } from './oidc.js';
+import { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
+import { sha256, Sessions, type Session } from './sessions.js';
+
+export { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
 
 export { ROLES, type Role } from '../store/user-store.js';
 
@@ -22,11 +39,17 @@ export interface AuthUser {
   readonly name: string;
   readonly role: Role;
   readonly tenants: readonly string[];
+  /** Where the identity comes from: a local user, or the site's OIDC provider (absent: local). */
+  readonly source?: 'local' | 'sso';
+  /** SSO only: when the person last authenticated at the provider (epoch ms), or null when the token says not. */
+  readonly authTime?: number | null;
 }
 
 export interface IssuedToken {
   readonly token: string;
   readonly expiresAt: number;
+  /** The session's end: no renewal goes past it. */
+  readonly sessionEndsAt: number;
   readonly user: AuthUser;
 }
 
@@ -35,41 +58,25 @@ export interface IdentityOptions {
   readonly clock: Clock;
   /** Lifetime of a bearer token (default 15 min). */
   readonly tokenTtlMs?: number;
+  /** Longest a session lives through renewals (default 12 h). */
+  readonly sessionMaxMs?: number;
   /** Consecutive failures that lock an account (default 5). */
   readonly maxFailedAttempts?: number;
   /** scrypt cost as log2 N (default 15); tests may lower it. */
   readonly scryptLog2N?: number;
+  /** Bearer JWTs of the site's OIDC provider, when configured. */
+  readonly oidc?: OidcVerifier;
+  /**
+   * How often a request looks for user changes made by another connection (default 1 s): a user disabled by
+   * the offline CLI is refused within this time; changes through this Identity apply at once.
+   */
+  readonly foreignChangeCheckMs?: number;
 }
 
-const KEY_LEN = 32;
-const MAX_LOG2N = 20;
+/** SSO tokens remembered as verified (and as signed out) at most; the cache is emptied past it. */
+const SSO_CACHE_MAX = 10_000;
 
-function scryptAsync(password: string, salt: Buffer, log2N: number, r: number, p: number): Promise<Buffer> {
-  const N = 2 ** log2N;
-  const opts: ScryptOptions = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 };
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LEN, opts, (err, key) => (err ? reject(err) : resolve(key))));
-}
-
-/** An scrypt hash in the stored form `scrypt$<log2 N>$<r>$<p>$<salt>$<key>` (async: the engine shares the event loop). */
-export async function hashPassword(password: string, log2N = 15): Promise<string> {
-  const salt = randomBytes(16);
-  const key = await scryptAsync(password, salt, log2N, 8, 1);
-  return `scrypt$${log2N}$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`;
-}
-
-/** Constant-time check of a password against a stored hash; a malformed hash never matches. */
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const m = /^scrypt\$(\d{1,2})\$(\d{1,2})\$(\d{1,2})\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/.exec(stored);
-  if (!m) return false;
-  const [log2N, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (log2N < 1 || log2N > MAX_LOG2N || r < 1 || p < 1) return false;
-  const want = Buffer.from(m[5]!, 'base64url');
-  const got = await scryptAsync(password, Buffer.from(m[4]!, 'base64url'), log2N, r, p);
-  return got.length === want.length && timingSafeEqual(got, want);
-}
-
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-const toAuth = (u: UserRecord): AuthUser => ({ id: u.id, name: u.name, role: u.role, tenants: u.tenants });
+const toAuth = (u: UserRecord): AuthUser => ({ id: u.id, name: u.name, role: u.role, tenants: u.tenants, source: 'local' });
 
 export interface NewUser {
   readonly id: string;
@@ -79,21 +86,35 @@ export interface NewUser {
   readonly password: string;
 }
 
-/** The site's identities: users in the store, tokens in memory. Construct once per process. */
+/** The site's identities: users in the store, sessions in memory. Construct once per process. */
 export class Identity {
   readonly users: UserStore;
-  private readonly tokens = new Map<string, { user: string; expiresAt: number }>();
+  readonly sessions = new Sessions();
   private readonly ttl: number;
+  private readonly maxAge: number;
   private readonly maxFailed: number;
   private readonly log2N: number;
   /** A hash to verify against when the user is unknown, so timing does not tell which ids exist. */
   private dummy: Promise<string> | undefined;
+  /** Users as sessions see them (null: disabled, locked or gone), dropped when the users change. */
+  private readonly cache = new Map<string, AuthUser | null>();
+  private readonly dataVersion: Statement;
+  private seenVersion: number;
+  private versionAt = Number.NEGATIVE_INFINITY;
+  private readonly foreignCheckMs: number;
+  /** Verified SSO tokens by hash, and signed-out ones until their expiry. */
+  private readonly sso = new Map<string, SsoUser>();
+  private readonly ssoOut = new Map<string, number>();
 
   constructor(private readonly o: IdentityOptions) {
     this.users = new UserStore(o.store.db);
     this.ttl = o.tokenTtlMs ?? 15 * 60_000;
+    this.maxAge = Math.max(o.sessionMaxMs ?? 12 * 3_600_000, this.ttl);
     this.maxFailed = o.maxFailedAttempts ?? 5;
     this.log2N = o.scryptLog2N ?? 15;
+    this.dataVersion = o.store.db.prepare('PRAGMA data_version').pluck();
+    this.seenVersion = this.dataVersion.get() as number;
+    this.foreignCheckMs = o.foreignChangeCheckMs ?? 1000;
   }
 
   /**
@@ -105,7 +126,7 @@ export class Identity {
     if (!PERSON_RE.test(u.id)) throw new LkError('LK_VALIDATION', `user id "${u.id}" is not a person's id`);
     if (!(ROLES as readonly string[]).includes(u.role)) throw new LkError('LK_VALIDATION', `unknown role ${u.role}`);
     if (u.tenants.length === 0) throw new LkError('LK_VALIDATION', `user ${u.id} belongs to no tenant`);
-    if (u.password.length < 12) throw new LkError('LK_VALIDATION', 'a password has at least 12 characters');
+    checkNewPassword(u.password);
     if (this.users.get(u.id)) throw new LkError('LK_CONFLICT', `user ${u.id} exists`, { user: u.id });
     const password = await hashPassword(u.password, this.log2N);
     const at = new Date(this.o.clock.now()).toISOString();
@@ -114,20 +135,93 @@ export class Identity {
       const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.create', args: { user: u.id, name: u.name, role: u.role, tenants: [...u.tenants] }, reason });
       this.users.insert(t, { id: u.id, name: u.name, role: u.role, tenants: u.tenants, password, createdAt: at, createdBy: by, auditSeq: e.seq });
     });
+    this.changed(u.id);
     return { id: u.id, name: u.name, role: u.role, tenants: u.tenants };
   }
 
   /**
-   * Sign in with a password: a bearer token valid for the configured lifetime.
+   * A new password for `id`, set by `by` (the person, or an administrator); every session of the user ends.
+   * @throws LkError LK_NOT_FOUND (no such user), LK_VALIDATION (password rules).
+   */
+  async setPassword(id: string, password: string, by: string, reason: string): Promise<void> {
+    checkNewPassword(password);
+    if (!this.users.get(id)) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
+    const hash = await hashPassword(password, this.log2N);
+    const at = new Date(this.o.clock.now()).toISOString();
+    this.o.store.tx((t) => {
+      const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.password', args: { user: id, self: by === id }, reason });
+      this.users.setPassword(t, id, hash, at, e.seq);
+    });
+    this.changed(id);
+  }
+
+  /**
+   * Disable a user (every session ends at once) or enable one (which also clears a lock-out).
+   * @throws LkError LK_NOT_FOUND (no such user), LK_VALIDATION (an administrator disabling themself).
+   * @returns whether anything changed.
+   */
+  setDisabled(id: string, disabled: boolean, by: string, reason: string): boolean {
+    const cur = this.users.get(id);
+    if (!cur) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
+    if (disabled && id === by) throw new LkError('LK_VALIDATION', 'an administrator does not disable their own account (another administrator does)');
+    if (cur.disabled === disabled && (disabled || (cur.lockedAt === null && cur.failedAttempts === 0))) return false;
+    const at = new Date(this.o.clock.now()).toISOString();
+    this.o.store.tx((t) => {
+      const e = t.audit.append({
+        tenant: SITE_TENANT, actor: by, kind: 'identity', action: disabled ? 'user.disable' : 'user.enable',
+        args: { user: id, ...(!disabled && cur.lockedAt !== null ? { unlocked: cur.lockedAt } : {}) }, reason,
+      });
+      this.users.setDisabled(t, id, disabled, at, e.seq);
+    });
+    this.changed(id);
+    return true;
+  }
+
+  /**
+   * Sign in with a password: a session and its first bearer token.
    * @throws LkError LK_UNAUTHENTICATED (unknown user, wrong password, disabled: one answer for all),
    *   LK_ACCOUNT_LOCKED. Every failure is audited; the last allowed one locks the account.
    */
-  async signIn(user: string, password: string): Promise<IssuedToken> {
-    const u = await this.check(user, password, 'sign_in', {});
-    const token = randomBytes(32).toString('base64url');
-    const expiresAt = this.o.clock.now() + this.ttl;
-    this.tokens.set(sha256(token), { user: u.id, expiresAt });
-    return { token, expiresAt, user: u };
+  async signIn(user: string, password: string, about: Readonly<Record<string, string>> = {}): Promise<IssuedToken> {
+    const u = await this.check(user, password, 'sign_in', about);
+    const { token, session } = this.sessions.start(u.id, this.o.clock.now(), this.ttl, this.maxAge);
+    return { token, expiresAt: session.expiresAt, sessionEndsAt: session.maxUntil, user: u };
+  }
+
+  /**
+   * Renew a local session's token without the password: a new token valid for the token lifetime but not past
+   * the session's maximum age (the presented one keeps its own expiry; sign-out ends both). Audited (`auth.token_refreshed`).
+   * @throws LkError LK_UNAUTHENTICATED (not a live local token, the account is disabled or locked, or the
+   *   session reached its maximum age: sign in again); LK_VALIDATION for an SSO token (renew at the provider).
+   */
+  refresh(token: string | undefined): IssuedToken {
+    if (token && this.o.oidc && looksLikeJwt(token)) throw new LkError('LK_VALIDATION', 'an identity provider\'s token is renewed at the provider, not here');
+    const { session, user } = this.local(token);
+    const now = this.o.clock.now();
+    if (session.maxUntil - now < 1000) throw new LkError('LK_UNAUTHENTICATED', `the session of ${user.id} reached its maximum age; sign in again`, { reason: 'session_max_age' });
+    const t = this.sessions.renew(session, now, this.ttl);
+    this.o.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'identity', action: 'auth.token_refreshed', args: { user: user.id, session: session.id, expiresAt: new Date(t.expiresAt).toISOString() } });
+    return { token: t.token, expiresAt: t.expiresAt, sessionEndsAt: session.maxUntil, user };
+  }
+
+  /**
+   * Sign out: the token's session ends (an SSO token is refused until it expires). Audited (`auth.sign_out`).
+   * @throws LkError LK_UNAUTHENTICATED when the token is not valid now.
+   */
+  async logout(token: string | undefined): Promise<AuthUser> {
+    if (token && this.o.oidc && looksLikeJwt(token)) {
+      const u = await this.ssoUser(token);
+      const key = sha256(token);
+      this.sso.delete(key);
+      if (this.ssoOut.size >= SSO_CACHE_MAX) this.sweepSso();
+      this.ssoOut.set(key, u.expiresAt);
+      this.o.store.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: 'auth.sign_out', args: { user: u.id, source: 'sso' } });
+      return u.user;
+    }
+    const { session, user } = this.local(token);
+    this.sessions.end(session);
+    this.o.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'identity', action: 'auth.sign_out', args: { user: user.id, session: session.id } });
+    return user;
   }
 
   /**
@@ -144,28 +238,136 @@ export class Identity {
   }
 
   /**
-   * The person a bearer token stands for, re-read from the store (a disabled or locked account stops at once).
-   * @throws LkError LK_UNAUTHENTICATED for a missing, unknown or expired token.
+   * Re-authentication of a signer, local or SSO: a local user's password (as {@link reauthenticate}); for an
+   * SSO user, the bearer token of this request must come from a sign-in at the provider at most
+   * `signing_max_auth_age_s` ago (its `auth_time`) — no password travels to linekeeper. Audited either way.
+   * @throws LkError LK_REAUTH_REQUIRED (no password given / the SSO sign-in is not fresh), LK_REAUTH_FAILED,
+   *   LK_ACCOUNT_LOCKED.
    */
-  resolve(token: string | undefined): AuthUser {
-    if (!token) throw new LkError('LK_UNAUTHENTICATED', 'a bearer token is required (POST /v1/auth/token)');
-    const key = sha256(token);
-    const t = this.tokens.get(key);
-    if (!t || t.expiresAt <= this.o.clock.now()) {
-      if (t) this.tokens.delete(key);
-      throw new LkError('LK_UNAUTHENTICATED', 'the bearer token is not valid or has expired');
+  async reauthenticateSigner(user: AuthUser, password: string | undefined, about: Readonly<Record<string, string>> = {}): Promise<AuthUser> {
+    if (user.source !== 'sso') {
+      if (password === undefined || password.length === 0) throw new LkError('LK_REAUTH_REQUIRED', 'this is signed: give your password again (re-authentication at signing)', { issues: [{ path: 'body.password', message: 'required to sign' }] });
+      return this.reauthenticate(user.id, password, about);
     }
-    const u = this.users.get(t.user);
-    if (!u || u.disabled || u.lockedAt !== null) {
-      this.tokens.delete(key);
-      throw new LkError('LK_UNAUTHENTICATED', 'the account of this token is disabled or locked');
+    const maxAgeS = this.o.oidc!.cfg.signing_max_auth_age_s;
+    const now = this.o.clock.now();
+    const fresh = user.authTime !== null && user.authTime !== undefined && now - user.authTime <= maxAgeS * 1000 && user.authTime <= now + this.o.oidc!.cfg.clock_tolerance_s * 1000;
+    if (password !== undefined) throw new LkError('LK_VALIDATION', 'an SSO user signs with a fresh sign-in at the identity provider, not a password', { issues: [{ path: 'body.password', message: 'not used for an SSO user' }] });
+    if (!fresh) {
+      this.o.store.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.failed', args: { ...about, user: user.id, purpose: 'signature', why: 'sso_auth_time_stale' } });
+      throw new LkError('LK_REAUTH_REQUIRED', `signing needs a sign-in at the identity provider within the last ${maxAgeS} s (auth_time); sign in there again and retry with the new token`, { maxAuthAgeS: maxAgeS });
     }
-    return toAuth(u);
+    this.o.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'identity', action: 'auth.reauthenticated', args: { ...about, user: user.id, purpose: 'signature', method: 'oidc_auth_time', authTime: new Date(user.authTime!).toISOString() } });
+    return user;
   }
 
-  /** End every session of a user (after a lock). */
+  /**
+   * The person a local bearer token stands for. Cheap: a hash, the session map, the cached user (re-read when
+   * the users changed, so a disabled or locked account stops at once).
+   * @throws LkError LK_UNAUTHENTICATED for a missing, unknown, expired or signed-out token, or a disabled or locked account.
+   */
+  resolve(token: string | undefined): AuthUser {
+    return this.local(token).user;
+  }
+
+  /**
+   * The person a bearer token stands for: a local token, or an SSO JWT when `api.oidc` is configured.
+   * @throws LkError as {@link resolve}, and as {@link OidcVerifier.verify} for a JWT.
+   */
+  async authenticate(token: string | undefined): Promise<AuthUser> {
+    if (token && this.o.oidc && looksLikeJwt(token)) return (await this.ssoUser(token)).user;
+    return this.local(token).user;
+  }
+
+  /**
+   * A check an open event stream repeats: false once the token's session ended (signed out, account disabled
+   * or locked, expired without renewal). The stream holds the session, not the token, so a renewal does not
+   * end it. @throws as {@link authenticate} when the token is not valid now.
+   */
+  async watch(token: string | undefined): Promise<() => boolean> {
+    if (token && this.o.oidc && looksLikeJwt(token)) {
+      const u = await this.ssoUser(token);
+      const key = sha256(token);
+      return () => !this.ssoOut.has(key) && u.expiresAt > this.o.clock.now() && this.users.get(u.id) === null;
+    }
+    const { session } = this.local(token);
+    return () => !session.revoked && session.expiresAt > this.o.clock.now() && this.current(session.user) !== null;
+  }
+
+  /** Record on the site chain that sign-ins were throttled (once per throttling window and key). */
+  auditThrottle(args: Readonly<Record<string, string>>): void {
+    this.audit('auth.throttled', 'system', { ...args });
+  }
+
+  /** End every session of a user (after a lock, a disable, a new password). */
   revoke(user: string): void {
-    for (const [k, t] of this.tokens) if (t.user === user) this.tokens.delete(k);
+    this.sessions.endUser(user);
+  }
+
+  private local(token: string | undefined): { session: Session; user: AuthUser } {
+    if (!token) throw new LkError('LK_UNAUTHENTICATED', 'a bearer token is required (POST /v1/auth/token)');
+    const session = this.sessions.find(token, this.o.clock.now());
+    if (!session) throw new LkError('LK_UNAUTHENTICATED', 'the bearer token is not valid, has expired or was signed out');
+    const user = this.current(session.user);
+    if (!user) {
+      this.sessions.endUser(session.user);
+      throw new LkError('LK_UNAUTHENTICATED', 'the account of this token is disabled or locked');
+    }
+    return { session, user };
+  }
+
+  /** The user as sessions see it (null: gone, disabled or locked), from the cache unless the users changed. */
+  private current(id: string): AuthUser | null {
+    const now = this.o.clock.now();
+    // asking SQLite costs about what re-reading the user does, so it is asked at most every `foreignCheckMs`
+    if (now - this.versionAt >= this.foreignCheckMs || now < this.versionAt) {
+      this.versionAt = now;
+      const v = this.dataVersion.get() as number;
+      if (v !== this.seenVersion) {
+        // another connection committed (an offline `linekeeper users` command, perhaps): re-read everyone
+        this.seenVersion = v;
+        this.cache.clear();
+      }
+    }
+    let u = this.cache.get(id);
+    if (u === undefined) {
+      const r = this.users.get(id);
+      u = r && !r.disabled && r.lockedAt === null ? toAuth(r) : null;
+      this.cache.set(id, u);
+    }
+    return u;
+  }
+
+  /** A user changed through this Identity: forget the cached copy, and end the sessions if it can no longer sign in. */
+  private changed(id: string): void {
+    this.cache.delete(id);
+    if (this.current(id) === null) this.sessions.endUser(id);
+  }
+
+  private async ssoUser(token: string): Promise<SsoUser> {
+    const key = sha256(token);
+    const now = this.o.clock.now();
+    if (this.ssoOut.has(key)) throw new LkError('LK_UNAUTHENTICATED', 'this token was signed out', { reason: 'signed_out' });
+    const hit = this.sso.get(key);
+    if (hit && hit.expiresAt + this.o.oidc!.cfg.clock_tolerance_s * 1000 > now) return hit;
+    if (hit) this.sso.delete(key);
+    const v = await this.o.oidc!.verify(token);
+    // one id, one person (11.300(a)): a provider's user may not take the id of a local account
+    if (this.users.get(v.id)) throw new LkError('LK_SSO_UNMAPPED', `${v.id} is the id of a local user of this site; the provider's user cannot take it`, { user: v.id });
+    const user: AuthUser = { id: v.id, name: v.name, role: v.role, tenants: v.tenants, source: 'sso', authTime: v.authTime };
+    const entry: SsoUser = { id: v.id, user, expiresAt: v.expiresAt };
+    if (this.sso.size >= SSO_CACHE_MAX) this.sso.clear();
+    this.sso.set(key, entry);
+    this.o.store.audit.append({
+      tenant: SITE_TENANT, actor: v.id, kind: 'identity', action: 'auth.sso_sign_in',
+      args: { user: v.id, subject: v.subject, issuer: this.o.oidc!.cfg.issuer, role: v.role, tenants: [...v.tenants], ...(v.tokenId ? { jti: v.tokenId } : {}), expiresAt: new Date(v.expiresAt).toISOString() },
+    });
+    return entry;
+  }
+
+  private sweepSso(): void {
+    const now = this.o.clock.now();
+    for (const [k, exp] of this.ssoOut) if (exp <= now) this.ssoOut.delete(k);
   }
 
   private async check(user: string, password: string, purpose: 'sign_in' | 'signature', about: Readonly<Record<string, string>>): Promise<AuthUser> {
@@ -200,7 +402,7 @@ export class Identity {
         : e;
       this.users.setAttempts(t, cur.id, attempts, locked ? at : cur.lockedAt, at, lockEntry.seq);
     });
-    if (locked) this.revoke(user);
+    if (locked) this.changed(user);
     throw new LkError('LK_UNAUTHENTICATED', 'user or password is not valid');
   }
 
@@ -209,47 +411,10 @@ export class Identity {
   }
 }
 
-export interface DemoUser extends AuthUser {
-  /** One-time password, returned once to the caller (the daemon prints it once); only its hash is stored. */
-  readonly password: string;
+interface SsoUser {
+  readonly id: string;
+  readonly user: AuthUser;
+  readonly expiresAt: number;
 }
 
-/**
- * The demo identities of the embedded default, created once (audited, change `DEMO-SETUP`) for the tenants
- * the site has: o.operator, p.bianchi (process engineer) and m.rossi (QA) for acme-pharma; l.conti and g.ferri
- * for borealis-bio; an auditor and an administrator of every tenant. Users that exist are left alone, so
- * passwords are returned only at creation.
- * @throws LkError as {@link Identity.create}.
- */
-export async function ensureDemoUsers(identity: Identity, tenants: readonly string[]): Promise<DemoUser[]> {
-  const has = (t: string): boolean => tenants.includes(t);
-  const all = [...tenants];
-  const wanted: Omit<NewUser, 'password'>[] = [
-    ...(has('acme-pharma')
-      ? [
-          { id: 'o.operator', name: 'Olga Operator', role: 'operator' as const, tenants: ['acme-pharma'] },
-          { id: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer' as const, tenants: ['acme-pharma'] },
-          { id: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer' as const, tenants: ['acme-pharma'] },
-        ]
-      : []),
-    ...(has('borealis-bio')
-      ? [
-          { id: 'l.conti', name: 'Luca Conti', role: 'process_engineer' as const, tenants: ['borealis-bio'] },
-          { id: 'g.ferri', name: 'Giulia Ferri', role: 'qa_reviewer' as const, tenants: ['borealis-bio'] },
-        ]
-      : []),
-    ...(all.length > 0
-      ? [
-          { id: 'a.ricci', name: 'Anna Ricci', role: 'auditor' as const, tenants: all },
-          { id: 'd.marino', name: 'Davide Marino', role: 'admin' as const, tenants: all },
-        ]
-      : []),
-  ];
-  const made: DemoUser[] = [];
-  for (const w of wanted) {
-    if (identity.users.get(w.id)) continue;
-    const password = randomBytes(12).toString('base64url');
-    made.push({ ...(await identity.create({ ...w, password }, 'system', 'DEMO-SETUP: demo identities of the embedded default site')), password });
-  }
-  return made;
-}
+export { ensureDemoUsers, type DemoUser } from './demo-users.js';

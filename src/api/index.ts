@@ -3,4 +3,6 @@ export { createApi, type ApiOptions, type ApiServer } from './server.js';
 export type { ApiDaemon } from './context.js';
 export { ensureDemoUsers, hashPassword, Identity, ROLES, verifyPassword, type AuthUser, type DemoUser, type IdentityOptions, type IssuedToken, type NewUser, type Role } from './identity.js';
 export { PROBLEM_TYPE, toProblem, type Problem } from './problem.js';
+export { looksLikeJwt, OidcVerifier, type SsoIdentity } from './oidc.js';
+export { FailureLimiter } from './limiter.js';
 export { lineOf, RunStreams, type StreamOptions } from './sse.js';

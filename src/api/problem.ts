@@ -120,6 +120,9 @@ export function installProblems(app: FastifyInstance): void {
     const { problem, internal } = toProblem(err, req);
     if (internal) req.log.error({ err }, 'request failed');
     else req.log.info({ code: problem.code, status: problem.status }, 'request refused');
+    // a throttled client is told when to come back (RFC 9110 §10.2.3)
+    const retry = LkError.is(err) ? err.detail?.['retryAfterS'] : undefined;
+    if (problem.status === 429 && typeof retry === 'number') reply.header('retry-after', String(Math.max(1, Math.ceil(retry))));
     return sendProblem(reply, problem);
   });
   app.setNotFoundHandler((req, reply) => sendProblem(reply, toProblem(new LkError('LK_ROUTE_NOT_FOUND', `no route ${req.method} ${pathOf(req.url)}`), req).problem));

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { LkError } from '../errors.js';
 import type { RunView as EngineRunView } from '../engine/run/types.js';
 import { decideRelease, decideWrite } from './approvals.js';
-import { READERS, userOf } from './auth.js';
+import { bearer, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
 import {
@@ -85,7 +85,9 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   }, async (req, reply) => {
     const header = req.headers['last-event-id'];
     const from = typeof header === 'string' ? header : req.query.after;
-    ctx.streams.start(reply, req.params.tenant, req.params.id, userOf(req).id, from === undefined ? 0 : Number(from));
+    // the stream ends at its next check once the session does (sign-out, account disabled, token not renewed)
+    const alive = await ctx.identity.watch(bearer(req.headers.authorization));
+    ctx.streams.start(reply, req.params.tenant, req.params.id, userOf(req).id, from === undefined ? 0 : Number(from), alive);
     return reply;
   });
 

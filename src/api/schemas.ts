@@ -37,7 +37,7 @@ export const DecisionBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
   // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
   meaning: text(3, 190).describe('what the signature means, e.g. "QA release of batch B-1042"'),
-  password: text(1, 1024).describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200)'),
+  password: text(1, 1024).optional().describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200); required of a local user, not sent by an SSO user (whose bearer token must come from a fresh provider sign-in)'),
   recordHash: z.string().regex(/^[0-9a-f]{64}$/, 'a record hash is 64 hex digits').optional()
     .describe('the recordHash of the item as GET /approvals showed it: required for a setpoint write (the signature binds to that exact vector), checked when given for a batch release'),
 });
@@ -57,7 +57,34 @@ export const AuditQuery = AuditFilter.extend({
 const iso = z.string().describe('ISO 8601 UTC');
 
 export const AuthUserView = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES), tenants: z.array(z.string()) });
-export const TokenView = z.object({ token: z.string(), tokenType: z.literal('Bearer'), expiresAt: iso, user: AuthUserView });
+export const TokenView = z.object({
+  token: z.string(), tokenType: z.literal('Bearer'), expiresAt: iso,
+  sessionEndsAt: iso.optional().describe('renewals (POST /v1/auth/token/refresh) go no further: then sign in again'),
+  user: AuthUserView,
+});
+export const SignOutView = z.object({ signedOut: z.string().describe('the user whose session ended') });
+export const AutonomyBody = z.strictObject({
+  agent: z.string().regex(/^agent\.[a-z_]{1,64}$/, 'an agent id is agent.<role>').optional(),
+  setpoint: z.string().regex(/^[a-z][a-z0-9-]{0,63}\.[A-Z][A-Za-z0-9]{0,63}$/, 'a setpoint is <equipment>.<Tag>').optional(),
+  level: Autonomy,
+  changeRef: text(1, 100).optional().describe('change-control reference (required to raise)'),
+  reason: text(1, 500).optional(),
+  password: text(1, 1024).optional().describe('the signed-in person\'s password: required to raise a level (re-authentication, 21 CFR 11.200); an SSO user signs with a fresh provider sign-in instead'),
+});
+const AutonomyMeta = z.object({
+  level: z.string(), source: z.enum(['bundle', 'changed']), by: z.string().optional(), role: z.string().nullable().optional(), changeRef: z.string().nullable().optional(),
+  reason: z.string().nullable().optional(), at: z.string().optional(), auditSeq: z.number().int().optional(),
+});
+export const AutonomyView = z.object({
+  bundleVersion: z.string(),
+  agents: z.record(z.string(), AutonomyMeta),
+  agentSetpoints: z.array(AutonomyMeta.extend({ agent: z.string(), setpoint: z.string() })),
+  setpoints: z.record(z.string(), AutonomyMeta),
+});
+export const AutonomyChangeView = z.object({
+  type: z.string(), from: z.string(), to: z.string(), agent: z.string().nullable(), setpoint: z.string().nullable(), by: z.string(), role: z.string(),
+  changeRef: z.string().nullable(), auditSeq: z.number().int().nullable(), signed: z.boolean(),
+});
 
 export const StepView = z.object({
   seq: z.string(), name: z.string(), agent: z.string(), tool: z.string(), status: z.enum(STEP_STATUSES), gate: z.boolean(), attempt: z.number().int(),

@@ -19,7 +19,9 @@ import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { registerMetricsRoute } from './routes-metrics.js';
 import type { Metrics } from '../ops/metrics.js';
-import { Health, TokenBody, TokenView } from './schemas.js';
+import { registerAuthRoutes } from './routes-auth.js';
+import { registerAutonomyRoutes } from './routes-autonomy.js';
+import { Health } from './schemas.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
 export interface ApiOptions {
@@ -35,6 +37,8 @@ export interface ApiOptions {
   readonly ready?: () => boolean;
   /** The daemon's metrics: served at GET /metrics (loopback, or with the token in `tokenFile`). */
   readonly metrics?: { readonly metrics: Metrics; readonly tokenFile?: string | undefined };
+  /** Sign-in throttling (default: 10 failures per address, 3 per account, in 60 s). */
+  readonly signInLimits?: { readonly windowMs: number; readonly perAddress: number; readonly perAccount: number };
 }
 
 export interface ApiServer {
@@ -85,7 +89,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'linekeeper', version: VERSION, description: 'Supervised batch runs of a tablet line: runs, their tool-call events, genealogy, approvals with Part 11 signatures, models, twin rehearsals, the line and the audit trail. Every error is application/problem+json with a stable LK_* code.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'opaque token from POST /v1/auth/token' } } },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'opaque token from POST /v1/auth/token, or a JWT of the site\'s OIDC provider when api.oidc is configured' } } },
     },
     transform: jsonSchemaTransform,
     transformObject: jsonSchemaTransformObject,
@@ -96,12 +100,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   const ctx: ApiContext = { daemon: o.daemon, identity: o.users, streams, clock: o.clock, guard: guardFactory(o.users, tenants) };
   const problems = { '4xx': Problem, '5xx': Problem };
 
-  app.post('/v1/auth/token', {
-    schema: { tags: ['auth'], summary: 'Sign in with user and password: a short-lived bearer token (failures are audited; repeated failures lock the account)', body: TokenBody, response: { 200: TokenView, ...problems } },
-  }, async (req) => {
-    const t = await o.users.signIn(req.body.user, req.body.password);
-    return { token: t.token, tokenType: 'Bearer' as const, expiresAt: new Date(t.expiresAt).toISOString(), user: { ...t.user, tenants: [...t.user.tenants] } };
-  });
+  registerAuthRoutes(app, o.users, o.clock, o.signInLimits);
   app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers', response: { 200: Health } } }, async () => ({ status: 'ok' as const, version: VERSION }));
   app.get('/readyz', { schema: { tags: ['health'], summary: 'The daemon can serve requests', response: { 200: Health, ...problems } } }, async () => {
     if (o.ready && !o.ready()) throw new LkError('LK_NOT_READY', 'linekeeper is starting or stopping');
@@ -115,6 +114,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     registerMetricsRoute(app, o.metrics.metrics, { tokenFile: o.metrics.tokenFile });
     o.metrics.metrics.setSources({ sseClients: () => streams.size });
   }
+  registerAutonomyRoutes(app, ctx);
   await app.ready();
 
   let closing: Promise<void> | undefined;

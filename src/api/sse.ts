@@ -5,7 +5,9 @@
  * replays from the store, then goes live, and writes a line only when its id is the next one after the last
  * written (a jump is filled from the store), so there is no gap and no duplicate whatever the interleaving.
  * The stream ends with `event: end` once the run is terminal and its execution has returned; until then it
- * stays open with keep-alive comments. A client that reads too slowly is cut off rather than buffered without
+ * stays open with keep-alive comments; at each keep-alive the session behind the stream is checked, and a stream
+ * whose session ended (sign-out, a disabled or locked account, a token not renewed) gets `event: session_end` and is
+ * closed — its client's reconnection is then refused with 401. A client that reads too slowly is cut off rather than buffered without
  * bound: it reconnects with its Last-Event-ID and loses nothing.
  */
 import type { ServerResponse } from 'node:http';
@@ -58,7 +60,7 @@ export class RunStreams {
    * Take over `reply` and stream the run's log after `after`.
    * @throws LkError LK_NOT_FOUND (no such run for the tenant), LK_TOO_MANY_STREAMS — before anything is sent.
    */
-  start(reply: FastifyReply, tenant: string, id: string, user: string, after: number): void {
+  start(reply: FastifyReply, tenant: string, id: string, user: string, after: number, alive: () => boolean = () => true): void {
     this.engine.get(tenant, id);
     const held = this.perUser.get(user) ?? 0;
     if (held >= this.o.perUser) throw new LkError('LK_TOO_MANY_STREAMS', `${user} has ${held} event streams open (at most ${this.o.perUser}); close one first`, { open: held });
@@ -115,7 +117,15 @@ export class RunStreams {
     const unChange = this.engine.onChange((run) => {
       if (run.id === id && TERMINAL_RUN.has(run.status as RunStatus)) void finish(run.status as RunStatus);
     });
-    const keepAlive = setInterval(() => write(': keep-alive\n\n'), this.o.keepAliveMs);
+    const keepAlive = setInterval(() => {
+      // the session is checked at every keep-alive: a signed-out or disabled user's stream ends here
+      if (!alive()) {
+        write(`event: session_end\ndata: ${JSON.stringify({ code: 'LK_UNAUTHENTICATED', detail: 'the session of this stream ended (signed out, disabled, or not renewed)' })}\n\n`);
+        close('the session ended');
+        return;
+      }
+      write(': keep-alive\n\n');
+    }, this.o.keepAliveMs);
     keepAlive.unref();
     const entry = { end: (why: string) => close(why) };
     this.open.add(entry);

@@ -31,6 +31,9 @@ export interface AttachOptions {
   readonly pollMs?: number;
   /** How long the daemon may stay unreachable before the attachment gives up (default 60 s). */
   readonly giveUpMs?: number;
+  /** Renew the session's token when it nears expiry (called every `renewMs`, default 60 s). */
+  readonly renew?: () => Promise<void>;
+  readonly renewMs?: number;
 }
 
 export type AttachResult = { readonly how: 'ended' | 'detached'; readonly run: ApiRun };
@@ -135,6 +138,20 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
     timers.push(setInterval(beat, o.presenceMs ?? 30_000));
   }
   timers.push(setInterval(() => void serial(async () => print(t.poll(await refresh()))).catch(() => undefined), o.pollMs ?? 5000));
+  if (o.renew) {
+    let warnedRenew = false;
+    const renew = o.renew;
+    timers.push(setInterval(() => {
+      renew().then(
+        () => (warnedRenew = false),
+        (err: unknown) => {
+          if (warnedRenew || ctl.signal.aborted) return;
+          warnedRenew = true;
+          o.err.write(`linekeeper: the session could not be renewed: ${message(err)}\n`);
+        },
+      );
+    }, o.renewMs ?? 60_000));
+  }
   if (o.tty) {
     let frame = 0;
     timers.push(setInterval(() => screen.status(progressText(view, Date.now() - viewAt, frame++)), 200));
@@ -172,7 +189,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
       } catch (err) {
         if (ctl.signal.aborted) return { how: 'detached', run: view };
         if (LkError.is(err, 'LK_UNAUTHENTICATED')) {
-          // the token expired while attached (it cannot be renewed without the password): the run is not affected
+          // the session ended while attached (signed out, disabled, or past its maximum age): the run is not affected
           throw new LkError('LK_UNAUTHENTICATED', err.message, { hint: `the run goes on; sign in again (linekeeper login), then re-attach: linekeeper runs watch ${view.id}` }, { cause: err });
         }
         if (!transient(err)) throw err;

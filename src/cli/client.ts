@@ -45,11 +45,20 @@ export interface ClientOptions {
 
 /** One daemon, one identity (or none, for sign-in). */
 export class DaemonClient {
-  constructor(readonly o: ClientOptions) {}
+  private token: string | undefined;
+
+  constructor(readonly o: ClientOptions) {
+    this.token = o.token;
+  }
+
+  /** Use a renewed token from now on (POST /v1/auth/token/refresh). */
+  setToken(token: string): void {
+    this.token = token;
+  }
 
   /** Headers of every call. */
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { 'user-agent': `linekeeper-cli/${VERSION}`, ...(this.o.token ? { authorization: `Bearer ${this.o.token}` } : {}), ...extra };
+    return { 'user-agent': `linekeeper-cli/${VERSION}`, ...(this.token ? { authorization: `Bearer ${this.token}` } : {}), ...extra };
   }
 
   /**
@@ -57,7 +66,7 @@ export class DaemonClient {
    * @throws LkError of the daemon's problem code (or ProblemError for a code this CLI does not know);
    *   LK_API_UNREACHABLE when nothing answers.
    */
-  async json<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async json<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${this.o.url}${path}`, {

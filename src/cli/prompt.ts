@@ -55,6 +55,31 @@ export async function readPassword(prompt: string, io: PromptIo = defaultIo()): 
   return password;
 }
 
+/**
+ * Read several secrets in turn (the signer's password, then a new one): each without echo on a terminal; the
+ * next lines of stdin otherwise (one reader for all, so no line is lost between prompts).
+ * @throws as {@link readPassword}.
+ */
+export async function readSecrets(prompts: readonly string[], io: PromptIo = defaultIo()): Promise<string[]> {
+  const stdin = io.stdin as NodeJS.ReadStream & Partial<Pick<ReadStream, 'setRawMode'>>;
+  if (stdin.isTTY && typeof stdin.setRawMode === 'function') {
+    const out: string[] = [];
+    for (const p of prompts) out.push(await readPassword(p, io));
+    return out;
+  }
+  const rl = createInterface({ input: stdin, terminal: false, crlfDelay: Infinity });
+  const lines: string[] = [];
+  await new Promise<void>((resolve) => {
+    rl.on('line', (l) => {
+      lines.push(l);
+      if (lines.length >= prompts.length) rl.close();
+    });
+    rl.once('close', () => resolve());
+  });
+  if (lines.length < prompts.length || lines.some((l) => l.length === 0)) throw new LkError('LK_VALIDATION', `expected ${prompts.length} line(s) on stdin: ${prompts.map((p) => p.replace(/:\s*$/, '')).join('; ')}`);
+  return lines.slice(0, prompts.length);
+}
+
 /** A line typed on the terminal, echoed (a user id); the first line of stdin when it is not a terminal. */
 export async function readLine(prompt: string, io: PromptIo = defaultIo()): Promise<string | null> {
   if (!io.stdin.isTTY) return firstLine(io.stdin);

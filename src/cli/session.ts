@@ -26,6 +26,8 @@ export const Session = z.strictObject({
   token: z.string().min(1),
   /** ISO 8601: when the daemon stops accepting the token. */
   expiresAt: z.string(),
+  /** ISO 8601: renewals go no further (then `linekeeper login` again). */
+  sessionEndsAt: z.string().optional(),
 });
 export type Session = z.infer<typeof Session>;
 
@@ -169,4 +171,33 @@ export function removeCursor(run: string, env: NodeJS.ProcessEnv = process.env):
 export function connect(opts: { url?: string; tenant?: string }, now: number, env: NodeJS.ProcessEnv = process.env): { session: Session; client: DaemonClient; tenant: string } {
   const session = requireSession(opts.url, now, env);
   return { session, client: new DaemonClient({ url: session.url, token: session.token }), tenant: opts.tenant ?? session.tenant };
+}
+
+interface RenewReply {
+  token: string;
+  expiresAt: string;
+  sessionEndsAt?: string;
+}
+
+/**
+ * Renew the session's token when less than `withinMs` of it is left (default 5 min), without the password, and
+ * store the new one; the client uses it from then on. A long `runs watch` calls this on a timer so the
+ * attachment survives the token lifetime, up to the session's maximum age.
+ * @returns the session in force (renewed or not).
+ * @throws LkError of the daemon (LK_UNAUTHENTICATED once the session reached its maximum age or was signed out).
+ */
+export async function renewSession(session: Session, client: DaemonClient, now: number, withinMs = 5 * 60_000, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
+  if (Date.parse(session.expiresAt) - now > withinMs) return session;
+  const r = await client.json<RenewReply>('POST', '/v1/auth/token/refresh');
+  const next: Session = { ...session, token: r.token, expiresAt: r.expiresAt, ...(r.sessionEndsAt ? { sessionEndsAt: r.sessionEndsAt } : {}) };
+  client.setToken(r.token);
+  // another command may have signed in as someone else meanwhile: only our own session file is replaced
+  let current: Session | null = null;
+  try {
+    current = readSession(env);
+  } catch {
+    current = null;
+  }
+  if (current === null || (current.token === session.token && current.url === session.url)) saveSession(next, env);
+  return next;
 }

@@ -268,6 +268,19 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
       add(['equipment', i, 'heartbeat', 'period_ms'], `heartbeat period ${e.heartbeat.period_ms} ms must be below the PLC watchdog timeout (simulator.watchdog_timeout_ms ${c.simulator.watchdog_timeout_ms} ms), or the PLC reverts to its LKG recipe right after ready`);
     }
   });
+  const oidc = c.api.oidc;
+  if (oidc) {
+    const tenantIds = new Set(c.tenants.map((t) => t.id));
+    (oidc.tenants ?? []).forEach((t, j) => {
+      if (!tenantIds.has(t)) add(['api', 'oidc', 'tenants', j], `unknown tenant "${t}"`);
+    });
+    for (const [k, ts] of Object.entries(oidc.tenant_map ?? {})) {
+      ts.forEach((t, j) => {
+        if (!tenantIds.has(t)) add(['api', 'oidc', 'tenant_map', k, j], `unknown tenant "${t}"`);
+      });
+    }
+    if (oidc.jwks_file !== undefined && !existsSync(resolve(baseDir, oidc.jwks_file))) add(['api', 'oidc', 'jwks_file'], `JWKS file "${oidc.jwks_file}" does not exist`);
+  }
   const policyDir = resolve(baseDir, c.policy.bundle);
   if (!existsSync(policyDir)) add(['policy', 'bundle'], `policy bundle folder "${c.policy.bundle}" does not exist`);
   return out;

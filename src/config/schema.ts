@@ -136,6 +136,48 @@ export const Tenant = z.strictObject({
   products: z.array(id).min(1),
 });
 
+/** Signature algorithms a site's identity provider may use (never `none`, never an HMAC secret shared with us). */
+export const JwsAlgorithm = z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+const claimName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_:-]*(\.[A-Za-z_][A-Za-z0-9_:-]*)*$/, 'must be a claim name, or a dotted path such as realm_access.roles');
+
+/**
+ * OIDC bearer tokens (JWT) of the site's identity provider, verified with the provider's public keys: a JWKS
+ * file (air-gapped sites) or the provider's JWKS URL (the only endpoint contacted). Claims map to one
+ * linekeeper role (`role_map`, first match in the order written) and to tenants (a claim, optionally mapped,
+ * or one fixed list).
+ */
+export const Oidc = z
+  .strictObject({
+    /** The `iss` every token must carry, exactly. */
+    issuer: z.string().url(),
+    /** The `aud` a token must name (one of them). */
+    audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+    /** JWKS JSON file, relative to the configuration file. */
+    jwks_file: z.string().min(1).optional(),
+    /** The provider's JWKS endpoint (https, or http on loopback). */
+    jwks_url: z.string().url().refine((u) => /^https:\/\//.test(u) || /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//.test(u), 'must be https (http only on loopback)').optional(),
+    algorithms: z.array(JwsAlgorithm).min(1).default(['RS256', 'ES256']),
+    /** Leeway for exp/nbf/iat between the provider's clock and ours. */
+    clock_tolerance_s: z.number().int().min(0).max(300).default(30),
+    /** The claim whose value is the person's linekeeper user id (falls back to `sub`). */
+    user_claim: claimName.default('preferred_username'),
+    /** The claim listing the person's groups or roles. */
+    roles_claim: claimName.default('groups'),
+    /** Value of `roles_claim` → linekeeper role; the first entry (in file order) the person has wins. */
+    role_map: z.record(z.string().min(1), z.enum(['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'])).refine((m) => Object.keys(m).length > 0, 'maps at least one value'),
+    /** The claim listing the person's tenants; its values are tenant ids, or keys of `tenant_map`. */
+    tenants_claim: claimName.optional(),
+    /** Value of `tenants_claim` (or of `roles_claim` when there is no tenants claim) → tenant ids. */
+    tenant_map: z.record(z.string().min(1), z.array(id).min(1)).optional(),
+    /** Tenants of every SSO user when neither a tenants claim nor a tenant map is given. */
+    tenants: z.array(id).min(1).optional(),
+    /** A signature by an SSO user needs a bearer token whose `auth_time` is at most this old (11.200: a fresh sign-in). */
+    signing_max_auth_age_s: z.number().int().min(30).max(3600).default(300),
+  })
+  .refine((o) => (o.jwks_file === undefined) !== (o.jwks_url === undefined), { message: 'give exactly one of jwks_file and jwks_url', path: ['jwks_file'] })
+  .refine((o) => o.tenants_claim !== undefined || o.tenant_map !== undefined || o.tenants !== undefined, { message: 'say which tenants an SSO user works for: tenants_claim, tenant_map or tenants', path: ['tenants'] });
+export type OidcConfig = z.infer<typeof Oidc>;
+
 export const SiteConfig = z.strictObject({
   /** Schema version of this file. */
   version: z.literal(1),
@@ -188,6 +230,14 @@ export const SiteConfig = z.strictObject({
   /** The REST API (`serve`): loopback by default; expose it on a plant network deliberately. */
   api: z
     .strictObject({
+      /** Longest a signed-in session lives through renewals (POST /v1/auth/token/refresh) before the password is asked again. */
+      session_max_s: z.number().int().min(60).max(7 * 86_400).default(43_200),
+      /** Sign-in throttling: failed sign-ins in `sign_in_window_s` from one address / for one account before 429. */
+      sign_in_window_s: z.number().int().min(1).max(86_400).default(60),
+      sign_in_failures_per_address: z.number().int().min(1).max(10_000).default(10),
+      sign_in_failures_per_account: z.number().int().min(1).max(1000).default(3),
+      /** Single sign-on with the site's OIDC provider (bearer JWTs beside the local users); absent: local users only. */
+      oidc: Oidc.optional(),
       host: z.string().min(1).default('127.0.0.1'),
       port: z.number().int().min(0).max(65535).default(8080),
       /** Lifetime of a bearer token. */
@@ -202,7 +252,10 @@ export const SiteConfig = z.strictObject({
        */
       metrics_token_file: z.string().min(1).optional(),
     })
-    .default({ host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4 }),
+    .default({
+      host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4, session_max_s: 43_200,
+      sign_in_window_s: 60, sign_in_failures_per_address: 10, sign_in_failures_per_account: 3,
+    }),
   /** Online backups and WAL upkeep of the database (src/ops/backup.ts). */
   maintenance: z
     .strictObject({

@@ -14,7 +14,8 @@
  * CLI) is in force at the daemon's next decision.
  */
 import type { Database, Statement } from 'better-sqlite3';
-import { SITE_TENANT } from '../audit/entry.js';
+import { canonicalJson, SITE_TENANT } from '../audit/entry.js';
+import { signBytes } from '../audit/keys.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import { type AutonomyEvent, type AutonomyState, type PolicyBundle, changeAutonomy } from '../policy/index.js';
@@ -44,6 +45,14 @@ export interface AutonomyRequest {
   readonly by: { readonly person: string; readonly role: string };
   readonly changeRef?: string;
   readonly reason?: string;
+  /**
+   * Set by callers that authenticate the person (the REST API): a raise is then refused unless `signer` is
+   * given — the person re-authenticated — checked inside the transaction, so a concurrent change cannot turn an
+   * unsigned lowering into an unsigned raise.
+   */
+  readonly requireSignatureToRaise?: boolean;
+  /** The re-authenticated person's printed name: the raise's audit entry carries an Ed25519 signature manifestation. */
+  readonly signer?: { readonly name: string };
 }
 
 const LOOKUP = new WeakMap<Database, Statement>();
@@ -115,6 +124,15 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
     const target = agent === ANY ? { setpoint } : { agent };
     const { event } = changeAutonomy(state, { target, to: req.to, by: req.by, at: now, ...(req.changeRef !== undefined ? { changeRef: req.changeRef } : {}), ...(req.reason !== undefined ? { reason: req.reason } : {}) }, bundle);
     if (event.type === 'autonomy_unchanged') return { ...event, auditSeq: null };
+    const raised = event.type === 'autonomy_raised';
+    if (raised && req.requireSignatureToRaise && !req.signer) throw new LkError('LK_REAUTH_REQUIRED', `raising ${agent === ANY ? setpoint : agent} ${event.from} → ${event.to} is signed: re-authenticate`, { from: event.from, to: event.to });
+    let signature: { user: string; name: string; meaning: string; time: string; value: string } | undefined;
+    if (raised && req.signer) {
+      const time = new Date(now).toISOString();
+      const meaning = `raise autonomy of ${[agent === ANY ? null : agent, setpoint === ANY ? null : setpoint].filter(Boolean).join(' on ')} ${event.from} → ${event.to} (${event.changeRef})`.slice(0, 200);
+      const record = { format: 1, kind: 'autonomy_change', agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, timestamp: time };
+      signature = { user: req.by.person, name: req.signer.name.slice(0, 200), meaning, time, value: signBytes(store.audit.siteKey(), canonicalJson(record)) };
+    }
     const entry = audit.append({
       tenant: SITE_TENANT,
       actor: req.by.person,
@@ -125,6 +143,7 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
       old: event.from,
       new: event.to,
       ...(event.reason ? { reason: event.reason } : {}),
+      ...(signature ? { signature } : {}),
     });
     db.prepare(
       `INSERT INTO autonomy_level (agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq)
@@ -136,6 +155,22 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
   });
 }
 
+/**
+ * What {@link setAutonomy} would do now, without writing: the REST API asks before it asks for a password
+ * (who may change what is checked first, as for a signature).
+ * @throws as {@link setAutonomy}.
+ */
+export function previewAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyRequest): AutonomyEvent {
+  const agent = req.agent ?? ANY;
+  const setpoint = req.setpoint ?? ANY;
+  if (agent === ANY && setpoint === ANY) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both');
+  if (setpoint !== ANY && !Object.hasOwn(bundle.content.setpoints, setpoint)) throw new LkError('LK_AUTONOMY_CHANGE', `"${setpoint}" is not a setpoint of this site`);
+  const from = currentLevel(store.db, bundle, agent, setpoint);
+  const state: AutonomyState = agent === ANY ? { bundleVersion: bundle.version, agents: {}, setpoints: { [setpoint]: from } } : { bundleVersion: bundle.version, agents: { [agent]: from }, setpoints: {} };
+  const target = agent === ANY ? { setpoint } : { agent };
+  return changeAutonomy(state, { target, to: req.to, by: req.by, at: store.clock.now(), ...(req.changeRef !== undefined ? { changeRef: req.changeRef } : {}), ...(req.reason !== undefined ? { reason: req.reason } : {}) }, bundle).event;
+}
+
 /** The level a change of (agent, setpoint) starts from: its row, else what applies there without it. */
 function currentLevel(db: Database, bundle: PolicyBundle, agent: string, setpoint: string): AutonomyLevel {
   const row = (a: string, s: string): AutonomyLevel | undefined => db.prepare('SELECT level FROM autonomy_level WHERE agent = ? AND setpoint = ?').pluck().get(a, s) as AutonomyLevel | undefined;
@@ -143,4 +178,37 @@ function currentLevel(db: Database, bundle: PolicyBundle, agent: string, setpoin
   if (agent === ANY) return row(ANY, setpoint) ?? (Object.hasOwn(c.setpoints, setpoint) ? c.setpoints[setpoint]!.autonomy : 'L0');
   const general = row(agent, ANY) ?? (Object.hasOwn(c.agents, agent) ? c.agents[agent]!.autonomy : 'L0');
   return setpoint === ANY ? general : (row(agent, setpoint) ?? general);
+}
+
+/** A level and where it comes from: the bundle, or a persisted change (who, role, reference, when). */
+export interface AutonomyMeta {
+  readonly level: string;
+  readonly source: 'bundle' | 'changed';
+  readonly by?: string;
+  readonly role?: string | null;
+  readonly changeRef?: string | null;
+  readonly reason?: string | null;
+  readonly at?: string;
+  readonly auditSeq?: number;
+}
+
+/** The levels in force: the bundle's, overridden by persisted rows (what `policy autonomy show` and GET /autonomy print). */
+export function autonomyView(bundle: PolicyBundle, rows: readonly AutonomyRow[]): {
+  bundleVersion: string;
+  agents: Record<string, AutonomyMeta>;
+  agentSetpoints: (AutonomyMeta & { agent: string; setpoint: string })[];
+  setpoints: Record<string, AutonomyMeta>;
+} {
+  const meta = (r: AutonomyRow): AutonomyMeta => ({ level: r.level, source: 'changed', by: r.changedBy, role: r.role, changeRef: r.changeRef, reason: r.reason, at: r.changedAt, auditSeq: r.auditSeq });
+  const agents: Record<string, AutonomyMeta> = {};
+  for (const [id, a] of Object.entries(bundle.content.agents)) agents[id] = { level: a.autonomy, source: 'bundle' };
+  const setpoints: Record<string, AutonomyMeta> = {};
+  for (const [id, sp] of Object.entries(bundle.content.setpoints)) setpoints[id] = { level: sp.autonomy, source: 'bundle' };
+  const agentSetpoints: (AutonomyMeta & { agent: string; setpoint: string })[] = [];
+  for (const r of rows) {
+    if (r.agent === ANY) setpoints[r.setpoint] = meta(r);
+    else if (r.setpoint === ANY) agents[r.agent] = meta(r);
+    else agentSetpoints.push({ agent: r.agent, setpoint: r.setpoint, ...meta(r) });
+  }
+  return { bundleVersion: bundle.version, agents, agentSetpoints, setpoints };
 }

@@ -37,7 +37,7 @@ const toUser = (r: Row): UserRecord => ({
 
 /** Prepared statements over one connection; construct once per store. */
 export class UserStore {
-  private readonly st: Record<'get' | 'all' | 'insert' | 'attempts' | 'count', Statement>;
+  private readonly st: Record<'get' | 'all' | 'insert' | 'attempts' | 'count' | 'status' | 'password', Statement>;
 
   constructor(db: Database) {
     this.st = {
@@ -47,6 +47,8 @@ export class UserStore {
       insert: db.prepare(`INSERT INTO app_user (id, name, role, tenants, password, disabled, failed_attempts, locked_at, created_at, created_by, changed_at, audit_seq)
         VALUES (@id, @name, @role, @tenants, @password, 0, 0, NULL, @createdAt, @createdBy, @createdAt, @auditSeq)`),
       attempts: db.prepare('UPDATE app_user SET failed_attempts = ?, locked_at = ?, changed_at = ?, audit_seq = ? WHERE id = ?'),
+      status: db.prepare('UPDATE app_user SET disabled = ?, failed_attempts = ?, locked_at = ?, changed_at = ?, audit_seq = ? WHERE id = ?'),
+      password: db.prepare('UPDATE app_user SET password = ?, failed_attempts = 0, locked_at = NULL, changed_at = ?, audit_seq = ? WHERE id = ?'),
     };
   }
 
@@ -72,5 +74,19 @@ export class UserStore {
   setAttempts(t: TxContext, id: string, failedAttempts: number, lockedAt: string | null, changedAt: string, auditSeq: number): void {
     void t;
     this.st.attempts.run(failedAttempts, lockedAt, changedAt, auditSeq, id);
+  }
+
+  /** Disable (sessions end) or enable a user; enabling also clears a lock and the failed-attempt counter. */
+  setDisabled(t: TxContext, id: string, disabled: boolean, changedAt: string, auditSeq: number): void {
+    void t;
+    const cur = this.get(id);
+    if (!cur) return;
+    this.st.status.run(disabled ? 1 : 0, disabled ? cur.failedAttempts : 0, disabled ? cur.lockedAt : null, changedAt, auditSeq, id);
+  }
+
+  /** A new password hash; the failed-attempt counter and any lock are cleared with it. */
+  setPassword(t: TxContext, id: string, hash: string, changedAt: string, auditSeq: number): void {
+    void t;
+    this.st.password.run(hash, changedAt, auditSeq, id);
   }
 }

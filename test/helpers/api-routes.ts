@@ -19,6 +19,9 @@ const T = '/v1/tenants/{tenant}';
 /** Every operation of the OpenAPI document, `METHOD path` as the document spells it. */
 export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   'POST /v1/auth/token': 'public',
+  // renewal and sign-out act on the caller's own token: any role, no tenant
+  'POST /v1/auth/token/refresh': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
+  'POST /v1/auth/logout': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   'GET /healthz': 'public',
   'GET /readyz': 'public',
   [`POST ${T}/runs`]: ['operator', 'process_engineer'],
@@ -34,7 +37,12 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`POST ${T}/attendance`]: ['operator'],
   [`GET ${T}/line`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   [`GET ${T}/audit`]: ['auditor', 'qa_reviewer'],
+  [`GET ${T}/autonomy`]: READERS,
+  [`PUT ${T}/autonomy`]: ['operator', 'process_engineer', 'qa_reviewer'],
 };
+
+/** Operations that end the caller's session: probes that reuse a token must not call them (they get their own tests). */
+export const ENDS_SESSION: ReadonlySet<string> = new Set(['POST /v1/auth/logout']);
 
 /** A user the tests sign in as. */
 export interface TestUser {

@@ -17,7 +17,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, type ErrorCode } from '../../src/errors.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
-import { DEMO_USERS, guardOutcome, operationsOf, ROUTE_ACCESS, TENANTS, type JsonSchema, type Operation, type TestUser } from '../helpers/api-routes.js';
+import { DEMO_USERS, ENDS_SESSION, guardOutcome, operationsOf, ROUTE_ACCESS, TENANTS, type JsonSchema, type Operation, type TestUser } from '../helpers/api-routes.js';
 import { arbitraryOf } from '../helpers/openapi-arb.js';
 import { exchange, send, type Answer } from '../helpers/raw-http.js';
 
@@ -284,7 +284,8 @@ describe('fuzzing the REST API from its OpenAPI document', () => {
     const callers: (TestUser | null)[] = [...DEMO_USERS, ...DEMO_USERS, null, null];
     process.stdout.write(`api fuzz: seed ${SEED} (LK_FUZZ_SEED=${SEED} replays it), ${COUNT} requests, ${CONCURRENCY} at a time\n`);
 
-    const drafts = fc.sample(draftArbitrary(ops, doc.components?.schemas ?? {}, callers.length), { seed: SEED, numRuns: COUNT });
+    // sign-out would end the sessions the generated requests share (its own tests are in api-identity)
+    const drafts = fc.sample(draftArbitrary(ops.filter((o) => !ENDS_SESSION.has(o.key)), doc.components?.schemas ?? {}, callers.length), { seed: SEED, numRuns: COUNT });
     const requests = drafts.map((d, i) => build(d, i, callers, declared));
     const before = lineState();
 

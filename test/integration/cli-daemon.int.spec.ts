@@ -177,7 +177,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(offline.out).toBe(online.out);
   });
 
-  it('run --json prints the started run and exits; logout forgets the session (exit 77 afterwards)', async () => {
+  it('run --json prints the started run and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
     const started = await cli(operator, ['run', REQUEST, '--json', '--autonomy', 'L1']);
     expect(started.code, started.err).toBe(0);
     const run = JSON.parse(started.out) as { id: string; autonomy: string; plan: { steps: number; gates: number } };
@@ -187,7 +187,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(bad.code).toBe(2);
 
     const out = await cli(operator, ['logout']);
-    expect(out.out).toBe('signed out: o.operator at ' + node.url + '\n');
+    expect(out.out).toBe('signed out: o.operator at ' + node.url + ' (session ended on the daemon)\n');
     expect(() => statSync(join(operator, 'linekeeper', 'session.json'))).toThrow();
     expect((await cli(operator, ['runs', 'watch', run.id])).code).toBe(77);
   });

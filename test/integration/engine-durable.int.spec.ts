@@ -4,7 +4,7 @@
  * that is exactly what the daemon does — close connectors and store, open a
  * new Store, new connectors and a new GuardedWriter on the same directory,
  * then `recover()` once connected. Autonomy changes go through the real CLI
- * (`linekeeper policy autonomy set`, its own SQLite connection) and change the
+ * (PUT /autonomy or a second process: its own SQLite connection) and change the
  * next decision of the running writer.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -419,12 +419,24 @@ describe('arbitration state across a restart', () => {
   });
 });
 
-describe('autonomy set through the CLI changes the running writer’s next decision', () => {
+describe('an autonomy change made on another connection changes the running writer’s next decision', () => {
+  // what PUT /autonomy does (its own route test signs in; here the writer's side): setAutonomy on a second
+  // connection to the same database, with the person the API authenticated
   it('L1 recommends; an unpermitted raise changes nothing; a QA raise with a change ref makes it wait for a reviewer; lowering always works', async () => {
     const dir = freshDir();
     later();
     const node = await boot(dir);
-    const set = (...a: string[]) => cli('policy', 'autonomy', 'set', '--agent', 'agent.blend_dispense', '--data', dir, ...a);
+    const set = (to: 'L0' | 'L1' | 'L2' | 'L3', person: string, role: string, extra: { changeRef?: string; reason?: string } = {}): { code: number; err: string } => {
+      const other = openStore({ dataDir: dir });
+      try {
+        setAutonomy(other, bundle, { agent: 'agent.blend_dispense', to, by: { person, role }, ...extra });
+        return { code: 0, err: '' };
+      } catch (err) {
+        return { code: 1, err: `[${(err as { code?: string }).code}]` };
+      } finally {
+        other.close();
+      }
+    };
     const siteHead = () => node.store.audit.head(SITE_TENANT).seq;
     try {
       const r1 = await node.writer.propose(blend('21 {rev}/min'));
@@ -432,9 +444,9 @@ describe('autonomy set through the CLI changes the running writer’s next decis
       expect(r1.decisions[0]!.reasons).toContain('AUTONOMY_RECOMMEND_ONLY');
 
       const head = siteHead();
-      const byOperator = await set('--level', 'L2', '--by', 'l.verdi', '--role', 'operator', '--change-ref', 'CC-2026-0170');
-      const noRef = await set('--level', 'L2', '--by', 'q.russo', '--role', 'qa_reviewer');
-      const jump = await set('--level', 'L3', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0170');
+      const byOperator = set('L2', 'l.verdi', 'operator', { changeRef: 'CC-2026-0170' });
+      const noRef = set('L2', 'q.russo', 'qa_reviewer');
+      const jump = set('L3', 'q.russo', 'qa_reviewer', { changeRef: 'CC-2026-0170' });
       for (const r of [byOperator, noRef, jump]) {
         expect(r.code).toBe(1);
         expect(r.err).toContain('[LK_AUTONOMY_CHANGE]');
@@ -444,14 +456,14 @@ describe('autonomy set through the CLI changes the running writer’s next decis
       later();
       expect((await node.writer.propose(blend('21 {rev}/min'))).status).toBe('recommended');
 
-      const up = await set('--level', 'L2', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0171', '--reason', 'validated on 3 batches');
+      const up = set('L2', 'q.russo', 'qa_reviewer', { changeRef: 'CC-2026-0171', reason: 'validated on 3 batches' });
       expect(up.code).toBe(0);
       later();
       const r2 = await node.writer.propose(blend('21 {rev}/min'));
       expect(r2).toMatchObject({ status: 'pending', pending: { needs: 'reviewer' } });
       expect(plant('blender', 'Speed')).toBe(20);
 
-      const down = await set('--level', 'L0', '--by', 'l.verdi', '--role', 'operator', '--reason', 'drift seen on NIR');
+      const down = set('L0', 'l.verdi', 'operator', { reason: 'drift seen on NIR' });
       expect(down.code).toBe(0);
       later();
       const r3 = await node.writer.propose(blend('21.5 {rev}/min'));

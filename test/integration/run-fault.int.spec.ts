@@ -17,10 +17,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPERVISED, type Simulator } from '../../connectors/sim/index.js';
 import { queryAudit, verifyStore, type AuditEntry } from '../../src/audit/index.js';
+import { loadConfig } from '../../src/config/load.js';
+import { setAutonomy } from '../../src/engine/autonomy-store.js';
+import { loadPolicyBundle } from '../../src/policy/index.js';
 import { RunStore } from '../../src/store/run-store.js';
 import { openStore } from '../../src/store/store.js';
 import { DaemonChild, rearmAll, recordReverts, startPlant, writeSiteConfig } from '../fault/daemon-child.js';
-import { runCli } from '../helpers/cli.js';
 import { waitFor } from '../helpers/sim.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -89,8 +91,17 @@ beforeAll(async () => {
   const config = writeSiteConfig(root, { opcua: sim.opcuaUrl, modbus: sim.modbusEndpoint });
   const seed = daemon(config, template, ['--seed-only']);
   expect(await seed.exited).toEqual({ code: 0, signal: null });
-  const raised = await runCli('policy', 'autonomy', 'set', '--config', config, '--data', template, '--agent', 'agent.blend_dispense', '--level', 'L2', '--by', 'm.rossi', '--role', 'qa_reviewer', '--change-ref', 'CR-FAULT-TEST', '--reason', 'fault test: blend moves are signed, then written');
-  expect(raised.code).toBe(0);
+  // what PUT /autonomy does for a signed-in QA reviewer, on the template's database before any daemon runs on it
+  const loaded = loadConfig(config);
+  const store = openStore({ dataDir: template });
+  try {
+    const raised = setAutonomy(store, loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle, {
+      agent: 'agent.blend_dispense', to: 'L2', by: { person: 'm.rossi', role: 'qa_reviewer' }, changeRef: 'CR-FAULT-TEST', reason: 'fault test: blend moves are signed, then written',
+    });
+    expect(raised.type).toBe('autonomy_raised');
+  } finally {
+    store.close();
+  }
 }, 120_000);
 
 afterAll(async () => {

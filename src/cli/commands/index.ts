@@ -14,6 +14,7 @@ import { registerRuns } from './runs.js';
 import { registerServe } from './serve.js';
 import { registerSim } from './sim.js';
 import { registerTwin } from './twin.js';
+import { registerUsers } from './users.js';
 
 /** Every subcommand of `linekeeper`, in the order `--help` lists them. */
 export function registerAll(program: Command): void {
@@ -32,4 +33,5 @@ export function registerAll(program: Command): void {
   registerModels(program);
   registerRuns(program);
   registerReplay(program);
+  registerUsers(program);
 }

@@ -11,6 +11,7 @@ import { readSession, removeSession, saveSession, urlFor } from '../session.js';
 interface TokenReply {
   token: string;
   expiresAt: string;
+  sessionEndsAt?: string;
   user: { id: string; name: string; role: string; tenants: string[] };
 }
 
@@ -43,16 +44,35 @@ export function registerLogin(program: Command): void {
       const tenant = opts.tenant ?? (previous && previous.user === t.user.id && t.user.tenants.includes(previous.tenant) ? previous.tenant : t.user.tenants[0]);
       // a tenant the person does not work for is not found, as the API answers it (R1)
       if (!tenant || !t.user.tenants.includes(tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${tenant ?? '(none)'} for ${t.user.id}`, { tenants: t.user.tenants });
-      const file = saveSession({ format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: t.expiresAt });
+      const file = saveSession({
+        format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: t.expiresAt,
+        ...(t.sessionEndsAt ? { sessionEndsAt: t.sessionEndsAt } : {}),
+      });
       process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${t.expiresAt}\n`);
       process.stderr.write(`linekeeper: session stored in ${file}\n`);
     });
 
   program
     .command('logout')
-    .description('forget the stored session (the daemon keeps the token valid until it expires)')
-    .action(() => {
-      const s = removeSession();
-      process.stdout.write(s ? `signed out: ${s.user} at ${s.url}\n` : 'not signed in\n');
+    .description('sign out: the daemon ends the session at once (its token is refused, open event streams close), and the stored session is removed')
+    .action(async () => {
+      let s = null;
+      try {
+        s = readSession();
+      } catch {
+        // a damaged file is removed all the same
+      }
+      let ended = false;
+      if (s) {
+        try {
+          await new DaemonClient({ url: s.url, token: s.token }).json('POST', '/v1/auth/logout');
+          ended = true;
+        } catch (err) {
+          // expired or already ended: nothing to end; unreachable: say the token stays valid until it expires
+          if (!LkError.is(err, 'LK_UNAUTHENTICATED')) process.stderr.write(`linekeeper: the daemon did not end the session (${(err as Error).message}); its token stays valid until ${s.expiresAt}\n`);
+        }
+      }
+      removeSession();
+      process.stdout.write(s ? `signed out: ${s.user} at ${s.url}${ended ? ' (session ended on the daemon)' : ''}\n` : 'not signed in\n');
     });
 }

@@ -3,17 +3,18 @@
  * same engine the daemon asks, for process engineers checking a bundle and
  * for scripts. `eval` exits 0 for every decision it makes (deny included);
  * non-zero only when no decision could be made (bad bundle, bad options).
- * `autonomy set` changes a persisted level in the data directory (row and
- * audit entry in one transaction); a running daemon applies it at its next
- * decision. The person is taken from `--by` on trust until the API brings
- * authentication and re-authentication.
+ * `autonomy show` reads the data directory; `autonomy set` goes through the
+ * daemon's PUT /autonomy as the signed-in person (`linekeeper login`): no name
+ * is taken on trust, and a raise is signed with the password typed again.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { ANY, type AutonomyRow, autonomyRows, setAutonomy } from '../../engine/autonomy-store.js';
+import { autonomyRows, autonomyView } from '../../engine/autonomy-store.js';
+import { readPassword } from '../prompt.js';
+import { connect } from '../session.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type ModelRecord, type PolicyContext } from '../../domain/policy.js';
@@ -243,21 +244,6 @@ function withStore<T>(opts: AutonomyOpts, readonly: boolean, fn: (store: Store |
   }
 }
 
-function autonomyView(bundle: LoadedPolicyBundle['bundle'], rows: readonly AutonomyRow[]) {
-  const meta = (r: AutonomyRow) => ({ level: r.level, source: 'changed', by: r.changedBy, role: r.role, changeRef: r.changeRef, reason: r.reason, at: r.changedAt, auditSeq: r.auditSeq });
-  const agents: Record<string, object> = {};
-  for (const [id, a] of Object.entries(bundle.content.agents)) agents[id] = { level: a.autonomy, source: 'bundle' };
-  const setpoints: Record<string, object> = {};
-  for (const [id, sp] of Object.entries(bundle.content.setpoints)) setpoints[id] = { level: sp.autonomy, source: 'bundle' };
-  const agentSetpoints: object[] = [];
-  for (const r of rows) {
-    if (r.agent === ANY) setpoints[r.setpoint] = meta(r);
-    else if (r.setpoint === ANY) agents[r.agent] = meta(r);
-    else agentSetpoints.push({ agent: r.agent, setpoint: r.setpoint, ...meta(r) });
-  }
-  return { bundleVersion: bundle.version, agents, agentSetpoints, setpoints };
-}
-
 function registerAutonomy(policy: Command): void {
   const autonomy = policy.command('autonomy').description('Show or change autonomy levels (per agent, per agent × setpoint, per setpoint ceiling) in the data directory');
   const data = (c: Command): Command => common(c).option('--data <dir>', 'data directory (default: data_dir of the configuration)');
@@ -275,31 +261,47 @@ function registerAutonomy(policy: Command): void {
     for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
   });
 
-  data(
-    autonomy
-      .command('set')
-      .description('Change one level: raise one step at a time (a permitted role and a change reference), lower always; audited with the person as actor')
-      .option('--agent <id>', 'agent id, e.g. agent.compress_fill')
-      .option('--setpoint <tag>', 'setpoint tag id: with --agent the agent on this setpoint, alone the setpoint ceiling')
-      .requiredOption('--level <level>', 'L0..L3 (there is no unattended level)')
-      .requiredOption('--by <person>', 'the person making the change (taken on trust until authentication arrives)')
-      .requiredOption('--role <role>', 'their role, e.g. qa_reviewer')
-      .option('--change-ref <ref>', 'change-control reference (required to raise)')
-      .option('--reason <text>', 'why'),
-  ).action((opts: AutonomyOpts & { agent?: string; setpoint?: string; level: string; by: string; role: string; changeRef?: string; reason?: string }) => {
-    if (opts.agent === undefined && opts.setpoint === undefined) throw new LkError('LK_VALIDATION', 'give --agent, --setpoint, or both');
-    const ev = withStore(opts, false, (store, bundle) =>
-      setAutonomy(store!, bundle, {
-        ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
-        ...(opts.setpoint !== undefined ? { setpoint: opts.setpoint } : {}),
-        to: level(opts.level, '--level'),
-        by: { person: opts.by, role: opts.role },
-        ...(opts.changeRef !== undefined ? { changeRef: opts.changeRef } : {}),
-        ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
-      }),
-    );
-    if (opts.json) return out(JSON.stringify(ev, null, 2));
-    const what = [opts.agent, opts.setpoint].filter(Boolean).join(' on ');
-    out(ev.type === 'autonomy_unchanged' ? `${what}: already ${ev.to} (nothing changed)` : `${what}: ${ev.from} → ${ev.to} by ${opts.by} (${opts.role})${ev.changeRef ? `, ${ev.changeRef}` : ''}; audit site #${ev.auditSeq}`);
-  });
+  autonomy
+    .command('set')
+    .description('Change one level on the daemon as the signed-in person (linekeeper login): lower always; raise one step at a time by a role the bundle permits, with a change reference and your password (a signature); audited with you as actor')
+    .option('--agent <id>', 'agent id, e.g. agent.compress_fill')
+    .option('--setpoint <tag>', 'setpoint tag id: with --agent the agent on this setpoint, alone the setpoint ceiling')
+    .requiredOption('--level <level>', 'L0..L3 (there is no unattended level)')
+    .option('--change-ref <ref>', 'change-control reference (required to raise)')
+    .option('--reason <text>', 'why')
+    .option('--tenant <id>', 'tenant whose path the request uses (default: the session\'s; levels are the site\'s)')
+    .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { agent?: string; setpoint?: string; level: string; changeRef?: string; reason?: string; tenant?: string; url?: string; json?: boolean }) => {
+      if (opts.agent === undefined && opts.setpoint === undefined) throw new LkError('LK_VALIDATION', 'give --agent, --setpoint, or both');
+      const { session, client, tenant } = connect(opts, Date.now());
+      const path = `/v1/tenants/${encodeURIComponent(tenant)}/autonomy`;
+      const body = {
+        ...(opts.agent !== undefined ? { agent: opts.agent } : {}), ...(opts.setpoint !== undefined ? { setpoint: opts.setpoint } : {}), level: level(opts.level, '--level'),
+        ...(opts.changeRef !== undefined ? { changeRef: opts.changeRef } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+      };
+      let ev: AutonomyChange;
+      try {
+        ev = await client.json<AutonomyChange>('PUT', path, body);
+      } catch (err) {
+        // a raise is signed: the daemon asks for the password only once it knows the change is permitted
+        if (!LkError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
+        const password = await readPassword(`password for ${session.user} (raising autonomy is signed): `);
+        ev = await client.json<AutonomyChange>('PUT', path, { ...body, password });
+      }
+      if (opts.json) return out(JSON.stringify(ev, null, 2));
+      const what = [opts.agent, opts.setpoint].filter(Boolean).join(' on ');
+      out(ev.type === 'autonomy_unchanged' ? `${what}: already ${ev.to} (nothing changed)` : `${what}: ${ev.from} → ${ev.to} by ${ev.by} (${ev.role})${ev.changeRef ? `, ${ev.changeRef}` : ''}${ev.signed ? ', signed' : ''}; audit site #${ev.auditSeq}`);
+    });
+}
+
+interface AutonomyChange {
+  type: string;
+  from: string;
+  to: string;
+  by: string;
+  role: string;
+  changeRef: string | null;
+  auditSeq: number | null;
+  signed: boolean;
 }

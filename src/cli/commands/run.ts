@@ -7,7 +7,7 @@ import { Option, type Command } from 'commander';
 import { attach, type AttachResult } from '../attach.js';
 import type { DaemonClient } from '../client.js';
 import { statusText, type ApiRun, type TranscriptState } from '../run-transcript.js';
-import { connect, cursorFile, readCursor, removeCursor, saveCursor, type Session } from '../session.js';
+import { connect, cursorFile, readCursor, removeCursor, renewSession, saveCursor, type Session } from '../session.js';
 
 interface Common {
   tenant?: string;
@@ -25,10 +25,15 @@ function runPath(tenant: string, id: string): string {
 async function follow(client: DaemonClient, session: Session, tenant: string, run: ApiRun, how: 'started' | 'attached' | 'resumed', state?: TranscriptState): Promise<AttachResult> {
   // only an operator's presence counts (R5); someone else attached is told, not refused
   const presence = session.role === 'operator';
+  let live = session;
   if (!presence) process.stderr.write(`linekeeper: ${session.user} is a ${session.role}: no operator presence is sent while attached; L2/L3 moves need an attended operator (R5)\n`);
   const result = await attach({
     client, tenant, run, how, ...(state ? { state } : {}), presence, out: process.stdout, err: process.stderr, tty: process.stdout.isTTY === true,
     save: (s) => saveCursor(run.id, s),
+    // the token is renewed while attached (up to the session's maximum age), so a long watch outlives it
+    renew: async () => {
+      live = await renewSession(live, client, Date.now());
+    },
   });
   if (result.how === 'ended') {
     removeCursor(run.id);

@@ -1,0 +1,82 @@
+/**
+ * Sign-in, renewal and sign-out (POST /v1/auth/token, /token/refresh, /logout). Sign-in is throttled per source
+ * address and per account before any password is checked: past the limit the answer is 429 LK_RATE_LIMITED
+ * with Retry-After, and the first refusal of each window is audited on the site chain (every failed attempt
+ * already is, by identity.ts, which also locks the account after its consecutive-failure limit).
+ */
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { LkError } from '../errors.js';
+import { bearer } from './auth.js';
+import type { Api } from './context.js';
+import type { Identity, IssuedToken } from './identity.js';
+import { FailureLimiter } from './limiter.js';
+import { Problem } from './problem.js';
+import { SignOutView, TokenBody, TokenView } from './schemas.js';
+
+/** Renewal and sign-out take no body (an empty object is accepted; anything in it is refused). */
+const NoBody = z.strictObject({}).nullish();
+
+const problems = { '4xx': Problem, '5xx': Problem };
+const security = [{ bearer: [] }];
+
+const view = (t: IssuedToken) => ({
+  token: t.token, tokenType: 'Bearer' as const, expiresAt: new Date(t.expiresAt).toISOString(), sessionEndsAt: new Date(t.sessionEndsAt).toISOString(),
+  user: { id: t.user.id, name: t.user.name, role: t.user.role, tenants: [...t.user.tenants] },
+});
+
+export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, limits = { windowMs: 60_000, perAddress: 10, perAccount: 3 }): void {
+  const byAddress = new FailureLimiter(clock, { max: limits.perAddress, windowMs: limits.windowMs });
+  const byAccount = new FailureLimiter(clock, { max: limits.perAccount, windowMs: limits.windowMs });
+
+  app.post('/v1/auth/token', {
+    schema: {
+      tags: ['auth'], summary: 'Sign in with user and password: a short-lived bearer token, renewable up to the session\'s maximum age (failures are audited and throttled; repeated failures lock the account)',
+      body: TokenBody, response: { 200: TokenView, ...problems },
+    },
+  }, async (req) => {
+    const address = req.ip;
+    // ids are case-sensitive, but a guesser must not get a fresh allowance per spelling
+    const account = req.body.user.toLowerCase();
+    for (const [limiter, key, what] of [[byAddress, address, 'address'], [byAccount, account, 'account']] as const) {
+      const b = limiter.blocked(key);
+      if (!b) continue;
+      const retryAfterS = Math.max(1, Math.ceil(b.retryAfterMs / 1000));
+      if (b.first) identity.auditThrottle({ user: req.body.user, address, limitedBy: what, retryAfterS: String(retryAfterS) });
+      throw new LkError('LK_RATE_LIMITED', `too many failed sign-ins ${what === 'address' ? 'from this address' : 'for this account'}; retry in ${retryAfterS} s`, { retryAfterS, limitedBy: what });
+    }
+    try {
+      const t = await identity.signIn(req.body.user, req.body.password, { address });
+      byAccount.clear(account);
+      return view(t);
+    } catch (err) {
+      if (LkError.is(err, 'LK_UNAUTHENTICATED') || LkError.is(err, 'LK_ACCOUNT_LOCKED')) {
+        byAddress.fail(address);
+        byAccount.fail(account);
+      }
+      throw err;
+    }
+  });
+
+  // authenticate first, as every guarded route does: a bad token is 401 whatever the body
+  const signedIn = async (req: FastifyRequest): Promise<void> => {
+    await identity.authenticate(bearer(req.headers.authorization));
+  };
+
+  app.post('/v1/auth/token/refresh', {
+    onRequest: signedIn,
+    schema: {
+      tags: ['auth'], summary: 'Renew the bearer token of a local session before it expires, without the password: a new token (the old one stops at once), never past the session\'s maximum age',
+      security, body: NoBody, response: { 200: TokenView, ...problems },
+    },
+  }, async (req) => view(identity.refresh(bearer(req.headers.authorization))));
+
+  app.post('/v1/auth/logout', {
+    onRequest: signedIn,
+    schema: {
+      tags: ['auth'], summary: 'Sign out: the session ends at once (its token is refused, its event streams close at their next check); an SSO token is refused until it expires',
+      security, body: NoBody, response: { 200: SignOutView, ...problems },
+    },
+  }, async (req) => ({ signedOut: (await identity.logout(bearer(req.headers.authorization))).id }));
+}

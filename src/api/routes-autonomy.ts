@@ -1,0 +1,60 @@
+/**
+ * GET/PUT autonomy: the levels in force (per agent, per agent × setpoint, per setpoint ceiling) and a change by
+ * the signed-in person — never a name taken on trust. Who may change what (raise one level at a time, by a role
+ * the bundle permits, with a change reference; lower always) is checked first; a raise is then signed: the
+ * person re-authenticates (password, or a fresh SSO sign-in) and the audit entry carries the signature
+ * manifestation. Lowering needs no password (it is the safe direction, and must stay quick). Levels are the
+ * site's, audited on the site chain; the tenant of the path scopes who may call.
+ */
+import { LkError } from '../errors.js';
+import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../engine/autonomy-store.js';
+import { READERS, userOf } from './auth.js';
+import { BASE, type Api, type ApiContext } from './context.js';
+import { Problem } from './problem.js';
+import { AutonomyBody, AutonomyChangeView, AutonomyView, TenantParams } from './schemas.js';
+
+const security = [{ bearer: [] }];
+const problems = { '4xx': Problem, '5xx': Problem };
+
+export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
+  const d = ctx.daemon;
+  const bundle = () => {
+    const b = d.policy.bundle;
+    if (!b) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is in force: there are no autonomy levels');
+    return b;
+  };
+
+  app.get(`${BASE}/autonomy`, {
+    onRequest: ctx.guard(READERS, 'read autonomy levels'),
+    schema: { tags: ['autonomy'], summary: 'The autonomy levels in force: the bundle\'s, overridden by persisted changes (who, role, change reference, when)', security, params: TenantParams, response: { 200: AutonomyView, ...problems } },
+  }, async () => autonomyView(bundle(), autonomyRows(d.store.db)));
+
+  app.put(`${BASE}/autonomy`, {
+    onRequest: ctx.guard(['operator', 'process_engineer', 'qa_reviewer'], 'change autonomy levels'),
+    schema: {
+      tags: ['autonomy'], summary: 'Change one level as the signed-in person: lower always; raise one level at a time by a role the bundle permits, with a change reference and a signature (password re-entry)',
+      security, params: TenantParams, body: AutonomyBody, response: { 200: AutonomyChangeView, ...problems },
+    },
+  }, async (req) => {
+    const user = userOf(req);
+    const b = bundle();
+    const { agent, setpoint, level, changeRef, reason, password } = req.body;
+    if (agent === undefined && setpoint === undefined) throw new LkError('LK_VALIDATION', 'give agent, setpoint, or both', { issues: [{ path: 'body.agent', message: 'agent or setpoint is required' }] });
+    if (agent !== undefined && !Object.hasOwn(b.content.agents, agent)) throw new LkError('LK_AUTONOMY_CHANGE', `"${agent}" is not an agent of this site`);
+    const change: AutonomyRequest = {
+      ...(agent !== undefined ? { agent } : {}), ...(setpoint !== undefined ? { setpoint } : {}), to: level, by: { person: user.id, role: user.role },
+      ...(changeRef !== undefined ? { changeRef } : {}), ...(reason !== undefined ? { reason } : {}), requireSignatureToRaise: true,
+    };
+    const preview = previewAutonomy(d.store, b, change);
+    let signer: { name: string } | undefined;
+    if (preview.type === 'autonomy_raised') {
+      const signed = await ctx.identity.reauthenticateSigner(user, password, { tenant: req.params.tenant, autonomy: `${agent ?? '*'} on ${setpoint ?? '*'} → ${level}` });
+      signer = { name: signed.name };
+    }
+    const ev = setAutonomy(d.store, b, { ...change, ...(signer ? { signer } : {}) });
+    return {
+      type: ev.type, from: ev.from, to: ev.to, agent: agent ?? null, setpoint: setpoint ?? null, by: user.id, role: user.role,
+      changeRef: ev.changeRef, auditSeq: ev.auditSeq, signed: signer !== undefined,
+    };
+  });
+}

@@ -1,0 +1,137 @@
+/**
+ * The REST API over a real store (SQLite in a temp dir, the embedded default's configuration and policy bundle)
+ * with a stub run engine, an injected clock and cheap scrypt: for the identity routes — sign-in, renewal,
+ * sign-out, throttling, SSO, autonomy — without a plant simulator. Also: keys and tokens of a made-up OIDC
+ * provider (jose), and a JWKS file of its public keys.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { createApi, type ApiServer } from '../../src/api/index.js';
+import { Identity } from '../../src/api/identity.js';
+import { OidcVerifier } from '../../src/api/oidc.js';
+import { ManualClock } from '../../src/clock.js';
+import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { Oidc, type OidcConfig } from '../../src/config/schema.js';
+import { LkError } from '../../src/errors.js';
+import { loadPolicyBundle } from '../../src/policy/index.js';
+import { openStore, type Store } from '../../src/store/store.js';
+
+export const ISSUER = 'https://idp.plant.example/realms/ravenna';
+export const AUDIENCE = 'linekeeper';
+export const PASSWORD = 'correct horse battery staple';
+export const RUN = `run_${'ab'.repeat(10)}`;
+export const T0 = Date.UTC(2026, 10, 23, 6, 0, 0);
+
+export interface IdentityApi {
+  readonly api: ApiServer;
+  readonly identity: Identity;
+  readonly store: Store;
+  readonly clock: ManualClock;
+  readonly dir: string;
+  close(): Promise<void>;
+}
+
+/** A provider's signing key: private for the test, public in the JWKS. */
+export interface ProviderKey {
+  readonly kid: string;
+  readonly privateKey: CryptoKey;
+  readonly jwk: JWK;
+}
+
+export async function providerKey(kid: string, alg: 'ES256' | 'RS256' = 'ES256'): Promise<ProviderKey> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
+}
+
+/** A signed token of the provider (claims override the defaults; `exp`/`iat` in epoch seconds). */
+export async function token(key: ProviderKey, claims: Record<string, unknown> = {}, o: { kid?: string; alg?: string; now?: number } = {}): Promise<string> {
+  const now = Math.floor((o.now ?? T0) / 1000);
+  const body = { sub: 'f3c1-77aa', preferred_username: 'q.sso', name: 'Quinn Sso', groups: ['lk-qa'], auth_time: now, iat: now, exp: now + 600, iss: ISSUER, aud: AUDIENCE, ...claims };
+  for (const k of Object.keys(body)) if ((body as Record<string, unknown>)[k] === undefined) delete (body as Record<string, unknown>)[k];
+  return new SignJWT(body).setProtectedHeader({ alg: o.alg ?? (key.jwk.alg as string), kid: o.kid ?? key.kid }).sign(key.privateKey);
+}
+
+/** An unsecured JWT (`alg: none`), which must never be accepted. */
+export function unsecured(claims: Record<string, unknown>): string {
+  const b64 = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
+}
+
+/** The site's OIDC section as a file would give it (parsed by the config schema). */
+export function oidcConfig(extra: Record<string, unknown>): OidcConfig {
+  return Oidc.parse({
+    issuer: ISSUER, audience: AUDIENCE, algorithms: ['ES256', 'RS256'], clock_tolerance_s: 5,
+    role_map: { 'lk-admin': 'admin', 'lk-qa': 'qa_reviewer', 'lk-pe': 'process_engineer', 'lk-op': 'operator' },
+    tenant_map: { 'plant-acme': ['acme-pharma'], 'plant-borealis': ['borealis-bio'] }, tenants_claim: 'plants',
+    ...extra,
+  });
+}
+
+export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; ttlMs?: number; maxMs?: number; keepAliveMs?: number; limits?: { windowMs: number; perAddress: number; perAccount: number } } = {}): Promise<IdentityApi> {
+  const dir = mkdtempSync(join(tmpdir(), 'lk-identity-'));
+  const clock = new ManualClock(T0);
+  const loaded = loadConfig(defaultConfigFile(), { dataDir: join(dir, 'data') });
+  const store = openStore({ dataDir: loaded.dataDir, clock });
+  const bundle = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle;
+  const tenants = loaded.config.tenants.map((t) => t.id);
+  const oidc = o.oidc ? new OidcVerifier(o.oidc(dir), dir, tenants, clock) : undefined;
+  const identity = new Identity({ store, clock, tokenTtlMs: o.ttlMs ?? 15 * 60_000, sessionMaxMs: o.maxMs ?? 60 * 60_000, scryptLog2N: 10, ...(oidc ? { oidc } : {}) });
+  for (const [id, name, role, ts] of [
+    ['m.rossi', 'Maria Rossi', 'qa_reviewer', ['acme-pharma']], ['o.operator', 'Olga Operator', 'operator', ['acme-pharma']],
+    ['p.bianchi', 'Paolo Bianchi', 'process_engineer', ['acme-pharma']], ['d.marino', 'Davide Marino', 'admin', tenants],
+  ] as const) {
+    await identity.create({ id, name, role, tenants: ts, password: PASSWORD }, 'system', 'test users');
+  }
+  const engine = {
+    get: (tenant: string, id: string) => {
+      if (tenant !== 'acme-pharma' || id !== RUN) throw new LkError('LK_NOT_FOUND', `no run ${id}`);
+      return { id, status: 'RUNNING' };
+    },
+    toolCalls: () => [],
+    onToolCall: () => () => undefined,
+    onChange: () => () => undefined,
+    settled: async () => undefined,
+  };
+  const api = await createApi({
+    daemon: { engine, writer: {}, store, loaded, policy: { bundle }, connectors: [], live: new Map(), supervision: () => new Map() } as never,
+    clock, users: identity, streams: { keepAliveMs: o.keepAliveMs ?? 50 }, ...(o.limits ? { signInLimits: o.limits } : {}),
+  });
+  return {
+    api, identity, store, clock, dir,
+    async close() {
+      await api.close();
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Write a JWKS of the keys into `dir`; @returns its file name. */
+export function writeJwks(dir: string, keys: readonly ProviderKey[]): string {
+  writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: keys.map((k) => k.jwk) }));
+  return 'jwks.json';
+}
+
+/** One request through fastify's inject (no socket), with an optional bearer token. */
+export async function req(a: IdentityApi, method: 'GET' | 'POST' | 'PUT', url: string, o: { token?: string; body?: unknown; ip?: string } = {}) {
+  const r = await a.api.app.inject({
+    method, url, ...(o.ip ? { remoteAddress: o.ip } : {}),
+    headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(o.body !== undefined ? { payload: JSON.stringify(o.body) } : {}),
+  });
+  let body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  try {
+    body = JSON.parse(r.body);
+  } catch {
+    body = undefined;
+  }
+  return { status: r.statusCode, headers: r.headers, body };
+}
+
+/** Audit actions of the site chain, in order. */
+export function siteActions(store: Store): { action: string; actor: string; args: Record<string, unknown> }[] {
+  return (store.db.prepare("SELECT action, actor, args FROM audit_entry WHERE tenant = 'site' AND kind IN ('identity', 'autonomy_change') ORDER BY seq").all() as { action: string; actor: string; args: string | null }[])
+    .map((r) => ({ action: r.action, actor: r.actor, args: r.args ? (JSON.parse(r.args) as Record<string, unknown>) : {} }));
+}

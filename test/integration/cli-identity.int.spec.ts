@@ -1,0 +1,69 @@
+/**
+ * The CLI with the signed-in identity: `policy autonomy set` through PUT /autonomy (the password asked only for
+ * a raise, after the daemon said the change is permitted), `logout` ending the session on the daemon, and the
+ * session renewed before it expires. Against the identity API (stub engine, real store) on loopback.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DaemonClient } from '../../src/cli/client.js';
+import { readSession, renewSession, saveSession, type Session } from '../../src/cli/session.js';
+import { spawnCli } from '../helpers/cli.js';
+import { PASSWORD, req, siteActions, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
+
+let a: IdentityApi;
+let url: string;
+let home: string;
+const env = (): NodeJS.ProcessEnv => ({ XDG_CONFIG_HOME: home, LINEKEEPER_URL: url });
+
+async function session(user: string): Promise<Session> {
+  const r = await req(a, 'POST', '/v1/auth/token', { body: { user, password: PASSWORD } });
+  const s: Session = {
+    format: 1, url, user, name: r.body.user.name, role: r.body.user.role, tenant: 'acme-pharma', tenants: r.body.user.tenants, token: r.body.token,
+    expiresAt: r.body.expiresAt, sessionEndsAt: r.body.sessionEndsAt,
+  };
+  saveSession(s, env());
+  return s;
+}
+
+beforeAll(async () => {
+  // the CLI child checks expiry with the wall clock: the API's injected clock starts now
+  a = await startIdentityApi();
+  a.clock.set(Date.now());
+  url = await a.api.listen('127.0.0.1', 0);
+  home = mkdtempSync(join(tmpdir(), 'lk-cli-identity-'));
+});
+afterAll(async () => {
+  await a.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe('the CLI as the signed-in person', () => {
+  it('policy autonomy set: lowering at once; a raise asks the password, then is signed by the session\'s person; --by is gone', async () => {
+    await session('m.rossi');
+    const down = await spawnCli(['policy', 'autonomy', 'set', '--agent', 'agent.compress_fill', '--level', 'L0', '--reason', 'drift'], { env: env() });
+    expect(down.code, down.err).toBe(0);
+    expect(down.out).toContain('→ L0 by m.rossi (qa_reviewer)');
+    const up = await spawnCli(['policy', 'autonomy', 'set', '--agent', 'agent.compress_fill', '--level', 'L1', '--change-ref', 'CC-2026-0500', '--json'], { env: env(), input: `${PASSWORD}\n` });
+    expect(up.code, up.err).toBe(0);
+    expect(JSON.parse(up.out)).toMatchObject({ type: 'autonomy_raised', from: 'L0', to: 'L1', by: 'm.rossi', signed: true });
+    const onTrust = await spawnCli(['policy', 'autonomy', 'set', '--agent', 'agent.compress_fill', '--level', 'L0', '--by', 'someone', '--role', 'qa_reviewer'], { env: env() });
+    expect(onTrust.code).toBe(2);
+    expect(siteActions(a.store).filter((e) => e.action.startsWith('autonomy.')).map((e) => [e.action, e.actor])).toEqual([['autonomy.lower', 'm.rossi'], ['autonomy.raise', 'm.rossi']]);
+  }, 120_000);
+
+  it('renewSession renews a token near its expiry, stores it, and the client uses it; logout ends the session on the daemon', async () => {
+    const s = await session('p.bianchi');
+    const client = new DaemonClient({ url, token: s.token });
+    expect(await renewSession(s, client, Date.now(), 60_000, env())).toBe(s); // far from expiry: untouched
+    const renewed = await renewSession(s, client, Date.parse(s.expiresAt) - 30_000, 60_000, env());
+    expect(renewed.token).not.toBe(s.token);
+    expect(readSession(env())?.token).toBe(renewed.token);
+    expect((await client.json<{ items: unknown[] }>('GET', '/v1/tenants/acme-pharma/models')).items).toEqual([]);
+    const out = await spawnCli(['logout'], { env: env() });
+    expect(out.out).toContain('session ended on the daemon');
+    expect((await req(a, 'GET', '/v1/tenants/acme-pharma/models', { token: renewed.token })).status).toBe(401);
+    expect(readSession(env())).toBeNull();
+  }, 120_000);
+});
