@@ -14,6 +14,8 @@ import { guardFactory } from './auth.js';
 import { type Api, type ApiContext, type ApiDaemon } from './context.js';
 import type { Identity } from './identity.js';
 import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
+import { registerConsole } from './console.js';
+import { registerReviewRoutes } from './routes-review.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { Health, TokenBody, TokenView } from './schemas.js';
@@ -30,6 +32,8 @@ export interface ApiOptions {
   readonly streams?: StreamOptions;
   /** Whether the daemon can serve (GET /readyz); default always. */
   readonly ready?: () => boolean;
+  /** Serve the review console at /console (default true). */
+  readonly console?: boolean;
 }
 
 export interface ApiServer {
@@ -103,6 +107,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
 
   registerRunRoutes(app, ctx);
   registerSiteRoutes(app, ctx);
+  registerReviewRoutes(app, ctx);
+  if (o.console !== false) registerConsole(app);
   await app.ready();
 
   let closing: Promise<void> | undefined;

@@ -49,6 +49,8 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return { candidates: 5, horizon: 'full batch', seed: 1 };
     case 'POST /v1/tenants/{tenant}/attendance':
       return {};
+    case 'POST /v1/tenants/{tenant}/models/{id}/status':
+      return { to: 'retired', changeRef: 'CC-2026-0001', reason: 'tenancy probe', password: passwords.get(user) };
     default:
       return undefined;
   }
