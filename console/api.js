@@ -109,10 +109,12 @@ export function followRun(runId, after, { onLine, onEnd, onState }) {
           const { value, done } = await reader.read();
           if (done) break;
           buf += value;
+          // one pass over what arrived (a replay can bring thousands of events in one chunk): no re-slicing per event
+          let at = 0;
           let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, i);
-            buf = buf.slice(i + 2);
+          while ((i = buf.indexOf('\n\n', at)) >= 0) {
+            const block = buf.slice(at, i);
+            at = i + 2;
             let event = 'message';
             let id;
             const data = [];
@@ -135,6 +137,7 @@ export function followRun(runId, after, { onLine, onEnd, onState }) {
             if (id !== undefined) last = Number(id);
             onLine(JSON.parse(data.join('\n')));
           }
+          buf = buf.slice(at);
         }
       } catch (err) {
         if (stopped || ctl.signal.aborted) return;

@@ -147,4 +147,6 @@ function App() {
   return s ? html`<${Shell} s=${s} />` : html`<${SignIn} reason=${reason} />`;
 }
 
-render(html`<${App} />`, document.getElementById('root'));
+const root = document.getElementById('root');
+root.textContent = ''; // the boot line goes: Preact renders beside what it did not create
+render(html`<${App} />`, root);

@@ -33,7 +33,7 @@ function SignDialog({ item, onDone, onClose }) {
     setError(null);
     try {
       const r = await api('POST', `/approvals/${item.id}`, { decision, meaning, password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
-      setSigned(r.signature ?? r);
+      setSigned(r.kind === 'setpoint_write' ? r.signature : r);
       onDone();
     } catch (err) {
       setError(err);

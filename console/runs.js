@@ -96,8 +96,9 @@ function Reasoning({ line }) {
       <dt>Entry</dt><dd>#${line.id} · ${line.kind} · ${line.time} UTC</dd>
       <dt>Tool</dt><dd><code>${line.tool}</code> by ${line.agent} in step ${line.step}</dd>
       ${line.summary ? html`<dt>Summary</dt><dd>${line.summary}</dd>` : null}
-      ${r?.predicted ? html`<dt>Twin prediction</dt><dd>${Object.entries(r.predicted).map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}</dd>` : null}
-      ${Array.isArray(r?.ranked) ? html`<dt>Candidates considered</dt><dd>${r.ranked.length} ranked${Array.isArray(r.discarded) ? `, ${r.discarded.length} discarded` : ''}</dd>` : null}
+      ${r?.predicted || r?.best?.predicted ? html`<dt>Twin prediction</dt><dd>${Object.entries(r.predicted ?? r.best.predicted).map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}</dd>` : null}
+      ${r && (Array.isArray(r.ranked) || typeof r.ranked === 'number') ? html`<dt>Candidates considered</dt><dd>${Array.isArray(r.ranked) ? r.ranked.length : r.ranked} ranked${r.discarded !== undefined ? `, ${Array.isArray(r.discarded) ? r.discarded.length : r.discarded} discarded` : ''}${r.best ? `; chosen #${r.best.index}` : ''}</dd>` : null}
+      ${r?.discardReasons ? html`<dt>Why discarded</dt><dd>${Object.entries(r.discardReasons).map(([k, v]) => `${k} ×${v}`).join(', ')}</dd>` : null}
       ${r?.reasons ? html`<dt>Why</dt><dd>${[].concat(r.reasons).join(', ')}</dd>` : null}
     </dl>
     ${line.args !== undefined ? html`<details open><summary>Inputs</summary><pre>${JSON.stringify(line.args, null, 2)}</pre></details>` : null}
@@ -120,13 +121,16 @@ export function RunPage({ s, id }) {
     const bump = () => {
       if (!frame) frame = requestAnimationFrame(() => { frame = 0; setVersion((v) => v + 1); });
     };
-    let lastStep = '';
+    // the run's steps are re-read when the log says something finished, at most twice a second
+    let soon = 0;
+    const reload = () => {
+      if (!soon) soon = setTimeout(() => { soon = 0; load(); }, 500);
+    };
     const stop = followRun(id, 0, {
       onLine: (l) => {
         lines.push(l);
         bump();
-        if (l.step !== lastStep) { lastStep = l.step; load(); }
-        if (l.kind !== 'call') load();
+        if (l.kind !== 'call') reload();
       },
       onEnd: () => load(),
       onState: (st) => live && setStream(st),
@@ -136,6 +140,7 @@ export function RunPage({ s, id }) {
       live = false;
       stop();
       clearInterval(t);
+      clearTimeout(soon);
       cancelAnimationFrame(frame);
     };
   }, [id]);
