@@ -73,7 +73,7 @@ function What({ item }) {
   }
   return html`<p>${d.agent} proposes ${(d.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${mv.value?.unit ?? ''}`).join(', ')} for ${d.attribute ?? '—'}.</p>
     ${d.justification ? html`<p>Why: ${typeof d.justification === 'string' ? d.justification : JSON.stringify(d.justification)}</p>` : null}
-    ${d.reasons ? html`<p>Policy: ${[].concat(d.reasons).join(', ')}</p>` : null}`;
+    ${d.reasons ? html`<p>Policy: ${[...new Set([].concat(d.reasons))].join(', ')}</p>` : null}`;
 }
 
 export function ApprovalsPage({ s }) {

@@ -8,8 +8,8 @@ export const html = htm.bind(h);
 
 const TONE = {
   ok: ['ok', '✓'], SUCCEEDED: ['ok', '✓'], approved: ['ok', '✓'], validated: ['ok', '✓'], connected: ['ok', '✓'], ATTENDED: ['ok', '✓'], written: ['ok', '✓'],
-  RUNNING: ['info', '▶'], live: ['info', '●'], shadow: ['info', '◐'], draft: ['muted', '○'], PENDING: ['muted', '○'], pending: ['warn', '⏸'],
-  APPROVAL: ['warn', '⏸'], WAITING: ['warn', '⏸'], connecting: ['warn', '…'], reconnecting: ['warn', '↻'],
+  RUNNING: ['info', '▶'], live: ['info', '●'], shadow: ['info', '◐'], draft: ['muted', '○'], PENDING: ['muted', '○'], pending: ['warn', '‖'],
+  APPROVAL: ['warn', '‖'], WAITING: ['warn', '‖'], connecting: ['warn', '…'], reconnecting: ['warn', '↻'],
   error: ['bad', '✕'], FAILED: ['bad', '✕'], REJECTED: ['bad', '✕'], rejected: ['bad', '✕'], LOST: ['bad', '⚠'], disconnected: ['bad', '✕'], INTERRUPTED: ['bad', '⚠'],
   retired: ['muted', '⊘'], SKIPPED: ['muted', '–'], call: ['muted', '→'],
 };

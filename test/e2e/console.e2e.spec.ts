@@ -195,6 +195,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await status.waitFor();
     expect(await status.textContent()).toMatch(/verified.*head #\d+/);
     await page.getByLabel('Run').fill(runId);
+    await page.getByLabel('Reviewer').fill('m.rossi');
     await page.getByRole('button', { name: 'Search' }).click();
     await poll(() => page.locator('table.audit').textContent()).toContain('approval.decide');
     const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
