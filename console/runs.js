@@ -149,7 +149,7 @@ export function RunPage({ s, id }) {
     <${ErrorNote} error=${error} />
     ${run ? html`<p>Batch <strong>${run.batch}</strong> on ${run.line} · ${run.product} × ${run.tooling} · autonomy ≤ ${run.autonomy} · started by ${run.startedBy} at ${time(run.createdAt)}</p>
       <p role="status" aria-live="polite" data-testid="run-status">Status: <${Badge} status=${run.status} />${run.reason ? ` — ${run.reason}` : ''}
-        ${gate?.status === 'pending' ? html` · release waits for QA reviewer <strong>${gate.reviewer}</strong> (<a href="#/approvals">approvals</a>)` : null}
+        ${gate?.status === 'pending' ? html` · <a href="#/approvals">approvals</a>` : null}
         ${gate?.signature ? html` · <span data-testid="manifestation">${gate.status} by ${gate.signature.name} (${gate.signature.user}), ${time(gate.signature.timestamp)}, “${gate.signature.meaning}”</span>` : null}</p>
       <p><a href=${`#/genealogy/${id}`}>Genealogy plot and release package</a></p>
       <h2>Steps <small>(${run.plan.text})</small></h2>

@@ -169,6 +169,10 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
     const bundle = bundleOf(ctx);
     const { agent, setpoint, to, changeRef, reason } = req.body;
     if (agent === undefined && setpoint === undefined) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both', { issues: [{ path: 'body.agent', message: 'agent or setpoint required' }] });
+    // everything that can be refused is refused before a password is asked for: a wrong one counts toward the
+    // account's lock-out, so a request that could never succeed must not cost an attempt
+    if (agent !== undefined && !Object.hasOwn(bundle.content.agents, agent)) throw new LkError('LK_NOT_FOUND', `no agent ${agent} on this site`, { agent });
+    if (setpoint !== undefined && !Object.hasOwn(bundle.content.setpoints, setpoint)) throw new LkError('LK_NOT_FOUND', `no setpoint ${setpoint} on this site`, { setpoint });
     const from = levelNow(ctx, bundle, agent ?? ANY, setpoint ?? ANY);
     const raising = levelRank(to) > levelRank(from);
     let signed: { name: string; user: string; meaning: string; at: string } | null = null;
@@ -176,6 +180,8 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
       // the role is checked before the password is asked for (as at signing), so a refusal costs no attempt
       const roles = (bundle.content.raiseRoles as Record<string, readonly string[]>)[to] ?? [];
       if (!roles.includes(user.role)) throw new LkError('LK_AUTONOMY_CHANGE', `role "${user.role}" may not raise to ${to} (permitted: ${roles.join(', ')})`, { role: user.role, to });
+      if (changeRef === undefined) throw new LkError('LK_VALIDATION', 'raising autonomy needs a change reference', { issues: [{ path: 'body.changeRef', message: 'required to raise' }] });
+      if (levelRank(to) - levelRank(from) > 1) throw new LkError('LK_AUTONOMY_CHANGE', `graduate one level at a time from ${from}, not to ${to}`, { from, to });
       if (req.body.password === undefined) throw new LkError('LK_VALIDATION', 'raising autonomy is signed: re-enter your password', { issues: [{ path: 'body.password', message: 'required to raise' }] });
       await ctx.identity.reauthenticate(user.id, req.body.password, { tenant: req.params.tenant, autonomy: `${agent ?? '*'}@${setpoint ?? '*'}` });
       signed = { name: user.name, user: user.id, meaning: `raise ${agent ?? 'every agent'}${setpoint ? ` on ${setpoint}` : ''} from ${from} to ${to}`, at: new Date(ctx.clock.now()).toISOString() };
