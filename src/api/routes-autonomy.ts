@@ -6,6 +6,8 @@
  * manifestation. Lowering needs no password (it is the safe direction, and must stay quick). Levels are the
  * site's, audited on the site chain; the tenant of the path scopes who may call.
  */
+import { SITE_TENANT } from '../audit/entry.js';
+import { queryAudit } from '../audit/query.js';
 import { LkError } from '../errors.js';
 import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../engine/autonomy-store.js';
 import { READERS, userOf } from './auth.js';
@@ -27,7 +29,15 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
   app.get(`${BASE}/autonomy`, {
     onRequest: ctx.guard(READERS, 'read autonomy levels'),
     schema: { tags: ['autonomy'], summary: 'The autonomy levels in force: the bundle\'s, overridden by persisted changes (who, role, change reference, when)', security, params: TenantParams, response: { 200: AutonomyView, ...problems } },
-  }, async () => autonomyView(bundle(), autonomyRows(d.store.db)));
+  }, async () => {
+    const b = bundle();
+    const history = queryAudit(d.store.db, SITE_TENANT, { kind: 'autonomy_change' }, { limit: 1000 }).entries.reverse().slice(0, 200).map((e) => {
+      const args = (e.args ?? {}) as { role?: string; change_ref?: string };
+      return { seq: e.seq, ts: e.ts, actor: e.actor, action: e.action, subject: e.subject ?? null, from: e.old ?? null, to: e.new ?? null, changeRef: args.change_ref ?? null, reason: e.reason ?? null, role: args.role ?? null };
+    });
+    const raiseRoles = Object.fromEntries(Object.entries(b.content.raiseRoles).map(([k, v]) => [k, [...(v as readonly string[])]]));
+    return { ...autonomyView(b, autonomyRows(d.store.db)), raiseRoles, history };
+  });
 
   app.put(`${BASE}/autonomy`, {
     onRequest: ctx.guard(['operator', 'process_engineer', 'qa_reviewer'], 'change autonomy levels'),

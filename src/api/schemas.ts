@@ -72,7 +72,7 @@ export const AutonomyBody = z.strictObject({
   password: text(1, 1024).optional().describe('the signed-in person\'s password: required to raise a level (re-authentication, 21 CFR 11.200); an SSO user signs with a fresh provider sign-in instead'),
 });
 const AutonomyMeta = z.object({
-  level: z.string(), source: z.enum(['bundle', 'changed']), by: z.string().optional(), role: z.string().nullable().optional(), changeRef: z.string().nullable().optional(),
+  level: z.string(), source: z.enum(['bundle', 'changed']), bundleLevel: z.string().optional(), by: z.string().optional(), role: z.string().nullable().optional(), changeRef: z.string().nullable().optional(),
   reason: z.string().nullable().optional(), at: z.string().optional(), auditSeq: z.number().int().optional(),
 });
 export const AutonomyView = z.object({
@@ -80,6 +80,11 @@ export const AutonomyView = z.object({
   agents: z.record(z.string(), AutonomyMeta),
   agentSetpoints: z.array(AutonomyMeta.extend({ agent: z.string(), setpoint: z.string() })),
   setpoints: z.record(z.string(), AutonomyMeta),
+  raiseRoles: z.record(z.string(), z.array(z.string())).describe('the roles the bundle permits to raise to each level'),
+  history: z.array(z.object({
+    seq: z.number().int(), ts: z.string(), actor: z.string(), action: z.string(), subject: z.unknown().nullable(), from: z.unknown().nullable(), to: z.unknown().nullable(),
+    changeRef: z.string().nullable(), reason: z.string().nullable(), role: z.string().nullable(),
+  })).describe('the latest 200 autonomy changes, newest first (who, when, why, change reference)'),
 });
 export const AutonomyChangeView = z.object({
   type: z.string(), from: z.string(), to: z.string(), agent: z.string().nullable(), setpoint: z.string().nullable(), by: z.string(), role: z.string(),

@@ -15,6 +15,8 @@ import { type Api, type ApiContext, type ApiDaemon } from './context.js';
 import type { Identity } from './identity.js';
 import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
 import { lazyRequestLogger } from './request-log.js';
+import { registerConsole } from './console.js';
+import { registerReviewRoutes } from './routes-review.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { registerMetricsRoute } from './routes-metrics.js';
@@ -39,6 +41,8 @@ export interface ApiOptions {
   readonly metrics?: { readonly metrics: Metrics; readonly tokenFile?: string | undefined };
   /** Sign-in throttling (default: 10 failures per address, 3 per account, in 60 s). */
   readonly signInLimits?: { readonly windowMs: number; readonly perAddress: number; readonly perAccount: number };
+  /** Serve the review console at /console (default true). */
+  readonly console?: boolean;
 }
 
 export interface ApiServer {
@@ -115,6 +119,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     o.metrics.metrics.setSources({ sseClients: () => streams.size });
   }
   registerAutonomyRoutes(app, ctx);
+  registerReviewRoutes(app, ctx);
+  if (o.console !== false) registerConsole(app);
   await app.ready();
 
   let closing: Promise<void> | undefined;

@@ -184,6 +184,8 @@ function currentLevel(db: Database, bundle: PolicyBundle, agent: string, setpoin
 export interface AutonomyMeta {
   readonly level: string;
   readonly source: 'bundle' | 'changed';
+  /** The bundle's own level (absent for a row the bundle does not name). */
+  readonly bundleLevel?: string;
   readonly by?: string;
   readonly role?: string | null;
   readonly changeRef?: string | null;
@@ -201,13 +203,13 @@ export function autonomyView(bundle: PolicyBundle, rows: readonly AutonomyRow[])
 } {
   const meta = (r: AutonomyRow): AutonomyMeta => ({ level: r.level, source: 'changed', by: r.changedBy, role: r.role, changeRef: r.changeRef, reason: r.reason, at: r.changedAt, auditSeq: r.auditSeq });
   const agents: Record<string, AutonomyMeta> = {};
-  for (const [id, a] of Object.entries(bundle.content.agents)) agents[id] = { level: a.autonomy, source: 'bundle' };
+  for (const [id, a] of Object.entries(bundle.content.agents)) agents[id] = { level: a.autonomy, source: 'bundle', bundleLevel: a.autonomy };
   const setpoints: Record<string, AutonomyMeta> = {};
-  for (const [id, sp] of Object.entries(bundle.content.setpoints)) setpoints[id] = { level: sp.autonomy, source: 'bundle' };
+  for (const [id, sp] of Object.entries(bundle.content.setpoints)) setpoints[id] = { level: sp.autonomy, source: 'bundle', bundleLevel: sp.autonomy };
   const agentSetpoints: (AutonomyMeta & { agent: string; setpoint: string })[] = [];
   for (const r of rows) {
-    if (r.agent === ANY) setpoints[r.setpoint] = meta(r);
-    else if (r.setpoint === ANY) agents[r.agent] = meta(r);
+    if (r.agent === ANY) setpoints[r.setpoint] = { ...meta(r), ...(setpoints[r.setpoint] ? { bundleLevel: setpoints[r.setpoint]!.bundleLevel } : {}) };
+    else if (r.setpoint === ANY) agents[r.agent] = { ...meta(r), ...(agents[r.agent] ? { bundleLevel: agents[r.agent]!.bundleLevel } : {}) };
     else agentSetpoints.push({ agent: r.agent, setpoint: r.setpoint, ...meta(r) });
   }
   return { bundleVersion: bundle.version, agents, agentSetpoints, setpoints };

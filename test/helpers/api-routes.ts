@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts,
- * routes-site.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-review.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -37,8 +37,13 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`POST ${T}/attendance`]: ['operator'],
   [`GET ${T}/line`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   [`GET ${T}/audit`]: ['auditor', 'qa_reviewer'],
+  // routes-review.ts: what the review console needs beyond the runs
+  [`GET ${T}/audit/export`]: ['auditor', 'qa_reviewer'],
+  [`GET ${T}/audit/verify`]: ['auditor', 'qa_reviewer'],
+  [`GET ${T}/runs/{id}/release`]: READERS,
   [`GET ${T}/autonomy`]: READERS,
   [`PUT ${T}/autonomy`]: ['operator', 'process_engineer', 'qa_reviewer'],
+  [`POST ${T}/models/{id}/status`]: ['qa_reviewer'],
 };
 
 /** Operations that end the caller's session: probes that reuse a token must not call them (they get their own tests). */

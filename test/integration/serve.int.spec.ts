@@ -99,12 +99,13 @@ describe('linekeeper serve on the embedded default', () => {
     run.child.kill('SIGTERM');
     expect(await exited(run.child, 15_000)).toBe(0);
     expect(run.stderr()).toContain('"msg":"stopped"');
-    // stdout is for machines: the demo identities of a first start, the ready line, and nothing else (node-opcua's
-    // console output is routed to the log)
+    // stdout is for machines: the demo identities of a first start, the review console's address, the ready line,
+    // and nothing else (node-opcua's console output is routed to the log)
     const lines = run.stdout().trim().split('\n');
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^linekeeper demo-users \[\{"user":"/);
-    expect(lines[1]).toBe(`linekeeper ready ${JSON.stringify(run.ready)}`);
+    expect(lines[1]).toMatch(new RegExp(`^linekeeper console ${run.ready.api!.replace(/[.]/g, '\\.')}/console `));
+    expect(lines[2]).toBe(`linekeeper ready ${JSON.stringify(run.ready)}`);
   });
 
   it('recorded its own life on the site chain, which verifies', () => {

@@ -91,6 +91,7 @@ export function registerServe(program: Command): void {
           if (daemon.demoUsers.length > 0) {
             process.stdout.write(`linekeeper demo-users ${JSON.stringify(daemon.demoUsers.map((u) => ({ user: u.id, name: u.name, role: u.role, tenants: u.tenants, password: u.password })))}\n`);
           }
+          if (daemon.ready.api) process.stdout.write(`linekeeper console ${daemon.ready.api}/console (open it in a browser; sign in as a user above)\n`);
           process.stdout.write(`linekeeper ready ${JSON.stringify(daemon.ready)}\n`);
           const d = daemon;
           reloadNow = () => {

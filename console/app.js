@@ -1,0 +1,152 @@
+// The review console: sign-in, the session (its end shown and enforced), role-aware navigation and the pages.
+// Routing is the URL fragment (#/runs/run_…), so every page has an address and the browser's back works.
+import { render } from '../vendor/preact.js';
+import { useEffect, useRef, useState } from '../vendor/hooks.js';
+import { api, getSession, onSession, setSession, signIn, signOut } from './api.js';
+import { ApprovalsPage } from './approvals.js';
+import { AuditPage } from './audit.js';
+import { AutonomyPage } from './autonomy.js';
+import { LinePage } from './line.js';
+import { ModelsPage } from './models.js';
+import { RunPage, RunsPage } from './runs.js';
+import { ErrorNote, html, time } from './ui.js';
+
+const READERS = ['operator', 'process_engineer', 'qa_reviewer', 'auditor'];
+const PAGES = [
+  { path: 'line', label: 'Line', roles: [...READERS, 'admin'] },
+  { path: 'runs', label: 'Runs', roles: READERS },
+  { path: 'approvals', label: 'Approvals', roles: ['process_engineer', 'qa_reviewer', 'auditor'] },
+  { path: 'genealogy', label: 'Genealogy', roles: READERS },
+  { path: 'audit', label: 'Audit', roles: ['auditor', 'qa_reviewer'] },
+  { path: 'autonomy', label: 'Autonomy', roles: READERS },
+  { path: 'models', label: 'Models', roles: READERS },
+];
+
+/** The genealogy page brings uPlot (the largest file): loaded when first opened, not at first load. */
+let genealogy = null;
+function GenealogyPage(props) {
+  const [Page, setPage] = useState(() => genealogy);
+  useEffect(() => {
+    if (!Page) import('./genealogy.js').then((m) => setPage(() => (genealogy = m.GenealogyPage)));
+  }, []);
+  return Page ? html`<${Page} ...${props} />` : html`<h1 tabindex="-1">Genealogy</h1><p>Loading the plot…</p>`;
+}
+
+function useRoute() {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const on = () => setHash(location.hash);
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return hash.replace(/^#\/?/, '').split('/').filter(Boolean);
+}
+
+function SignIn({ reason }) {
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    setBusy(true);
+    setError(null);
+    try {
+      await signIn(String(f.get('user')), String(f.get('password')));
+      if (!location.hash || location.hash === '#/') location.hash = '#/line';
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<main id="main" class="signin">
+    <h1>linekeeper review console</h1>
+    ${reason ? html`<p class="notice" role="status">${reason}</p>` : null}
+    <form onSubmit=${submit} aria-label="Sign in">
+      <label for="signin-user">User</label>
+      <input id="signin-user" name="user" autocomplete="username" required autofocus />
+      <label for="signin-password">Password</label>
+      <input id="signin-password" name="password" type="password" autocomplete="current-password" required />
+      <button type="submit" disabled=${busy}>Sign in</button>
+    </form>
+    <${ErrorNote} error=${error} />
+  </main>`;
+}
+
+/** Sends the operator's presence while their console is open and visible (R5: no unattended level). */
+function usePresence(s) {
+  useEffect(() => {
+    if (s?.user.role !== 'operator') return undefined;
+    const beat = () => {
+      if (document.visibilityState === 'visible') api('POST', '/attendance').catch(() => undefined);
+    };
+    beat();
+    const t = setInterval(beat, 30_000);
+    return () => clearInterval(t);
+  }, [s?.token, s?.tenant]);
+}
+
+/** Ends the session when its token expires: the page says so instead of failing call by call. */
+function useExpiry(s) {
+  useEffect(() => {
+    if (!s) return undefined;
+    const left = Date.parse(s.expiresAt) - Date.now();
+    const t = setTimeout(() => setSession(null, 'Your session timed out: sign in again.'), Math.max(0, left));
+    return () => clearTimeout(t);
+  }, [s?.token]);
+}
+
+function Shell({ s }) {
+  const route = useRoute();
+  const mainRef = useRef(null);
+  const allowed = PAGES.filter((p) => p.roles.includes(s.user.role));
+  const page = route[0] ?? allowed[0]?.path ?? 'line';
+  useEffect(() => {
+    // a new page: move focus to its heading so a screen reader announces it and Tab starts there
+    mainRef.current?.querySelector('h1')?.focus();
+  }, [route.join('/')]);
+  const may = allowed.some((p) => p.path === page);
+  let body;
+  if (!may) body = html`<h1 tabindex="-1">Not available</h1><p>A ${s.user.role.replace('_', ' ')} has no ${page} page here.</p>`;
+  else if (page === 'line') body = html`<${LinePage} s=${s} />`;
+  else if (page === 'runs' && route[1]) body = html`<${RunPage} s=${s} id=${route[1]} key=${route[1]} />`;
+  else if (page === 'runs') body = html`<${RunsPage} s=${s} />`;
+  else if (page === 'approvals') body = html`<${ApprovalsPage} s=${s} />`;
+  else if (page === 'genealogy') body = html`<${GenealogyPage} s=${s} id=${route[1]} key=${route[1] ?? 'none'} />`;
+  else if (page === 'audit') body = html`<${AuditPage} s=${s} />`;
+  else if (page === 'autonomy') body = html`<${AutonomyPage} s=${s} />`;
+  else if (page === 'models') body = html`<${ModelsPage} s=${s} />`;
+  const tenant = (e) => setSession({ ...s, tenant: e.target.value });
+  return html`<a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); mainRef.current?.focus(); }}>Skip to content</a>
+    <header class="top">
+      <span class="brand">linekeeper</span>
+      <nav aria-label="Console pages">
+        <ul>${allowed.map((p) => html`<li><a href=${`#/${p.path}`} aria-current=${p.path === page ? 'page' : undefined}>${p.label}</a></li>`)}</ul>
+      </nav>
+      <div class="who">
+        ${s.user.tenants.length > 1
+          ? html`<label for="tenant-select">Tenant</label> <select id="tenant-select" value=${s.tenant} onChange=${tenant}>${s.user.tenants.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
+          : html`<span>Tenant <strong>${s.tenant}</strong></span>`}
+        <span data-testid="who">${s.user.name} (${s.user.id}, ${s.user.role.replace('_', ' ')})</span>
+        <span class="expiry">session until ${time(s.expiresAt).slice(11)}</span>
+        <button type="button" onClick=${() => signOut()}>Sign out</button>
+      </div>
+    </header>
+    <main id="main" ref=${mainRef} tabindex="-1" key=${s.tenant}>${body}</main>`;
+}
+
+function App() {
+  const [s, setS] = useState(getSession());
+  const [reason, setReason] = useState(null);
+  useEffect(() => onSession((next, why) => {
+    setS(next);
+    setReason(why ?? null);
+  }), []);
+  usePresence(s);
+  useExpiry(s);
+  return s ? html`<${Shell} s=${s} />` : html`<${SignIn} reason=${reason} />`;
+}
+
+const root = document.getElementById('root');
+root.textContent = ''; // the boot line goes: Preact renders beside what it did not create
+render(html`<${App} />`, root);

@@ -1,0 +1,65 @@
+// Models: a card per model version — kind, status, pinned sites, artefact hash, the card's figures — and the
+// lifecycle actions the role allows (promote draft → shadow → validated, retire), each signed with the password.
+import { useEffect, useState } from '../vendor/hooks.js';
+import { api } from './api.js';
+import { Badge, Dialog, ErrorNote, fmt, html, short, time } from './ui.js';
+
+const NEXT = { draft: 'shadow', shadow: 'validated' };
+
+function ChangeDialog({ target, onClose, onDone }) {
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    setBusy(true);
+    try {
+      await api('POST', `/models/${target.id}/status`, { to: target.to, changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')) });
+      onDone();
+      e.target.closest('dialog').close();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<${Dialog} id="model-change" title=${`${target.to === 'retired' ? 'Retire' : 'Promote'} ${target.id}`} onClose=${onClose}>
+    <form onSubmit=${submit}>
+      <p>This signature means: <strong>${target.id} ${target.from} → ${target.to}</strong>${target.to !== 'retired' ? ' (after the golden-dataset evaluation passes)' : ''}.</p>
+      <label for="mc-ref">Change reference</label><input id="mc-ref" name="changeRef" required placeholder="CC-2026-0001" />
+      <label for="mc-reason">Reason</label><input id="mc-reason" name="reason" required />
+      <label for="mc-password">Password (re-entered to sign)</label><input id="mc-password" name="password" type="password" autocomplete="current-password" required />
+      <${ErrorNote} error=${error} />
+      <div class="actions"><button type="submit" disabled=${busy}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
+    </form><//>`;
+}
+
+function figures(card) {
+  if (!card || typeof card !== 'object') return [];
+  return Object.entries(card).filter(([, v]) => typeof v === 'number' || typeof v === 'string').slice(0, 8);
+}
+
+export function ModelsPage({ s }) {
+  const [models, setModels] = useState(null);
+  const [error, setError] = useState(null);
+  const [change, setChange] = useState(null);
+  const load = () => api('GET', '/models').then((r) => setModels(r.items)).catch(setError);
+  useEffect(() => {
+    load();
+  }, []);
+  const may = s.user.role === 'qa_reviewer';
+  return html`<h1 tabindex="-1">Models of ${s.tenant}</h1>
+    <${ErrorNote} error=${error} />
+    ${may ? null : html`<p class="quiet">Lifecycle changes are signed by a QA reviewer (the policy bundle's change approvers).</p>`}
+    <div class="cards">${(models ?? []).map((m) => html`<section class="card" aria-labelledby=${`m-${m.id}`}>
+      <h2 id=${`m-${m.id}`}>${m.id} <small>v${m.version}</small></h2>
+      <p><${Badge} status=${m.status} /> · ${m.kind}</p>
+      <dl><dt>Pinned sites</dt><dd>${m.sites.join(', ') || '—'}</dd><dt>SHA-256</dt><dd><code>${short(m.sha256, 16)}</code></dd>
+        <dt>Last change</dt><dd>${time(m.changedAt)} by ${m.changedBy}${m.changeRef ? ` (${m.changeRef})` : ''}</dd>
+        ${figures(m.card).map(([k, v]) => html`<dt>${k}</dt><dd>${fmt(v)}</dd>`)}</dl>
+      ${may && m.status !== 'retired' ? html`<div class="actions">
+        ${NEXT[m.status] ? html`<button type="button" onClick=${() => setChange({ id: m.id, from: m.status, to: NEXT[m.status] })}>Promote to ${NEXT[m.status]}…</button> ` : null}
+        <button type="button" onClick=${() => setChange({ id: m.id, from: m.status, to: 'retired' })}>Retire…</button></div>` : null}
+    </section>`)}</div>
+    ${change ? html`<${ChangeDialog} target=${change} onClose=${() => setChange(null)} onDone=${load} />` : null}`;
+}

@@ -1,0 +1,47 @@
+// Shared pieces of the console: htm bound to Preact, status badges that never rely on colour alone (a glyph
+// and the word), a modal dialog on the native <dialog> (focus kept inside, Esc closes), formatters.
+import { h } from '../vendor/preact.js';
+import { useEffect, useRef } from '../vendor/hooks.js';
+import htm from '../vendor/htm.js';
+
+export const html = htm.bind(h);
+
+const TONE = {
+  ok: ['ok', '✓'], SUCCEEDED: ['ok', '✓'], approved: ['ok', '✓'], validated: ['ok', '✓'], connected: ['ok', '✓'], ATTENDED: ['ok', '✓'], written: ['ok', '✓'],
+  RUNNING: ['info', '▶'], live: ['info', '●'], shadow: ['info', '◐'], draft: ['muted', '○'], PENDING: ['muted', '○'], pending: ['warn', '‖'],
+  APPROVAL: ['warn', '‖'], WAITING: ['warn', '‖'], connecting: ['warn', '…'], reconnecting: ['warn', '↻'],
+  error: ['bad', '✕'], FAILED: ['bad', '✕'], REJECTED: ['bad', '✕'], rejected: ['bad', '✕'], LOST: ['bad', '⚠'], disconnected: ['bad', '✕'], INTERRUPTED: ['bad', '⚠'],
+  retired: ['muted', '⊘'], SKIPPED: ['muted', '–'], call: ['muted', '→'],
+};
+
+/** A status as glyph + word; the colour only repeats what the text already says. */
+export function Badge({ status, label }) {
+  const [tone, glyph] = TONE[status] ?? ['muted', '•'];
+  return html`<span class=${`badge ${tone}`}><span aria-hidden="true">${glyph} </span>${label ?? status}</span>`;
+}
+
+/** A modal dialog (native <dialog>: focus trapped, Esc closes); `onClose` when it closes by any means. */
+export function Dialog({ title, onClose, children, id }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal();
+    const close = () => onClose?.();
+    d?.addEventListener('close', close);
+    return () => d?.removeEventListener('close', close);
+  }, []);
+  return html`<dialog ref=${ref} aria-labelledby=${`${id}-title`} id=${id}>
+    <h2 id=${`${id}-title`}>${title}</h2>
+    ${children}
+  </dialog>`;
+}
+
+export function ErrorNote({ error }) {
+  if (!error) return null;
+  return html`<p class="error" role="alert"><strong>Refused:</strong> ${error.message}${error.code ? html` <code>[${error.code}]</code>` : ''}</p>`;
+}
+
+export const time = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
+export const short = (hash, n = 12) => (hash ? `${hash.slice(0, n)}…` : '—');
+export const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : String(+v.toPrecision(5))) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+export const unit = (u) => (u === '1' || !u ? '' : u.replace(/\{([^}]+)\}/g, '$1'));

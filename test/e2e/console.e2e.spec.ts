@@ -1,0 +1,272 @@
+/**
+ * The review console in real headless Chromium (Debian's /usr/bin/chromium driven by playwright-core; never a
+ * downloaded browser) against a real daemon on the embedded default (plant simulator fast-forwarded, a small
+ * batch). End to end: the operator signs in and starts a run and watches it reach the gate live over SSE; the
+ * QA reviewer signs in, a wrong password at the signing dialog signs nothing, the right one signs the release
+ * and shows its manifestation; the run completes and its genealogy plot is drawn; the release package, audit
+ * export, verify status, autonomy and models pages work; a reviewer of another tenant sees nothing of this one.
+ * axe-core checks every page (no serious or critical violation); a screenshot of each page is saved under
+ * .tmp/console-screenshots/. First load is measured (navigation timing) and printed, never asserted.
+ */
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AxeBuilder } from '@axe-core/playwright';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+
+const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
+const A = '/v1/tenants/acme-pharma';
+let node: ApiNode;
+let browser: Browser;
+let ctx: BrowserContext;
+let page: Page;
+let runId: string;
+const problems: string[] = [];
+const audited: Record<string, number> = {};
+interface Violation { id: string; impact?: string | null; help: string; nodes: { target: unknown[] }[] }
+
+/** Wait for a value of the page (a loaded machine answers slowly; only the order of things is asserted). */
+const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
+
+/** A line per stage in .tmp/console-screenshots/progress.log: where a slow or stuck run is, on a loaded machine. */
+function progress(what: string): void {
+  appendFileSync(join(SHOTS, 'progress.log'), `${new Date().toISOString()} ${what}\n`);
+}
+
+/** axe on the page as it stands: no serious or critical violation; then a screenshot. */
+async function check(name: string): Promise<void> {
+  progress(`axe ${name}`);
+  const r = await new AxeBuilder({ page }).analyze();
+  const bad = r.violations.filter((v: Violation) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v: Violation) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+  audited[name] = r.passes.length;
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function signInAs(user: string): Promise<void> {
+  progress(`sign in ${user}`);
+  // whoever was signed in before (a test that failed half-way) is signed out first
+  await page.goto(`${node.url}/console`);
+  await page.evaluate('sessionStorage.clear()');
+  await page.reload();
+  await page.getByLabel('User').fill(user);
+  await page.getByLabel('Password').fill(node.passwords.get(user)!);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('who').waitFor();
+}
+
+async function signOut(): Promise<void> {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('User').waitFor();
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  page = await ctx.newPage();
+  page.setDefaultTimeout(30_000);
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[134]/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await node?.close();
+}, 60_000);
+
+describe('the review console in Chromium', { timeout: 240_000 }, () => {
+  it('serves the shell with a strict CSP, only allow-listed vendor files, and signs in; first load measured', async () => {
+    const res = await page.goto(`${node.url}/console`);
+    expect(res!.status()).toBe(200);
+    expect(res!.headers()['content-security-policy']).toContain("script-src 'self'");
+    expect(res!.headers()['content-security-policy']).not.toContain('unsafe');
+    await page.getByLabel('User').waitFor();
+    // evaluated in the page (a string: this file is type-checked against Node's globals, not the DOM's)
+    const nav = await page.evaluate(`(() => {
+      const n = performance.getEntriesByType('navigation')[0];
+      const r = (x) => Math.round(x);
+      return { ttfb: r(n.responseStart - n.startTime), domContentLoaded: r(n.domContentLoadedEventEnd - n.startTime), load: r(n.loadEventEnd - n.startTime), formShown: r(performance.now()), resources: performance.getEntriesByType('resource').length, bytes: performance.getEntriesByType('resource').reduce((s, e) => s + e.encodedBodySize, n.encodedBodySize) };
+    })()`);
+    writeFileSync(join(SHOTS, 'first-load.json'), `${JSON.stringify(nav, null, 2)}\n`);
+    console.log(`console first load on loopback (ms, not asserted): ${JSON.stringify(nav)}`);
+    for (const [path, status] of [['/console/vendor/preact.js', 200], ['/console/vendor/..%2Fpackage.json', 404], ['/console/app/..%2F..%2Fpackage.json', 404], ['/console/vendor/jose.js', 404]] as const) {
+      expect((await call(node.url, 'GET', path)).status, path).toBe(status);
+    }
+    await check('01-sign-in');
+    await page.getByLabel('User').fill('o.operator');
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await poll(() => page.getByRole('alert').textContent()).toContain('LK_');
+  });
+
+  it('the operator sees the line; a LOST PLC is announced in words at the top', async () => {
+    await signInAs('o.operator');
+    await page.locator('.card h3').first().waitFor();
+    await check('02-line');
+    // the plant's PLCs are ATTENDED here: show what the page does with a LOST one by answering /line with one
+    await page.route('**/v1/tenants/acme-pharma/line', async (route) => {
+      const r = await route.fetch();
+      const line = (await r.json()) as { equipment: { supervisor: { state: string | null } }[] };
+      const press = line.equipment.find((e: unknown) => (e as { id: string }).id === 'press') ?? line.equipment[0]!;
+      press.supervisor.state = 'LOST';
+      await route.fulfill({ response: r, json: line }).catch(() => undefined);
+    });
+    const alarm = page.getByTestId('lost-alarm');
+    await alarm.waitFor();
+    expect(await alarm.getAttribute('role')).toBe('alert');
+    expect(await alarm.textContent()).toMatch(/PLC LOST:.*last known-good recipe/);
+    await check('03-line-plc-lost');
+    // a poll still in flight is let go, not failed
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+
+  it('the operator starts a run and watches its steps and tool calls arrive live until the gate', async () => {
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await page.getByLabel('Run request').waitFor();
+    await check('04-runs');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/#\/runs\/run_/);
+    runId = /#\/runs\/(run_[0-9a-z]+)/.exec(page.url())![1]!;
+    const counts: number[] = [];
+    await until(async () => {
+      counts.push(Number((await page.getByTestId('log-count').textContent())!.split(' ')[0]));
+      return (await page.getByTestId('run-status').textContent())!.includes('APPROVAL') ? true : undefined;
+    }, 250);
+    // the log grew while the page watched (lines arrived live, not in one load)
+    expect(new Set(counts).size).toBeGreaterThan(2);
+    expect(await page.locator('tr[data-step="09"]').getAttribute('data-status')).toBe('APPROVAL');
+    expect(await page.getByTestId('run-status').textContent()).toContain('m.rossi');
+    // a reasoning step opens: the twin's rehearsal shows its candidates (early in the log: scroll up to it, the
+    // rows out of view are not in the page)
+    await page.getByTestId('log').evaluate((el) => { el.scrollTop = 0; });
+    await page.locator('.log li button', { hasText: 'twin.simulate' }).last().click();
+    await poll(() => page.locator('#log-detail').textContent()).toMatch(/Candidates considered|Inputs/);
+    await check('05-run-at-gate');
+    await signOut();
+  });
+
+  it('the QA reviewer signs the release: a wrong password signs nothing; the right one shows the manifestation', async () => {
+    await signInAs('m.rossi');
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('button', { name: 'Review and sign…' }).first().waitFor();
+    await check('06-approvals');
+    await page.getByRole('button', { name: 'Review and sign…' }).first().click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await page.getByTestId('meaning-shown').textContent()).toContain('approve: QA release of batch B-1042');
+    await check('07-signing-dialog');
+    await dialog.getByLabel('Password (re-entered to sign)').fill('not her password');
+    await dialog.getByRole('button', { name: 'Sign' }).click();
+    await page.getByTestId('nothing-signed').waitFor();
+    expect(await dialog.getByRole('alert').textContent()).toContain('LK_REAUTH_FAILED');
+    const gate = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!) })).body.approvalGate;
+    expect(gate.status).toBe('pending');
+    await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
+    await dialog.getByRole('button', { name: 'Sign' }).click();
+    const m = page.getByTestId('signature-manifestation');
+    await m.waitFor();
+    expect(await m.textContent()).toMatch(/Maria Rossi \(m\.rossi, qa_reviewer\).*UTC.*approve: QA release of batch B-1042/);
+    await check('08-signed');
+    await dialog.getByRole('button', { name: 'Close' }).click();
+  });
+
+  it('the run completes and its genealogy is plotted; the release package downloads', async () => {
+    await page.goto(`${node.url}/console#/runs/${runId}`);
+    await until(async () => ((await page.getByTestId('run-status').textContent())!.includes('SUCCEEDED') ? true : undefined), 250);
+    expect(await page.getByTestId('manifestation').textContent()).toContain('Maria Rossi');
+    await page.getByRole('link', { name: 'Genealogy plot and release package' }).click();
+    const plot = page.getByTestId('genealogy-plot');
+    await plot.locator('canvas').waitFor();
+    expect(Number(await plot.getAttribute('data-points'))).toBeGreaterThan(10);
+    expect(Number(await plot.getAttribute('data-series'))).toBeGreaterThan(2);
+    await page.getByRole('button', { name: 'Zoom in' }).click();
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download release.json' }).click()]);
+    expect(dl.suggestedFilename()).toBe('B-1042-release.json');
+    await check('09-genealogy');
+  });
+
+  it('audit: verify status and head, search, export; autonomy: lower in one click, raise signed; models', async () => {
+    await page.getByRole('link', { name: 'Audit' }).click();
+    const status = page.getByTestId('verify-status');
+    await status.waitFor();
+    expect(await status.textContent()).toMatch(/verified.*head #\d+/);
+    await page.getByLabel('Run').fill(runId);
+    await page.getByLabel('Reviewer').fill('m.rossi');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.locator('table.audit').textContent()).toContain('approval.decide');
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    expect(csv.suggestedFilename()).toMatch(/^acme-pharma-audit-.*\.csv$/);
+    await check('10-audit');
+
+    await page.getByRole('link', { name: 'Autonomy' }).click();
+    await page.getByRole('button', { name: 'Lower agent.yield_takt to L0' }).click();
+    await poll(() => page.locator('table').last().textContent()).toContain('autonomy.lower');
+    await page.getByRole('button', { name: 'Raise agent.yield_takt to L1' }).click();
+    const raise = page.getByRole('dialog');
+    await raise.getByLabel('Change reference').fill('CC-2026-0042');
+    await raise.getByLabel('Reason').fill('restored after the console test');
+    await raise.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
+    await raise.getByRole('button', { name: 'Sign and raise' }).click();
+    await poll(() => page.locator('table').last().textContent()).toContain('CC-2026-0042');
+    await check('11-autonomy');
+
+    await page.getByRole('link', { name: 'Models' }).click();
+    await page.locator('.card h2').first().waitFor();
+    expect(await page.locator('.card').count()).toBeGreaterThanOrEqual(3);
+    await check('12-models');
+    await signOut();
+  });
+
+  it('a reviewer of another tenant sees nothing of this one', async () => {
+    await signInAs('g.ferri');
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await page.locator('table.runs').waitFor();
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Nothing waits for a person.').waitFor();
+    await page.goto(`${node.url}/console#/runs/${runId}`);
+    await poll(() => page.getByRole('alert').first().textContent()).toContain('LK_NOT_FOUND');
+    await page.goto(`${node.url}/console#/genealogy/${runId}`);
+    await poll(() => page.getByRole('alert').first().textContent()).toContain('LK_NOT_FOUND');
+    const text = await page.locator('body').textContent();
+    expect(text).not.toContain('B-1042');
+    expect(text).not.toContain('Maria Rossi');
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await page.locator('table.runs').waitFor();
+    expect(await page.locator('table.runs tbody tr').count()).toBe(0);
+  });
+
+  it('a log of 10,000 entries renders only the rows in view and scrolls to the last', async () => {
+    const fake = 'run_00000000000000000000';
+    const lines = Array.from({ length: 10_000 }, (_, i) => ({ id: i + 1, run: fake, at: 1_800_000_000_000 + i, time: '08:00:00', kind: i % 2 ? 'ok' : 'call', step: 'compress.press', agent: 'agent.compress_fill', tool: `press.tool_${i + 1}`, auditSeq: i + 1 }));
+    const body = `retry: 2000\n\n${lines.map((l) => `id: ${l.id}\nevent: ${l.kind}\ndata: ${JSON.stringify(l)}\n\n`).join('')}`;
+    const run = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!) })).body;
+    await page.route(`**/runs/${fake}/stream`, (r) => r.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body }).catch(() => undefined));
+    await page.route(`**/runs/${fake}`, (r) => r.fulfill({ json: { ...run, id: fake, status: 'RUNNING' } }).catch(() => undefined));
+    await page.goto(`${node.url}/console#/runs/${fake}`);
+    await poll(() => page.getByTestId('log-count').textContent()).toBe('10000 entries');
+    expect(await page.locator('[data-testid=log] li').count()).toBeLessThan(60);
+    await page.getByTestId('log').evaluate((el) => { el.scrollTop = 0; });
+    await poll(() => page.locator('[data-testid=log] li').first().textContent()).toContain('press.tool_1 ');
+    await page.getByTestId('log').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await poll(() => page.locator('[data-testid=log] li').last().textContent()).toContain('press.tool_10000');
+    expect(await page.locator('[data-testid=log] li').count()).toBeLessThan(60);
+    await check('13-run-10000-entries');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+
+  it('a session that times out returns to sign-in and says so; no page error or CSP violation happened', async () => {
+    await page.evaluate(`(() => {
+      const s = JSON.parse(sessionStorage.getItem('linekeeper.session'));
+      sessionStorage.setItem('linekeeper.session', JSON.stringify({ ...s, expiresAt: new Date(Date.now() + 1500).toISOString() }));
+    })()`);
+    await page.reload();
+    await page.getByText('Your session timed out: sign in again.').waitFor();
+    expect(problems).toEqual([]);
+    console.log(`axe passes per page: ${JSON.stringify(audited)}`);
+  });
+});
