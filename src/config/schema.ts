@@ -136,6 +136,47 @@ export const Tenant = z.strictObject({
   products: z.array(id).min(1),
 });
 
+/** A Sparkplug B group or edge node id: a topic level, so no `/`, `+`, `#` or whitespace. */
+const sparkplugId = z.string().min(1).max(128).regex(/^[^/+#\s]+$/, 'must be one MQTT topic level: no "/", "+", "#" or whitespace');
+
+/**
+ * Optional publishing to the plant's MQTT broker (Sparkplug B, connectors/mqtt). Absent: nothing is opened.
+ * File paths are relative to the configuration file.
+ */
+export const MqttConfig = z
+  .strictObject({
+    url: z.string().regex(/^(mqtt|mqtts):\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// URL'),
+    /** MQTT client id; default `linekeeper-<group>-<edge node>`. */
+    client_id: z.string().min(1).max(128).optional(),
+    group_id: sparkplugId,
+    edge_node_id: sparkplugId,
+    tls: z
+      .strictObject({
+        /** CA bundle (PEM) that signed the broker's certificate. */
+        ca: z.string().min(1).optional(),
+        /** Client certificate and key (PEM) for mutual TLS: both or neither. */
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+      })
+      .refine((t) => (t.cert === undefined) === (t.key === undefined), { message: 'cert and key go together: give both or neither', path: ['cert'] })
+      .optional(),
+    username: z.string().min(1).optional(),
+    /** File holding the password (first line): never the password itself in the configuration. */
+    password_file: z.string().min(1).optional(),
+    keepalive_s: z.number().int().min(1).max(65_535).default(30),
+    /** Wait before reconnecting to a broker that went away. */
+    reconnect_ms: timerMs.default(2000),
+    /** Store-and-forward bound: past either, the oldest queued messages are dropped (one audit entry per drop). */
+    outbox: z
+      .strictObject({
+        max_messages: z.number().int().min(10).max(100_000_000).default(1_000_000),
+        max_bytes: z.number().int().min(64 * 1024).max(2 ** 40).default(256 * 1024 * 1024),
+      })
+      .default({ max_messages: 1_000_000, max_bytes: 256 * 1024 * 1024 }),
+  })
+  .refine((m) => m.password_file === undefined || m.username !== undefined, { message: 'password_file needs a username', path: ['password_file'] })
+  .refine((m) => m.tls === undefined || m.url.startsWith('mqtts://'), { message: 'tls files need an mqtts:// url', path: ['tls'] });
+
 export const SiteConfig = z.strictObject({
   /** Schema version of this file. */
   version: z.literal(1),
@@ -198,6 +239,8 @@ export const SiteConfig = z.strictObject({
       streams_per_user: z.number().int().min(1).max(100).default(4),
     })
     .default({ host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4 }),
+  /** Sparkplug B publishing to the plant's broker (the Unified Namespace). Absent (the air-gapped default): off. */
+  mqtt: MqttConfig.optional(),
 });
 
 export type SiteConfig = z.infer<typeof SiteConfig>;
@@ -209,4 +252,5 @@ export type OpcUaConnectionConfig = z.infer<typeof OpcUaConnection>;
 export type ModbusConnectionConfig = z.infer<typeof ModbusConnection>;
 export type OpcUaTagConfig = z.infer<typeof OpcUaTag>;
 export type ModbusTagConfig = z.infer<typeof ModbusTag>;
+export type MqttConfig = z.infer<typeof MqttConfig>;
 export type TagConfig = OpcUaTagConfig | ModbusTagConfig;
