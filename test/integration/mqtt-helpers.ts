@@ -90,7 +90,9 @@ export async function mosquittoBroker(dir: string): Promise<TestBroker> {
   const conf = join(dir, 'mosquitto.conf');
   writeFileSync(conf, [
     `listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`,
-    'log_type error', 'log_dest stderr', 'max_queued_messages 100000', '',
+    'log_type error', 'log_dest stderr', 'max_queued_messages 100000',
+    // started as root, mosquitto drops to the `mosquitto` user, who cannot write the persistence file in our temp dir
+    ...(process.getuid?.() === 0 ? ['user root'] : []), '',
   ].join('\n'));
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
