@@ -7,7 +7,8 @@
  * daemon per directory) → audit store, site start event (after an unclean-stop
  * entry when the previous run crashed) → policy
  * bundle under change control → simulator (when embedded) → connectors
- * (connect, heartbeat, subscribe) → the one guarded writer → ready.
+ * (connect, heartbeat, subscribe) → the one guarded writer → run engine → MQTT publisher (only with an `mqtt`
+ * section: Sparkplug B to the plant broker, store-and-forward) → ready.
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
