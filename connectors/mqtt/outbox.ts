@@ -41,8 +41,8 @@ export class Outbox {
     this.st = {
       insert: db.prepare('INSERT INTO mqtt_outbox (ord, topic, message, bytes, queued_at) VALUES (?, ?, ?, ?, ?)'),
       page: db.prepare('SELECT ord, message FROM mqtt_outbox WHERE ord > ? ORDER BY ord LIMIT ?'),
-      del: db.prepare('DELETE FROM mqtt_outbox WHERE ord = ?'),
-      oldest: db.prepare('SELECT ord, bytes, queued_at FROM mqtt_outbox ORDER BY ord LIMIT ?'),
+      del: db.prepare('DELETE FROM mqtt_outbox WHERE ord = ? RETURNING bytes').pluck(),
+      oldest: db.prepare('SELECT ord, bytes, queued_at FROM mqtt_outbox WHERE ord > ? ORDER BY ord LIMIT 1024'),
       dropUpTo: db.prepare('DELETE FROM mqtt_outbox WHERE ord <= ?'),
       stateGet: db.prepare('SELECT value FROM mqtt_state WHERE key = ?').pluck(),
       stateSet: db.prepare('INSERT INTO mqtt_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
@@ -98,12 +98,12 @@ export class Outbox {
     if (ords.length === 0) return;
     this.store.tx(() => {
       for (const o of ords) {
-        const r = this.st.del.run(o);
-        if (r.changes > 0) this.count--;
+        const bytes = this.st.del.get(o) as number | undefined;
+        if (bytes === undefined) continue; // dropped by the bound meanwhile
+        this.count--;
+        this.bytes -= bytes;
       }
     });
-    // the byte total is re-read rather than tracked per row: removal happens per drained page, not per message
-    this.bytes = (this.store.db.prepare('SELECT COALESCE(SUM(bytes), 0) FROM mqtt_outbox').pluck().get() as number);
   }
 
   /** A small integer kept across restarts (the publisher's bdSeq). */
@@ -126,9 +126,9 @@ export class Outbox {
     // read in pages: a byte bound can need many small rows
     const need = (): boolean => this.count - n > targetN || this.bytes - b > targetB;
     while (need()) {
-      const rows = this.st.oldest.all(n + 1024) as { ord: number; bytes: number; queued_at: number }[];
-      if (rows.length <= n) break;
-      for (const r of rows.slice(n)) {
+      const rows = this.st.oldest.all(last?.ord ?? 0) as { ord: number; bytes: number; queued_at: number }[];
+      if (rows.length === 0) break;
+      for (const r of rows) {
         if (!need()) break;
         first ??= r;
         last = r;
