@@ -7,7 +7,8 @@
  * daemon per directory) → audit store, site start event (after an unclean-stop
  * entry when the previous run crashed) → policy
  * bundle under change control → simulator (when embedded) → connectors
- * (connect, heartbeat, subscribe) → the one guarded writer → ready.
+ * (connect, heartbeat, subscribe) → the one guarded writer → run engine → MQTT publisher (only with an `mqtt`
+ * section: Sparkplug B to the plant broker, store-and-forward) → ready.
  * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
  * watchdogs take the line to its last known-good recipe by themselves.
  */
@@ -16,9 +17,10 @@ import { dirname, join } from 'node:path';
 import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
 import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
 import { createConnectors } from '../connectors/index.js';
+import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
-import type { Connector, Sample, Subscription } from '../connectors/types.js';
+import type { Connector, Sample, Subscription, TagDescription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
 import { OidcVerifier } from './api/oidc.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './audit/index.js';
@@ -215,6 +217,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let demoUsers: DemoUser[] = [];
   let plcViews = new Map<string, SupervisorView>();
   let setBundle: (b: PolicyBundle | null) => void = () => undefined;
+  // optional Sparkplug B publishing (config `mqtt`); absent: nothing is opened
+  let mqttLine: LineMqtt | undefined;
+  const unhook: (() => void)[] = [];
+  const describedTags: TagDescription[] = [];
 
   const stop = async (reason = 'stop requested'): Promise<void> => {
     if (stopped) return;
@@ -227,6 +233,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (engine) await engine.stop(reason);
     mes?.close();
     lims?.close();
+    for (const u of unhook) u();
     // a write under way finishes, with its outcome audited, before the connectors and the store close
     if (writer) await writer.idle();
     await Promise.allSettled(subscriptions.map((s) => s.close()));
@@ -239,6 +246,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log.error({ err }, 'could not record the stop');
     }
     unobserve();
+    if (mqttLine) {
+      // the chains' last checkpoints go to the broker before it is told of the death
+      try {
+        for (const c of events.store.audit.checkpointAll()) mqttLine.checkpoint(c);
+      } catch (err) {
+        log.error({ err }, 'could not sign the last checkpoints');
+      }
+      await mqttLine.stop().catch((err: unknown) => log.error({ err }, 'MQTT did not stop cleanly'));
+    }
     events.close();
     lock.release();
     log.info({ reason }, 'stopped');
@@ -344,11 +360,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) {
       const described = await c.describe();
       for (const t of described) served.set(t.tag, c.id);
+      describedTags.push(...described);
       const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
       if (tags.length > 0) {
         subscriptions.push(
           await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
             for (const s of samples) live.set(s.tag, s);
+            mqttLine?.samples(samples);
           }),
         );
       }
@@ -375,6 +393,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     });
+    mqttLine = startLineMqtt({
+      loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
+      tags: () => describedTags, current: (tag) => live.get(tag),
+    });
+    if (mqttLine) {
+      const m = mqttLine;
+      unhook.push(
+        engine.onToolCall((row, run) => m.toolCall(row, run.tenant)),
+        engine.onChange((run) => m.runChanged(run)),
+        events.store.audit.onCheckpoint((c) => m.checkpoint(c)),
+      );
+      log.info({ url: config.mqtt!.url, group: config.mqtt!.group_id, node: config.mqtt!.edge_node_id }, 'Sparkplug B publishing to the plant broker (store-and-forward)');
+    }
     const rec = engine.recover();
     if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
     if (opts.api) {

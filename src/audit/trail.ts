@@ -50,6 +50,7 @@ export class AuditTrail {
   private readonly cpState = new Map<string, { seq: number; at: number }>();
   private readonly openedAt: number;
   private readonly committed = new Set<(e: AuditEntry) => void>();
+  private readonly cpListeners = new Set<(c: SignedCheckpoint) => void>();
 
   constructor(private readonly host: Host, opts: Partial<AuditOptions> = {}) {
     this.options = { checkpointEvery: opts.checkpointEvery ?? 1000, checkpointIntervalS: opts.checkpointIntervalS ?? 300 };
@@ -225,7 +226,23 @@ export class AuditTrail {
     appendCheckpointLog(checkpointLogFile(this.host.dataDir), c);
     this.host.tx(() => this.st.insertCp.run(c.tenant, c.seq, c.head_hash, c.ts, c.key_id, c.sig));
     this.cpState.set(tenant, { seq: c.seq, at: now });
+    for (const l of this.cpListeners) {
+      try {
+        l(c);
+      } catch {
+        // a listener's failure is its own (it logs); the checkpoint is signed and stored either way
+      }
+    }
     return c;
+  }
+
+  /**
+   * Be told of every checkpoint signed from now on, once it is durable (log file and database): the MQTT
+   * publisher sends it off the edge node. A listener that throws is ignored. Returns the function that unsubscribes.
+   */
+  onCheckpoint(listener: (c: SignedCheckpoint) => void): () => void {
+    this.cpListeners.add(listener);
+    return () => this.cpListeners.delete(listener);
   }
 
   /** Checkpoint every chain whose policy says so (call from a timer so idle chains are covered too). */

@@ -177,6 +177,46 @@ export const Oidc = z
   .refine((o) => (o.jwks_file === undefined) !== (o.jwks_url === undefined), { message: 'give exactly one of jwks_file and jwks_url', path: ['jwks_file'] })
   .refine((o) => o.tenants_claim !== undefined || o.tenant_map !== undefined || o.tenants !== undefined, { message: 'say which tenants an SSO user works for: tenants_claim, tenant_map or tenants', path: ['tenants'] });
 export type OidcConfig = z.infer<typeof Oidc>;
+/** A Sparkplug B group or edge node id: a topic level, so no `/`, `+`, `#` or whitespace. */
+const sparkplugId = z.string().min(1).max(128).regex(/^[^/+#\s]+$/, 'must be one MQTT topic level: no "/", "+", "#" or whitespace');
+
+/**
+ * Optional publishing to the plant's MQTT broker (Sparkplug B, connectors/mqtt). Absent: nothing is opened.
+ * File paths are relative to the configuration file.
+ */
+export const MqttConfig = z
+  .strictObject({
+    url: z.string().regex(/^(mqtt|mqtts):\/\/[^\s]+$/, 'must be an mqtt:// or mqtts:// URL'),
+    /** MQTT client id; default `linekeeper-<group>-<edge node>`. */
+    client_id: z.string().min(1).max(128).optional(),
+    group_id: sparkplugId,
+    edge_node_id: sparkplugId,
+    tls: z
+      .strictObject({
+        /** CA bundle (PEM) that signed the broker's certificate. */
+        ca: z.string().min(1).optional(),
+        /** Client certificate and key (PEM) for mutual TLS: both or neither. */
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+      })
+      .refine((t) => (t.cert === undefined) === (t.key === undefined), { message: 'cert and key go together: give both or neither', path: ['cert'] })
+      .optional(),
+    username: z.string().min(1).optional(),
+    /** File holding the password (first line): never the password itself in the configuration. */
+    password_file: z.string().min(1).optional(),
+    keepalive_s: z.number().int().min(1).max(65_535).default(30),
+    /** Wait before reconnecting to a broker that went away. */
+    reconnect_ms: timerMs.default(2000),
+    /** Store-and-forward bound: past either, the oldest queued messages are dropped (one audit entry per drop). */
+    outbox: z
+      .strictObject({
+        max_messages: z.number().int().min(10).max(100_000_000).default(1_000_000),
+        max_bytes: z.number().int().min(64 * 1024).max(2 ** 40).default(256 * 1024 * 1024),
+      })
+      .default({ max_messages: 1_000_000, max_bytes: 256 * 1024 * 1024 }),
+  })
+  .refine((m) => m.password_file === undefined || m.username !== undefined, { message: 'password_file needs a username', path: ['password_file'] })
+  .refine((m) => m.tls === undefined || m.url.startsWith('mqtts://'), { message: 'tls files need an mqtts:// url', path: ['tls'] });
 
 export const SiteConfig = z.strictObject({
   /** Schema version of this file. */
@@ -270,6 +310,8 @@ export const SiteConfig = z.strictObject({
       wal_max_mb: z.number().int().min(1).max(65_536).default(64),
     })
     .default({ backup_every_h: 24, backup_keep: 14, wal_checkpoint_s: 300, wal_max_mb: 64 }),
+  /** Sparkplug B publishing to the plant's broker (the Unified Namespace). Absent (the air-gapped default): off. */
+  mqtt: MqttConfig.optional(),
 });
 
 export type SiteConfig = z.infer<typeof SiteConfig>;
@@ -281,4 +323,5 @@ export type OpcUaConnectionConfig = z.infer<typeof OpcUaConnection>;
 export type ModbusConnectionConfig = z.infer<typeof ModbusConnection>;
 export type OpcUaTagConfig = z.infer<typeof OpcUaTag>;
 export type ModbusTagConfig = z.infer<typeof ModbusTag>;
+export type MqttConfig = z.infer<typeof MqttConfig>;
 export type TagConfig = OpcUaTagConfig | ModbusTagConfig;

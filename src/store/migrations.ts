@@ -374,6 +374,28 @@ export const MIGRATIONS: readonly Migration[] = [
         WHEN NEW.id IS NOT OLD.id OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by
         BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a user''s identity never changes'); END;`,
   },
+  // 8–10 are held by branches merged alongside this one (the integrator puts their migrations here, in place of
+  // these markers, before any site database runs them).
+  {
+    version: 8,
+    name: 'mqtt: store-and-forward outbox of Sparkplug B messages, publisher state (bdSeq)',
+    up: `
+      -- Messages for the plant's broker that could not be sent (broker away), oldest first by ord. Rows are
+      -- deleted once the broker acknowledged them, or dropped oldest-first past the configured bound (each drop
+      -- audited on the site chain in the same transaction). Not an audit table: it is a queue.
+      CREATE TABLE mqtt_outbox (
+        ord        INTEGER PRIMARY KEY,          -- enqueue order
+        topic      TEXT    NOT NULL,
+        message    TEXT    NOT NULL,             -- JSON: { timestamp, metrics: [{ name, type, value, timestamp, ... }] }
+        bytes      INTEGER NOT NULL,
+        queued_at  INTEGER NOT NULL              -- epoch ms
+      );
+      -- Small publisher state kept across restarts: the Sparkplug birth/death sequence number (bdSeq).
+      CREATE TABLE mqtt_state (
+        key   TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+      ) WITHOUT ROWID;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

@@ -1,0 +1,351 @@
+/**
+ * The Sparkplug B edge node of the line on the plant's broker, with store-and-forward.
+ *
+ * One MQTT session at a time, made by us (mqtt.js's own reconnect is off): each session has its own will — the
+ * NDEATH with the session's `bdSeq` — and starts with NBIRTH (seq 0) and a DBIRTH per equipment carrying the
+ * current values. Then the outbox is drained oldest first with `is_historical` on every metric, and only when it
+ * is empty do new messages go straight out ("live"). Every message is QoS 1: a live message is held in memory
+ * until its PUBACK, and when the session ends first it goes into the outbox in its original place (its `ord`),
+ * so nothing published while the broker goes away is lost and the order is kept. Delivery is at least once: a
+ * message whose PUBACK was lost with the connection is sent again, flagged historical.
+ */
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import type { Clock } from '../../src/clock.js';
+import type { Logger } from '../../src/log.js';
+import type { Store } from '../../src/store/store.js';
+import type { Sample, TagDescription } from '../types.js';
+import { Outbox, type OutboxBound } from './outbox.js';
+import { bdSeqMetric, decode, devicesOf, encode, metricValue, num, tagMetric, topicOf, type SpMessage, type SpMetric } from './sparkplug.js';
+
+export type PublisherState = 'stopped' | 'offline' | 'draining' | 'live';
+
+export interface PublisherOptions {
+  readonly url: string;
+  readonly clientId: string;
+  readonly group: string;
+  readonly node: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly tls?: { readonly ca?: Buffer; readonly cert?: Buffer; readonly key?: Buffer };
+  readonly keepaliveS?: number;
+  readonly reconnectMs?: number;
+  readonly bound: OutboxBound;
+  readonly store: Pick<Store, 'db' | 'tx' | 'clock' | 'audit'>;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** NBIRTH properties of the edge node. */
+  readonly properties: { readonly site: string; readonly line: string; readonly version: string };
+  /** The line's tags (the DBIRTH metrics), asked at each birth. */
+  readonly tags: () => readonly TagDescription[];
+  /** Latest sample of a tag (the DBIRTH values). */
+  readonly current: (tag: string) => Sample | undefined;
+  /** Messages sent per round while draining (default 256). */
+  readonly drainPage?: number;
+}
+
+/** NDATA metrics every NBIRTH declares (run events and checkpoints have fixed names; the content says which). */
+const NODE_METRICS: readonly Pick<SpMetric, 'name' | 'type'>[] = [
+  { name: 'Run/ToolCall', type: 'String' },
+  { name: 'Run/State', type: 'String' },
+  { name: 'Audit/Checkpoint/Tenant', type: 'String' },
+  { name: 'Audit/Checkpoint/Seq', type: 'UInt64' },
+  { name: 'Audit/Checkpoint/HeadHash', type: 'String' },
+  { name: 'Audit/Checkpoint/Timestamp', type: 'String' },
+  { name: 'Audit/Checkpoint/KeyId', type: 'String' },
+  { name: 'Audit/Checkpoint/Signature', type: 'String' },
+];
+
+export class SparkplugPublisher {
+  private client: MqttClient | undefined;
+  private st: PublisherState = 'stopped';
+  private seq = 0;
+  private bdSeq: number;
+  private readonly outbox: Outbox;
+  /** Live messages waiting for their PUBACK, by ord. */
+  private readonly inflight = new Map<number, SpMessage>();
+  /** Last value and quality sent (or queued) per tag: DDATA carries changes only. */
+  private readonly last = new Map<string, string>();
+  private readonly listeners = new Set<(s: PublisherState) => void>();
+  private timer: NodeJS.Timeout | undefined;
+  private publishedCount = 0;
+  private lostCount = 0;
+  private readonly ndeath: string;
+
+  constructor(private readonly o: PublisherOptions) {
+    this.outbox = new Outbox(o.store, o.bound);
+    this.bdSeq = this.outbox.state('bdSeq') ?? 0;
+    this.ndeath = topicOf(o.group, o.node, 'NDEATH');
+  }
+
+  /** Where the publisher is: offline (broker away: messages go to the outbox), draining, live. */
+  get state(): PublisherState {
+    return this.st;
+  }
+
+  /** Counters for logs and tests. */
+  stats(): { state: PublisherState; queued: number; queuedBytes: number; dropped: number; published: number; lost: number; bdSeq: number } {
+    return { state: this.st, queued: this.outbox.size, queuedBytes: this.outbox.sizeBytes, dropped: this.outbox.dropped, published: this.publishedCount, lost: this.lostCount, bdSeq: this.bdSeq };
+  }
+
+  /** Be told of every state change. Returns the function that unsubscribes. */
+  onState(l: (s: PublisherState) => void): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  /** Resolves when the publisher reaches `s`. */
+  when(s: PublisherState): Promise<void> {
+    if (this.st === s) return Promise.resolve();
+    return new Promise((resolve) => {
+      const off = this.onState((now) => {
+        if (now === s) {
+          off();
+          resolve();
+        }
+      });
+    });
+  }
+
+  /** Start connecting (in the background: a broker that is away only fills the outbox). */
+  start(): void {
+    if (this.st !== 'stopped') return;
+    this.setState('offline');
+    this.connect();
+  }
+
+  /**
+   * Stop: NDEATH published by us (a clean stop is a death too), the session closed. A live message still
+   * waiting for its PUBACK goes back into the outbox, so the next start sends it.
+   */
+  async stop(): Promise<void> {
+    if (this.st === 'stopped') return;
+    this.setState('stopped');
+    if (this.timer) clearTimeout(this.timer);
+    const c = this.client;
+    this.client = undefined;
+    if (c) {
+      // what is in flight gets a moment for its PUBACK (a clean stop should not leave duplicates behind)
+      for (let waited = 0; c.connected && this.inflight.size > 0 && waited < 2000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      if (c.connected) {
+        await new Promise<void>((r) => c.publish(this.ndeath, Buffer.from(this.deathPayload()), { qos: 0 }, () => r()));
+      }
+      this.requeueInflight();
+      await c.endAsync(true).catch(() => undefined);
+    }
+  }
+
+  /** New samples of the line's tags: a DDATA per equipment with the tags whose value or quality changed. */
+  samples(samples: readonly Sample[]): void {
+    if (this.st === 'stopped') return;
+    const byDevice = new Map<string, SpMetric[]>();
+    const devices = devicesOf(this.o.tags());
+    for (const s of samples) {
+      const equipment = s.tag.slice(0, s.tag.indexOf('.'));
+      const t = devices.get(equipment)?.get(s.tag);
+      if (!t) continue;
+      const key = `${s.quality}|${JSON.stringify(metricValue(s, t.type))}`;
+      if (this.last.get(s.tag) === key) continue;
+      this.last.set(s.tag, key);
+      let list = byDevice.get(equipment);
+      if (!list) byDevice.set(equipment, (list = []));
+      list.push(tagMetric(t.desc, t.type, s, this.o.clock.now()));
+    }
+    for (const [device, metrics] of byDevice) this.enqueue({ topic: topicOf(this.o.group, this.o.node, 'DDATA', device), timestamp: this.o.clock.now(), metrics });
+  }
+
+  /** Node-level metrics (run events, checkpoints): one NDATA. */
+  nodeData(metrics: readonly Omit<SpMetric, 'timestamp'>[]): void {
+    if (this.st === 'stopped') return;
+    const now = this.o.clock.now();
+    this.enqueue({ topic: topicOf(this.o.group, this.o.node, 'NDATA'), timestamp: now, metrics: metrics.map((m) => ({ ...m, timestamp: now })) });
+  }
+
+  private enqueue(m: SpMessage): void {
+    if (this.st === 'live' && this.client?.connected) {
+      this.sendLive(m);
+      return;
+    }
+    try {
+      const dropped = this.outbox.append(m);
+      if (dropped) this.o.log.warn({ dropped: dropped.messages, bytes: dropped.bytes }, 'MQTT outbox full: oldest messages dropped (audited)');
+    } catch (err) {
+      this.lostCount++;
+      this.o.log.error({ err, topic: m.topic }, 'MQTT message could not be queued');
+    }
+  }
+
+  private sendLive(m: SpMessage): void {
+    const ord = this.outbox.takeOrd();
+    this.inflight.set(ord, m);
+    const c = this.client!;
+    this.publish(c, m, false).then(
+      () => this.inflight.delete(ord),
+      (err: unknown) => {
+        // refused while the session still stands: back into the outbox in its place, and drain from there
+        if (this.client !== c || !this.inflight.has(ord)) return;
+        this.o.log.warn({ err, topic: m.topic }, 'MQTT publish failed; queued');
+        this.requeueInflight();
+        this.setState('draining');
+        void this.drain(c);
+      },
+    );
+  }
+
+  private publish(c: MqttClient, m: SpMessage, historical: boolean): Promise<void> {
+    const buf = encode(m, this.nextSeq(), historical);
+    return new Promise((resolve, reject) => {
+      c.publish(m.topic, Buffer.from(buf), { qos: 1 }, (err) => {
+        if (err) reject(err);
+        else {
+          this.publishedCount++;
+          resolve();
+        }
+      });
+    });
+  }
+
+  private nextSeq(): number {
+    const s = this.seq;
+    this.seq = (this.seq + 1) % 256;
+    return s;
+  }
+
+  private deathPayload(): Uint8Array {
+    return encode({ timestamp: this.o.clock.now(), metrics: [] }, undefined, false, [bdSeqMetric(this.bdSeq, this.o.clock.now())]);
+  }
+
+  private connect(): void {
+    if (this.st === 'stopped') return;
+    const o = this.o;
+    const opts: IClientOptions = {
+      clientId: o.clientId, clean: true, reconnectPeriod: 0, keepalive: o.keepaliveS ?? 30, connectTimeout: 10_000,
+      protocolVersion: 4,
+      will: { topic: this.ndeath, payload: Buffer.from(this.deathPayload()), qos: 1, retain: false },
+      ...(o.username !== undefined ? { username: o.username } : {}),
+      ...(o.password !== undefined ? { password: o.password } : {}),
+      ...(o.tls?.ca ? { ca: o.tls.ca } : {}),
+      ...(o.tls?.cert ? { cert: o.tls.cert } : {}),
+      ...(o.tls?.key ? { key: o.tls.key } : {}),
+    };
+    const c = mqtt.connect(o.url, opts);
+    this.client = c;
+    c.on('connect', () => {
+      if (this.client !== c) return;
+      this.o.log.info({ url: o.url, bdSeq: this.bdSeq, queued: this.outbox.size }, 'MQTT broker connected: births, then the outbox');
+      this.setState('draining');
+      try {
+        this.births(c);
+      } catch (err) {
+        this.o.log.error({ err }, 'MQTT birth failed');
+      }
+      void c.subscribeAsync(topicOf(o.group, o.node, 'NCMD'), { qos: 0 }).catch(() => undefined);
+      void this.drain(c);
+    });
+    c.on('message', (topic, payload) => this.command(c, topic, payload));
+    c.on('error', (err) => this.o.log.debug({ err: err.message }, 'MQTT client error'));
+    c.on('close', () => this.closed(c));
+  }
+
+  private closed(c: MqttClient): void {
+    if (this.client !== c) return;
+    this.client = undefined;
+    this.requeueInflight();
+    c.removeAllListeners('connect');
+    void c.endAsync(true).catch(() => undefined);
+    if (this.st === 'stopped') return;
+    const was = this.st;
+    this.setState('offline');
+    if (was !== 'offline') this.o.log.warn({ queued: this.outbox.size }, 'MQTT broker lost: messages go to the outbox');
+    // the next session's will must name the next birth
+    this.bdSeq = (this.bdSeq + 1) % 256;
+    try {
+      this.outbox.setState('bdSeq', this.bdSeq);
+    } catch (err) {
+      this.o.log.error({ err }, 'could not keep the MQTT bdSeq');
+    }
+    this.timer = setTimeout(() => this.connect(), this.o.reconnectMs ?? 2000);
+    this.timer.unref();
+  }
+
+  /** Live messages without their PUBACK go back into the outbox, each in its own place (oldest first). */
+  private requeueInflight(): void {
+    const held = [...this.inflight.entries()].sort((a, b) => a[0] - b[0]);
+    this.inflight.clear();
+    for (const [ord, m] of held) {
+      try {
+        this.outbox.append(m, ord);
+      } catch (err) {
+        this.lostCount++;
+        this.o.log.error({ err, topic: m.topic }, 'MQTT message could not be queued');
+      }
+    }
+  }
+
+  private births(c: MqttClient): void {
+    const now = this.o.clock.now();
+    this.seq = 0;
+    const p = this.o.properties;
+    const node: SpMetric[] = [
+      { name: 'Node Control/Rebirth', type: 'Boolean', value: false, timestamp: now },
+      { name: 'Properties/Site', type: 'String', value: p.site, timestamp: now },
+      { name: 'Properties/Line', type: 'String', value: p.line, timestamp: now },
+      { name: 'Properties/Version', type: 'String', value: p.version, timestamp: now },
+      ...NODE_METRICS.map((m) => ({ ...m, value: null, timestamp: now })),
+    ];
+    const raw = (topic: string, buf: Uint8Array): void => {
+      c.publish(topic, Buffer.from(buf), { qos: 1 }, (err) => {
+        if (!err) this.publishedCount++;
+      });
+    };
+    raw(topicOf(this.o.group, this.o.node, 'NBIRTH'), encode({ timestamp: now, metrics: node }, this.nextSeq(), false, [bdSeqMetric(this.bdSeq, now)]));
+    for (const [device, tags] of devicesOf(this.o.tags())) {
+      const metrics: SpMetric[] = [];
+      for (const [tag, t] of tags) {
+        const s = this.o.current(tag);
+        metrics.push(tagMetric(t.desc, t.type, s, now));
+        this.last.set(tag, `${s?.quality ?? 'bad'}|${JSON.stringify(metricValue(s, t.type))}`);
+      }
+      raw(topicOf(this.o.group, this.o.node, 'DBIRTH', device), encode({ timestamp: now, metrics }, this.nextSeq(), false));
+    }
+  }
+
+  /** Send the outbox oldest first, a page at a time, each row removed once the broker acknowledged it. */
+  private async drain(c: MqttClient): Promise<void> {
+    const page = this.o.drainPage ?? 256;
+    while (this.client === c && c.connected && this.st === 'draining') {
+      const rows = this.outbox.page(0, page);
+      if (rows.length === 0) {
+        this.setState('live');
+        return;
+      }
+      const results = await Promise.allSettled(rows.map((r) => this.publish(c, r.message, true)));
+      const acked = rows.filter((_, i) => results[i]!.status === 'fulfilled').map((r) => r.ord);
+      try {
+        this.outbox.remove(acked);
+      } catch (err) {
+        this.o.log.error({ err }, 'MQTT outbox: acknowledged messages could not be removed (they will be sent again)');
+      }
+      if (acked.length < rows.length) return; // the session ended mid-page: the rest waits for the next one
+    }
+  }
+
+  /** NCMD `Node Control/Rebirth` = true: births again (a host application that lost track asks for it). */
+  private command(c: MqttClient, topic: string, payload: Buffer): void {
+    if (this.client !== c || topic !== topicOf(this.o.group, this.o.node, 'NCMD')) return;
+    try {
+      const p = decode(payload);
+      if ((p.metrics ?? []).some((m) => m.name === 'Node Control/Rebirth' && m.value === true)) {
+        this.o.log.info({ seq: num(p.seq) }, 'MQTT rebirth requested');
+        this.births(c);
+      }
+    } catch (err) {
+      this.o.log.warn({ err }, 'MQTT command not understood');
+    }
+  }
+
+  private setState(s: PublisherState): void {
+    if (this.st === s) return;
+    this.st = s;
+    for (const l of [...this.listeners]) l(s);
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * Sparkplug B publishing and store-and-forward against an in-process aedes broker: births, DDATA on changes,
+ * the will, a broker killed and restarted mid-stream (nothing lost, order kept, replayed messages historical,
+ * seq continuous per session), the outbox bound with its audited drop, and the air-gapped default.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkpointMetrics, Outbox, startLineMqtt } from '../../connectors/mqtt/index.js';
+import { loadConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import { newStore, tempDir } from '../unit/audit-helpers.js';
+import {
+  aedesBroker, COUNTER, counterSample, counterValues, firstOccurrences, newPublisher, seqBroken, subscriber, until,
+} from './mqtt-helpers.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+function store(): ReturnType<typeof newStore> {
+  const t = tempDir('lk-mqtt-');
+  const s = newStore(t.dir);
+  cleanups.push(t.cleanup, () => s.store.close());
+  return s;
+}
+
+async function broker(): Promise<Awaited<ReturnType<typeof aedesBroker>>> {
+  const b = await aedesBroker();
+  cleanups.push(() => b.close());
+  return b;
+}
+
+describe('Sparkplug B publisher on aedes', () => {
+  it('births with bdSeq, units and current values; DDATA only on change; seq from 0 per birth', async () => {
+    const b = await broker();
+    const { store: s, clock } = store();
+    const sub = await subscriber(b.hostUrl, 'host-1', 'spBv1.0/plant/#');
+    cleanups.push(() => sub.client.endAsync(true));
+    const p = newPublisher(s, clock, b.url);
+    cleanups.push(() => p.stop());
+    p.start();
+    await p.when('live');
+    p.samples([counterSample(1, clock.now())]);
+    p.samples([counterSample(1, clock.now())]); // no change: nothing sent
+    p.samples([counterSample(2, clock.now())]);
+    p.nodeData(checkpointMetrics({ v: 1, tenant: 'acme-pharma', seq: 12, head_hash: 'ab'.repeat(32), ts: '2026-01-01T06:00:00.000Z', key_id: 'k1', sig: 'c2ln' }));
+    await until(() => counterValues(sub.seen).length >= 2 && sub.seen.some((x) => x.topic.endsWith('/NDATA/line-3')), 'DDATA and NDATA');
+
+    const nbirth = sub.seen.find((x) => x.topic === 'spBv1.0/plant/NBIRTH/line-3')!;
+    expect(nbirth.seq).toBe(0);
+    expect(nbirth.metrics.find((m) => m.name === 'bdSeq')?.value).toBe(0);
+    expect(nbirth.metrics.map((m) => m.name)).toEqual(expect.arrayContaining(['Node Control/Rebirth', 'Run/ToolCall', 'Run/State', 'Audit/Checkpoint/Signature']));
+    const dbirth = sub.seen.find((x) => x.topic === 'spBv1.0/plant/DBIRTH/line-3/press')!;
+    expect(dbirth.metrics.map((m) => [m.name, m.type])).toEqual([['Count', 'Double']]);
+    expect(counterValues(sub.seen)).toEqual([{ value: 1, historical: false }, { value: 2, historical: false }]);
+    const ndata = sub.seen.find((x) => x.topic.endsWith('/NDATA/line-3'))!;
+    expect(Object.fromEntries(ndata.metrics.map((m) => [m.name, m.value]))).toMatchObject({ 'Audit/Checkpoint/Tenant': 'acme-pharma', 'Audit/Checkpoint/Seq': 12, 'Audit/Checkpoint/KeyId': 'k1' });
+    expect(seqBroken(sub.seen)).toBeUndefined();
+  });
+
+  // The broker goes away for the edge node (its listener closed, its socket cut) while a host application stays
+  // subscribed: what reaches the host is exactly what the edge node delivered. (A full kill with the host cut too is
+  // the mosquitto test; aedes interleaves a returning session's backlog with new traffic, which is not ours to test.)
+  it('the broker gone mid-stream and back: nothing lost, order kept, the outage replayed as historical before live data', async () => {
+    const b = await broker();
+    const { store: s, clock } = store();
+    const sub = await subscriber(b.hostUrl, 'host-2', 'spBv1.0/plant/#');
+    cleanups.push(() => sub.client.endAsync(true));
+    const p = newPublisher(s, clock, b.url);
+    cleanups.push(() => p.stop());
+    p.start();
+    await p.when('live');
+    let v = 0;
+    const send = (n: number): void => {
+      for (let i = 0; i < n; i++) {
+        clock.advance(100);
+        p.samples([counterSample(++v, clock.now())]);
+      }
+    };
+    send(200);
+    await until(() => counterValues(sub.seen).length >= 20, 'the first values through');
+    await b.killEdge(); // mid-stream: most of these are still waiting for their PUBACK
+    await p.when('offline');
+    send(300); // the broker is away: all into the outbox
+    expect(p.stats().queued).toBeGreaterThanOrEqual(300);
+    await b.restartEdge();
+    await p.when('live');
+    expect(p.stats().queued).toBe(0);
+    send(200);
+    await until(() => counterValues(sub.seen).some((x) => x.value === 700), 'the last live value', 60_000);
+
+    const values = counterValues(sub.seen);
+    expect(firstOccurrences(values)).toEqual(Array.from({ length: 700 }, (_, i) => i + 1));
+    // what was queued in the outage came back flagged historical; what came after the drain is live
+    for (const x of values.filter((y) => y.value > 200 && y.value <= 500)) expect(x.historical).toBe(true);
+    for (const x of values.filter((y) => y.value > 500)) expect(x.historical).toBe(false);
+    // the second session: a new birth with the next bdSeq, seq from 0 and continuous
+    const births = sub.seen.filter((x) => x.topic === 'spBv1.0/plant/NBIRTH/line-3');
+    // (every connect attempt while the broker was away took the next bdSeq, as Sparkplug wants)
+    const bdSeqs = births.map((x) => x.metrics.find((m) => m.name === 'bdSeq')?.value as number);
+    expect(bdSeqs).toHaveLength(2);
+    expect(bdSeqs[0]).toBe(0);
+    expect(bdSeqs[1]).toBeGreaterThan(0);
+    expect(seqBroken(sub.seen)).toBeUndefined();
+    // the historical replay comes after the second birth and before the first live value of the new session
+    const at = (pred: (i: number) => boolean): number => sub.seen.findIndex((_, i) => pred(i));
+    const birth2 = at((i) => sub.seen[i] === births[1]);
+    const firstLive = at((i) => sub.seen[i]!.metrics.some((m) => m.name === 'Count' && (m.value as number) > 500));
+    const lastHistorical = sub.seen.findLastIndex((x) => x.metrics.some((m) => m.name === 'Count' && m.historical));
+    expect(birth2).toBeLessThan(lastHistorical);
+    expect(lastHistorical).toBeLessThan(firstLive);
+  });
+
+  it('the will is the NDEATH with the session bdSeq: the broker publishes it when the edge node vanishes', async () => {
+    const b = await broker();
+    const { store: s, clock } = store();
+    const sub = await subscriber(b.hostUrl, 'host-3', 'spBv1.0/plant/NDEATH/#');
+    cleanups.push(() => sub.client.endAsync(true));
+    const p = newPublisher(s, clock, b.url);
+    p.start();
+    await p.when('live');
+    // cut the edge node's socket only (the broker lives): aedes sends the will
+    const clients = (b.broker as unknown as { clients: Record<string, { conn: { destroy(): void } } | undefined> }).clients;
+    expect(clients['lk-edge']).toBeDefined();
+    clients['lk-edge']!.conn.destroy();
+    await until(() => sub.seen.length > 0, 'NDEATH');
+    expect(sub.seen[0]!.metrics).toEqual([expect.objectContaining({ name: 'bdSeq', value: 0 })]);
+    await p.when('live'); // reconnected with bdSeq 1
+    expect(p.stats().bdSeq).toBe(1);
+    await p.stop();
+    await until(() => sub.seen.length > 1, 'the NDEATH of the clean stop');
+    expect(sub.seen[1]!.metrics).toEqual([expect.objectContaining({ name: 'bdSeq', value: 1 })]);
+  });
+});
+
+describe('outbox bound', () => {
+  it('drops the oldest first past the bound, with one audit entry per drop counting what went', () => {
+    const { store: s, clock } = store();
+    const box = new Outbox(s, { maxMessages: 20, maxBytes: 64 * 1024 * 1024 });
+    for (let i = 1; i <= 45; i++) {
+      clock.advance(1000);
+      box.append({ topic: 't', timestamp: clock.now(), metrics: [{ name: 'Count', type: 'Double', value: i, timestamp: clock.now() }] });
+    }
+    expect(box.size).toBeLessThanOrEqual(20);
+    const left = box.page(0, 100).map((r) => r.message.metrics[0]!.value);
+    expect(left).toEqual(Array.from({ length: left.length }, (_, i) => 45 - left.length + 1 + i)); // the newest, in order
+    const drops = s.db.prepare("SELECT args FROM audit_entry WHERE tenant = 'site' AND action = 'connector.mqtt_outbox_dropped' ORDER BY seq").pluck().all() as string[];
+    expect(drops.length).toBeGreaterThan(0);
+    expect(drops.length).toBeLessThan(45 - 20); // batches, not one entry per message
+    const total = drops.map((d) => JSON.parse(d) as { dropped_messages: number }).reduce((a, d) => a + d.dropped_messages, 0);
+    expect(total).toBe(45 - left.length);
+    expect(box.dropped).toBe(total);
+  });
+
+  it('keeps what it holds across a restart of the daemon (same store), in order', () => {
+    const t = tempDir('lk-mqtt-');
+    cleanups.push(t.cleanup);
+    const a = newStore(t.dir);
+    const box = new Outbox(a.store, { maxMessages: 100, maxBytes: 1 << 20 });
+    for (let i = 1; i <= 5; i++) box.append({ topic: 't', timestamp: i, metrics: [{ name: 'Count', type: 'Double', value: i, timestamp: i }] });
+    box.setState('bdSeq', 7);
+    a.store.close();
+    const b = newStore(t.dir);
+    cleanups.push(() => b.store.close());
+    const again = new Outbox(b.store, { maxMessages: 100, maxBytes: 1 << 20 });
+    expect(again.size).toBe(5);
+    expect(again.page(0, 10).map((r) => r.message.metrics[0]!.value)).toEqual([1, 2, 3, 4, 5]);
+    expect(again.state('bdSeq')).toBe(7);
+    expect(again.takeOrd()).toBe(6);
+  });
+});
+
+describe('air-gapped default', () => {
+  const tcpHandles = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap' || r === 'TCPWRAP').length;
+
+  it('no mqtt section: nothing is created and no socket is opened', async () => {
+    const loaded = loadConfig();
+    expect(loaded.config.mqtt).toBeUndefined();
+    const { store: s, clock } = store();
+    const before = tcpHandles();
+    const line = startLineMqtt({ loaded, store: s, clock, log: silentLogger, version: 't', tags: () => [COUNTER], current: () => undefined });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(line).toBeUndefined();
+    expect(tcpHandles()).toBe(before);
+  });
+
+  it('with an mqtt section a socket is opened (the check above can fail)', async () => {
+    const b = await broker();
+    const loaded = loadConfig();
+    const withMqtt = { ...loaded, config: { ...loaded.config, mqtt: { url: b.url, group_id: 'plant', edge_node_id: 'line-3', keepalive_s: 30, reconnect_ms: 100, outbox: { max_messages: 100, max_bytes: 1 << 20 } } } };
+    const { store: s, clock } = store();
+    const before = tcpHandles();
+    const line = startLineMqtt({ loaded: withMqtt, store: s, clock, log: silentLogger, version: 't', tags: () => [COUNTER], current: () => undefined });
+    cleanups.push(() => line?.stop());
+    await line!.publisher.when('live');
+    expect(tcpHandles()).toBeGreaterThan(before);
+  });
+});
