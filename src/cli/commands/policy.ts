@@ -21,7 +21,8 @@ import { modelRecordOf } from '../../engine/capping.js';
 import type { WriteProposal } from '../../engine/writer-types.js';
 import { registrySources } from '../../models/sources.js';
 import { LkError } from '../../errors.js';
-import { type LoadedPolicyBundle, evaluate, loadPolicyBundle, toSetpointUnit } from '../../policy/index.js';
+import { evaluate, toSetpointUnit } from '../../policy/index.js';
+import { type LoadedPolicyBundle, loadPolicyBundle } from '../../config/policy-bundle.js';
 
 interface Common {
   config: string;
