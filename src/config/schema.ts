@@ -229,3 +229,11 @@ export type ModbusConnectionConfig = z.infer<typeof ModbusConnection>;
 export type OpcUaTagConfig = z.infer<typeof OpcUaTag>;
 export type ModbusTagConfig = z.infer<typeof ModbusTag>;
 export type TagConfig = OpcUaTagConfig | ModbusTagConfig;
+
+/**
+ * Full tag id `<equipment>.<tag>`. Here, beside the tag schema, so that connectors and pure code name
+ * tags without importing the configuration file loader.
+ */
+export function tagId(equipmentId: string, tagName: string): string {
+  return `${equipmentId}.${tagName}`;
+}
