@@ -16,7 +16,7 @@ import type { Connector } from '../../connectors/types.js';
 import { SITE_TENANT, queryAudit, verifyStore } from '../../src/audit/index.js';
 import { main } from '../../src/cli/main.js';
 import { ManualClock } from '../../src/clock.js';
-import { autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { autonomyRows, setAutonomy } from '../../src/store/autonomy-store.js';
 import { runCli as cli } from '../helpers/cli.js';
 import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { WriterState } from '../../src/engine/writer-state.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { ANY, type AutonomyRow, autonomyRows, setAutonomy } from '../../engine/autonomy-store.js';
+import { ANY, type AutonomyRow, autonomyRows, setAutonomy } from '../../store/autonomy-store.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type ModelRecord, type PolicyContext } from '../../domain/policy.js';
