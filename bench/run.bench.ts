@@ -32,7 +32,7 @@ import { startDaemon } from '../src/daemon.js';
 import { lastAcceptedBundle } from '../src/engine/policy-gate.js';
 import { createLogger } from '../src/log.js';
 import { ensureDemoModels } from '../src/models/demo.js';
-import { loadPolicyBundle } from '../src/policy/load.js';
+import { loadPolicyBundle } from '../src/config/policy-bundle.js';
 import { openStore } from '../src/store/store.js';
 import { report } from './lib.js';
 

@@ -24,7 +24,6 @@ export const ERRORS = {
   LK_CONFLICT: { status: 409, title: 'Conflict' },
   LK_INTERNAL: { status: 500, title: 'Internal error' },
   LK_VALUE_INVALID: { status: 422, title: 'Value is not a finite number of the expected type' },
-  LK_UNIT_UNKNOWN: { status: 422, title: 'Unit is unknown' },
   LK_UNIT_INCOMPATIBLE: { status: 422, title: 'Unit is incompatible with the setpoint' },
   // connectors
   LK_CONN_UNAVAILABLE: { status: 503, title: 'Equipment connection is not available' },
@@ -32,7 +31,6 @@ export const ERRORS = {
   LK_TAG_UNKNOWN: { status: 404, title: 'Tag is not configured' },
   LK_TAG_NOT_WRITABLE: { status: 403, title: 'Tag is not writable' },
   LK_TAG_UNIT_MISMATCH: { status: 500, title: 'Engineering unit on the server differs from the configuration' },
-  LK_BAD_QUALITY: { status: 502, title: 'Equipment reported a bad or uncertain value' },
   LK_WRITE_FAILED: { status: 502, title: 'Equipment refused the write' },
   LK_READBACK_MISMATCH: { status: 502, title: 'Read-back after write does not match the written value' },
   LK_WRITER_CLAIMED: { status: 500, title: 'Write capability already claimed' },
@@ -66,7 +64,6 @@ export const ERRORS = {
   LK_POLICY_CHANGE_REF_REUSED: { status: 409, title: 'The change reference already belongs to another policy bundle version' },
   LK_POLICY_DENIED: { status: 403, title: 'Write denied by policy' },
   LK_NEEDS_QA: { status: 409, title: 'Waits for a named QA reviewer' },
-  LK_RECOMMEND_ONLY: { status: 409, title: 'Autonomy level allows recommendations only' },
   LK_AUTONOMY_CHANGE: { status: 403, title: 'Autonomy change is not permitted' },
   LK_APPROVAL_STALE: { status: 409, title: 'Approval does not match the pending setpoint vector' },
   // runs

@@ -12,6 +12,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { ModbusConnectionConfig, ModbusEquipmentConfig } from '../../src/config/schema.js';
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { silentLogger, type Logger } from '../../src/log.js';
+import { ConnectorEvents } from '../events.js';
 import type {
   Connector, ConnectorEvent, ConnectorHealth, ConnectorState, Sample, SubscribeOptions, Subscription, TagDescription, WriteCapability, WriteResult,
 } from '../types.js';
@@ -60,7 +61,7 @@ class ModbusTcpConnector implements ModbusConnector {
   private readonly equipment: readonly ModbusEquipmentConfig[];
   private readonly tags: Map<string, TagEntry>;
   private readonly lanes = new Map<number, UnitLane>();
-  private readonly listeners = new Set<(e: ConnectorEvent) => void>();
+  private readonly events: ConnectorEvents;
   private readonly subscriptions = new Set<{ groups: PollGroup[] }>();
   private readonly plans = new Map<string, ReadBlock[]>();
   private state: ConnectorState = 'connecting';
@@ -76,6 +77,7 @@ class ModbusTcpConnector implements ModbusConnector {
     this.id = o.connection.id;
     this.clock = o.clock ?? systemClock;
     this.log = (o.logger ?? silentLogger).child({ connector: this.id });
+    this.events = new ConnectorEvents(this.log);
     this.equipment = o.equipment.filter((e) => e.connection === o.connection.id);
     this.tags = buildTagTable(this.equipment);
     const count = this.equipment.reduce((n, e) => n + e.tags.length, 0);
@@ -237,8 +239,7 @@ class ModbusTcpConnector implements ModbusConnector {
   }
 
   on(listener: (e: ConnectorEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.on(listener);
   }
 
   startHeartbeat(skip?: ReadonlySet<string>): void {
@@ -304,13 +305,7 @@ class ModbusTcpConnector implements ModbusConnector {
   }
 
   private emit(e: ConnectorEvent): void {
-    for (const l of this.listeners) {
-      try {
-        l(e);
-      } catch (err) {
-        this.log.warn({ err }, 'modbus: event listener failed');
-      }
-    }
+    this.events.emit(e);
   }
 
   private refreshState(): void {

@@ -19,6 +19,7 @@ import { AttributeIds, OPCUAClient, type ClientSession, type DataValue, type Nod
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { silentLogger, type Logger } from '../../src/log.js';
+import { ConnectorEvents } from '../events.js';
 import type { OpcUaConnectionConfig } from '../../src/config/schema.js';
 import type { ConnectorEvent, ConnectorHealth, ConnectorState, Sample, SubscribeOptions, TagDescription, WriteCapability } from '../types.js';
 import type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './api.js';
@@ -42,7 +43,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
   private readonly log: Logger;
   private readonly backoff: { initialMs: number; maxMs: number };
   private state: ConnectorState = 'closed';
-  private readonly listeners = new Set<(e: ConnectorEvent) => void>();
+  private readonly events: ConnectorEvents;
   private client: OPCUAClient | undefined;
   private session: ClientSession | undefined;
   private pki: Awaited<ReturnType<typeof acquireClientPki>> | undefined;
@@ -76,6 +77,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     this.tags = buildTagTable(opts.equipment);
     this.clock = opts.clock ?? systemClock;
     this.log = (opts.logger ?? silentLogger).child({ connector: this.id });
+    this.events = new ConnectorEvents(this.log);
     this.backoff = { initialMs: opts.backoff?.initialMs ?? 500, maxMs: opts.backoff?.maxMs ?? 10_000 };
     const self = this;
     this.writeHost = {
@@ -317,18 +319,11 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
   }
 
   private emit(e: ConnectorEvent): void {
-    for (const l of this.listeners) {
-      try {
-        l(e);
-      } catch (err) {
-        this.log.error({ err }, 'connector event listener threw');
-      }
-    }
+    this.events.emit(e);
   }
 
   on(listener: (e: ConnectorEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.on(listener);
   }
 
   private requireSession(): ClientSession {

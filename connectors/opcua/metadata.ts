@@ -6,6 +6,7 @@
  * so no BadTypeMismatch), its UserAccessLevel, EngineeringUnits and EURange.
  */
 import { AttributeIds, DataType, makeBrowsePath, StatusCodes, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { LkError } from '../../src/errors.js';
 import type { TagDescription } from '../types.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType } from './values.js';
@@ -26,11 +27,14 @@ export interface TagMeta {
   readonly status: string;
 }
 
-/** Server_NamespaceArray (i=2255). */
+/**
+ * Server_NamespaceArray (i=2255).
+ * @throws LkError(LK_CONN_UNAVAILABLE) when the server does not return it: without it no tag can be addressed.
+ */
 export async function readNamespaces(session: ClientSession): Promise<string[]> {
   const dv = await session.read({ nodeId: 'i=2255', attributeId: AttributeIds.Value });
   const v: unknown = dv.value?.value;
-  if (!dv.statusCode.isGood() || !Array.isArray(v)) throw new Error(`cannot read the server's NamespaceArray: ${dv.statusCode.name}`);
+  if (!dv.statusCode.isGood() || !Array.isArray(v)) throw new LkError('LK_CONN_UNAVAILABLE', `cannot read the server's NamespaceArray: ${dv.statusCode.name}`, { status: dv.statusCode.name });
   return v.map(String);
 }
 

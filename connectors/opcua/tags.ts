@@ -10,8 +10,7 @@
  */
 import { coerceNodeId, type NodeId } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
-import type { OpcUaEquipmentConfig, OpcUaTagConfig } from '../../src/config/schema.js';
-import { tagId } from '../../src/config/load.js';
+import { tagId, type OpcUaEquipmentConfig, type OpcUaTagConfig } from '../../src/config/schema.js';
 
 export interface OpcUaTag {
   readonly id: string;

@@ -9,7 +9,7 @@
 import { SITE_TENANT } from '../audit/entry.js';
 import { queryAudit } from '../audit/query.js';
 import { LkError } from '../errors.js';
-import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../engine/autonomy-store.js';
+import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../store/autonomy-store.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';

@@ -19,4 +19,3 @@ export {
   configChanged, configInvalid, connectorEvent, heartbeatEvent, recordSiteEvent, siteStarted, siteStopped, watchdogEvent,
   type ConnectorState, type HeartbeatState, type SiteEvent,
 } from './site-events.js';
-export { openAuditSiteEvents, type AuditSiteSink } from './site-sink.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Database, Statement } from 'better-sqlite3';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
-import { mapSqliteError } from '../store/store.js';
+import { mapSqliteError } from '../store/sqlite-errors.js';
 import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 
 const ref = z.string().min(1).max(200);

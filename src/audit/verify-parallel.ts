@@ -18,7 +18,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
-import { mapSqliteError } from '../store/store.js';
+import { mapSqliteError } from '../store/sqlite-errors.js';
 import { checkpointLogFile, readCheckpointLog } from './checkpoints.js';
 import { GENESIS_HASH } from './entry.js';
 import { type VerifyOptions, type VerifyReport, type Walk, verifyInner, walkChain } from './verify.js';

@@ -12,7 +12,7 @@
  */
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
-import { mapSqliteError } from '../store/store.js';
+import { mapSqliteError } from '../store/sqlite-errors.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { missingTriggers } from '../store/triggers.js';
 import { rowHash, rowVerifiesAt } from './body.js';

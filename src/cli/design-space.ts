@@ -1,6 +1,7 @@
 import type { LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
-import { loadPolicyBundle, type PolicyBundle } from '../policy/index.js';
+import { type PolicyBundle } from '../policy/index.js';
+import { loadPolicyBundle } from '../config/policy-bundle.js';
 import { twinDesignSpace } from '../twin/design-space.js';
 import { convertUnit } from '../domain/units.js';
 import { SETPOINT_IDS, SETPOINTS, type DesignSpaceRanges } from '../twin/setpoints.js';

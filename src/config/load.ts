@@ -294,7 +294,3 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
-/** Full tag id `<equipment>.<tag>`. */
-export function tagId(equipmentId: string, tagName: string): string {
-  return `${equipmentId}.${tagName}`;
-}

@@ -325,3 +325,11 @@ export type OpcUaTagConfig = z.infer<typeof OpcUaTag>;
 export type ModbusTagConfig = z.infer<typeof ModbusTag>;
 export type MqttConfig = z.infer<typeof MqttConfig>;
 export type TagConfig = OpcUaTagConfig | ModbusTagConfig;
+
+/**
+ * Full tag id `<equipment>.<tag>`. Here, beside the tag schema, so that connectors and pure code name
+ * tags without importing the configuration file loader.
+ */
+export function tagId(equipmentId: string, tagName: string): string {
+  return `${equipmentId}.${tagName}`;
+}

@@ -3,7 +3,7 @@ import type { Attendance, Approval, CappingRisk, ModelRecord, PolicyContext } fr
 import { levelRank } from '../domain/policy.js';
 import { type AutonomyState, type PolicyBundle, autonomyFor } from '../policy/index.js';
 import type { Store } from '../store/store.js';
-import { autonomyLevels } from './autonomy-store.js';
+import { autonomyLevels } from '../store/autonomy-store.js';
 import type { LastMove } from './writer-state.js';
 import type { BatchRegistry, WriteProposal } from './writer-types.js';
 

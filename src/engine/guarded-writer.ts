@@ -18,7 +18,7 @@ import type { Approval, PolicyContext } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import type { PolicyBundle } from '../policy/index.js';
 import type { TxContext } from '../store/store.js';
-import { ArbitrationStore } from './arbitration-store.js';
+import { ArbitrationStore } from '../store/arbitration-store.js';
 import { cappingRisk, isPressMove, modelRecordOf, PRESS_SETPOINTS } from './capping.js';
 import { decisionContext } from './decision-context.js';
 import { json } from './json.js';

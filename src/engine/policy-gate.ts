@@ -8,7 +8,8 @@
 import type { LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { loadPolicyBundle, type AcceptedBundle, type ChangeControlEvent, type PolicyBundle } from '../policy/index.js';
+import { loadPolicyBundle } from '../config/policy-bundle.js';
+import type { AcceptedBundle, ChangeControlEvent, PolicyBundle } from '../policy/index.js';
 import type { Store } from '../store/store.js';
 import { SITE_TENANT } from '../audit/entry.js';
 

@@ -13,7 +13,7 @@ import { createServer, connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
-import { loadPolicyBundle } from '../policy/index.js';
+import { loadPolicyBundle } from '../config/policy-bundle.js';
 import { lastAcceptedBundle } from '../engine/policy-gate.js';
 import { DB_FILE, openStore } from '../store/store.js';
 import { verifyStore } from '../audit/verify.js';

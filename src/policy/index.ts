@@ -9,8 +9,6 @@ export { compilePolicyBundle } from './compile.js';
 export type { BundleIssue } from './compile.js';
 export { checkChangeControl } from './change-control.js';
 export type { AcceptedBundle, ChangeControlEvent } from './change-control.js';
-export { loadPolicyBundle } from './load.js';
-export type { LoadPolicyOptions, LoadedPolicyBundle } from './load.js';
 export { evaluate, decisionId } from './evaluate.js';
 export { agentLevel, autonomyFor, changeAutonomy, initialAutonomy, setpointLevel } from './autonomy.js';
 export type { AutonomyChange, AutonomyEvent, AutonomyState, AutonomyTarget } from './autonomy.js';

@@ -18,6 +18,9 @@ import { AuditTrail, type AuditOptions } from '../audit/trail.js';
 import { SITE_TENANT } from '../audit/entry.js';
 import { MIGRATIONS, runMigrations, type Migration } from './migrations.js';
 import { missingTriggers, restoreTriggers } from './triggers.js';
+import { mapSqliteError } from './sqlite-errors.js';
+
+export { mapSqliteError };
 
 /** PRAGMA application_id of a linekeeper database ("LKS1"): a foreign SQLite file is refused, not migrated. */
 export const APPLICATION_ID = 0x4c4b5331;
@@ -80,25 +83,6 @@ export interface Store {
   onFull?(listener: () => void): () => void;
   /** Clean stop: final audit checkpoints (when writable), then close the file. Idempotent. */
   close(): void;
-}
-
-/**
- * Map SQLite failures to stable codes: a damaged file is LK_STORE_CORRUPT, a trigger refusal LK_AUDIT_IMMUTABLE,
- * a full disk LK_STORE_FULL (the transaction rolled back: nothing of it was written).
- */
-export function mapSqliteError(err: unknown): unknown {
-  if (LkError.is(err)) return err;
-  const e = err as { code?: unknown; message?: unknown };
-  const code = typeof e?.code === 'string' ? e.code : '';
-  const msg = typeof e?.message === 'string' ? e.message : '';
-  if (msg.includes('LK_AUDIT_IMMUTABLE')) return new LkError('LK_AUDIT_IMMUTABLE', msg.replace(/^.*LK_AUDIT_IMMUTABLE: /, ''), undefined, { cause: err });
-  if (code === 'SQLITE_FULL' || (code.startsWith('SQLITE_IOERR') && /no space|disk is full/i.test(msg))) {
-    return new LkError('LK_STORE_FULL', `the data directory's disk is full: nothing was written (${code})`, { sqlite: code }, { cause: err });
-  }
-  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
-    return new LkError('LK_STORE_CORRUPT', `database file is damaged or not a database (${code})`, { sqlite: code }, { cause: err });
-  }
-  return err;
 }
 
 /**

@@ -38,7 +38,7 @@ import { lastAcceptedBundle } from '../../src/engine/policy-gate.js';
 import { LkError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { ensureDemoModels } from '../../src/models/demo.js';
-import { loadPolicyBundle } from '../../src/policy/load.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { openStore } from '../../src/store/store.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

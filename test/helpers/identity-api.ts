@@ -15,7 +15,7 @@ import { ManualClock } from '../../src/clock.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { Oidc, type OidcConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
-import { loadPolicyBundle } from '../../src/policy/index.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { openStore, type Store } from '../../src/store/store.js';
 
 export const ISSUER = 'https://idp.plant.example/realms/ravenna';

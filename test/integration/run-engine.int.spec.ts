@@ -20,7 +20,7 @@ import { scoreOf } from '../../src/arbitration/index.js';
 import { iterateAudit, keyFiles, loadSitePublicKey } from '../../src/audit/index.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { QUALITY_ATTRIBUTES } from '../../src/domain/policy.js';
-import { autonomyLevels, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { autonomyLevels, setAutonomy } from '../../src/store/autonomy-store.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import type { RunView } from '../../src/engine/run/engine.js';
 import { silentLogger } from '../../src/log.js';

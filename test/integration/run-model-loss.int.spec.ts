@@ -8,7 +8,7 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { autonomyLevels, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { autonomyLevels, setAutonomy } from '../../src/store/autonomy-store.js';
 import { silentLogger } from '../../src/log.js';
 import { artefactFile } from '../../src/models/registry.js';
 import { auditOfRun, makeRunSite, waitFor, type RunSite } from '../helpers/run-site.js';

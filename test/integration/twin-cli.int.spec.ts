@@ -71,7 +71,7 @@ describe('linekeeper models / twin simulate (real files, real process)', () => {
   });
 
   it('draws candidates from the approved design space of the tenant\'s product and uses the bundle\'s capping threshold', async () => {
-    const { loadPolicyBundle } = await import('../../src/policy/index.js');
+    const { loadPolicyBundle } = await import('../../src/config/policy-bundle.js');
     const { loadConfig } = await import('../../src/config/load.js');
     const loaded = loadConfig();
     const limits = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle.designSpace.approved('ir-family-a', 'round-10mm-ff').setpoints;

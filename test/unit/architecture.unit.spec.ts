@@ -1,118 +1,155 @@
 /**
- * R6/R7 by construction: the guarded writer (src/engine/guarded-writer.ts) is
- * the only module that can obtain a connector's write capability. This test
- * reads every source file under src/ and connectors/ and fails on any other
- * way to reach a write: claiming the capability, naming its type, importing a
- * connector's internals, speaking a raw protocol library from src/, or
- * writing the simulator's plant directly from src/.
+ * The architecture rules (test/unit/architecture-rules.ts, docs/architecture.md)
+ * hold on the real tree, and each rule fails on a sample written to break it:
+ * the samples are in-memory files fed to the same compiler and checker, so a
+ * checker that cannot fail cannot pass this test.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import ts from 'typescript';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { checkArchitecture, LAYERS, layerOf, loadCompilerOptions, overlayHost, sourceFiles, type Violation, WRITE_HOLDERS } from './architecture-rules.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const GUARDED_WRITER = 'src/engine/guarded-writer.ts';
-/** Where the capability is defined and implemented. */
-const DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/(opcua|modbus)\//];
-/**
- * What src/ may import from connectors/: entry points, the interface, and the OPC UA PKI (certificate
- * files for `linekeeper certs`, no session, no write) — never other internals.
- */
-const CONNECTOR_ENTRY = /connectors\/(index|types|(opcua|modbus|sim|mqtt|mes|lims)\/index|opcua\/pki)\.js$/;
+const options = loadCompilerOptions(ROOT);
+const files = sourceFiles(ROOT, ['src', 'connectors']);
+const cache = new Map<string, ts.SourceFile>();
+let real: ts.Program;
 
-export interface Violation {
-  readonly file: string;
-  readonly rule: string;
-  readonly line: number;
+beforeAll(() => {
+  real = ts.createProgram(files, options, overlayHost(options, new Map(), cache));
+}, 120_000);
+
+/** Check in-memory files (paths relative to the repo root) against the rules, beside the real tree. */
+function checkSamples(samples: Readonly<Record<string, string>>): Violation[] {
+  const overlay = new Map(Object.entries(samples).map(([p, text]) => [resolve(ROOT, p), text] as const));
+  const roots = [...new Set([...files, ...overlay.keys()])];
+  const program = ts.createProgram(roots, options, overlayHost(options, overlay, cache), real);
+  return checkArchitecture(program, ROOT, [...overlay.keys()]);
 }
 
-function stripComments(src: string): string {
-  // keep line numbers: replace comment characters with spaces
-  return src
-    .replace(/\/\*[\s\S]*?\*\//g, (m) => m.replace(/[^\n]/g, ' '))
-    .replace(/(^|[^:'"`\\])\/\/[^\n]*/gm, (m, p: string) => p + ' '.repeat(m.length - p.length));
-}
+const lines = (v: readonly Violation[], file: string, rule: Violation['rule']): number[] => v.filter((x) => x.file === file && x.rule === rule).map((x) => x.line).sort((a, b) => a - b);
 
-/** Every way around the guarded writer that a source file shows. */
-export function writeBypasses(files: readonly { path: string; source: string }[]): Violation[] {
-  const out: Violation[] = [];
-  for (const { path, source } of files) {
-    if (path === GUARDED_WRITER) continue;
-    const code = stripComments(source);
-    const inSrc = path.startsWith('src/');
-    const definer = DEFINERS.some((r) => r.test(path));
-    const hit = (rule: string, re: RegExp): void => {
-      for (const m of code.matchAll(new RegExp(re.source, `${re.flags.replace('g', '')}g`))) {
-        out.push({ file: path, rule, line: code.slice(0, m.index).split('\n').length });
-      }
-    };
-    if (inSrc) hit('obtains the write capability (claimWriter)', /\bclaimWriter\b/);
-    else hit('calls claimWriter()', /\.\s*claimWriter\s*\(|\[\s*['"`]claimWriter['"`]\s*\]/);
-    if (!definer) hit('names the WriteCapability type', /\bWriteCapability\b/);
-    if (inSrc) {
-      // a value import of a connector's internals could reach its write functions; `import type` cannot
-      for (const m of code.matchAll(/import\s+(?!type\s)[^;]*?from\s+['"]([^'"]*connectors\/[^'"]+)['"]|(?<!typeof\s+)import\(\s*['"]([^'"]*connectors\/[^'"]+)['"]/g)) {
-        const spec = m[1] ?? m[2]!;
-        if (!CONNECTOR_ENTRY.test(spec)) out.push({ file: path, rule: `imports connector internals (${spec})`, line: code.slice(0, m.index).split('\n').length });
-      }
-      // protocol clients and their write calls belong in connectors/ (importing node-opcua for its logger is fine)
-      hit('opens a raw protocol client or writes through one', /\bOPCUAClient\b|\bModbusRTU\b|\.\s*createSession\s*\(|\bsession\s*\.\s*write\s*\(|\.\s*(writeRegisters?|writeCoils?|writeFC\d+)\s*\(/);
-      // setSupervisorState reverts (LOST) or re-arms (ATTENDED) a PLC: a write like any other, and re-arming is a person's act
-      hit("writes the simulator's plant directly", /\.\s*(writeSetpoints?|setSupervisorState)\s*\(/);
+describe('architecture: the real tree', () => {
+  it('every file of src/ and connectors/ is in a layer and breaks no rule', () => {
+    expect(files.length).toBeGreaterThan(150);
+    expect(checkArchitecture(real, ROOT, files)).toEqual([]);
+  }, 120_000);
+
+  it('the holder of the write capability does claim it (otherwise nothing could write at all)', () => {
+    const checker = real.getTypeChecker();
+    let claims = 0;
+    for (const h of WRITE_HOLDERS) {
+      const sf = real.getSourceFile(resolve(ROOT, h))!;
+      const visit = (n: ts.Node): void => {
+        if (ts.isPropertyAccessExpression(n) && n.name.text === 'claimWriter') {
+          const decl = checker.getSymbolAtLocation(n.name)?.declarations?.[0];
+          if (decl?.getSourceFile().fileName.endsWith('connectors/types.ts')) claims++;
+        }
+        ts.forEachChild(n, visit);
+      };
+      visit(sf);
     }
-  }
-  return out;
-}
-
-function sources(dir: string): { path: string; source: string }[] {
-  const out: { path: string; source: string }[] = [];
-  for (const name of readdirSync(join(ROOT, dir))) {
-    const rel = `${dir}/${name}`;
-    const abs = join(ROOT, rel);
-    if (statSync(abs).isDirectory()) out.push(...sources(rel));
-    else if (/\.(ts|mts|js|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push({ path: relative(ROOT, abs).split(sep).join('/'), source: readFileSync(abs, 'utf8') });
-  }
-  return out;
-}
-
-describe('architecture: the guarded writer is the single write path', () => {
-  it('no module under src/ or connectors/ other than the guarded writer reaches a write capability', () => {
-    const files = [...sources('src'), ...sources('connectors')];
-    expect(files.some((f) => f.path === GUARDED_WRITER)).toBe(true);
-    expect(files.length).toBeGreaterThan(20);
-    expect(writeBypasses(files)).toEqual([]);
+    expect(claims).toBeGreaterThan(0);
   });
 
-  it('the guarded writer does obtain it (otherwise nothing could write at all)', () => {
-    const gw = readFileSync(join(ROOT, GUARDED_WRITER), 'utf8');
-    expect(stripComments(gw)).toMatch(/\.claimWriter\(\)/);
+  it('the layer table is closed: every allowed import names a layer of the table', () => {
+    for (const [name, l] of Object.entries(LAYERS)) for (const x of [...l.imports, ...(l.types ?? [])]) expect([name, x]).toEqual([name, expect.toSatisfy((y: string) => y in LAYERS)]);
+    expect(layerOf('src/twin/predict.ts')).toBe('twin');
+    expect(layerOf('src/config/schema.ts')).toBe('config-schema');
+    expect(layerOf('src/config/load.ts')).toBe('config');
+  });
+});
+
+describe('architecture: each rule fails on a sample that breaks it', () => {
+  it('layers: a pure layer importing the engine, the store importing the API, a file outside every layer', () => {
+    const v = checkSamples({
+      'src/domain/arch-sample.ts': "import { GuardedWriter } from '../engine/guarded-writer.js';\nexport const g = GuardedWriter;\n",
+      'src/store/arch-sample.ts': "import { buildServer } from '../api/server.js';\nexport const b = buildServer;\n",
+      'src/newthing/arch-sample.ts': 'export const x = 1;\n',
+      'src/twin/arch-sample-dyn.ts': "export const m = await import(['../engine', 'guarded-writer.js'].join('/'));\n",
+    });
+    expect(lines(v, 'src/domain/arch-sample.ts', 'layer')).toEqual([1]);
+    expect(lines(v, 'src/store/arch-sample.ts', 'layer')).toEqual([1]);
+    expect(lines(v, 'src/newthing/arch-sample.ts', 'unlayered')).toEqual([1]);
+    expect(lines(v, 'src/twin/arch-sample-dyn.ts', 'layer')).toEqual([1]);
   });
 
-  it('catches each kind of bypass (the checker itself can fail)', () => {
-    const rogue = [
-      { path: 'src/api/rogue.ts', source: "import type { WriteCapability } from '../../connectors/types.js';\nconst w = c.claimWriter();\n" },
-      { path: 'src/agents/sneaky.ts', source: "import { writeSetpoint } from '../../connectors/opcua/writer.js';\n" },
-      { path: 'src/twin/raw.ts', source: "import { OPCUAClient } from 'node-opcua';\nconst c = OPCUAClient.create({});\nawait client.writeRegisters(100, [1, 2]);\n" },
-      { path: 'src/api/lazy.ts', source: "const w = await import('../../connectors/modbus/connector.js');\n" },
-      { path: 'src/engine/plant.ts', source: "sim.plant.writeSetpoint('press', 'MainForce', 30);\n" },
-      { path: 'src/engine/rearm.ts', source: "sim.plant.setSupervisorState('press', 'ATTENDED');\n" },
-      { path: 'connectors/mqtt/bridge.ts', source: "const cap = conn['claimWriter']();\n" },
-      { path: 'src/engine/indirect.ts', source: 'const { claimWriter } = connector;\n' },
-    ];
-    const v = writeBypasses(rogue);
-    expect(new Set(v.map((x) => x.file))).toEqual(new Set(rogue.map((r) => r.path)));
-    expect(v.find((x) => x.file === 'src/api/rogue.ts' && x.rule.includes('claimWriter'))?.line).toBe(2);
-    expect(v.filter((x) => x.file === 'src/twin/raw.ts')).toHaveLength(3);
+  it('no I/O modules in a pure layer (node:fs, fs, better-sqlite3, node:net, a dynamic import)', () => {
+    const v = checkSamples({
+      'src/twin/arch-sample.ts': [
+        "import { readFileSync } from 'node:fs';",
+        "import * as fs from 'fs';",
+        "import Database from 'better-sqlite3';",
+        "import { createHash } from 'node:crypto';",
+        "export const n = await import('node:net');",
+        'export const all = [readFileSync, fs, Database, createHash, n];',
+      ].join('\n'),
+    });
+    expect(lines(v, 'src/twin/arch-sample.ts', 'io-module')).toEqual([1, 2, 3, 5]);
   });
 
-  it('does not flag comments, the definitions in connectors, or entry-point imports', () => {
-    const fine = [
-      { path: 'src/api/doc.ts', source: "// only the guarded writer may call claimWriter() and hold a WriteCapability\nimport { createConnectors } from '../../connectors/index.js';\n" },
-      { path: 'connectors/opcua/connector.ts', source: 'claimWriter(): WriteCapability { return cap; }\n' },
-      { path: 'src/cli/commands/certs.ts', source: "import { listCertificates } from '../../../connectors/opcua/index.js';\nimport type { CertificateInfo } from '../../../connectors/opcua/pki.js';\nconst u = 'opc.tcp://x'; // not a comment start\n" },
-      { path: 'src/cli/commands/sim.ts', source: "const opcua = await import('node-opcua');\nopcua.setWarningLogger(log);\n" },
-    ];
-    expect(writeBypasses(fine)).toEqual([]);
+  it('no wall clock or randomness in a pure layer, aliased or not', () => {
+    const v = checkSamples({
+      'src/agents/arch-sample.ts': [
+        'export const a = Date.now();', // 1
+        'const d = Date;', // 2: the alias escapes
+        'export const b = d.now();', // 3
+        'export const c = globalThis.Date.now();', // 4
+        'export const e = new Date();', // 5
+        'export const f = Math.random();', // 6
+        'const { random } = Math;', // 7
+        "export const g = Date['now']();", // 8
+        'export const h = Date();', // 9
+        "import { randomUUID } from 'node:crypto';", // 10
+        'export const i = [random, randomUUID];', // 11
+        'export const ok = [Date.UTC(2026, 0, 1), new Date(0).toISOString(), Date.parse("2026-01-01")];', // 12: fine
+      ].join('\n'),
+    });
+    expect(lines(v, 'src/agents/arch-sample.ts', 'clock-or-random')).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // the same code is allowed where I/O lives
+    const io = checkSamples({ 'src/engine/arch-sample.ts': 'export const a = [Date.now(), Math.random(), new Date()];\n' });
+    expect(io).toEqual([]);
+  });
+
+  it('one holder of write capabilities: claiming by name, by computed key, by destructuring, or naming the type', () => {
+    const v = checkSamples({
+      'src/api/arch-sample.ts': [
+        "import type { Connector, WriteCapability } from '../../connectors/types.js';", // 1: names the type
+        'export function a(c: Connector) { return c.claimWriter(); }', // 2
+        "export function b(c: Connector) { return c[['claim', 'Writer'].join('')](); }", // 3: computed key
+        'export function d(c: Connector) { const { claimWriter } = c; return claimWriter; }', // 4
+        "export function e(c: Connector) { return c['claimWriter'](); }", // 5
+        'export type W = WriteCapability;', // 6
+      ].join('\n'),
+      'connectors/mqtt/arch-sample.ts': "import type { Connector } from '../types.js';\nexport const f = (c: Connector) => c.claimWriter();\n",
+    });
+    expect(lines(v, 'src/api/arch-sample.ts', 'write-capability')).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(lines(v, 'connectors/mqtt/arch-sample.ts', 'write-capability')).toEqual([2]);
+  });
+
+  it('the holder itself must not hand the capability out through an export', () => {
+    const holder = [...WRITE_HOLDERS][0]!;
+    const text = ts.sys.readFile(resolve(ROOT, holder))!;
+    const leak = "\nexport function leakedCapability(c: import('../../connectors/types.js').Connector) { return c.claimWriter(); }\n";
+    const v = checkSamples({ [holder]: text + leak });
+    expect(v.filter((x) => x.file === holder).map((x) => x.detail)).toEqual([expect.stringContaining('leakedCapability')]);
+  });
+
+  it("src/ reaches connectors only through their entry points, speaks no protocol and never writes the simulator's plant", () => {
+    const v = checkSamples({
+      'src/engine/arch-sample.ts': [
+        "import { writeCapability } from '../../connectors/opcua/writer.js';", // 1
+        "import { OPCUAClient } from 'node-opcua';", // 2
+        "import type { Plant } from '../../connectors/sim/plant.js';", // 3: type-only, fine
+        "export function p(plant: Plant) { plant.writeSetpoint('press', 'MainForce', 30); plant.setSupervisorState('press', 'ATTENDED'); }", // 4
+        "import { createConnectors } from '../../connectors/index.js';", // 5: entry point, fine
+        'export const all = [writeCapability, OPCUAClient, createConnectors];',
+      ].join('\n'),
+    });
+    expect(lines(v, 'src/engine/arch-sample.ts', 'connector-internals')).toEqual([1]);
+    expect(lines(v, 'src/engine/arch-sample.ts', 'protocol')).toEqual([2]);
+    expect(lines(v, 'src/engine/arch-sample.ts', 'plant-write')).toEqual([4]);
+    expect(v.filter((x) => x.line === 3 || x.line === 5)).toEqual([]);
   });
 });

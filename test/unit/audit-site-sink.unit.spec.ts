@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { SITE_TENANT } from '../../src/audit/entry.js';
 import { queryAudit } from '../../src/audit/query.js';
-import { openAuditSiteEvents } from '../../src/audit/site-sink.js';
+import { openAuditSiteEvents } from '../../src/store/site-sink.js';
 import { verifyStore } from '../../src/audit/verify.js';
 import { openStore } from '../../src/store/store.js';
 import { tempDir } from './audit-helpers.js';

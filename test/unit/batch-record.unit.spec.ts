@@ -12,7 +12,7 @@ import {
 } from '../../src/domain/batch-record.js';
 import { convertUnit } from '../../src/domain/units.js';
 import { LkError } from '../../src/errors.js';
-import { loadPolicyBundle } from '../../src/policy/load.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { codeOf } from '../helpers/codes.js';
 
 /** The contract's example record (as JSON would give it). */

@@ -1,5 +1,5 @@
 /**
- * Persisted autonomy levels (src/engine/autonomy-store.ts) on a real SQLite
+ * Persisted autonomy levels (src/store/autonomy-store.ts) on a real SQLite
  * file: the bundle's levels until a change, per agent, per agent × setpoint
  * and per setpoint ceiling; every change one transaction with its
  * `autonomy_change` entry; a refused change writes nothing.
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SITE_TENANT, verifyStore } from '../../src/audit/index.js';
 import { ManualClock } from '../../src/clock.js';
-import { autonomyLevels, autonomyRows, setAutonomy } from '../../src/engine/autonomy-store.js';
+import { autonomyLevels, autonomyRows, setAutonomy } from '../../src/store/autonomy-store.js';
 import { LkError } from '../../src/errors.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { bundle } from './policy-helpers.js';

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LkError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
-import { loadPolicyBundle } from '../../src/policy/index.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { StorageGuard } from '../../src/audit/storage-guard.js';
 import type { AuditEntryInput } from '../../src/audit/entry.js';
 import { bundle, bundleCopy, cleanupCopies, site } from './policy-helpers.js';

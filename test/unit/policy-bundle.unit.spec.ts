@@ -1,7 +1,8 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { evaluate, loadPolicyBundle } from '../../src/policy/index.js';
+import { evaluate } from '../../src/policy/index.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { bundle, bundleCopy, cleanupCopies, context, policyDir, request, site } from './policy-helpers.js';
 import { codeOf } from '../helpers/codes.js';
 

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { AUTONOMY_LEVELS, type Decision, type PolicyContext, type PolicyRequest } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
-import { evaluate, loadPolicyBundle } from '../../src/policy/index.js';
+import { evaluate } from '../../src/policy/index.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { CAPPING_OK, T0, TWIN_RECORD, bundle, bundleCopy, cleanupCopies, context, request, site } from './policy-helpers.js';
 
 afterAll(cleanupCopies);

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import type { SiteConfig } from '../../src/config/schema.js';
 import type { PolicyContext, PolicyRequest } from '../../src/domain/policy.js';
-import { type PolicyBundle, loadPolicyBundle } from '../../src/policy/index.js';
+import { type PolicyBundle } from '../../src/policy/index.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 
 const loaded = loadConfig();
 export const site: SiteConfig = loaded.config;

@@ -8,22 +8,17 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
 import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../config/load.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { LkError } from '../../errors.js';
 import { changeStatus, type ModelChange } from '../../models/change.js';
 import { listModels, parseStatus, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
-import { loadPolicyBundle, type PolicyBundle } from '../../policy/index.js';
+import { type PolicyBundle } from '../../policy/index.js';
+import { loadPolicyBundle } from '../../config/policy-bundle.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { approvedTwinSpace } from '../design-space.js';
-
-const integer = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('must be an integer');
-  return n;
-};
+import { integer } from '../option-parsers.js';
 
 const TRUST = 'The person and role are taken on trust until sign-in arrives with the surfaces issue; the audit entry records what was claimed, signed with the site key.';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { autonomyRows, autonomyView } from '../../engine/autonomy-store.js';
+import { autonomyRows, autonomyView } from '../../store/autonomy-store.js';
 import { readPassword } from '../prompt.js';
 import { connect } from '../session.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
@@ -22,7 +22,8 @@ import { modelRecordOf } from '../../engine/capping.js';
 import type { WriteProposal } from '../../engine/writer-types.js';
 import { registrySources } from '../../models/sources.js';
 import { LkError } from '../../errors.js';
-import { type LoadedPolicyBundle, evaluate, loadPolicyBundle, toSetpointUnit } from '../../policy/index.js';
+import { evaluate, toSetpointUnit } from '../../policy/index.js';
+import { type LoadedPolicyBundle, loadPolicyBundle } from '../../config/policy-bundle.js';
 
 interface Common {
   config: string;

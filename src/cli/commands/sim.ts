@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { createLogger, parseLogLevel } from '../../log.js';
+import { integer, positive } from '../option-parsers.js';
 
 /**
  * Load the simulator lazily: node-opcua is heavy and runs an RSA self-test at
@@ -37,16 +38,6 @@ interface SimOptions {
 const port = (v: string): number => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be an integer 0..65535 (0 = any free port)');
-  return n;
-};
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (!(Number.isFinite(n) && n > 0)) throw new InvalidArgumentError('must be a positive number');
-  return n;
-};
-const integer = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
   return n;
 };
 

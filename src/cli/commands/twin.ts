@@ -11,7 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { twinModelOf } from '../../models/artefacts.js';
@@ -22,6 +22,7 @@ import { checkDesignSpace, checkWithinInstruments, SETPOINT_IDS, type DesignSpac
 import { readInputFile } from '../../files.js';
 import { simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
 import { cloneParams, NOMINAL_PARAMS } from '../../twin/truth.js';
+import { integer, positive } from '../option-parsers.js';
 
 interface SimulateOptions {
   candidates: number;
@@ -40,16 +41,6 @@ interface SimulateOptions {
   top: number;
 }
 
-const integer = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('must be an integer');
-  return n;
-};
-const positive = (v: string): number => {
-  const n = Number(v);
-  if (!(Number.isFinite(n) && n > 0)) throw new InvalidArgumentError('must be a positive number');
-  return n;
-};
 
 function readDesignSpace(file: string): DesignSpaceRanges {
   const text = readInputFile(file, 'design space (--design-space)', 1024 * 1024);

@@ -20,7 +20,7 @@ import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type Signature, type Signer } from './approval.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
-import { setAutonomy } from '../autonomy-store.js';
+import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 

@@ -15,13 +15,13 @@ import type { ConnectorEvent } from '../../connectors/types.js';
 import type { Clock } from '../clock.js';
 import type { SiteConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { openStore, type Store } from '../store/store.js';
-import { SITE_TENANT } from './entry.js';
-import { connectorEvent, heartbeatEvent, recordSiteEvent, siteStarted, siteStopped } from './site-events.js';
-import { isStorageFull, StorageGuard, type StorageGuardOptions, type StorageHooks } from './storage-guard.js';
-import { startCheckpointTimer } from './trail.js';
-import { EventBudget, type SuppressedRun } from './event-budget.js';
-import type { Json } from './entry.js';
+import { openStore, type Store } from './store.js';
+import { SITE_TENANT } from '../audit/entry.js';
+import { connectorEvent, heartbeatEvent, recordSiteEvent, siteStarted, siteStopped } from '../audit/site-events.js';
+import { isStorageFull, StorageGuard, type StorageGuardOptions, type StorageHooks } from '../audit/storage-guard.js';
+import { startCheckpointTimer } from '../audit/trail.js';
+import { EventBudget, type SuppressedRun } from '../audit/event-budget.js';
+import type { Json } from '../audit/entry.js';
 
 export interface AuditSiteSink {
   readonly store: Store;

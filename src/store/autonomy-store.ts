@@ -19,7 +19,7 @@ import { signBytes } from '../audit/keys.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import { type AutonomyEvent, type AutonomyState, type PolicyBundle, changeAutonomy } from '../policy/index.js';
-import type { Store } from '../store/store.js';
+import type { Store } from './store.js';
 
 export const ANY = '*';
 

@@ -10,7 +10,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { ArbitrationState, Escalation, Ownership } from '../arbitration/index.js';
 import { LkError } from '../errors.js';
-import type { Store, TxContext } from '../store/store.js';
+import type { Store, TxContext } from './store.js';
 
 export class ArbitrationStore {
   private readonly st: Record<'owners' | 'putOwner' | 'delOwner' | 'escalations' | 'putEscalation' | 'delEscalation', Statement>;

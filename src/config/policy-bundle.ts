@@ -1,16 +1,16 @@
 /**
- * Read a policy bundle folder (the only file-system code of src/policy; the
- * rest is pure). A missing or corrupt bundle throws: the caller then holds
+ * Read a policy bundle folder from disk and hand its texts to the pure
+ * compiler of src/policy (which does no I/O). A missing or corrupt bundle throws: the caller then holds
  * no bundle and `evaluate(…, null, …)` denies every write (fail closed).
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import type { SiteConfig } from '../config/schema.js';
+import type { SiteConfig } from './schema.js';
 import { LkError } from '../errors.js';
-import type { PolicyBundle } from './bundle.js';
-import { type AcceptedBundle, type ChangeControlEvent, checkChangeControl } from './change-control.js';
-import { compilePolicyBundle } from './compile.js';
-import { BUNDLE_FILES, type BundleFileName } from './schema.js';
+import type { PolicyBundle } from '../policy/bundle.js';
+import { type AcceptedBundle, type ChangeControlEvent, checkChangeControl } from '../policy/change-control.js';
+import { compilePolicyBundle } from '../policy/compile.js';
+import { BUNDLE_FILES, type BundleFileName } from '../policy/schema.js';
 
 export interface LoadedPolicyBundle {
   readonly bundle: PolicyBundle;
