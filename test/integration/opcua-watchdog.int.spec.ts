@@ -56,7 +56,9 @@ describe('reads', () => {
     const tags = Array.from({ length: 100 }, (_, i) => ['rig.Value', 'rig.Ramp', 'rig.Level', 'rig.Ratio', 'rig.Heartbeat'][i % 5]!);
     const from = requests.length;
     const s = await c.read(tags);
-    const reads = requests.slice(from).filter((r) => r.type === 'ReadRequest');
+    // a one-node read may come in between: the client's session keep-alive reads the server state, and on a
+    // loaded machine it can fall inside this read (a per-tag fallback would show as 100 one-node reads and no 100)
+    const reads = requests.slice(from).filter((r) => r.type === 'ReadRequest' && r.nodes > 1);
     expect(reads).toEqual([{ type: 'ReadRequest', nodes: 100 }]);
     expect(s).toHaveLength(100);
     expect(s.every((x) => x.quality === 'good')).toBe(true);
