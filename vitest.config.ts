@@ -7,8 +7,11 @@ export default defineConfig({
     // two-core edge box they must not all start at once.
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Hang guards, not speed limits: a daemon or simulator start takes seconds on an idle box, but took
+    // over 60 s in a beforeAll while eight helpers loaded the two cores. A test asserts order and outcome;
+    // these only stop a test that hangs.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     // the JSON report lets .ci/run print the plain `N passed, N failed` closing line
     reporters: ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]],
   },

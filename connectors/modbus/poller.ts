@@ -46,6 +46,11 @@ export interface PollGroupOptions {
   readonly stallMs: number;
   readonly onStall: (ageMs: number) => void;
   readonly onError: (e: unknown) => void;
+  /**
+   * Monotonic milliseconds for the fixed rate and the stall age; `performance.now` unless a test
+   * drives the group on fake timers (then it passes the fake clock's reading).
+   */
+  readonly now?: () => number;
 }
 
 export class PollGroup {
@@ -58,7 +63,11 @@ export class PollGroup {
   /** Completed cycles (for tests and health). */
   cycles = 0;
 
-  constructor(private readonly o: PollGroupOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly o: PollGroupOptions) {
+    this.now = o.now ?? (() => performance.now());
+  }
 
   start(): void {
     this.stopped = false;
@@ -75,7 +84,7 @@ export class PollGroup {
 
   private async cycle(gen: number): Promise<void> {
     if (this.stopped || gen !== this.generation) return;
-    const t0 = performance.now();
+    const t0 = this.now();
     this.cycleStartedAt = t0;
     let samples: Sample[];
     try {
@@ -97,13 +106,13 @@ export class PollGroup {
       }
     }
     // Fixed rate, not fixed delay: the next cycle starts one interval after this one started.
-    const delay = Math.max(0, t0 + this.o.intervalMs - performance.now());
+    const delay = Math.max(0, t0 + this.o.intervalMs - this.now());
     this.timer = setTimeout(() => void this.cycle(gen), delay);
   }
 
   private checkStall(): void {
     if (this.stopped || this.cycleStartedAt === undefined) return;
-    const age = performance.now() - this.cycleStartedAt;
+    const age = this.now() - this.cycleStartedAt;
     if (age <= this.o.stallMs) return;
     this.generation++;
     clearTimeout(this.timer);

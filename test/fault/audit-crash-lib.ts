@@ -30,7 +30,12 @@ export interface CrashResult {
   killedBeforeReady: boolean;
 }
 
-export async function crashOnce(dataDir: string, rng: Rng, opts: { maxDelayMs?: number; earlyKill?: boolean } = {}): Promise<CrashResult> {
+/**
+ * One appender child, SIGKILLed at a random moment: during start-up (`earlyKill`), or 1..maxDelayMs after it
+ * is ready — or, with `afterFirstAck`, after its first acknowledged commit, so the kill lands among appends
+ * even when a loaded machine commits nothing in the first maxDelayMs after ready.
+ */
+export async function crashOnce(dataDir: string, rng: Rng, opts: { maxDelayMs?: number; earlyKill?: boolean; afterFirstAck?: boolean } = {}): Promise<CrashResult> {
   const acked: Record<string, number> = {};
   const seqs = new Map<string, Set<number>>();
   let ackedCount = 0;
@@ -42,6 +47,8 @@ export async function crashOnce(dataDir: string, rng: Rng, opts: { maxDelayMs?: 
     err += d.toString();
   });
   const exited = new Promise<void>((resolve) => p.on('exit', () => resolve()));
+  let firstAck: () => void = () => undefined;
+  const firstAckP = new Promise<void>((resolve) => (firstAck = resolve));
   const readyP = new Promise<void>((resolve) => {
     p.stdout.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -62,12 +69,13 @@ export async function crashOnce(dataDir: string, rng: Rng, opts: { maxDelayMs?: 
         if (!set) seqs.set(tenant, (set = new Set()));
         set.add(seq);
         ackedCount++;
+        firstAck();
       }
     });
   });
   if (opts.earlyKill) await new Promise((r) => setTimeout(r, rng.int(0, 400)));
   else {
-    await Promise.race([readyP, exited]);
+    await Promise.race([opts.afterFirstAck ? firstAckP : readyP, exited]);
     await new Promise((r) => setTimeout(r, rng.int(1, opts.maxDelayMs ?? 150)));
   }
   const killedBeforeReady = !ready;

@@ -27,7 +27,7 @@ let full: string;
 let filtered: string;
 
 function run(args: string[], cli = true): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, cli ? ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args] : [standalone, ...args], { encoding: 'utf8', cwd: root, timeout: 60_000 });
+  const r = spawnSync(process.execPath, cli ? ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args] : [standalone, ...args], { encoding: 'utf8', cwd: root, timeout: 150_000 }); // hang guard: a CLI start under tsx took 20–90 s on a loaded 2-core box
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 

@@ -27,7 +27,7 @@ beforeAll(async () => {
   const cfg = parse(readFileSync(file, 'utf8')) as { equipment: { id: string; heartbeat: { period_ms: number } }[] };
   cfg.equipment.find((e) => e.id === 'press')!.heartbeat.period_ms = 2000;
   writeFileSync(file, stringify(cfg));
-  daemon = await startDaemon({ configFile: file, dataDir: join(dir, 'data'), logger: silentLogger });
+  daemon = await startDaemon({ configFile: file, dataDir: join(dir, 'data'), logger: silentLogger, connectTimeoutMs: 150_000 }); // hang guard: every PLC here is reachable, and the keep-alive check reads them at start (OPC UA took > 15 s to connect under load)
 }, 120_000);
 afterAll(async () => {
   await daemon?.stop('test done');

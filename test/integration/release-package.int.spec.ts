@@ -67,7 +67,7 @@ function pdfText(pdf: Buffer): string {
 }
 
 function runVerifier(bundle: string, key: string): { code: number | null; out: string } {
-  const r = spawnSync(process.execPath, [verifier, bundle, '--key', key], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [verifier, bundle, '--key', key], { encoding: 'utf8', timeout: 150_000 }); // hang guard: a verify takes a second idle; child starts took tens of seconds on a loaded 2-core box
   return { code: r.status, out: r.stdout + r.stderr };
 }
 

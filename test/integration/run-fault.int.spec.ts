@@ -28,9 +28,12 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const T = 'acme-pharma';
 const WATCHDOG_MS = 3000;
+/** Hang guard per test: it starts two or three daemon children, each 20–90 s under tsx on a loaded machine. */
+const FAULT_TEST_MS = 600_000;
 /** Only bounds waiting: a watchdog timeout and a scan, with a wide margin for a loaded two-core machine. */
 const REVERT_DEADLINE_MS = WATCHDOG_MS + 50 + 20_000;
-const STEP_MS = 60_000;
+/** Hang guard per awaited line: a daemon child's start under tsx took 20–90 s on a loaded two-core machine. */
+const STEP_MS = 150_000;
 
 let sim: Simulator;
 let root: string;
@@ -102,7 +105,7 @@ beforeAll(async () => {
   } finally {
     store.close();
   }
-}, 120_000);
+}, 300_000); // hang guard: a seed-only daemon child under tsx, then the autonomy change
 
 afterAll(async () => {
   for (const c of children) if (c.alive) c.proc.kill('SIGKILL');
@@ -112,7 +115,7 @@ afterAll(async () => {
 });
 
 describe('SIGKILL of the daemon while a step runs', () => {
-  it('PLCs revert to LKG by themselves, the trail verifies, the next daemon records the run INTERRUPTED in that step, and the resumed step decides afresh', { timeout: 180_000 }, async () => {
+  it('PLCs revert to LKG by themselves, the trail verifies, the next daemon records the run INTERRUPTED in that step, and the resumed step decides afresh', { timeout: FAULT_TEST_MS }, async () => {
     const data = dataDir('kill');
     const config = writeSiteConfig(join(root, 'kill'), { opcua: sim.opcuaUrl, modbus: sim.modbusEndpoint });
     await rearmAll(sim, REVERT_DEADLINE_MS);
@@ -212,7 +215,7 @@ describe('the Modbus link cut during a run (black-hole proxy)', () => {
     await opcuaProxy?.close();
   });
 
-  it('the blender and the fluid bed revert to LKG, the OPC UA equipment does not, the daemon records the reverts once it reads them again, and nothing moves a LOST PLC', { timeout: 180_000 }, async () => {
+  it('the blender and the fluid bed revert to LKG, the OPC UA equipment does not, the daemon records the reverts once it reads them again, and nothing moves a LOST PLC', { timeout: FAULT_TEST_MS }, async () => {
     const data = dataDir('cut');
     const config = writeSiteConfig(join(root, 'cut'), { opcua: opcuaProxy.via(sim.opcuaUrl), modbus: modbusProxy.url() });
     sim.plant.startPhase('IDLE'); // the engine waits in step 03 until the operator starts BLEND

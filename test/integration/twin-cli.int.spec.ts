@@ -13,7 +13,7 @@ let data: string;
 
 /** Run the real binary in a child process (start-up of the whole CLI included). */
 function spawnCli(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 150_000 }); // hang guard: a CLI start under tsx took 20–90 s on a loaded 2-core box
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 

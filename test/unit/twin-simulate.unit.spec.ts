@@ -67,12 +67,13 @@ describe('twin rehearsal (simulate)', () => {
     for (const c of r.ranked) expect(c.setpoints['press.MainForce'].value).toBeLessThanOrEqual(12);
   });
 
-  it('rehearses 1,000 candidates over a full batch in under a second', () => {
-    simulate(model, { ...req, candidates: 50 }); // warm-up
-    const t0 = performance.now();
+  // The speed target (1,000 full-batch candidates in < 1 s) is measured by `npm run bench`, not here:
+  // a wall-clock limit in the suite fails on a loaded machine without saying anything about the code.
+  it('rehearses 1,000 candidates over a full batch, each accounted for once', () => {
     const r = simulate(model, { ...req, candidates: 1000 });
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(r.ranked.length + r.discarded.length).toBe(1000);
+    const indices = [...r.ranked, ...r.discarded].map((c) => c.index).sort((a, b) => a - b);
+    expect(new Set(indices).size).toBe(1000);
   });
 
   it('takes a duration horizon: tablets made in the window, same quality predictions', () => {
