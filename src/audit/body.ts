@@ -19,12 +19,35 @@
 import { hash } from 'node:crypto';
 import { COL as C, ENTRY_FORMAT, type EntryRow } from './entry.js';
 
-const q = JSON.stringify;
+/** Strings JSON.stringify leaves as they are between its quotes: no `"`, `\\`, control character or surrogate. */
+const PLAIN = /^[^"\\\x00-\x1f\ud800-\udfff]*$/;
+
+/**
+ * `JSON.stringify(s)` (what RFC 8785 §3.2.2.2 specifies for strings), without the call for the common string
+ * that needs no escape: one regular-expression test instead of a JSON.stringify per column is most of what
+ * serialising a row costs. Property-tested equal to JSON.stringify on arbitrary strings.
+ */
+export function jsonString(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
+}
+const q = jsonString;
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 
-function isJsonText(v: unknown): v is string {
+// A subset of the JSON grammar: one primitive, or one flat object of primitives, strings without escapes.
+// Every text it matches is exactly one JSON value (JSON.parse accepts it); what it does not match goes to JSON.parse.
+const PRIM = String.raw`(?:"[^"\\\x00-\x1f]*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)`;
+const KEY = String.raw`"[^"\\\x00-\x1f]*":`;
+const FLAT_JSON = new RegExp(`^(?:${PRIM}|\\{(?:${KEY}${PRIM}(?:,${KEY}${PRIM})*)?\\})$`);
+
+/**
+ * True when `v` is a string holding exactly one JSON value, as JSON.parse decides; the flat values audit
+ * entries mostly carry are recognised by a regular expression without building them (parsing was an eighth
+ * of the verify time). Property-tested to agree with JSON.parse.
+ */
+export function isJsonText(v: unknown): v is string {
   if (typeof v !== 'string') return false;
+  if (FLAT_JSON.test(v)) return true;
   try {
     JSON.parse(v);
     return true;
