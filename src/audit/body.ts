@@ -56,7 +56,6 @@ export function isJsonText(v: unknown): v is string {
   }
 }
 
-const TEXT_COLS = [C.ts, C.actor, C.kind, C.action, C.prev_hash] as const;
 const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 
 /**
@@ -68,8 +67,9 @@ const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], trusted = false): string | undefined {
   const isJson = trusted ? isString : isJsonText;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
-  for (const i of TEXT_COLS) if (typeof r[i] !== 'string') return undefined;
-  let s = `{"action":${q(r[C.action])},"actor":${q(r[C.actor])}`;
+  const { [C.ts]: ts, [C.actor]: actor, [C.kind]: kind, [C.action]: action, [C.prev_hash]: prev } = r;
+  if (typeof ts !== 'string' || typeof actor !== 'string' || typeof kind !== 'string' || typeof action !== 'string' || typeof prev !== 'string') return undefined;
+  let s = `{"action":${q(action)},"actor":${q(actor)}`;
   const args = r[C.args];
   if (args !== null) {
     if (!isJson(args)) return undefined;
@@ -80,14 +80,14 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], tr
     if (typeof intent !== 'number' || !Number.isSafeInteger(intent)) return undefined;
     s += `,"intent":${intent}`;
   }
-  s += `,"kind":${q(r[C.kind])}`;
+  s += `,"kind":${q(kind)}`;
   for (const [key, i] of VALUE_COLS) {
     const v = r[i];
     if (v === null) continue;
     if (!isJson(v)) return undefined;
     s += `,"${key}":${v}`;
   }
-  s += `,"prev_hash":${q(r[C.prev_hash])}`;
+  s += `,"prev_hash":${q(prev)}`;
   const reason = r[C.reason];
   if (reason !== null) {
     if (typeof reason !== 'string') return undefined;
@@ -113,7 +113,7 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], tr
     s += `${sep}"${key}":${q(v)}`;
     sep = ',';
   }
-  return `${s}},"tenant":${q(tenant)},"ts":${q(r[C.ts])},"v":${ENTRY_FORMAT}}`;
+  return `${s}},"tenant":${q(tenant)},"ts":${q(ts)},"v":${ENTRY_FORMAT}}`;
 }
 
 const SUBJECT_COLS = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.reviewer], ['run', C.run], ['setpoint', C.setpoint], ['tool', C.tool]] as const;
