@@ -19,12 +19,35 @@
 import { hash } from 'node:crypto';
 import { COL as C, ENTRY_FORMAT, type EntryRow } from './entry.js';
 
-const q = JSON.stringify;
+/** Strings JSON.stringify leaves as they are between its quotes: no `"`, `\\`, control character or surrogate. */
+const PLAIN = /^[^"\\\x00-\x1f\ud800-\udfff]*$/;
+
+/**
+ * `JSON.stringify(s)` (what RFC 8785 §3.2.2.2 specifies for strings), without the call for the common string
+ * that needs no escape: one regular-expression test instead of a JSON.stringify per column is most of what
+ * serialising a row costs. Property-tested equal to JSON.stringify on arbitrary strings.
+ */
+export function jsonString(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s);
+}
+const q = jsonString;
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 
-function isJsonText(v: unknown): v is string {
+// A subset of the JSON grammar: one primitive, or one flat object of primitives, strings without escapes.
+// Every text it matches is exactly one JSON value (JSON.parse accepts it); what it does not match goes to JSON.parse.
+const PRIM = String.raw`(?:"[^"\\\x00-\x1f]*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)`;
+const KEY = String.raw`"[^"\\\x00-\x1f]*":`;
+const FLAT_JSON = new RegExp(`^(?:${PRIM}|\\{(?:${KEY}${PRIM}(?:,${KEY}${PRIM})*)?\\})$`);
+
+/**
+ * True when `v` is a string holding exactly one JSON value, as JSON.parse decides; the flat values audit
+ * entries mostly carry are recognised by a regular expression without building them (parsing was an eighth
+ * of the verify time). Property-tested to agree with JSON.parse.
+ */
+export function isJsonText(v: unknown): v is string {
   if (typeof v !== 'string') return false;
+  if (FLAT_JSON.test(v)) return true;
   try {
     JSON.parse(v);
     return true;
@@ -33,7 +56,6 @@ function isJsonText(v: unknown): v is string {
   }
 }
 
-const TEXT_COLS = [C.ts, C.actor, C.kind, C.action, C.prev_hash] as const;
 const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 
 /**
@@ -45,8 +67,9 @@ const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], trusted = false): string | undefined {
   const isJson = trusted ? isString : isJsonText;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
-  for (const i of TEXT_COLS) if (typeof r[i] !== 'string') return undefined;
-  let s = `{"action":${q(r[C.action])},"actor":${q(r[C.actor])}`;
+  const { [C.ts]: ts, [C.actor]: actor, [C.kind]: kind, [C.action]: action, [C.prev_hash]: prev } = r;
+  if (typeof ts !== 'string' || typeof actor !== 'string' || typeof kind !== 'string' || typeof action !== 'string' || typeof prev !== 'string') return undefined;
+  let s = `{"action":${q(action)},"actor":${q(actor)}`;
   const args = r[C.args];
   if (args !== null) {
     if (!isJson(args)) return undefined;
@@ -57,14 +80,14 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], tr
     if (typeof intent !== 'number' || !Number.isSafeInteger(intent)) return undefined;
     s += `,"intent":${intent}`;
   }
-  s += `,"kind":${q(r[C.kind])}`;
+  s += `,"kind":${q(kind)}`;
   for (const [key, i] of VALUE_COLS) {
     const v = r[i];
     if (v === null) continue;
     if (!isJson(v)) return undefined;
     s += `,"${key}":${v}`;
   }
-  s += `,"prev_hash":${q(r[C.prev_hash])}`;
+  s += `,"prev_hash":${q(prev)}`;
   const reason = r[C.reason];
   if (reason !== null) {
     if (typeof reason !== 'string') return undefined;
@@ -90,7 +113,7 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], tr
     s += `${sep}"${key}":${q(v)}`;
     sep = ',';
   }
-  return `${s}},"tenant":${q(tenant)},"ts":${q(r[C.ts])},"v":${ENTRY_FORMAT}}`;
+  return `${s}},"tenant":${q(tenant)},"ts":${q(ts)},"v":${ENTRY_FORMAT}}`;
 }
 
 const SUBJECT_COLS = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.reviewer], ['run', C.run], ['setpoint', C.setpoint], ['tool', C.tool]] as const;

@@ -54,9 +54,8 @@ export async function verifyStoreParallel(src: Source, opts: ParallelOptions = {
     // appended meanwhile by a running daemon is not half seen. Rows up to max(seq) never change (append-only).
     db.exec('BEGIN');
     try {
-      const chains = db.prepare('SELECT tenant, count(*) AS n, max(seq) AS hi FROM audit_entry GROUP BY tenant').all() as { tenant: string; n: number; hi: unknown }[];
-      const mine = chains.filter((c) => (opts.tenant === undefined || c.tenant === opts.tenant));
-      const total = mine.reduce((n, c) => n + c.n, 0);
+      const mine = chainExtents(db, opts.tenant);
+      const total = mine.reduce((n, c) => n + Math.max(0, c.n), 0);
       const big = mine.filter((c) => c.n >= minRows);
       const n = Math.max(1, Math.min(opts.workers ?? availableParallelism(), 16));
       if (big.length === 0) return verifyInner(src, opts);
@@ -87,6 +86,37 @@ export async function verifyStoreParallel(src: Source, opts: ParallelOptions = {
   }
 }
 
+interface Extent {
+  readonly tenant: string;
+  /** Rows of the chain as far as the index tells without a scan: `hi` when no row lies below seq 1, else -1. */
+  readonly n: number;
+  readonly hi: unknown;
+}
+
+/**
+ * The chains and their highest seq, from index seeks alone: `count(*)` would read the whole table once more
+ * (a full pass over the file before any worker starts). A chain is taken to hold exactly the rows 1..max(seq)
+ * only when max(seq) is an integer and no row has a seq below 1 or NULL: then the ranges (0, max] the workers
+ * check, each seq present once and in order, are every row of the chain (a text or blob seq sorts above every
+ * number, so it would be the max). Tenants that are not text are left to the sequential walk.
+ */
+function chainExtents(db: Database, only: string | undefined): Extent[] {
+  const tenants: string[] = [];
+  if (only !== undefined) tenants.push(only);
+  else {
+    const first = db.prepare('SELECT tenant FROM audit_entry WHERE tenant IS NOT NULL ORDER BY tenant LIMIT 1').pluck();
+    const next = db.prepare('SELECT tenant FROM audit_entry WHERE tenant > ? ORDER BY tenant LIMIT 1').pluck();
+    for (let t = first.get() as unknown; t !== undefined; t = next.get(t) as unknown) if (typeof t === 'string') tenants.push(t);
+  }
+  const max = db.prepare('SELECT max(seq) FROM audit_entry WHERE tenant = ?').pluck();
+  const below = db.prepare('SELECT EXISTS (SELECT 1 FROM audit_entry WHERE tenant = ? AND (seq IS NULL OR seq < 1))').pluck();
+  return tenants.flatMap((tenant) => {
+    const hi = max.get(tenant) as unknown;
+    if (hi === null || hi === undefined) return [];
+    return [{ tenant, hi, n: typeof hi === 'number' && below.get(tenant) === 0 ? hi : -1 }];
+  });
+}
+
 /** Every seq at which some checkpoint (database or log file) names a head, per tenant: a superset of what verify compares. */
 function checkpointSeqs(db: Database, dataDir: string): Map<string, number[]> {
   const out = new Map<string, number[]>();
@@ -100,19 +130,28 @@ function checkpointSeqs(db: Database, dataDir: string): Map<string, number[]> {
 }
 
 /** A chain checked in ranges and linked; null when anything is in doubt (the sequential walk decides then). */
-async function parallelWalk(pool: WorkerPool, c: { tenant: string; n: number; hi: unknown }, rangeRows: number, wanted: readonly number[], progress: (rows: number) => void): Promise<Walk | null> {
+async function parallelWalk(pool: WorkerPool, c: Extent, rangeRows: number, wanted: readonly number[], progress: (rows: number) => void): Promise<Walk | null> {
   // a seq that is not an integer, a gap, a row outside 1..max: the walk names it
   if (typeof c.hi !== 'number' || !Number.isSafeInteger(c.hi) || c.hi !== c.n) return null;
-  const tasks: RangeTask[] = [];
-  for (let lo = 0; lo < c.hi; lo += rangeRows) {
-    const hi = Math.min(c.hi, lo + rangeRows);
-    tasks.push({ id: 0, tenant: c.tenant, lo, hi, wanted: wanted.filter((s) => s > lo && s <= hi) });
-  }
-  const results = await Promise.all(tasks.map(async (t) => {
-    const r = await pool.range(t);
-    progress(t.hi - t.lo);
-    return r;
-  }));
+  const hiSeq = c.hi;
+  // Ranges are handed out as workers free up and stop at the first one in doubt: max(seq) alone does not bound
+  // the rows (a forged row at seq 10^12 must not queue millions of ranges before the gap is seen).
+  const results: RangeResult[] = [];
+  let next = 0;
+  let failed = false;
+  const puller = async (): Promise<void> => {
+    while (!failed && next < hiSeq) {
+      const lo = next;
+      const hi = Math.min(hiSeq, lo + rangeRows);
+      next = hi;
+      const r = await pool.range({ id: 0, tenant: c.tenant, lo, hi, wanted: wanted.filter((s) => s > lo && s <= hi) });
+      if (!r.ok) failed = true;
+      results[Math.floor(lo / rangeRows)] = r;
+      progress(hi - lo);
+    }
+  };
+  await Promise.all(Array.from({ length: pool.size }, puller));
+  if (failed) return null;
   const hashAt = new Map<number, string>();
   let ph = GENESIS_HASH;
   for (const r of results) {
@@ -131,6 +170,10 @@ class WorkerPool {
 
   private constructor(private readonly workers: Worker[]) {
     this.idle.push(...workers);
+  }
+
+  get size(): number {
+    return this.workers.length;
   }
 
   static async open(file: string, n: number): Promise<WorkerPool> {

@@ -27,6 +27,9 @@ export type RangeResult =
 export type WorkerMessage = { readonly kind: 'range'; readonly task: RangeTask } | { readonly kind: 'quick_check' } | { readonly kind: 'close' };
 export type WorkerReply = { readonly kind: 'range'; readonly result: RangeResult } | { readonly kind: 'quick_check'; readonly result: string } | { readonly kind: 'error'; readonly message: string };
 
+/** Rows fetched per statement step: `all()` over a slice costs less per row than stepping an iterator. */
+const CHUNK = 2048;
+
 /** Check one range on `db`; pure apart from the read. */
 export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
   const want = new Set(t.wanted);
@@ -35,15 +38,18 @@ export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
   let e = t.lo + 1;
   let firstPrev: string | undefined;
   let ph: string | undefined;
-  for (const r of stmt.iterate(t.tenant, t.lo, t.hi) as IterableIterator<EntryRow>) {
-    const h = r[C.hash];
-    if (r[C.seq] !== e || typeof h !== 'string' || typeof r[C.prev_hash] !== 'string') return { id: t.id, ok: false };
-    if (ph === undefined) firstPrev = r[C.prev_hash] as string;
-    else if (r[C.prev_hash] !== ph) return { id: t.id, ok: false };
-    if (rowHash(t.tenant, r) !== h) return { id: t.id, ok: false };
-    if (want.has(e)) hashes.push([e, h]);
-    ph = h;
-    e++;
+  // Slices by seq value; rows outside lo+1..hi or out of order fail the `seq === e` check below either way.
+  for (let from = t.lo; from < t.hi; from += CHUNK) {
+    for (const r of stmt.all(t.tenant, from, Math.min(t.hi, from + CHUNK)) as EntryRow[]) {
+      const h = r[C.hash];
+      if (r[C.seq] !== e || typeof h !== 'string' || typeof r[C.prev_hash] !== 'string') return { id: t.id, ok: false };
+      if (ph === undefined) firstPrev = r[C.prev_hash] as string;
+      else if (r[C.prev_hash] !== ph) return { id: t.id, ok: false };
+      if (rowHash(t.tenant, r) !== h) return { id: t.id, ok: false };
+      if (want.has(e)) hashes.push([e, h]);
+      ph = h;
+      e++;
+    }
   }
   if (e !== t.hi + 1 || firstPrev === undefined || ph === undefined) return { id: t.id, ok: false };
   return { id: t.id, ok: true, firstPrev, lastHash: ph, hashes };

@@ -154,4 +154,17 @@ describe('parallel audit verify agrees with the sequential walk', () => {
     expect(par).toEqual(seq);
     expect(par.ok).toBe(false);
   });
+
+  it('a row moved far beyond the end (seq 10^12), a seq below 1 as a real number: no endless ranges, the sequential diagnosis', async () => {
+    const dir = build();
+    tamper(dir, (db) => db.prepare('UPDATE audit_entry SET seq = 1000000000000 WHERE tenant = ? AND seq = ?').run(T, N));
+    const r = await both(dir);
+    expect(r.par).toEqual(r.seq);
+    expect(r.par.ok).toBe(false);
+    const dir2 = build();
+    tamper(dir2, (db) => db.prepare('UPDATE audit_entry SET seq = 0.5 WHERE tenant = ? AND seq = 3').run(T));
+    const r2 = await both(dir2);
+    expect(r2.par).toEqual(r2.seq);
+    expect(r2.par.ok).toBe(false);
+  });
 });

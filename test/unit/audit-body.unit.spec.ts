@@ -1,0 +1,122 @@
+/**
+ * The fast paths of the row serialisation (body.ts) change no verdict: the string quoting equals
+ * JSON.stringify, the JSON-column check equals "JSON.parse accepts it", and rowBody returns the same bytes
+ * (or the same undefined) as the straightforward serialisation it replaced, on intact and on tampered rows.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isJsonText, jsonString, rowBody } from '../../src/audit/body.js';
+import { COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, type EntryRow } from '../../src/audit/entry.js';
+
+const parses = (s: string): boolean => {
+  try {
+    JSON.parse(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The serialisation before the fast paths: JSON.stringify per string, JSON.parse per JSON column. */
+function referenceBody(tenant: string, r: EntryRow): string | undefined {
+  const q = JSON.stringify;
+  const json = (v: unknown): v is string => typeof v === 'string' && parses(v);
+  const seq = r[C.seq];
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
+  for (const i of [C.ts, C.actor, C.kind, C.action, C.prev_hash]) if (typeof r[i] !== 'string') return undefined;
+  let s = `{"action":${q(r[C.action])},"actor":${q(r[C.actor])}`;
+  if (r[C.args] !== null) {
+    if (!json(r[C.args])) return undefined;
+    s += `,"args":${r[C.args] as string}`;
+  }
+  const intent = r[C.intent];
+  if (intent !== null) {
+    if (typeof intent !== 'number' || !Number.isSafeInteger(intent)) return undefined;
+    s += `,"intent":${intent}`;
+  }
+  s += `,"kind":${q(r[C.kind])}`;
+  for (const [key, i] of [['new', C.new_value], ['old', C.old_value]] as const) {
+    if (r[i] === null) continue;
+    if (!json(r[i])) return undefined;
+    s += `,"${key}":${r[i] as string}`;
+  }
+  s += `,"prev_hash":${q(r[C.prev_hash])}`;
+  if (r[C.reason] !== null) {
+    if (typeof r[C.reason] !== 'string') return undefined;
+    s += `,"reason":${q(r[C.reason])}`;
+  }
+  if (r[C.result] !== null) {
+    if (!json(r[C.result])) return undefined;
+    s += `,"result":${r[C.result] as string}`;
+  }
+  s += `,"seq":${seq}`;
+  if (r[C.signature] !== null) {
+    if (!json(r[C.signature])) return undefined;
+    s += `,"signature":${r[C.signature] as string}`;
+  }
+  const subject: string[] = [];
+  for (const [key, i] of [['agent', C.agent], ['batch', C.batch], ['reviewer', C.reviewer], ['run', C.run], ['setpoint', C.setpoint], ['tool', C.tool]] as const) {
+    if (r[i] === null) continue;
+    if (typeof r[i] !== 'string') return undefined;
+    subject.push(`"${key}":${q(r[i])}`);
+  }
+  return `${s},"subject":{${subject.join(',')}},"tenant":${q(tenant)},"ts":${q(r[C.ts])},"v":${ENTRY_FORMAT}}`;
+}
+
+// Strings with the characters that need escaping well represented: quotes, backslashes, controls, lone and paired surrogates.
+const nasty = fc.constantFrom('"', '\\', '\u0000', '\u001f', '\n', '\ud800', '\udfff', '\ud83d\ude00', 'é', ' ', '/', 'a', '1', ',', ':', '{', '}', '[', ']');
+const str = fc.oneof(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.array(nasty).map((a) => a.join('')));
+const jsonLike = fc.oneof(
+  fc.jsonValue().map((v) => JSON.stringify(v)),
+  fc.jsonValue().map((v) => JSON.stringify(v, null, 1)),
+  // flat objects and primitives as the audit columns hold them, then a character inserted, removed or replaced
+  fc.tuple(fc.jsonValue({ maxDepth: 1 }).map((v) => JSON.stringify(v)), fc.nat(), nasty, fc.constantFrom('insert', 'delete', 'replace')).map(([t, at, ch, op]) => {
+    const i = t.length === 0 ? 0 : at % t.length;
+    return op === 'insert' ? t.slice(0, i) + ch + t.slice(i) : op === 'delete' ? t.slice(0, i) + t.slice(i + 1) : t.slice(0, i) + ch + t.slice(i + 1);
+  }),
+  fc.constantFrom('01', '-', '1.', '.5', '1e', '+1', '1 ', ' 1', '{"a":1,}', '{"a":1},"intent":3', '{"a":1}{"b":2}', '"a"b"', 'tru', 'nul', 'NaN', '{"a" :1}', '{"a":-0}', '{"a":1e+5}', '{"\\u0041":1}', '{"a":"\u0001"}', '{}', '""'),
+  str,
+);
+
+describe('row serialisation fast paths', () => {
+  it('jsonString equals JSON.stringify on arbitrary strings', () => {
+    fc.assert(fc.property(str, (s) => {
+      expect(jsonString(s)).toBe(JSON.stringify(s));
+    }), { numRuns: 3000 });
+  });
+
+  it('isJsonText says yes exactly when JSON.parse accepts the text, and no for non-strings', () => {
+    fc.assert(fc.property(jsonLike, (t) => {
+      expect(isJsonText(t)).toBe(parses(t));
+    }), { numRuns: 5000 });
+    for (const v of [null, 1, Buffer.from('1'), undefined]) expect(isJsonText(v)).toBe(false);
+  });
+
+  it('rowBody returns what the plain serialisation returns, on intact and tampered rows', () => {
+    const cell = fc.oneof(
+      { weight: 4, arbitrary: str },
+      { weight: 4, arbitrary: jsonLike },
+      { weight: 2, arbitrary: fc.constant(null) },
+      { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.double(), fc.constant(2 ** 60), fc.constant(Buffer.from('{}'))) },
+    );
+    const row = fc.tuple(fc.oneof(fc.nat(), cell), fc.array(cell, { minLength: ENTRY_COLUMNS.length - 1, maxLength: ENTRY_COLUMNS.length - 1 }))
+      .map(([seq, rest]) => [seq, ...rest] as EntryRow);
+    fc.assert(fc.property(row, fc.oneof(fc.constant('acme-pharma'), str), (r, tenant) => {
+      expect(rowBody(tenant, r)).toBe(referenceBody(tenant, r));
+    }), { numRuns: 3000 });
+    // a well-formed row (so the comparison is not only of undefineds)
+    const good: EntryRow = [7, '2026-01-01T00:00:00.000Z', 'agent.compress_fill', 'tool_call', 'press.write "x"', 'run_1', null, 'agent.compress_fill', 'press.write_setpoint', 'press.MainForce', null,
+      '{"tag":"press.MainForce","value":12.3}', '{"ok":true,"nested":{"a":[1,2]}}', 'risk \u00b0C\n', '12', '12.3', 3, null, 'a'.repeat(64), 'b'.repeat(64)];
+    expect(rowBody('acme-pharma', good)).toBe(referenceBody('acme-pharma', good));
+    expect(rowBody('acme-pharma', good)).toContain('"reason":"risk °C\\n"');
+  });
+
+  it('a JSON column holding more than one value (columns shifted into each other) is refused', () => {
+    const r: EntryRow = [1, '2026-01-01T00:00:00.000Z', 'system', 'system', 'x', null, null, null, null, null, null,
+      '{"a":1},"intent":3', null, null, null, null, null, null, '0'.repeat(64), 'h'];
+    expect(rowBody('site', r)).toBeUndefined();
+    r[C.args] = '{"a":1}';
+    r[C.intent] = 3;
+    expect(rowBody('site', r)).toContain('"args":{"a":1},"intent":3');
+  });
+});
