@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { newStore, tempDir } from '../unit/audit-helpers.js';
 import {
-  aedesBroker, COUNTER, counterSample, counterValues, firstOccurrences, newPublisher, seqBroken, subscriber, until,
+  aedesBroker, COUNTER, counterSample, counterSender, counterValues, firstOccurrences, newPublisher, seqBroken, subscriber, until,
 } from './mqtt-helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -70,13 +70,7 @@ describe('Sparkplug B publisher on aedes', () => {
     cleanups.push(() => p.stop());
     p.start();
     await p.when('live');
-    let v = 0;
-    const send = (n: number): void => {
-      for (let i = 0; i < n; i++) {
-        clock.advance(100);
-        p.samples([counterSample(++v, clock.now())]);
-      }
-    };
+    const send = counterSender(p, clock);
     send(200);
     await until(() => counterValues(sub.seen).length >= 20, 'the first values through');
     await b.killEdge(); // mid-stream: most of these are still waiting for their PUBACK

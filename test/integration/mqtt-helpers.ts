@@ -153,6 +153,17 @@ export function counterSample(v: number, at: number): Sample {
   return { tag: COUNTER.tag, value: v, quality: 'good', status: 'Good', unit: '{tbl}', sourceTime: at, receivedAt: at };
 }
 
+/** A sender of the counter's next `n` values, 100 ms of the manual clock apart (the stream both broker tests cut). */
+export function counterSender(p: SparkplugPublisher, clock: ManualClock): (n: number) => void {
+  let v = 0;
+  return (n) => {
+    for (let i = 0; i < n; i++) {
+      clock.advance(100);
+      p.samples([counterSample(++v, clock.now())]);
+    }
+  };
+}
+
 export function newPublisher(store: Store, clock: ManualClock, url: string, extra: Partial<PublisherOptions> = {}): SparkplugPublisher {
   const current = new Map<string, Sample>();
   return new SparkplugPublisher({

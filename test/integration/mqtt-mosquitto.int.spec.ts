@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newStore, tempDir } from '../unit/audit-helpers.js';
-import { counterSample, counterValues, firstOccurrences, mosquittoBroker, newPublisher, seqBroken, subscriber, until } from './mqtt-helpers.js';
+import { counterSender, counterValues, firstOccurrences, mosquittoBroker, newPublisher, seqBroken, subscriber, until } from './mqtt-helpers.js';
 
 const MOSQUITTO = '/usr/sbin/mosquitto';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -28,13 +28,7 @@ describe.skipIf(!existsSync(MOSQUITTO))('Sparkplug B publisher on mosquitto', ()
     cleanups.push(() => p.stop());
     p.start();
     await p.when('live');
-    let v = 0;
-    const send = (n: number): void => {
-      for (let i = 0; i < n; i++) {
-        clock.advance(100);
-        p.samples([counterSample(++v, clock.now())]);
-      }
-    };
+    const send = counterSender(p, clock);
     send(300);
     await until(() => counterValues(sub.seen).length >= 20, 'the first values through');
     await b.kill();
