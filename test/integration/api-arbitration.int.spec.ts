@@ -4,14 +4,14 @@
  * exactly as the writer persists them (rows naming their audit entry), then the writer is built on that store and
  * reloads them — as after a restart. A person lists them (only their tenant's) and decides one with a reason;
  * the decision is the writer's own `resolve`: audited with who and why, the chosen side owns the setpoint, and
- * nothing is written to the equipment. Also GET /v1/auth/me for a local token.
+ * nothing is written to the equipment. Also GET /v1/auth/me for a local token and an SSO JWT.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arbitrate, EMPTY_ARBITRATION, type ArbitrationRequest, type ArbitrationState } from '../../src/arbitration/index.js';
 import { queryAudit } from '../../src/audit/index.js';
 import { ArbitrationStore } from '../../src/engine/arbitration-store.js';
 import { GuardedWriter } from '../../src/engine/guarded-writer.js';
-import { PASSWORD, req, startIdentityApi, T0, type ApiParts, type IdentityApi } from '../helpers/identity-api.js';
+import { oidcConfig, PASSWORD, providerKey, req, startIdentityApi, T0, token, writeJwks, type ApiParts, type IdentityApi } from '../helpers/identity-api.js';
 
 const ACME = '/v1/tenants/acme-pharma';
 const BOREALIS = '/v1/tenants/borealis-bio';
@@ -115,5 +115,22 @@ describe('GET /v1/auth/me', () => {
     expect(Date.parse(me.body.expiresAt)).toBeGreaterThan(T0);
     expect(Date.parse(me.body.sessionEndsAt)).toBeGreaterThanOrEqual(Date.parse(me.body.expiresAt));
     expect((await req(a, 'GET', '/v1/auth/me')).body.code).toBe('LK_UNAUTHENTICATED');
+  });
+
+  it('answers an SSO user from a provider\'s JWT: source sso, the token\'s expiry, no session end', async () => {
+    const key = await providerKey('k-me');
+    const sso = await startIdentityApi({ oidc: (dir) => oidcConfig({ jwks_file: writeJwks(dir, [key]) }) });
+    try {
+      const me = await req(sso, 'GET', '/v1/auth/me', { token: await token(key, { plants: ['plant-acme'] }) });
+      expect(me.status).toBe(200);
+      expect(me.body).toEqual({
+        user: { id: 'q.sso', name: 'Quinn Sso', role: 'qa_reviewer', tenants: ['acme-pharma'], source: 'sso' },
+        expiresAt: new Date(T0 + 600_000).toISOString(), sessionEndsAt: null,
+      });
+      const forged = await req(sso, 'GET', '/v1/auth/me', { token: await token(await providerKey('k-me'), { plants: ['plant-acme'] }) });
+      expect(forged.status).toBe(401);
+    } finally {
+      await sso.close();
+    }
   });
 });
