@@ -47,6 +47,23 @@ export async function signIn(user, password) {
   return s;
 }
 
+/**
+ * Sign in with a bearer JWT of the site's identity provider, pasted (or handed over by a proxy in front of the
+ * console): the console holds no client secret and runs no OIDC flow itself. The daemon verifies the token
+ * (GET /v1/auth/me: signature against the site's JWKS, issuer, audience, expiry, role and tenant mapping) before
+ * the tab keeps it; from then on it is used exactly as a local token. It is not renewed here (the provider
+ * renews it): the session ends when it expires.
+ */
+export async function signInWithToken(jwt) {
+  const token = jwt.trim();
+  const r = await fetch('/v1/auth/me', { headers: { authorization: `Bearer ${token}` } });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new ApiError(r.status, body.code, body.detail);
+  const s = { token, expiresAt: body.expiresAt, user: body.user, tenant: body.user.tenants[0], source: body.user.source };
+  setSession(s);
+  return s;
+}
+
 /** Sign out: the daemon ends the session at once (its token refused, its streams closed), then the tab forgets it. */
 export async function signOut(reason = 'You signed out.') {
   const token = session?.token;
@@ -63,7 +80,8 @@ export async function signOut(reason = 'You signed out.') {
 let renewTimer = null;
 function scheduleRenewal() {
   clearTimeout(renewTimer);
-  if (!session) return;
+  // an identity-provider token is renewed at the provider, never here
+  if (!session || session.source === 'sso') return;
   const due = Date.parse(session.expiresAt) - Date.now() - 60_000;
   renewTimer = setTimeout(async () => {
     const s = session;

@@ -2,7 +2,7 @@
 // Routing is the URL fragment (#/runs/run_…), so every page has an address and the browser's back works.
 import { render } from '../vendor/preact.js';
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
-import { api, getSession, onSession, setSession, signIn, signOut } from './api.js';
+import { api, getSession, onSession, setSession, signIn, signInWithToken, signOut } from './api.js';
 import { ApprovalsPage } from './approvals.js';
 import { AuditPage } from './audit.js';
 import { AutonomyPage } from './autonomy.js';
@@ -45,13 +45,13 @@ function useRoute() {
 function SignIn({ reason }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
-  const submit = async (e) => {
+  const attempt = async (e, how) => {
     e.preventDefault();
     const f = new FormData(e.target);
     setBusy(true);
     setError(null);
     try {
-      await signIn(String(f.get('user')), String(f.get('password')));
+      await how(f);
       if (!location.hash || location.hash === '#/') location.hash = '#/line';
     } catch (err) {
       setError(err);
@@ -59,6 +59,8 @@ function SignIn({ reason }) {
       setBusy(false);
     }
   };
+  const submit = (e) => attempt(e, (f) => signIn(String(f.get('user')), String(f.get('password'))));
+  const withToken = (e) => attempt(e, (f) => signInWithToken(String(f.get('jwt'))));
   return html`<main id="main" class="signin">
     <h1>linekeeper review console</h1>
     ${reason ? html`<p class="notice" role="status">${reason}</p>` : null}
@@ -70,6 +72,12 @@ function SignIn({ reason }) {
       <button type="submit" disabled=${busy}>Sign in</button>
     </form>
     <${ErrorNote} error=${error} />
+    <h2>Sign in with an identity-provider token</h2>
+    <form onSubmit=${withToken} aria-label="Sign in with an identity-provider token">
+      <label for="signin-jwt">Identity-provider token (JWT)</label>
+      <textarea id="signin-jwt" name="jwt" rows="3" required spellcheck="false" autocomplete="off"></textarea>
+      <button type="submit" disabled=${busy}>Use this token</button>
+    </form>
   </main>`;
 }
 

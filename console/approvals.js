@@ -5,6 +5,7 @@
 // (wrong password, not the named reviewer) says so and signs nothing.
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { Escalations } from './escalations.js';
 import { Badge, Dialog, ErrorNote, fmt, html, short, time } from './ui.js';
 
 function meanings(item) {
@@ -96,5 +97,6 @@ export function ApprovalsPage({ s }) {
       <${What} item=${i} />
       ${maySign ? html`<button type="button" onClick=${() => setOpen(i)}>Review and sign…</button>` : null}
     </li>`)}</ul>
-    ${open ? html`<${SignDialog} item=${open} onDone=${load} onClose=${() => setOpen(null)} />` : null}`;
+    ${open ? html`<${SignDialog} item=${open} onDone=${load} onClose=${() => setOpen(null)} />` : null}
+    <${Escalations} s=${s} />`;
 }

@@ -3,6 +3,7 @@
 // reasoning (inputs, the twin's prediction, candidates, why) in the panel beside the list.
 import { useEffect, useMemo, useRef, useState } from '../vendor/hooks.js';
 import { api, followRun } from './api.js';
+import { Escalations } from './escalations.js';
 import { Badge, ErrorNote, fmt, html, short, time } from './ui.js';
 
 const SAMPLE = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
@@ -162,5 +163,6 @@ export function RunPage({ s, id }) {
       <${LogList} lines=${lines} version=${version} selected=${selected?.id} onSelect=${(l) => setSelected(selected?.id === l.id ? null : l)} />
       <section id="log-detail" class="reasoning" aria-label="Reasoning of the chosen entry" aria-live="polite"><h3>Reasoning</h3><${Reasoning} line=${selected} /></section>
     </div>
+    <${Escalations} s=${s} />
     ${run?.release ? html`<p>Release package: sha256 of release.json <code>${short(run.release.sha256.json)}</code></p>` : null}`;
 }

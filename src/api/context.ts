@@ -16,8 +16,11 @@ import type { RunStreams } from './sse.js';
 /** The parts of a running daemon the API drives (`Daemon` has them all). */
 export interface ApiDaemon {
   readonly engine: RunEngine;
-  /** Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time). */
-  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject'>;
+  /**
+   * Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time); pending
+   * arbitration deadlocks and a person's decision of one.
+   */
+  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve'>;
   readonly store: Store;
   readonly loaded: LoadedConfig;
   /** The policy bundle in force, or null (every write is then denied). */

@@ -280,6 +280,20 @@ export class Identity {
   }
 
   /**
+   * Who a bearer token stands for, and until when: the console's whoami after a pasted SSO token, and its check
+   * of a stored local one. `sessionEndsAt` is null for an SSO token (the provider decides; no renewal here).
+   * @throws LkError as {@link authenticate}.
+   */
+  async whoami(token: string | undefined): Promise<{ user: AuthUser; expiresAt: number; sessionEndsAt: number | null }> {
+    if (token && this.o.oidc && looksLikeJwt(token)) {
+      const u = await this.ssoUser(token);
+      return { user: u.user, expiresAt: u.expiresAt, sessionEndsAt: null };
+    }
+    const { session, user } = this.local(token);
+    return { user, expiresAt: session.expiresAt, sessionEndsAt: session.maxUntil };
+  }
+
+  /**
    * A check an open event stream repeats: false once the token's session ended (signed out, account disabled
    * or locked, expired without renewal). The stream holds the session, not the token, so a renewal does not
    * end it. @throws as {@link authenticate} when the token is not valid now.

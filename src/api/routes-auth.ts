@@ -13,7 +13,7 @@ import type { Api } from './context.js';
 import type { Identity, IssuedToken } from './identity.js';
 import { FailureLimiter } from './limiter.js';
 import { Problem } from './problem.js';
-import { SignOutView, TokenBody, TokenView } from './schemas.js';
+import { SignOutView, TokenBody, TokenView, WhoAmIView } from './schemas.js';
 
 /** Renewal and sign-out take no body (an empty object is accepted; anything in it is refused). */
 const NoBody = z.strictObject({}).nullish();
@@ -71,6 +71,21 @@ export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, l
       security, body: NoBody, response: { 200: TokenView, ...problems },
     },
   }, async (req) => view(identity.refresh(bearer(req.headers.authorization))));
+
+  app.get('/v1/auth/me', {
+    onRequest: signedIn,
+    schema: {
+      tags: ['auth'], summary: 'Who the bearer token stands for (local or SSO): user, role, tenants and when the token expires — how the console checks a pasted identity-provider token',
+      security, response: { 200: WhoAmIView, ...problems },
+    },
+  }, async (req) => {
+    const me = await identity.whoami(bearer(req.headers.authorization));
+    const u = me.user;
+    return {
+      user: { id: u.id, name: u.name, role: u.role, tenants: [...u.tenants], source: u.source ?? 'local' },
+      expiresAt: new Date(me.expiresAt).toISOString(), sessionEndsAt: me.sessionEndsAt === null ? null : new Date(me.sessionEndsAt).toISOString(),
+    };
+  });
 
   app.post('/v1/auth/logout', {
     onRequest: signedIn,

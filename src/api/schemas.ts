@@ -62,6 +62,11 @@ export const TokenView = z.object({
   sessionEndsAt: iso.optional().describe('renewals (POST /v1/auth/token/refresh) go no further: then sign in again'),
   user: AuthUserView,
 });
+export const WhoAmIView = z.object({
+  user: AuthUserView.extend({ source: z.enum(['local', 'sso']) }),
+  expiresAt: iso.describe('the bearer token stops being accepted then'),
+  sessionEndsAt: iso.nullable().describe('local sessions: renewals go no further; null for an SSO token (renewed at the provider)'),
+});
 export const SignOutView = z.object({ signedOut: z.string().describe('the user whose session ended') });
 export const AutonomyBody = z.strictObject({
   agent: z.string().regex(/^agent\.[a-z_]{1,64}$/, 'an agent id is agent.<role>').optional(),
@@ -181,3 +186,22 @@ export const LineView = z.object({
 });
 export const AuditPageView = z.object({ items: z.array(z.record(z.string(), z.unknown())), next: z.string().optional() });
 export const Health = z.object({ status: z.enum(['ok', 'ready']), version: z.string() });
+
+const EscalationSide = z.object({
+  requestId: z.string(), agent: z.string(), target: z.string().describe('the value the agent asked for, with its unit'), attribute: z.string(),
+  justification: z.string(), at: iso,
+});
+export const EscalationView = z.object({
+  id: z.string().describe('the setpoint: one deadlock per setpoint at a time'), setpoint: z.string(), reason: z.literal('DEADLOCK_EQUAL_RANK'),
+  score: z.number().int(), rank: z.enum(['quality', 'throughput']), since: iso, sides: z.array(EscalationSide),
+});
+export const EscalationList = z.object({ items: z.array(EscalationView) });
+export const EscalationParams = z.strictObject({ tenant, id: text(1, 200) });
+export const EscalationDecisionBody = z.strictObject({
+  choose: text(1, 300).describe('the requestId of the side that wins'),
+  reason: text(1, 1000).describe('why (audited with the decider)'),
+});
+export const EscalationDecisionView = z.object({
+  setpoint: z.string(), decidedBy: z.string(), role: z.string(), reason: z.string(),
+  winner: EscalationSide, declined: z.array(EscalationSide.extend({ reason: z.string() })),
+});

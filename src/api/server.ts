@@ -23,6 +23,7 @@ import { registerMetricsRoute } from './routes-metrics.js';
 import type { Metrics } from '../ops/metrics.js';
 import { registerAuthRoutes } from './routes-auth.js';
 import { registerAutonomyRoutes } from './routes-autonomy.js';
+import { registerArbitrationRoutes } from './routes-arbitration.js';
 import { Health } from './schemas.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
@@ -120,6 +121,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   }
   registerAutonomyRoutes(app, ctx);
   registerReviewRoutes(app, ctx);
+  registerArbitrationRoutes(app, ctx);
   if (o.console !== false) registerConsole(app);
   await app.ready();
 

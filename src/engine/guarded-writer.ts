@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WriteCapability, WriteResult } from '../../connectors/types.js';
-import { type ArbitrationResult, type ArbitrationState, resolveEscalation } from '../arbitration/index.js';
+import { type ArbitrationResult, type ArbitrationState, type Escalation, resolveEscalation } from '../arbitration/index.js';
 import type { Approval, PolicyContext } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import type { PolicyBundle } from '../policy/index.js';
@@ -107,6 +107,20 @@ export class GuardedWriter {
   /** Current arbitration state (owners, pending escalations). */
   arbitration(): ArbitrationState {
     return this.arb;
+  }
+
+  /**
+   * Pending deadlocks with the tenant whose proposal last changed each (the API shows a tenant only its own),
+   * oldest first. Read-only: a person decides one with {@link resolve}.
+   */
+  escalations(): { readonly tenant: string; readonly escalation: Escalation }[] {
+    const tenants = this.arbStore.escalationTenants();
+    return Object.values(this.arb.escalations)
+      .flatMap((escalation) => {
+        const tenant = tenants.get(escalation.setpoint);
+        return tenant === undefined ? [] : [{ tenant, escalation }];
+      })
+      .sort((a, b) => a.escalation.since - b.escalation.since || (a.escalation.setpoint < b.escalation.setpoint ? -1 : 1));
   }
 
   /**

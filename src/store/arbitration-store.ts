@@ -13,7 +13,7 @@ import { LkError } from '../errors.js';
 import type { Store, TxContext } from './store.js';
 
 export class ArbitrationStore {
-  private readonly st: Record<'owners' | 'putOwner' | 'delOwner' | 'escalations' | 'putEscalation' | 'delEscalation', Statement>;
+  private readonly st: Record<'owners' | 'putOwner' | 'delOwner' | 'escalations' | 'escalationTenants' | 'putEscalation' | 'delEscalation', Statement>;
 
   /** @throws LkError LK_STORE_MIGRATION when the store has no arbitration tables (schema older than 4). */
   constructor(store: Store) {
@@ -28,6 +28,7 @@ export class ArbitrationStore {
       ),
       delOwner: db.prepare('DELETE FROM arbitration_owner WHERE setpoint = ?'),
       escalations: db.prepare('SELECT escalation FROM arbitration_escalation ORDER BY setpoint').pluck(),
+      escalationTenants: db.prepare('SELECT setpoint, tenant FROM arbitration_escalation'),
       putEscalation: db.prepare(
         `INSERT INTO arbitration_escalation (setpoint, escalation, since, tenant, audit_seq) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (setpoint) DO UPDATE SET escalation = excluded.escalation, since = excluded.since, tenant = excluded.tenant, audit_seq = excluded.audit_seq`,
@@ -50,6 +51,11 @@ export class ArbitrationStore {
       escalations[e.setpoint] = e;
     }
     return { owners, escalations };
+  }
+
+  /** Tenant of each pending escalation, by setpoint: the tenant whose arbitration step last changed it. */
+  escalationTenants(): Map<string, string> {
+    return new Map((this.st.escalationTenants.all() as { setpoint: string; tenant: string }[]).map((r) => [r.setpoint, r.tenant]));
   }
 
   /**

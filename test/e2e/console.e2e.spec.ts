@@ -14,6 +14,7 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -22,7 +23,12 @@ let browser: Browser;
 let ctx: BrowserContext;
 let page: Page;
 let runId: string;
+/** The made-up identity provider whose JWKS the daemon trusts (api.oidc): SSO and local users on one daemon. */
+let idp: ProviderKey;
 const problems: string[] = [];
+let auditorToken: string | undefined;
+/** The auditor's token for checks through the API, signed in once (each sign-in is a scrypt). */
+const auditor = async (): Promise<string> => (auditorToken ??= await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!));
 const audited: Record<string, number> = {};
 interface Violation { id: string; impact?: string | null; help: string; nodes: { target: unknown[] }[] }
 
@@ -63,8 +69,19 @@ async function signOut(): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  idp = await providerKey('k-console');
+  // one daemon for every case: OIDC beside the local users costs no second start
+  // the daemon and the browser start side by side (each takes seconds on a loaded machine)
+  [node, browser] = await Promise.all([
+    startApiNode({
+      timeScale: 300, tablets: 30_000, pollMs: 100,
+      site: (yaml, dir) => {
+        writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [idp.jwk] }));
+        return `${yaml}\napi:\n  oidc:\n    issuer: ${ISSUER}\n    audience: ${AUDIENCE}\n    jwks_file: jwks.json\n    algorithms: [ES256]\n    role_map: { lk-qa: qa_reviewer }\n    tenants: [acme-pharma]\n`;
+      },
+    }),
+    chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }),
+  ]);
   ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   page = await ctx.newPage();
   page.setDefaultTimeout(30_000);
@@ -102,6 +119,25 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await poll(() => page.getByRole('alert').textContent()).toContain('LK_');
+  });
+
+  it('signs in with a pasted identity-provider token (verified by GET /v1/auth/me); a forged one is refused', async () => {
+    await page.goto(`${node.url}/console`);
+    await page.evaluate('sessionStorage.clear()');
+    await page.reload();
+    const jwt = page.getByLabel('Identity-provider token (JWT)');
+    const stranger = await providerKey('k-console');
+    await jwt.fill(await token(stranger, {}, { now: Date.now() }));
+    await page.getByRole('button', { name: 'Use this token' }).click();
+    await poll(() => page.getByRole('alert').textContent()).toContain('LK_');
+    expect(await page.getByTestId('who').count()).toBe(0);
+    await jwt.fill(await token(idp, {}, { now: Date.now() }));
+    await page.getByRole('button', { name: 'Use this token' }).click();
+    await poll(() => page.getByTestId('who').textContent()).toContain('Quinn Sso (q.sso, qa reviewer)');
+    // and it works as a local token does: a page of its role, with the daemon's data
+    await page.getByRole('link', { name: 'Models' }).click();
+    await page.locator('.card h2').first().waitFor();
+    await signOut();
   });
 
   it('the operator sees the line; a LOST PLC is announced in words at the top', async () => {
@@ -164,7 +200,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await dialog.getByRole('button', { name: 'Sign' }).click();
     await page.getByTestId('nothing-signed').waitFor();
     expect(await dialog.getByRole('alert').textContent()).toContain('LK_REAUTH_FAILED');
-    const gate = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!) })).body.approvalGate;
+    const gate = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await auditor() })).body.approvalGate;
     expect(gate.status).toBe('pending');
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
     await dialog.getByRole('button', { name: 'Sign' }).click();
@@ -173,6 +209,38 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await m.textContent()).toMatch(/Maria Rossi \(m\.rossi, qa_reviewer\).*UTC.*approve: QA release of batch B-1042/);
     await check('08-signed');
     await dialog.getByRole('button', { name: 'Close' }).click();
+  });
+
+  it('an arbitration deadlock shows both sides; resolving it needs a reason, sent with the chosen side', async () => {
+    // the route itself runs on a real writer and store in test/integration/api-arbitration; here the page's part
+    const esc = {
+      id: 'press.TurretSpeed', setpoint: 'press.TurretSpeed', reason: 'DEADLOCK_EQUAL_RANK', score: 2, rank: 'quality', since: '2026-11-23T08:00:00.000Z',
+      sides: [
+        { requestId: 'p1:press.TurretSpeed', agent: 'agent.quality_conf', target: '42 {rev}/min', attribute: 'content_uniformity', justification: 'CU drifting', at: '2026-11-23T08:00:00.000Z' },
+        { requestId: 'p2:press.TurretSpeed', agent: 'agent.compress_fill', target: '38 {rev}/min', attribute: 'dissolution', justification: 'dissolution margin', at: '2026-11-23T08:00:01.000Z' },
+      ],
+    };
+    let pending = [esc];
+    const sent: unknown[] = [];
+    await page.route('**/arbitration/escalations', (r) => r.fulfill({ json: { items: pending } }).catch(() => undefined));
+    await page.route('**/arbitration/escalations/*', (r) => {
+      sent.push(r.request().postDataJSON());
+      pending = [];
+      return r.fulfill({ json: { setpoint: esc.setpoint, decidedBy: 'm.rossi', role: 'qa_reviewer', reason: 'dissolution first', winner: esc.sides[1], declined: [{ ...esc.sides[0], reason: 'HUMAN_DECISION' }] } }).catch(() => undefined);
+    });
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const card = page.locator('[data-escalation="press.TurretSpeed"]');
+    await card.waitFor();
+    expect(await card.textContent()).toMatch(/agent\.quality_conf.*42 \{rev\}\/min.*agent\.compress_fill.*38 \{rev\}\/min/s);
+    await check('08b-escalation');
+    await card.getByLabel(/agent\.compress_fill/).check();
+    await card.getByRole('button', { name: 'Resolve deadlock' }).click();
+    expect(sent).toEqual([]); // the reason is required: the browser does not send the form without it
+    await card.getByLabel('Reason (required, audited)').fill('dissolution first');
+    await card.getByRole('button', { name: 'Resolve deadlock' }).click();
+    await poll(() => page.getByTestId('escalation-decided').textContent()).toContain('agent.compress_fill');
+    expect(sent).toEqual([{ choose: 'p2:press.TurretSpeed', reason: 'dissolution first' }]);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
   });
 
   it('the run completes and its genealogy is plotted; the release package downloads', async () => {
@@ -244,7 +312,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     const fake = 'run_00000000000000000000';
     const lines = Array.from({ length: 10_000 }, (_, i) => ({ id: i + 1, run: fake, at: 1_800_000_000_000 + i, time: '08:00:00', kind: i % 2 ? 'ok' : 'call', step: 'compress.press', agent: 'agent.compress_fill', tool: `press.tool_${i + 1}`, auditSeq: i + 1 }));
     const body = `retry: 2000\n\n${lines.map((l) => `id: ${l.id}\nevent: ${l.kind}\ndata: ${JSON.stringify(l)}\n\n`).join('')}`;
-    const run = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!) })).body;
+    const run = (await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await auditor() })).body;
     await page.route(`**/runs/${fake}/stream`, (r) => r.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body }).catch(() => undefined));
     await page.route(`**/runs/${fake}`, (r) => r.fulfill({ json: { ...run, id: fake, status: 'RUNNING' } }).catch(() => undefined));
     await page.goto(`${node.url}/console#/runs/${fake}`);
@@ -260,12 +328,17 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
   });
 
   it('a session that times out returns to sign-in and says so; no page error or CSP violation happened', async () => {
+    // 10 s ahead, not 1–2: a reload on a loaded machine can take seconds, and a session already expired when the
+    // page loads is dropped silently (the sign-in page then has no reason to show). The daemon refuses the renewal
+    // the page attempts before expiry (as at the session's maximum age), so the session really ends.
+    await page.route('**/v1/auth/token/refresh', (r) => r.fulfill({ status: 401, json: { code: 'LK_UNAUTHENTICATED', detail: 'session at its maximum age' } }).catch(() => undefined));
     await page.evaluate(`(() => {
       const s = JSON.parse(sessionStorage.getItem('linekeeper.session'));
-      sessionStorage.setItem('linekeeper.session', JSON.stringify({ ...s, expiresAt: new Date(Date.now() + 1500).toISOString() }));
+      sessionStorage.setItem('linekeeper.session', JSON.stringify({ ...s, expiresAt: new Date(Date.now() + 10_000).toISOString() }));
     })()`);
     await page.reload();
     await page.getByText('Your session timed out: sign in again.').waitFor();
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
     expect(problems).toEqual([]);
     console.log(`axe passes per page: ${JSON.stringify(audited)}`);
   });

@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts,
- * routes-site.ts, routes-review.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -22,6 +22,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   // renewal and sign-out act on the caller's own token: any role, no tenant
   'POST /v1/auth/token/refresh': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   'POST /v1/auth/logout': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
+  // whoami: any signed-in caller, local or SSO (the console's check of a pasted identity-provider token)
+  'GET /v1/auth/me': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   'GET /healthz': 'public',
   'GET /readyz': 'public',
   [`POST ${T}/runs`]: ['operator', 'process_engineer'],
@@ -44,6 +46,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`GET ${T}/autonomy`]: READERS,
   [`PUT ${T}/autonomy`]: ['operator', 'process_engineer', 'qa_reviewer'],
   [`POST ${T}/models/{id}/status`]: ['qa_reviewer'],
+  // routes-arbitration.ts: deadlocks a person resolves
+  [`GET ${T}/arbitration/escalations`]: READERS,
+  [`POST ${T}/arbitration/escalations/{id}`]: ['process_engineer', 'qa_reviewer'],
 };
 
 /** Operations that end the caller's session: probes that reuse a token must not call them (they get their own tests). */

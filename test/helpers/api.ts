@@ -21,9 +21,10 @@ export interface ApiNode {
 
 /**
  * Start the daemon with its API. `timeScale` speeds the simulator up (a full run takes well under a minute at
- * 300 with a small batch); `tablets` shrinks the sample batch B-1042.
+ * 300 with a small batch); `tablets` shrinks the sample batch B-1042; `site` edits the site file's text (and may
+ * write files beside it, in `dir`).
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -34,7 +35,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
     writeFileSync(f, JSON.stringify(rec));
   }
   const site = readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`);
-  writeFileSync(join(dir, 'site.yaml'), site);
+  writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(site, dir) : site);
   const daemon = await startDaemon({
     configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),

@@ -1,7 +1,8 @@
 /**
  * The REST API over a real store (SQLite in a temp dir, the embedded default's configuration and policy bundle)
  * with a stub run engine, an injected clock and cheap scrypt: for the identity routes — sign-in, renewal,
- * sign-out, throttling, SSO, autonomy — without a plant simulator. Also: keys and tokens of a made-up OIDC
+ * sign-out, throttling, SSO, autonomy, arbitration decisions (with a real guarded writer the test builds) — without
+ * a plant simulator. Also: keys and tokens of a made-up OIDC
  * provider (jose), and a JWKS file of its public keys.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,10 +13,11 @@ import { createApi, type ApiServer } from '../../src/api/index.js';
 import { Identity } from '../../src/api/identity.js';
 import { OidcVerifier } from '../../src/api/oidc.js';
 import { ManualClock } from '../../src/clock.js';
-import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { Oidc, type OidcConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
+import type { PolicyBundle } from '../../src/policy/index.js';
 import { openStore, type Store } from '../../src/store/store.js';
 
 export const ISSUER = 'https://idp.plant.example/realms/ravenna';
@@ -69,7 +71,15 @@ export function oidcConfig(extra: Record<string, unknown>): OidcConfig {
   });
 }
 
-export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; ttlMs?: number; maxMs?: number; keepAliveMs?: number; limits?: { windowMs: number; perAddress: number; perAccount: number } } = {}): Promise<IdentityApi> {
+/** What a test's own daemon parts are built from (e.g. a real guarded writer over the API's store). */
+export interface ApiParts {
+  readonly store: Store;
+  readonly clock: ManualClock;
+  readonly bundle: PolicyBundle;
+  readonly loaded: LoadedConfig;
+}
+
+export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; writer?: (parts: ApiParts) => unknown; ttlMs?: number; maxMs?: number; keepAliveMs?: number; limits?: { windowMs: number; perAddress: number; perAccount: number } } = {}): Promise<IdentityApi> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-identity-'));
   const clock = new ManualClock(T0);
   const loaded = loadConfig(defaultConfigFile(), { dataDir: join(dir, 'data') });
@@ -95,7 +105,7 @@ export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; 
     settled: async () => undefined,
   };
   const api = await createApi({
-    daemon: { engine, writer: {}, store, loaded, policy: { bundle }, connectors: [], live: new Map(), supervision: () => new Map() } as never,
+    daemon: { engine, writer: o.writer ? o.writer({ store, clock, bundle: bundle!, loaded }) : {}, store, loaded, policy: { bundle }, connectors: [], live: new Map(), supervision: () => new Map() } as never,
     clock, users: identity, streams: { keepAliveMs: o.keepAliveMs ?? 50 }, ...(o.limits ? { signInLimits: o.limits } : {}),
   });
   return {

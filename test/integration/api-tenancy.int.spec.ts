@@ -51,6 +51,8 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return {};
     case 'PUT /v1/tenants/{tenant}/autonomy':
       return { agent: 'agent.compress_fill', level: 'L0', reason: 'tenancy probe' };
+    case 'POST /v1/tenants/{tenant}/arbitration/escalations/{id}':
+      return { choose: 'tenancy-probe:press.MainForce', reason: 'tenancy probe' };
     case 'POST /v1/tenants/{tenant}/models/{id}/status':
       return { to: 'retired', changeRef: 'CC-2026-0001', reason: 'tenancy probe', password: passwords.get(user) };
     default:
