@@ -21,6 +21,7 @@ import { registerMetricsRoute } from './routes-metrics.js';
 import type { Metrics } from '../ops/metrics.js';
 import { registerAuthRoutes } from './routes-auth.js';
 import { registerAutonomyRoutes } from './routes-autonomy.js';
+import { registerModelRoutes } from './routes-models.js';
 import { Health } from './schemas.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
@@ -115,6 +116,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
     o.metrics.metrics.setSources({ sseClients: () => streams.size });
   }
   registerAutonomyRoutes(app, ctx);
+  registerModelRoutes(app, ctx);
   await app.ready();
 
   let closing: Promise<void> | undefined;
