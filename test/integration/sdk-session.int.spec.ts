@@ -1,0 +1,108 @@
+/**
+ * The TypeScript SDK's session over a long stream: the token is renewed before it expires (POST
+ * /v1/auth/token/refresh) so an open event stream outlives the token's lifetime, and a stream whose session
+ * ended gets `event: session_end` and stops with LK_UNAUTHENTICATED instead of reconnecting. Against the REST
+ * API on loopback (real identity, store and SSE; stub engine whose run stays RUNNING) with the API's injected
+ * clock, which the client's `now` follows: minutes pass without waiting for them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LinekeeperClient, LinekeeperError, type FetchLike } from '../../src/sdk/index.js';
+import { PASSWORD, RUN, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
+
+const MIN = 60_000;
+let a: IdentityApi;
+let url: string;
+
+/** A transport that counts the event-stream requests. */
+function counting(): { fetch: FetchLike; streams: () => number } {
+  let n = 0;
+  return {
+    fetch: (u, init) => {
+      if (u.endsWith('/stream')) n++;
+      return globalThis.fetch(u, init);
+    },
+    streams: () => n,
+  };
+}
+
+/** A `next()` still waiting after its wait timed out: the next look waits on the same one. */
+const pending = new WeakMap<object, Promise<unknown>>();
+
+/** What the next value of `it` is, or 'open' when none comes within `ms` (the stream is still open and quiet). */
+async function next<T>(it: AsyncIterator<T>, ms: number): Promise<IteratorResult<T> | 'open' | LinekeeperError> {
+  let timer: NodeJS.Timeout | undefined;
+  const quiet = new Promise<'open'>((r) => (timer = setTimeout(() => r('open'), ms)));
+  const p = (pending.get(it) ?? it.next()) as Promise<IteratorResult<T>>;
+  pending.set(it, p);
+  try {
+    const r = await Promise.race([p, quiet]);
+    if (r !== 'open') pending.delete(it);
+    return r;
+  } catch (err) {
+    pending.delete(it);
+    if (LinekeeperError.is(err)) return err;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+beforeAll(async () => {
+  // tokens live 15 minutes, sessions an hour; the stream checks its session every 50 ms
+  a = await startIdentityApi({ ttlMs: 15 * MIN, maxMs: 60 * MIN, keepAliveMs: 50 });
+  a.clock.set(Date.now());
+  url = await a.api.listen('127.0.0.1', 0);
+});
+afterAll(async () => {
+  await a.close();
+});
+
+describe('the SDK keeps its session over a long stream', () => {
+  it('renews the token before it expires: the stream stays open past the first token\'s lifetime, and the old token is refused', async () => {
+    const lk = new LinekeeperClient({ url, user: 'm.rossi', password: PASSWORD, tenant: 'acme-pharma', now: () => a.clock.now() });
+    await lk.signIn();
+    const first = lk.token!;
+    const lines = lk.toolCalls(RUN);
+    expect(await next(lines, 200)).toBe('open');
+    a.clock.advance(14 * MIN); // within 2 minutes of the expiry: the next call renews first
+    await lk.models();
+    const second = lk.token!;
+    expect(second).not.toBe(first);
+    a.clock.advance(14 * MIN); // past the first token's expiry, inside the renewed one's
+    expect(await next(lines, 300)).toBe('open');
+    const old = await fetch(`${url}/v1/tenants/acme-pharma/models`, { headers: { authorization: `Bearer ${first}` } });
+    expect(old.status).toBe(401);
+    await lines.return();
+    lk.close();
+  });
+
+  it('a stream whose session ended (not renewed) stops with LK_UNAUTHENTICATED and does not reconnect', async () => {
+    const t = counting();
+    // renewWithinMs 0: due only at the expiry, which no call reaches here
+    const lk = new LinekeeperClient({ url, user: 'p.bianchi', password: PASSWORD, tenant: 'acme-pharma', now: () => a.clock.now(), renewWithinMs: 0, fetch: t.fetch });
+    await lk.signIn();
+    const lines = lk.toolCalls(RUN);
+    expect(await next(lines, 200)).toBe('open');
+    a.clock.advance(16 * MIN);
+    const end = await next(lines, 5000);
+    expect(end).toBeInstanceOf(LinekeeperError);
+    expect((end as LinekeeperError).code).toBe('LK_UNAUTHENTICATED');
+    expect((end as LinekeeperError).detail).toMatch(/session/);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.streams()).toBe(1);
+    lk.close();
+  });
+
+  it('a stream of a signed-out session stops the same way', async () => {
+    const lk = new LinekeeperClient({ url, user: 'o.operator', password: PASSWORD, tenant: 'acme-pharma', now: () => a.clock.now() });
+    await lk.signIn();
+    const lines = lk.toolCalls(RUN);
+    expect(await next(lines, 200)).toBe('open');
+    const out = await fetch(`${url}/v1/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${lk.token!}` } });
+    expect(out.status).toBe(200);
+    const end = await next(lines, 5000);
+    expect(end).toBeInstanceOf(LinekeeperError);
+    expect((end as LinekeeperError).code).toBe('LK_UNAUTHENTICATED');
+    lk.close();
+  });
+});
