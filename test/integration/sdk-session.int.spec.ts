@@ -3,8 +3,11 @@
  * /v1/auth/token/refresh) so an open event stream outlives the token's lifetime, and a stream whose session
  * ended gets `event: session_end` and stops with LK_UNAUTHENTICATED instead of reconnecting. Against the REST
  * API on loopback (real identity, store and SSE; stub engine whose run stays RUNNING) with the API's injected
- * clock, which the client's `now` follows: minutes pass without waiting for them.
+ * clock, which the client's `now` follows: minutes pass without waiting for them. The Python SDK (sdk/python)
+ * the same, in a child python3 whose client clock follows the API's, skewed.
  */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LinekeeperClient, LinekeeperError, type FetchLike } from '../../src/sdk/index.js';
 import { PASSWORD, RUN, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
@@ -105,4 +108,51 @@ describe('the SDK keeps its session over a long stream', () => {
     expect((end as LinekeeperError).code).toBe('LK_UNAUTHENTICATED');
     lk.close();
   });
+});
+
+/** The Python SDK against the same API (in this process: the child must not block it), its JSON answer on stdout. */
+async function python(script: string, env: Record<string, string>): Promise<unknown> {
+  const child = spawn('python3', ['-c', script], { cwd: fileURLToPath(new URL('../../sdk/python', import.meta.url)), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  expect(code, err).toBe(0);
+  return JSON.parse(out);
+}
+
+describe('the Python SDK keeps its session the same way', () => {
+  it('renews a token near its expiry before the next call (the old one is then refused), and a stream of an ended session stops with LK_UNAUTHENTICATED', async () => {
+    const out = (await python(`
+import json, os, time
+from linekeeper import Client, LinekeeperError
+# the client's clock follows the API's injected one, skewed by the test
+skew = [float(os.environ["API_NOW_MS"]) / 1000 - time.time()]
+c = Client(os.environ["URL"], user="m.rossi", password=os.environ["PW"], tenant="acme-pharma", now=lambda: time.time() + skew[0])
+c.sign_in()
+first = c.token
+skew[0] += 14 * 60  # within 2 minutes of the 15-minute expiry
+c.models()
+second = c.token
+s = c.tool_calls(os.environ["RUN"])
+kind, _ = s.next_item(0.3)
+c._json("POST", "/v1/auth/logout")
+try:
+    s.next_item(10)
+    code = None
+except LinekeeperError as e:
+    code = e.code
+s.close()
+print(json.dumps({"first": first, "second": second, "open": kind, "code": code}))
+`, { URL: url, PW: PASSWORD, RUN, API_NOW_MS: String(a.clock.now()) })) as { first: string; second: string; open: string; code: string | null };
+    expect(out.second).not.toBe(out.first);
+    expect(out.open).toBe('timeout');
+    expect(out.code).toBe('LK_UNAUTHENTICATED');
+    const old = await fetch(`${url}/v1/tenants/acme-pharma/models`, { headers: { authorization: `Bearer ${out.first}` } });
+    expect(old.status).toBe(401);
+  }, 90_000);
 });

@@ -2,7 +2,10 @@
 bearer tokens from POST /v1/auth/token.
 
 Given a user and password it signs in when first needed and again when a token has expired (tokens live
-minutes); given a token, it uses that one. Every refusal is a :class:`LinekeeperError` with the daemon's
+minutes); given a token, it uses that one. A token whose expiry the client knows (its own sign-in or renewal)
+is renewed before it expires (POST /v1/auth/token/refresh, no password) by the first request made within
+``renew_within`` seconds of the expiry, and by the reader of an open event stream at each keep-alive, so a long
+``run.stream()`` keeps its session up to the session's maximum age. Every refusal is a :class:`LinekeeperError` with the daemon's
 ``LK_*`` code, status and detail. Standard library only (urllib).
 """
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,6 +34,13 @@ def _default_urlopen(req: urllib.request.Request, timeout: float) -> Any:
     return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - the URL is the daemon's, checked http(s)
 
 
+def _epoch(iso: str) -> float:
+    """Epoch seconds of an ISO 8601 UTC time as the daemon writes it (``2026-11-23T06:00:00.000Z``)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 class Client:
     """A connection to one daemon, as one person, for one tenant."""
 
@@ -44,6 +55,8 @@ class Client:
         timeout: float = 30.0,
         poll_interval: float = 1.0,
         urlopen: Optional[Urlopen] = None,
+        renew_within: float = 120.0,
+        now: Optional[Callable[[], float]] = None,
     ) -> None:
         """:raises LinekeeperError: LK_VALIDATION for a URL that is not http(s), or neither a token nor a user and password."""
         parts = urllib.parse.urlsplit(url)
@@ -64,6 +77,59 @@ class Client:
         self._user: Optional[Json] = None
         self._urlopen: Urlopen = urlopen or _default_urlopen
         self._sign_in_lock = threading.Lock()
+        self._renew_lock = threading.Lock()
+        #: Renew when less than this is left of the token (seconds; at most half its lifetime).
+        self.renew_within = renew_within
+        #: The time expiries are compared with (epoch seconds): a test's clock.
+        self._now: Callable[[], float] = now or time.time
+        self._expires_at: Optional[float] = None
+        self._issued_at = 0.0
+
+    @property
+    def token(self) -> Optional[str]:
+        """The bearer token in use (None before the first sign-in)."""
+        return self._token
+
+    def _token_is(self, t: Json) -> None:
+        self._token = t["token"]
+        self._user = t.get("user", self._user)
+        self._issued_at = self._now()
+        try:
+            self._expires_at = _epoch(t["expiresAt"])
+        except (KeyError, ValueError, TypeError):
+            self._expires_at = None
+
+    def _renew_due(self) -> bool:
+        if self._expires_at is None or self._token is None:
+            return False
+        margin = min(self.renew_within, max(0.0, (self._expires_at - self._issued_at) / 2))
+        return self._now() >= self._expires_at - margin
+
+    def renew_if_due(self) -> None:
+        """Renew the token when it is within ``renew_within`` of its expiry (cheap when it is not)."""
+        if self._renew_due():
+            self.renew()
+
+    def renew(self) -> None:
+        """POST /v1/auth/token/refresh: a new token for the same session, without the password. When the daemon
+        refuses (the session reached its maximum age, or was signed out) a client with a password signs in again.
+
+        :raises LinekeeperError: LK_UNAUTHENTICATED when the session cannot be renewed and there is no password.
+        """
+        with self._renew_lock:
+            if self._token is None:
+                self.sign_in()
+                return
+            try:
+                resp = self._send("POST", "/v1/auth/token/refresh", auth=False, headers={"Authorization": f"Bearer {self._token}"})
+                try:
+                    self._token_is(json.loads(resp.read().decode("utf-8")))
+                finally:
+                    resp.close()
+            except LinekeeperError as err:
+                if err.code != "LK_UNAUTHENTICATED" or self._credentials is None:
+                    raise
+                self.sign_in()
 
     @property
     def user(self) -> Optional[Json]:
@@ -80,8 +146,7 @@ class Client:
             raise LinekeeperError("LK_VALIDATION", "this client was given a token, not a user and password to sign in with")
         with self._sign_in_lock:
             t: Json = self._json("POST", "/v1/auth/token", body=self._credentials, auth=False)
-            self._token = t["token"]
-            self._user = t["user"]
+            self._token_is(t)
             return t
 
     # transport -------------------------------------------------------------------------------------------------
@@ -104,6 +169,8 @@ class Client:
             if auth:
                 if self._token is None:
                     self.sign_in()
+                elif attempt == 0:
+                    self.renew_if_due()
                 h["Authorization"] = f"Bearer {self._token}"
             req = urllib.request.Request(url, data=data, method=method, headers=h)
             try:
