@@ -11,7 +11,7 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -291,6 +291,21 @@ export class LinekeeperClient {
   /** GET /models: cards, validation status, pinned sites. */
   models(): Promise<ModelList> {
     return this.#tenantCall<ModelList>('GET', '/models');
+  }
+
+  /**
+   * POST /models/{id}/promote: one step forward (draft → shadow → validated) as the signed-in person, signed
+   * with the password (`password`; an SSO client's token must come from a fresh provider sign-in instead).
+   * @throws LinekeeperError LK_NOT_FOUND (not the tenant's model), LK_MODEL_CHANGE (role not in the bundle's
+   *   approvers.change), LK_MODEL_TRANSITION, LK_REAUTH_REQUIRED / LK_REAUTH_FAILED, LK_MODEL_GATE_FAILED.
+   */
+  promoteModel(id: string, o: { to: 'shadow' | 'validated'; changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+    return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/promote`, { body: o });
+  }
+
+  /** POST /models/{id}/retire: take a model out of use (final), signed as {@link promoteModel}. @throws LinekeeperError as promoteModel. */
+  retireModel(id: string, o: { changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+    return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/retire`, { body: o });
   }
 
   /** POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited). */

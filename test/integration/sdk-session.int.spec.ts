@@ -10,6 +10,9 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LinekeeperClient, LinekeeperError, type FetchLike } from '../../src/sdk/index.js';
+import { join } from 'node:path';
+import { registerModel } from '../../src/models/registry.js';
+import type { ModelCard } from '../../src/twin/card.js';
 import { PASSWORD, RUN, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
 
 const MIN = 60_000;
@@ -154,5 +157,37 @@ print(json.dumps({"first": first, "second": second, "open": kind, "code": code})
     expect(out.code).toBe('LK_UNAUTHENTICATED');
     const old = await fetch(`${url}/v1/tenants/acme-pharma/models`, { headers: { authorization: `Bearer ${out.first}` } });
     expect(old.status).toBe(401);
+  }, 90_000);
+});
+
+describe('model status changes through the SDKs', () => {
+  const draft = (analyte: string): string => registerModel(a.store, join(a.dir, 'data'), {
+    tenant: 'acme-pharma', analyte, family: 'twin', kind: 'twin', artefact: { probe: analyte }, sites: ['site-ravenna'], by: 'p.bianchi',
+    card: { tenant: 'acme-pharma', analyte, family: 'twin' } as unknown as ModelCard,
+  }).id;
+
+  it('retireModel / retire_model: 428 without the password, then signed by the client\'s person; promoteModel refuses a step the lifecycle lacks', async () => {
+    const id = draft('sdkts');
+    const lk = new LinekeeperClient({ url, user: 'm.rossi', password: PASSWORD, tenant: 'acme-pharma', now: () => a.clock.now() });
+    const unsigned = await lk.retireModel(id, { changeRef: 'CC-2026-0720', reason: 'superseded' }).catch((e: unknown) => e);
+    expect(unsigned).toMatchObject({ code: 'LK_REAUTH_REQUIRED', status: 428 });
+    expect(await lk.retireModel(id, { changeRef: 'CC-2026-0720', reason: 'superseded', password: PASSWORD })).toMatchObject({ id, from: 'draft', to: 'retired', signature: { user: 'm.rossi' } });
+    expect(await lk.promoteModel(id, { to: 'shadow', changeRef: 'CC-2026-0720', reason: 'x' }).catch((e: unknown) => e)).toMatchObject({ code: 'LK_MODEL_TRANSITION' });
+    lk.close();
+
+    const py = draft('sdkpy');
+    const out = (await python(`
+import json, os
+from linekeeper import Client, LinekeeperError
+c = Client(os.environ["URL"], user="m.rossi", password=os.environ["PW"], tenant="acme-pharma")
+try:
+    c.retire_model(os.environ["ID"], "CC-2026-0721", "superseded")
+    first = None
+except LinekeeperError as e:
+    first = e.code
+r = c.retire_model(os.environ["ID"], "CC-2026-0721", "superseded", password=os.environ["PW"])
+print(json.dumps({"first": first, "to": r["to"], "user": r["signature"]["user"]}))
+`, { URL: url, PW: PASSWORD, ID: py })) as { first: string; to: string; user: string };
+    expect(out).toEqual({ first: 'LK_REAUTH_REQUIRED', to: 'retired', user: 'm.rossi' });
   }, 90_000);
 });

@@ -282,6 +282,25 @@ class Client:
         """GET /models: cards, validation status, pinned sites."""
         return self._tenant_json("GET", "/models")
 
+    def promote_model(self, model_id: str, to: str, change_ref: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /models/{id}/promote: one step forward (draft → shadow → validated) as the signed-in person, signed
+        with the password (an SSO client's token must come from a fresh provider sign-in instead).
+
+        :raises LinekeeperError: LK_NOT_FOUND, LK_MODEL_CHANGE, LK_MODEL_TRANSITION, LK_REAUTH_REQUIRED, LK_REAUTH_FAILED,
+            LK_MODEL_GATE_FAILED.
+        """
+        body: Json = {"to": to, "changeRef": change_ref, "reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/models/{_q(model_id)}/promote", body=body)
+
+    def retire_model(self, model_id: str, change_ref: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /models/{id}/retire: take a model out of use (final), signed as :meth:`promote_model`."""
+        body: Json = {"changeRef": change_ref, "reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/models/{_q(model_id)}/retire", body=body)
+
     def simulate(self, candidates: int, horizon: str, seed: Optional[int] = None) -> Json:
         """POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited)."""
         body: Json = {"candidates": candidates, "horizon": horizon}
