@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -35,10 +36,23 @@ def _default_urlopen(req: urllib.request.Request, timeout: float) -> Any:
 
 
 def _epoch(iso: str) -> float:
-    """Epoch seconds of an ISO 8601 UTC time as the daemon writes it (``2026-11-23T06:00:00.000Z``)."""
-    from datetime import datetime
+    """Epoch seconds of an ISO 8601 UTC time as the daemon writes it (``2026-11-23T06:00:00.000Z``); standard
+    library modules beyond the package's few are avoided, so the civil date is counted here.
 
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    :raises ValueError: for another form.
+    """
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?Z", iso)
+    if m is None:
+        raise ValueError(f"not an ISO 8601 UTC time: {iso!r}")
+    y, mo, d, h, mi, sec = (int(m.group(i)) for i in range(1, 7))
+    # days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+    y -= mo <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (mo + (-3 if mo > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return days * 86400 + h * 3600 + mi * 60 + sec + (float(m.group(7)) if m.group(7) else 0.0)
 
 
 class Client:
