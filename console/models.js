@@ -14,7 +14,9 @@ function ChangeDialog({ target, onClose, onDone }) {
     const f = new FormData(e.target);
     setBusy(true);
     try {
-      await api('POST', `/models/${target.id}/status`, { to: target.to, changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')) });
+      const signed = { changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')) };
+      if (target.to === 'retired') await api('POST', `/models/${encodeURIComponent(target.id)}/retire`, signed);
+      else await api('POST', `/models/${encodeURIComponent(target.id)}/promote`, { to: target.to, ...signed });
       onDone();
       e.target.closest('dialog').close();
     } catch (err) {
@@ -47,10 +49,11 @@ export function ModelsPage({ s }) {
   useEffect(() => {
     load();
   }, []);
-  const may = s.user.role === 'qa_reviewer';
+  // the route admits these; the bundle's approvers.change may narrow it further (the daemon says so, before any password)
+  const may = s.user.role === 'qa_reviewer' || s.user.role === 'process_engineer';
   return html`<h1 tabindex="-1">Models of ${s.tenant}</h1>
     <${ErrorNote} error=${error} />
-    ${may ? null : html`<p class="quiet">Lifecycle changes are signed by a QA reviewer (the policy bundle's change approvers).</p>`}
+    ${may ? null : html`<p class="quiet">Lifecycle changes are signed by a process engineer or QA reviewer the policy bundle's change approvers name.</p>`}
     <div class="cards">${(models ?? []).map((m) => html`<section class="card" aria-labelledby=${`m-${m.id}`}>
       <h2 id=${`m-${m.id}`}>${m.id} <small>v${m.version}</small></h2>
       <p><${Badge} status=${m.status} /> · ${m.kind}</p>

@@ -1,8 +1,6 @@
 /**
  * What the review console needs beyond the run routes: the audit trail's export and its verify status, the
- * release package's files, and a model's lifecycle change (autonomy is routes-autonomy.ts). Changing a model's
- * status is a signed act: the signed-in person re-enters the password (21 CFR 11.200) and the change is
- * audited under their identity.
+ * release package's files (autonomy is routes-autonomy.ts, a model's lifecycle routes-models.ts).
  */
 import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +11,6 @@ import { CSV_COLUMNS, csvRow } from '../audit/export-csv.js';
 import { exportPdf } from '../audit/export-pdf.js';
 import { AuditFilter, bundleLines, iterateAudit, parseFilter, queryAudit, SITE_TENANT, verifyStore } from '../audit/index.js';
 import { LkError } from '../errors.js';
-import { changeStatus } from '../models/change.js';
-import { modelRow } from '../models/registry.js';
-import type { PolicyBundle } from '../policy/index.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
@@ -23,7 +18,6 @@ import { RunParams, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
 const problems = { '4xx': Problem, '5xx': Problem };
-const password = z.string().min(1).max(1024).describe('the signed-in person\'s password, checked again (21 CFR 11.200)');
 
 // the filter of GET /audit, validated at the boundary the same way (a bad field is named as querystring.<field>)
 const ExportQuery = AuditFilter.extend({
@@ -34,16 +28,6 @@ const VerifyView = z.object({
   checkpoints: z.number().int(), unanchored: z.number().int(), damage: z.object({ kind: z.string(), seq: z.number().nullable(), detail: z.string() }).nullable(), keyId: z.string().nullable(),
 });
 const ReleaseQuery = z.strictObject({ file: z.enum(['json', 'pdf', 'bundle']).default('json').describe('release.json, release.pdf or the audit bundle') });
-// any id-like string: an unknown one (or another tenant's) is 404 from the registry, as every object of the API
-const ModelParams = TenantParams.extend({ id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'a model id is <analyte>-<family>-v<n>') });
-const ModelStatusBody = z.strictObject({ to: z.enum(['shadow', 'validated', 'retired']), changeRef: z.string().min(3).max(100), reason: z.string().min(1).max(500), password });
-const ModelChangeView = z.object({ id: z.string(), from: z.string(), to: z.string(), auditSeq: z.number().int(), signature: z.record(z.string(), z.unknown()) });
-
-function bundleOf(ctx: ApiContext): PolicyBundle {
-  const b = ctx.daemon.policy.bundle;
-  if (!b) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is in force');
-  return b;
-}
 
 export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
   const d = ctx.daemon;
@@ -104,23 +88,5 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
     const names = { json: 'release.json', pdf: 'release.pdf', bundle: `${run.batch}-audit-bundle.jsonl` } as const;
     reply.header('content-disposition', `attachment; filename="${run.batch}-${names[req.query.file]}"`);
     return reply.type(types[req.query.file]).send(createReadStream(path));
-  });
-
-  app.post(`${BASE}/models/:id/status`, {
-    onRequest: ctx.guard(['qa_reviewer'], 'change a model\'s status'),
-    schema: {
-      tags: ['models'], summary: 'Promote (draft → shadow → validated, gated by the golden datasets) or retire a model under change control: signed by the signed-in person, re-authenticated with the password',
-      security, params: ModelParams, body: ModelStatusBody, response: { 200: ModelChangeView, ...problems },
-    },
-  }, async (req) => {
-    const user = userOf(req);
-    // the tenant's model or nothing, before anything else is checked (R1: another tenant's model is a made-up id)
-    if (!modelRow(d.store.db, req.params.tenant, req.params.id)) throw new LkError('LK_NOT_FOUND', `no model ${req.params.id}`, { model: req.params.id });
-    const bundle = bundleOf(ctx);
-    const approvers = bundle.content.approvers.change;
-    if (!approvers.includes(user.role)) throw new LkError('LK_MODEL_CHANGE', `a ${user.role} may not change a model's status (permitted: ${approvers.join(', ')})`, { role: user.role });
-    await ctx.identity.reauthenticate(user.id, req.body.password, { tenant: req.params.tenant, model: req.params.id });
-    const ch = changeStatus(d.store, d.loaded.dataDir, { tenant: req.params.tenant, id: req.params.id, to: req.body.to, by: user.id, role: user.role, name: user.name, changeRef: req.body.changeRef, reason: req.body.reason }, { approvers });
-    return { id: ch.model.id, from: ch.from, to: ch.to, auditSeq: ch.auditSeq, signature: ch.signature as unknown as Record<string, unknown> };
   });
 }

@@ -161,6 +161,21 @@ export const ModelList = z.object({
     card: z.unknown(), changedAt: iso, changedBy: z.string(), changeRef: z.string().nullable(),
   })),
 });
+/** A model of the registry by id (`<analyte>-<family>-v<n>`). */
+export const ModelParams = z.strictObject({ tenant, id: z.string().regex(/^[a-z][a-z0-9]*-[a-z][a-z0-9]*-v[1-9][0-9]{0,8}$/, 'a model id is <analyte>-<family>-v<n>') });
+const ModelChangeFields = {
+  changeRef: z.string().regex(/^[A-Z][A-Z0-9]{0,19}-[A-Za-z0-9-]{1,80}$/, 'a change reference is like CC-2026-0214').describe('change-control reference'),
+  reason: text(1, 500).describe('why'),
+  password: text(1, 1024).optional().describe('the signed-in person\'s password: every model status change is signed (re-authentication, 21 CFR 11.200); an SSO user signs with a fresh provider sign-in instead'),
+};
+export const ModelPromoteBody = z.strictObject({ to: z.enum(['shadow', 'validated']).describe('one step forward: draft → shadow → validated'), ...ModelChangeFields });
+export const ModelRetireBody = z.strictObject(ModelChangeFields);
+export const ModelChangeView = z.object({
+  id: z.string(), tenant: z.string(), version: z.number().int(), sha256: z.string(), from: z.string(), to: z.string(), changeRef: z.string(),
+  auditSeq: z.number().int().describe('the model_change entry on the tenant\'s chain'),
+  evaluation: z.unknown().nullable().describe('the golden-dataset evaluation that gated a promotion (null for a retirement)'),
+  signature: z.object({ user: z.string(), name: z.string(), meaning: z.string(), time: iso, value: z.string() }).describe('the signature manifestation: Ed25519 by the site key over the canonical record in the audit entry'),
+});
 export const SimulationView = z.looseObject({ model: z.looseObject({ id: z.string(), version: z.number() }), ranked: z.array(z.unknown()), discarded: z.array(z.unknown()) });
 const LimitView = z.object({
   min: z.number(), max: z.number(), unit: z.string().describe('UCUM code: the setpoint\'s own (tag) unit'), maxStep: z.number().describe('largest single move'),

@@ -24,6 +24,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { registerAuthRoutes } from './routes-auth.js';
 import { registerAutonomyRoutes } from './routes-autonomy.js';
 import { registerArbitrationRoutes } from './routes-arbitration.js';
+import { registerModelRoutes } from './routes-models.js';
 import { Health } from './schemas.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
@@ -123,6 +124,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   registerReviewRoutes(app, ctx);
   registerArbitrationRoutes(app, ctx);
   if (o.console !== false) registerConsole(app);
+  registerModelRoutes(app, ctx);
   await app.ready();
 
   let closing: Promise<void> | undefined;

@@ -13,10 +13,10 @@
  * the evaluation), so {@link verifyModelChange} can check it from the entry
  * alone. A refused change writes nothing.
  *
- * Limitation: the person and role are taken on trust (as `policy autonomy
- * set`) until the surfaces issue brings sign-in and re-authentication at the
- * moment of signing; the signature binds the record to this site's key, not
- * yet to an authenticated person.
+ * The caller vouches for `by` and `role`: the daemon's route
+ * (`src/api/routes-models.ts`) passes the signed-in person, re-authenticated
+ * at the moment of signing, and the CLI has no other path; the daemon's own
+ * first-start set-up (`demo.ts`) signs as `site-setup`.
  */
 import { canonicalJson, type AuditEntry, type AuditSignature, type Json } from '../audit/entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey } from '../audit/keys.js';

@@ -2,13 +2,16 @@
  * The typed client of linekeeper's REST API: one method per route, the tenant's routes under
  * /v1/tenants/{tenant}, bearer tokens from POST /v1/auth/token. Given a user and password it signs in when
  * first needed and again when a token has expired (tokens live minutes); given a token, it uses that one.
- * Every refusal is a {@link LinekeeperError} with the daemon's `LK_*` code, status and detail.
+ * A token whose expiry the client knows (from its own sign-in or renewal, or `expiresAt` given with a token) is
+ * renewed before it expires (POST /v1/auth/token/refresh, no password): on a timer while the process runs, and
+ * before any call made within `renewWithinMs` of the expiry, so a long `run.stream()` keeps its session up to
+ * the session's maximum age. Every refusal is a {@link LinekeeperError} with the daemon's `LK_*` code, status and detail.
  */
 import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -24,9 +27,13 @@ interface CommonOptions {
   readonly fetch?: FetchLike;
   /** How often `run.stream()` reads the run while its event stream is quiet (ms, default 1000). */
   readonly pollMs?: number;
+  /** Renew the token when less than this is left of it (ms; default 2 minutes, at most half its lifetime). */
+  readonly renewWithinMs?: number;
+  /** The time the renewal compares expiries with (epoch ms; default `Date.now`): a test's clock. */
+  readonly now?: () => number;
 }
 export type ClientOptions =
-  | (CommonOptions & { readonly token: string; readonly user?: never; readonly password?: never })
+  | (CommonOptions & { readonly token: string; readonly user?: never; readonly password?: never; /** ISO 8601: when the given token expires (it is then renewed before). */ readonly expiresAt?: string })
   | (CommonOptions & { readonly user: string; readonly password: string; readonly token?: never });
 
 type Method = 'GET' | 'POST';
@@ -41,6 +48,13 @@ export class LinekeeperClient {
   #token: string | undefined;
   #user: TokenInfo['user'] | undefined;
   #signingIn: Promise<TokenInfo> | undefined;
+  #renewing: Promise<void> | undefined;
+  /** When the token expires and when its lifetime began (epoch ms, by {@link #now}); undefined: not known. */
+  #expiresAt: number | undefined;
+  #issuedAt = 0;
+  #renewTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #renewWithinMs: number;
+  readonly #now: () => number;
 
   /** @throws LinekeeperError LK_VALIDATION for a URL that is not http(s), or neither a token nor a user and password. */
   constructor(o: ClientOptions) {
@@ -55,7 +69,12 @@ export class LinekeeperClient {
     this.#fetch = o.fetch ?? ((url, init) => globalThis.fetch(url, init));
     this.pollMs = o.pollMs ?? 1000;
     this.#tenant = o.tenant;
-    if (typeof o.token === 'string' && o.token.length > 0) this.#token = o.token;
+    this.#renewWithinMs = o.renewWithinMs ?? 120_000;
+    this.#now = o.now ?? Date.now;
+    if (typeof o.token === 'string' && o.token.length > 0) {
+      this.#token = o.token;
+      if (typeof o.expiresAt === 'string' && Number.isFinite(Date.parse(o.expiresAt))) this.#tokenIs(o.token, o.expiresAt);
+    }
     else if (typeof o.user === 'string' && typeof o.password === 'string') this.#credentials = { user: o.user, password: o.password };
     else throw sdkError('LK_VALIDATION', 'a client needs a token, or a user and a password', { issues: [{ path: 'token', message: 'required without user and password' }] });
   }
@@ -76,7 +95,7 @@ export class LinekeeperClient {
     this.#signingIn ??= (async () => {
       try {
         const t = await this.#call<TokenInfo>('POST', '/v1/auth/token', { body: creds, auth: false });
-        this.#token = t.token;
+        this.#tokenIs(t.token, t.expiresAt);
         this.#user = t.user;
         return t;
       } finally {
@@ -86,6 +105,65 @@ export class LinekeeperClient {
     return this.#signingIn;
   }
 
+  /** The bearer token in use (undefined before the first sign-in). */
+  get token(): string | undefined {
+    return this.#token;
+  }
+
+  /** Take a new token and schedule its renewal (the timer never keeps a process alive by itself). */
+  #tokenIs(token: string, expiresAt: string): void {
+    this.#token = token;
+    this.#issuedAt = this.#now();
+    this.#expiresAt = Date.parse(expiresAt);
+    if (this.#renewTimer !== undefined) clearTimeout(this.#renewTimer);
+    this.#renewTimer = setTimeout(() => {
+      this.#renewTimer = undefined;
+      // a failure here is met again, and reported, by the next call
+      this.renew().catch(() => undefined);
+    }, Math.max(0, this.#renewAt() - this.#now()));
+    this.#renewTimer.unref?.();
+  }
+
+  /** When the token is due for renewal (epoch ms by {@link #now}). */
+  #renewAt(): number {
+    const lifetime = this.#expiresAt! - this.#issuedAt;
+    return this.#expiresAt! - Math.min(this.#renewWithinMs, Math.max(0, lifetime / 2));
+  }
+
+  /**
+   * Renew the token now (POST /v1/auth/token/refresh, no password); concurrent callers share one renewal. When
+   * the daemon refuses (the session reached its maximum age, or was signed out) a client with a password signs
+   * in again; one with only a token keeps it and the refusal is thrown.
+   * @throws LinekeeperError LK_UNAUTHENTICATED (the session cannot be renewed and there is no password), LK_API_UNREACHABLE.
+   */
+  renew(): Promise<void> {
+    this.#renewing ??= (async () => {
+      try {
+        if (this.#token === undefined) {
+          await this.signIn();
+          return;
+        }
+        try {
+          const t = await this.#call<TokenInfo>('POST', '/v1/auth/token/refresh', { auth: false, token: this.#token });
+          this.#tokenIs(t.token, t.expiresAt);
+          this.#user = t.user;
+        } catch (err) {
+          if (!LinekeeperError.is(err) || err.code !== 'LK_UNAUTHENTICATED' || !this.#credentials) throw err;
+          await this.signIn();
+        }
+      } finally {
+        this.#renewing = undefined;
+      }
+    })();
+    return this.#renewing;
+  }
+
+  /** Stop the renewal timer (the client still works; calls renew when they find the token due). */
+  close(): void {
+    if (this.#renewTimer !== undefined) clearTimeout(this.#renewTimer);
+    this.#renewTimer = undefined;
+  }
+
   /**
    * `fetch` with the bearer token; a 401 LK_UNAUTHENTICATED (an expired token) signs in again and retries once
    * when the client has a password. Transport errors are thrown as they are (an abort stays an AbortError).
@@ -93,6 +171,7 @@ export class LinekeeperClient {
    */
   async authorizedFetch(url: string, init: RequestInit): Promise<Response> {
     if (this.#token === undefined) await this.signIn();
+    else if (this.#expiresAt !== undefined && this.#now() >= this.#renewAt()) await this.renew();
     const send = (): Promise<Response> => this.#fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${this.#token}` } });
     const res = await send();
     if (res.status !== 401 || !this.#credentials) return res;
@@ -104,12 +183,12 @@ export class LinekeeperClient {
   }
 
   /** One JSON call. @throws LinekeeperError the daemon's problem, LK_API_UNREACHABLE, LK_API_RESPONSE. */
-  async #call<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; auth?: boolean } = {}): Promise<T> {
+  async #call<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; auth?: boolean; token?: string } = {}): Promise<T> {
     const u = new URL(`${this.url}${path}`);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
     const init: RequestInit = {
       method,
-      headers: { accept: 'application/json', ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: { accept: 'application/json', ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}) },
       ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
     };
     let res: Response;
@@ -212,6 +291,21 @@ export class LinekeeperClient {
   /** GET /models: cards, validation status, pinned sites. */
   models(): Promise<ModelList> {
     return this.#tenantCall<ModelList>('GET', '/models');
+  }
+
+  /**
+   * POST /models/{id}/promote: one step forward (draft → shadow → validated) as the signed-in person, signed
+   * with the password (`password`; an SSO client's token must come from a fresh provider sign-in instead).
+   * @throws LinekeeperError LK_NOT_FOUND (not the tenant's model), LK_MODEL_CHANGE (role not in the bundle's
+   *   approvers.change), LK_MODEL_TRANSITION, LK_REAUTH_REQUIRED / LK_REAUTH_FAILED, LK_MODEL_GATE_FAILED.
+   */
+  promoteModel(id: string, o: { to: 'shadow' | 'validated'; changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+    return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/promote`, { body: o });
+  }
+
+  /** POST /models/{id}/retire: take a model out of use (final), signed as {@link promoteModel}. @throws LinekeeperError as promoteModel. */
+  retireModel(id: string, o: { changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+    return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/retire`, { body: o });
   }
 
   /** POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited). */

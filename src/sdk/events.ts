@@ -198,6 +198,18 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
       out.fail(sdkError('LK_API_UNREACHABLE', `the tool-call stream could not reconnect after ${maxRetries} attempts (last line ${last})`));
     }
   });
+  // the daemon ended the stream's session (signed out, disabled, not renewed): reconnecting would only be refused
+  es.addEventListener('session_end', (ev: MessageEvent) => {
+    let detail = 'the session of this event stream ended (signed out, disabled, or not renewed)';
+    try {
+      const d = (JSON.parse(String(ev.data)) as { detail?: unknown }).detail;
+      if (typeof d === 'string' && d.length > 0) detail = d;
+    } catch {
+      // the default detail stands
+    }
+    es.close();
+    out.fail(sdkError('LK_UNAUTHENTICATED', `${detail} (last line ${last}); sign in again and resume with after: ${last}`));
+  });
   es.addEventListener('end', (ev: MessageEvent) => {
     let status: RunStatus | undefined;
     try {

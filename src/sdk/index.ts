@@ -10,6 +10,6 @@ export { LinekeeperError, type Issue } from './errors.js';
 export { Channel, type ToolCallStreamOptions } from './events.js';
 export { Run, type StreamOptions } from './run.js';
 export type {
-  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
+  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
   StepRecord, StepStatus, TokenInfo, ToolCallLine,
 } from './types.js';

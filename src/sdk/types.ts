@@ -4,7 +4,7 @@
  */
 import type { z } from 'zod';
 import type {
-  ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelList as ModelListSchema,
+  ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
 } from '../api/schemas.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
@@ -24,6 +24,8 @@ export type ApprovalList = z.output<typeof ApprovalListSchema>;
 /** A Part 11 signature: identity, meaning, time, bound to the record hash. */
 export type Signature = z.output<typeof SignatureView>;
 export type ModelList = z.output<typeof ModelListSchema>;
+/** A model status change as signed: from, to, the audit entry and the signature manifestation. */
+export type ModelChange = z.output<typeof ModelChangeView>;
 export type Simulation = z.output<typeof SimulationView>;
 export type Attendance = z.output<typeof AttendanceView>;
 export type Line = z.output<typeof LineView>;

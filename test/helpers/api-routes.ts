@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts,
- * routes-site.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -45,10 +45,12 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`GET ${T}/runs/{id}/release`]: READERS,
   [`GET ${T}/autonomy`]: READERS,
   [`PUT ${T}/autonomy`]: ['operator', 'process_engineer', 'qa_reviewer'],
-  [`POST ${T}/models/{id}/status`]: ['qa_reviewer'],
   // routes-arbitration.ts: deadlocks a person resolves
   [`GET ${T}/arbitration/escalations`]: READERS,
   [`POST ${T}/arbitration/escalations/{id}`]: ['process_engineer', 'qa_reviewer'],
+  // the bundle's approvers.change narrows these further (403 LK_MODEL_CHANGE from the handler)
+  [`POST ${T}/models/{id}/promote`]: ['process_engineer', 'qa_reviewer'],
+  [`POST ${T}/models/{id}/retire`]: ['process_engineer', 'qa_reviewer'],
 };
 
 /** Operations that end the caller's session: probes that reuse a token must not call them (they get their own tests). */

@@ -15,6 +15,8 @@ import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
 import { ALL_ROLES, ENDS_SESSION, operationsOf, ROUTE_ACCESS, TENANTS, type Operation, type Tenant } from '../helpers/api-routes.js';
+import { registerModel } from '../../src/models/registry.js';
+import type { ModelCard } from '../../src/twin/card.js';
 import { logLines, queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
 
 let node: ApiNode;
@@ -33,6 +35,8 @@ interface Holdings {
   run: RunRecord;
   release: ApprovalRecord;
   write: PendingWrite;
+  /** A model only this tenant has (both have the demo models, under the same ids). */
+  model: string;
   secrets: string[];
 }
 const held = {} as Record<Tenant, Holdings>;
@@ -53,8 +57,10 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return { agent: 'agent.compress_fill', level: 'L0', reason: 'tenancy probe' };
     case 'POST /v1/tenants/{tenant}/arbitration/escalations/{id}':
       return { choose: 'tenancy-probe:press.MainForce', reason: 'tenancy probe' };
-    case 'POST /v1/tenants/{tenant}/models/{id}/status':
-      return { to: 'retired', changeRef: 'CC-2026-0001', reason: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/models/{id}/promote':
+      return { to: 'shadow', changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/models/{id}/retire':
+      return { changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
     default:
       return undefined;
   }
@@ -63,11 +69,12 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
 /** The ids of `t`'s objects an operation can name. */
 function idsFor(op: Operation, t: Tenant): string[] {
   if (!op.path.includes('{id}')) return [''];
+  if (op.path.includes('/models/')) return [held[t].model];
   return op.path.includes('/approvals/') ? [held[t].release.id, held[t].write.id] : [held[t].run.id];
 }
 
 /** A made-up id of the same form, for the answer an object that does not exist gets. */
-const madeUp = (id: string): string => (id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
+const madeUp = (id: string): string => (/-v[0-9]+$/.test(id) ? 'nosuch-model-v9' : id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
 
 function request(op: Operation, pathTenant: string, id: string, user: string, bodyTenant: Tenant): Promise<Reply> {
   const path = op.path.replace('{tenant}', pathTenant).replace('{id}', id);
@@ -112,7 +119,11 @@ beforeAll(async () => {
     logLines(d, run.id, 3);
     const write = await queueWrite(d, { run, agent: 'agent.coat_dry', setpoint, from, to, unit });
     const release = seedGate(d, run.id);
-    return { run, release, write, secrets: [batch, run.product, String(run.record['reviewer']), String(run.record['qa_reviewer']), release.recordHash, write.vectorHash, release.id, write.id] };
+    const model = registerModel(d.store, d.loaded.dataDir, {
+      tenant: t, analyte: `${t.split('-')[0]}probe`, family: 'twin', kind: 'twin', artefact: { probe: t }, sites: [d.loaded.config.site.id], by: USERS[t].process_engineer,
+      card: { tenant: t, analyte: `${t.split('-')[0]}probe`, family: 'twin' } as unknown as ModelCard,
+    });
+    return { run, release, write, model: model.id, secrets: [model.id, model.sha256, batch, run.product, String(run.record['reviewer']), String(run.record['qa_reviewer']), release.recordHash, write.vectorHash, release.id, write.id] };
   };
   held['acme-pharma'] = await seed('acme-pharma', 'B-1042', 'coater.PanSpeed', 14, 14.5, '{rev}/min');
   setStatus(d, held['acme-pharma'].run.id, 'REJECTED', 'test: the line is free for the other tenant');

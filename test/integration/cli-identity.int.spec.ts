@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DaemonClient } from '../../src/cli/client.js';
 import { readSession, renewSession, saveSession, type Session } from '../../src/cli/session.js';
+import { modelStatus, registerModel } from '../../src/models/registry.js';
+import type { ModelCard } from '../../src/twin/card.js';
 import { spawnCli } from '../helpers/cli.js';
 import { PASSWORD, req, siteActions, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
 
@@ -53,6 +55,24 @@ describe('the CLI as the signed-in person', () => {
     expect(siteActions(a.store).filter((e) => e.action.startsWith('autonomy.')).map((e) => [e.action, e.actor])).toEqual([['autonomy.lower', 'm.rossi'], ['autonomy.raise', 'm.rossi']]);
   }, 120_000);
 
+  it('models retire: through the daemon as the session\'s person, the password asked once the change is permitted; a role the bundle does not permit is refused before any prompt', async () => {
+    const id = registerModel(a.store, join(a.dir, 'data'), {
+      tenant: 'acme-pharma', analyte: 'cliprobe', family: 'twin', kind: 'twin', artefact: { probe: true }, sites: ['site-ravenna'], by: 'p.bianchi',
+      card: { tenant: 'acme-pharma', analyte: 'cliprobe', family: 'twin' } as unknown as ModelCard,
+    }).id;
+    const args = ['models', 'retire', id, '--change-ref', 'CC-2026-0710', '--reason', 'superseded'];
+    await session('p.bianchi');
+    const refused = await spawnCli(args, { env: env() });
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/\[LK_MODEL_CHANGE\]/);
+    expect(refused.err).not.toMatch(/password/);
+    await session('m.rossi');
+    const signed = await spawnCli([...args, '--json'], { env: env(), input: `${PASSWORD}\n` });
+    expect(signed.code, signed.err).toBe(0);
+    expect(JSON.parse(signed.out)).toMatchObject({ id, from: 'draft', to: 'retired', signature: { user: 'm.rossi', name: 'Maria Rossi' } });
+    expect(modelStatus(a.store, 'acme-pharma', id)?.status).toBe('retired');
+  }, 120_000);
+
   it('renewSession renews a token near its expiry, stores it, and the client uses it; logout ends the session on the daemon', async () => {
     const s = await session('p.bianchi');
     const client = new DaemonClient({ url, token: s.token });
@@ -60,7 +80,7 @@ describe('the CLI as the signed-in person', () => {
     const renewed = await renewSession(s, client, Date.parse(s.expiresAt) - 30_000, 60_000, env());
     expect(renewed.token).not.toBe(s.token);
     expect(readSession(env())?.token).toBe(renewed.token);
-    expect((await client.json<{ items: unknown[] }>('GET', '/v1/tenants/acme-pharma/models')).items).toEqual([]);
+    expect((await client.json<{ items: { id: string }[] }>('GET', '/v1/tenants/acme-pharma/models')).items.map((m) => m.id)).toEqual(['cliprobe-twin-v1']);
     const out = await spawnCli(['logout'], { env: env() });
     expect(out.out).toContain('session ended on the daemon');
     expect((await req(a, 'GET', '/v1/tenants/acme-pharma/models', { token: renewed.token })).status).toBe(401);

@@ -4,8 +4,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli as cli } from '../helpers/cli.js';
+import { runCli as cli, spawnCli as spawnWithInput } from '../helpers/cli.js';
+import { Identity } from '../../src/api/identity.js';
+import { loadConfig } from '../../src/config/load.js';
+import { changeStatus } from '../../src/models/change.js';
 import type { ModelSummary } from '../../src/models/registry.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
+import { openStore } from '../../src/store/store.js';
 import type { SimulationResult } from '../../src/twin/simulate.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -19,22 +24,35 @@ function spawnCli(...args: string[]): { code: number | null; out: string; err: s
 
 
 const IDS = ['defects-softmax-v1', 'potency-pls-v1', 'process-twin-v1'];
-const change = ['--tenant', 'acme-pharma', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0310', '--reason', 'golden evaluation passed'];
+const PASSWORD = 'a process engineer password';
 let seeded: ModelSummary[];
 
 beforeAll(async () => {
   data = mkdtempSync(join(tmpdir(), 'lk-twin-cli-'));
-  const r = await cli('models', 'seed', '--tenant', 'acme-pharma', '--data', data);
+  // the registrant is a local user whose password the CLI checks: no name is taken on trust
+  const store = openStore({ dataDir: data });
+  try {
+    await new Identity({ store, clock: store.clock, scryptLog2N: 10 }).create({ id: 'p.verdi', name: 'Piero Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: PASSWORD }, 'system', 'test user');
+  } finally {
+    store.close();
+  }
+  const r = await spawnWithInput(['models', 'seed', '--tenant', 'acme-pharma', '--data', data, '--as', 'p.verdi'], { input: `${PASSWORD}\n` });
   expect(r.code, r.err).toBe(0);
   seeded = JSON.parse((await cli('models', 'list', '--data', data, '--json')).out) as ModelSummary[];
-  for (const id of IDS) {
-    for (const to of ['shadow', 'validated']) {
-      const p = await cli('models', 'promote', id, '--to', to, ...change, '--data', data);
-      expect(p.code, p.err).toBe(0);
-      expect(p.out).toMatch(new RegExp(`acme-pharma/${id}: \\w+ → ${to} by q\\.russo \\(CC-2026-0310\\); golden \\S+\\.json`));
+  // promotions go through the daemon (api-models, cli-identity); here the registry's own change control suffices
+  const loaded = loadConfig(undefined, { dataDir: data });
+  const s = openStore({ dataDir: data });
+  try {
+    const { approvers } = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle.content;
+    for (const id of IDS) {
+      for (const to of ['shadow', 'validated'] as const) {
+        changeStatus(s, data, { tenant: 'acme-pharma', id, to, by: 'q.russo', role: 'qa_reviewer', changeRef: 'CC-2026-0310', reason: 'golden evaluation passed' }, { approvers: approvers.change });
+      }
     }
+  } finally {
+    s.close();
   }
-});
+}, 300_000);
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe('linekeeper models / twin simulate (real files, real process)', () => {
@@ -97,21 +115,20 @@ describe('linekeeper models / twin simulate (real files, real process)', () => {
     const bad = await cli('twin', 'simulate', '--candidates', '10', '--horizon', 'forever', '--data', data);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/\[LK_VALIDATION\]/);
-    const unknown = await cli('models', 'seed', '--tenant', 'nobody', '--data', data);
+    const unknown = await cli('models', 'seed', '--tenant', 'nobody', '--data', data, '--as', 'p.verdi');
     expect(unknown.err).toMatch(/\[LK_VALIDATION\]/);
   });
 
-  it('models promote/retire refuse what change control refuses, with the typed error; retired is final', async () => {
-    const role = await cli('models', 'retire', 'defects-softmax-v1', ...change.map((a) => (a === 'qa_reviewer' ? 'operator' : a)), '--data', data);
-    expect(role.code).toBe(1);
-    expect(role.err).toMatch(/\[LK_MODEL_CHANGE\]/);
-    const retired = await cli('models', 'retire', 'defects-softmax-v1', ...change, '--data', data, '--json');
-    expect(retired.code, retired.err).toBe(0);
-    expect(JSON.parse(retired.out)).toMatchObject({ from: 'validated', to: 'retired', evaluation: null, signature: { user: 'q.russo' } });
-    const back = await cli('models', 'promote', 'defects-softmax-v1', '--to', 'validated', ...change, '--data', data);
-    expect(back.err).toMatch(/\[LK_MODEL_TRANSITION\]/);
-    const other = await cli('models', 'promote', 'process-twin-v1', '--to', 'validated', ...change.map((a) => (a === 'acme-pharma' ? 'borealis-bio' : a)), '--data', data);
-    expect(other.err).toMatch(/\[LK_MODEL_TENANT\]/);
-    expect((await cli('models', 'promote', '--help')).out).toMatch(/on trust/);
+  it('models seed names a local user whose password is checked; promote/retire take no --by or --role and go through the daemon', async () => {
+    const without = await cli('models', 'seed', '--tenant', 'acme-pharma', '--data', data);
+    expect(without.code).toBe(2);
+    const wrong = await spawnWithInput(['models', 'seed', '--tenant', 'acme-pharma', '--data', data, '--as', 'p.verdi'], { input: 'not the password\n' });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toMatch(/\[LK_REAUTH_FAILED\]/);
+    const onTrust = await cli('models', 'retire', 'defects-softmax-v1', '--tenant', 'acme-pharma', '--by', 'q.russo', '--role', 'qa_reviewer', '--change-ref', 'CC-2026-0310', '--reason', 'x');
+    expect(onTrust.code).toBe(2);
+    const help = (await cli('models', 'promote', '--help')).out;
+    expect(help).not.toMatch(/on trust/);
+    expect(help).toMatch(/signed-in person/);
   });
 });

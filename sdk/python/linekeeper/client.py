@@ -2,14 +2,19 @@
 bearer tokens from POST /v1/auth/token.
 
 Given a user and password it signs in when first needed and again when a token has expired (tokens live
-minutes); given a token, it uses that one. Every refusal is a :class:`LinekeeperError` with the daemon's
+minutes); given a token, it uses that one. A token whose expiry the client knows (its own sign-in or renewal)
+is renewed before it expires (POST /v1/auth/token/refresh, no password) by the first request made within
+``renew_within`` seconds of the expiry, and by the reader of an open event stream at each keep-alive, so a long
+``run.stream()`` keeps its session up to the session's maximum age. Every refusal is a :class:`LinekeeperError` with the daemon's
 ``LK_*`` code, status and detail. Standard library only (urllib).
 """
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,6 +35,26 @@ def _default_urlopen(req: urllib.request.Request, timeout: float) -> Any:
     return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 - the URL is the daemon's, checked http(s)
 
 
+def _epoch(iso: str) -> float:
+    """Epoch seconds of an ISO 8601 UTC time as the daemon writes it (``2026-11-23T06:00:00.000Z``); standard
+    library modules beyond the package's few are avoided, so the civil date is counted here.
+
+    :raises ValueError: for another form.
+    """
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?Z", iso)
+    if m is None:
+        raise ValueError(f"not an ISO 8601 UTC time: {iso!r}")
+    y, mo, d, h, mi, sec = (int(m.group(i)) for i in range(1, 7))
+    # days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+    y -= mo <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (mo + (-3 if mo > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return days * 86400 + h * 3600 + mi * 60 + sec + (float(m.group(7)) if m.group(7) else 0.0)
+
+
 class Client:
     """A connection to one daemon, as one person, for one tenant."""
 
@@ -44,6 +69,8 @@ class Client:
         timeout: float = 30.0,
         poll_interval: float = 1.0,
         urlopen: Optional[Urlopen] = None,
+        renew_within: float = 120.0,
+        now: Optional[Callable[[], float]] = None,
     ) -> None:
         """:raises LinekeeperError: LK_VALIDATION for a URL that is not http(s), or neither a token nor a user and password."""
         parts = urllib.parse.urlsplit(url)
@@ -64,6 +91,59 @@ class Client:
         self._user: Optional[Json] = None
         self._urlopen: Urlopen = urlopen or _default_urlopen
         self._sign_in_lock = threading.Lock()
+        self._renew_lock = threading.Lock()
+        #: Renew when less than this is left of the token (seconds; at most half its lifetime).
+        self.renew_within = renew_within
+        #: The time expiries are compared with (epoch seconds): a test's clock.
+        self._now: Callable[[], float] = now or time.time
+        self._expires_at: Optional[float] = None
+        self._issued_at = 0.0
+
+    @property
+    def token(self) -> Optional[str]:
+        """The bearer token in use (None before the first sign-in)."""
+        return self._token
+
+    def _token_is(self, t: Json) -> None:
+        self._token = t["token"]
+        self._user = t.get("user", self._user)
+        self._issued_at = self._now()
+        try:
+            self._expires_at = _epoch(t["expiresAt"])
+        except (KeyError, ValueError, TypeError):
+            self._expires_at = None
+
+    def _renew_due(self) -> bool:
+        if self._expires_at is None or self._token is None:
+            return False
+        margin = min(self.renew_within, max(0.0, (self._expires_at - self._issued_at) / 2))
+        return self._now() >= self._expires_at - margin
+
+    def renew_if_due(self) -> None:
+        """Renew the token when it is within ``renew_within`` of its expiry (cheap when it is not)."""
+        if self._renew_due():
+            self.renew()
+
+    def renew(self) -> None:
+        """POST /v1/auth/token/refresh: a new token for the same session, without the password. When the daemon
+        refuses (the session reached its maximum age, or was signed out) a client with a password signs in again.
+
+        :raises LinekeeperError: LK_UNAUTHENTICATED when the session cannot be renewed and there is no password.
+        """
+        with self._renew_lock:
+            if self._token is None:
+                self.sign_in()
+                return
+            try:
+                resp = self._send("POST", "/v1/auth/token/refresh", auth=False, headers={"Authorization": f"Bearer {self._token}"})
+                try:
+                    self._token_is(json.loads(resp.read().decode("utf-8")))
+                finally:
+                    resp.close()
+            except LinekeeperError as err:
+                if err.code != "LK_UNAUTHENTICATED" or self._credentials is None:
+                    raise
+                self.sign_in()
 
     @property
     def user(self) -> Optional[Json]:
@@ -80,8 +160,7 @@ class Client:
             raise LinekeeperError("LK_VALIDATION", "this client was given a token, not a user and password to sign in with")
         with self._sign_in_lock:
             t: Json = self._json("POST", "/v1/auth/token", body=self._credentials, auth=False)
-            self._token = t["token"]
-            self._user = t["user"]
+            self._token_is(t)
             return t
 
     # transport -------------------------------------------------------------------------------------------------
@@ -104,6 +183,8 @@ class Client:
             if auth:
                 if self._token is None:
                     self.sign_in()
+                elif attempt == 0:
+                    self.renew_if_due()
                 h["Authorization"] = f"Bearer {self._token}"
             req = urllib.request.Request(url, data=data, method=method, headers=h)
             try:
@@ -214,6 +295,25 @@ class Client:
     def models(self) -> Json:
         """GET /models: cards, validation status, pinned sites."""
         return self._tenant_json("GET", "/models")
+
+    def promote_model(self, model_id: str, to: str, change_ref: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /models/{id}/promote: one step forward (draft → shadow → validated) as the signed-in person, signed
+        with the password (an SSO client's token must come from a fresh provider sign-in instead).
+
+        :raises LinekeeperError: LK_NOT_FOUND, LK_MODEL_CHANGE, LK_MODEL_TRANSITION, LK_REAUTH_REQUIRED, LK_REAUTH_FAILED,
+            LK_MODEL_GATE_FAILED.
+        """
+        body: Json = {"to": to, "changeRef": change_ref, "reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/models/{_q(model_id)}/promote", body=body)
+
+    def retire_model(self, model_id: str, change_ref: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /models/{id}/retire: take a model out of use (final), signed as :meth:`promote_model`."""
+        body: Json = {"changeRef": change_ref, "reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/models/{_q(model_id)}/retire", body=body)
 
     def simulate(self, candidates: int, horizon: str, seed: Optional[int] = None) -> Json:
         """POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited)."""

@@ -204,11 +204,30 @@ class ToolCallStream(Iterator[ToolCall]):
             parser = SseParser()
             try:
                 for raw in iter(resp.readline, b""):
+                    if raw.startswith(b":"):
+                        # a keep-alive: the moment to renew the token a quiet stream's session needs
+                        try:
+                            self._client.renew_if_due()
+                        except LinekeeperError as err:
+                            self._q.put(("error", err))
+                            return
                     ev = parser.feed(raw)
                     if parser.retry_ms is not None:
                         retry_s = parser.retry_ms / 1000.0
                     if ev is None or self._closed.is_set():
                         continue
+                    if ev.event == "session_end":
+                        # the daemon ended the stream's session (signed out, disabled, not renewed): a
+                        # reconnection would only be refused, so the iteration stops here
+                        try:
+                            detail = str(json.loads(ev.data).get("detail") or "")
+                        except (ValueError, AttributeError):
+                            detail = ""
+                        self._q.put(("error", LinekeeperError(
+                            "LK_UNAUTHENTICATED",
+                            f"{detail or 'the session of this event stream ended'} (last line {self.last_event_id}); sign in again and resume with after={self.last_event_id}",
+                            401)))
+                        return
                     if ev.event not in ("call", "ok", "error", "end"):
                         continue
                     try:

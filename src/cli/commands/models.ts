@@ -1,26 +1,28 @@
 /**
  * `linekeeper models list | seed | promote | retire`: the model registry in
  * the data directory's store (what GET /models returns), the default models
- * of a fresh install (registered as drafts), and status changes under change
- * control. The person and role of a change are taken from `--by` / `--role`
- * on trust until the surfaces issue brings sign-in (as `policy autonomy set`).
+ * of a fresh install (registered as drafts, offline, by a local user whose
+ * password is checked), and status changes under change control, which go
+ * through the daemon as the signed-in person (as `policy autonomy set`): no
+ * name or role is taken on trust.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../config/load.js';
-import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { LkError } from '../../errors.js';
-import { changeStatus, type ModelChange } from '../../models/change.js';
 import { listModels, parseStatus, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
 import { type PolicyBundle } from '../../policy/index.js';
 import { loadPolicyBundle } from '../../config/policy-bundle.js';
+import { Identity } from '../../api/identity.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
+import { readPassword, readSecrets } from '../prompt.js';
+import { connect } from '../session.js';
 import { approvedTwinSpace } from '../design-space.js';
 import { integer } from '../option-parsers.js';
 
-const TRUST = 'The person and role are taken on trust until sign-in arrives with the surfaces issue; the audit entry records what was claimed, signed with the site key.';
+const SIGNED = 'As the signed-in person (linekeeper login), in a role the bundle\'s approvers.change permits, with a change reference; signed with your password typed again, audited on the tenant\'s chain.';
 
 function headline(m: ModelSummary): string {
   const k = m.card.metrics;
@@ -50,16 +52,6 @@ function checkTenant(loaded: LoadedConfig, tenant: string): void {
   if (!loaded.config.tenants.some((t) => t.id === tenant)) throw new LkError('LK_VALIDATION', `tenant "${tenant}" is not in ${loaded.file}`, { tenant });
 }
 
-/** The bundle on disk, which must be the one the daemon accepted in this data directory (when any). */
-function acceptedBundle(loaded: LoadedConfig, store: Store): PolicyBundle {
-  const { bundle } = loadPolicyBundle(loaded.policyDir, { site: loaded.config });
-  const accepted = lastAcceptedBundle(store);
-  if (accepted && accepted.version !== bundle.version) {
-    throw new LkError('LK_CONFLICT', `the bundle in ${loaded.policyDir} (${bundle.version.slice(0, 12)}…) is not the one accepted in ${loaded.dataDir} (${accepted.version.slice(0, 12)}…): start the daemon to accept it first`);
-  }
-  return bundle;
-}
-
 function withStore<T>(loaded: LoadedConfig, fn: (store: Store) => T): T {
   const store = openStore({ dataDir: loaded.dataDir });
   try {
@@ -69,52 +61,80 @@ function withStore<T>(loaded: LoadedConfig, fn: (store: Store) => T): T {
   }
 }
 
-function printChange(c: ModelChange, json?: boolean): void {
-  if (json) {
-    process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
-    return;
-  }
-  const ev = c.evaluation ? `; golden ${c.evaluation.dataset.file} (${c.evaluation.dataset.sha256.slice(0, 12)}…) passed ${c.evaluation.criteria.length} criteria` : '';
-  process.stdout.write(`${c.model.tenant}/${c.model.id}: ${c.from} → ${c.to} by ${c.signature.user} (${c.model.changeRef})${ev}; audit ${c.model.tenant} #${c.auditSeq}, signed\n`);
-}
-
-interface ChangeOpts extends DataOpts {
-  tenant: string;
-  by: string;
-  role: string;
-  name?: string;
+interface ChangeOpts {
   changeRef: string;
   reason: string;
+  tenant?: string;
+  url?: string;
+  json?: boolean;
+}
+
+/** What POST /models/{id}/promote|retire answers. */
+interface ModelChangeReply {
+  id: string;
+  tenant: string;
+  from: string;
+  to: string;
+  changeRef: string;
+  auditSeq: number;
+  evaluation: { dataset: { file: string; sha256: string }; criteria: unknown[] } | null;
+  signature: { user: string; name: string; meaning: string; time: string };
 }
 
 function changeOptions(cmd: Command): Command {
   return cmd
-    .requiredOption('--tenant <id>', 'tenant the model belongs to')
-    .requiredOption('--by <person>', 'the person making the change (on trust until sign-in arrives)')
-    .requiredOption('--role <role>', 'their role; must be in the bundle\'s approvers.change')
-    .option('--name <printed name>', 'printed name for the signature manifestation (default: --by)')
     .requiredOption('--change-ref <ref>', 'change-control reference, e.g. CC-2026-0214')
     .requiredOption('--reason <text>', 'why')
-    .option('--config <file>', 'site configuration file', defaultConfigFile())
-    .option('--data <dir>', 'data directory (default: the configuration data_dir)')
+    .option('--tenant <id>', 'tenant the model belongs to (default: the session\'s)')
+    .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the change (with the evaluation and signature) as JSON');
 }
 
-function runChange(id: string, to: string, opts: ChangeOpts): void {
-  const loaded = configOf(opts);
-  checkTenant(loaded, opts.tenant);
-  const status = parseStatus(to);
-  const change = withStore(loaded, (store) => {
-    const bundle = acceptedBundle(loaded, store);
-    return changeStatus(
-      store,
-      loaded.dataDir,
-      { tenant: opts.tenant, id, to: status, by: opts.by, role: opts.role, ...(opts.name ? { name: opts.name } : {}), changeRef: opts.changeRef, reason: opts.reason },
-      { approvers: bundle.content.approvers.change },
-    );
-  });
-  printChange(change, opts.json);
+/**
+ * A status change on the daemon as the signed-in person (`linekeeper login`). The daemon checks the model, the
+ * role and the lifecycle first and answers 428 LK_REAUTH_REQUIRED; only then is the password asked (a refused
+ * change never prompts), and the change is sent again with it: a signature.
+ */
+async function runChange(id: string, action: 'promote' | 'retire', body: Record<string, string>, opts: ChangeOpts): Promise<void> {
+  const { session, client, tenant } = connect(opts, Date.now());
+  const path = `/v1/tenants/${encodeURIComponent(tenant)}/models/${encodeURIComponent(id)}/${action}`;
+  const sent = { ...body, changeRef: opts.changeRef, reason: opts.reason };
+  let c: ModelChangeReply;
+  try {
+    c = await client.json<ModelChangeReply>('POST', path, sent);
+  } catch (err) {
+    if (!LkError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
+    const password = await readPassword(`password for ${session.user} (a model status change is signed): `);
+    c = await client.json<ModelChangeReply>('POST', path, { ...sent, password });
+  }
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
+    return;
+  }
+  const ev = c.evaluation ? `; golden ${c.evaluation.dataset.file} (${c.evaluation.dataset.sha256.slice(0, 12)}…) passed ${c.evaluation.criteria.length} criteria` : '';
+  process.stdout.write(`${c.tenant}/${c.id}: ${c.from} → ${c.to} by ${c.signature.user} (${c.changeRef})${ev}; signed "${c.signature.meaning}" at ${c.signature.time}; audit ${c.tenant} #${c.auditSeq}\n`);
 }
+
+/**
+ * The person registering models offline (`models seed`): never a free-text name. `--as <id>` names a local
+ * process engineer or QA reviewer of the tenant, whose password is typed now and checked against the store (a
+ * failure is audited and counts toward the account's lock-out, as for `users --as`).
+ * @throws LkError LK_FORBIDDEN (another role, or not of this tenant), LK_REAUTH_FAILED, LK_ACCOUNT_LOCKED.
+ */
+async function registrant(loaded: LoadedConfig, as: string, tenant: string): Promise<string> {
+  const store = openStore({ dataDir: loaded.dataDir });
+  try {
+    const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: loaded.config.api.max_failed_attempts });
+    const u = identity.users.get(as);
+    if (u && (!REGISTRANTS.includes(u.role) || !u.tenants.includes(tenant))) throw new LkError('LK_FORBIDDEN', `${as} (${u.role}) may not register models of ${tenant} (needs ${REGISTRANTS.join(' or ')} of the tenant)`);
+    const [pw] = await readSecrets([`password for ${as}: `]);
+    return (await identity.reauthenticate(as, pw!, { tenant, purpose_detail: 'models seed' })).id;
+  } finally {
+    store.close();
+  }
+}
+
+const REGISTRANTS: readonly string[] = ['process_engineer', 'qa_reviewer'];
 
 export function registerModels(program: Command): void {
   const models = program.command('models').description('The model registry: list, seed the defaults (as drafts), promote and retire under change control');
@@ -156,16 +176,17 @@ export function registerModels(program: Command): void {
     .option('--data <dir>', 'data directory (default: the configuration data_dir)')
     .option('--site <id>', 'site to pin the models to (default: the configuration site id)')
     .option('--seed <s>', 'seed of the simulated plant and generators (default: configuration simulator.seed)', integer)
-    .option('--by <person>', 'who registers them (default: $USER)')
+    .requiredOption('--as <id>', 'you: a local process engineer or QA reviewer of the tenant (your password is asked)')
     .option('--json', 'print the registered models as JSON')
-    .action((opts: DataOpts & { tenant: string; site?: string; seed?: number; by?: string }) => {
+    .action(async (opts: DataOpts & { tenant: string; site?: string; seed?: number; as: string }) => {
       const loaded = configOf(opts);
       checkTenant(loaded, opts.tenant);
+      const by = await registrant(loaded, opts.as, opts.tenant);
       const seed = opts.seed ?? (loaded.config as { simulator?: { seed?: number } }).simulator?.seed ?? 20261121;
       // the twin must cover the tenant's approved design space, or rehearsal would flag most candidates
       const designSpace = approvedTwinSpace(loaded, opts.tenant).space;
       const registered = withStore(loaded, (store) =>
-        seedDefaultModels(store, loaded.dataDir, { tenant: opts.tenant, site: opts.site ?? loaded.config.site.id, seed, by: opts.by ?? process.env['USER'] ?? 'linekeeper', designSpace }),
+        seedDefaultModels(store, loaded.dataDir, { tenant: opts.tenant, site: opts.site ?? loaded.config.site.id, seed, by, designSpace }),
       );
       if (opts.json) process.stdout.write(`${JSON.stringify(registered, null, 2)}\n`);
       else for (const m of registered) process.stdout.write(`registered ${m.tenant}/${m.id} (${m.status}, pinned to ${m.sites.join(',')}), sha256 ${m.sha256}\n`);
@@ -173,10 +194,10 @@ export function registerModels(program: Command): void {
   changeOptions(
     models
       .command('promote <id>')
-      .description(`Promote a model one step (draft → shadow → validated) after its golden-dataset evaluation passes; signed and audited with the change reference. ${TRUST}`)
+      .description(`Promote a model one step (draft → shadow → validated) on the daemon after its golden-dataset evaluation passes. ${SIGNED}`)
       .requiredOption('--to <status>', 'shadow or validated'),
-  ).action((id: string, opts: ChangeOpts & { to: string }) => runChange(id, opts.to, opts));
-  changeOptions(models.command('retire <id>').description(`Retire a model (from any status; final); signed and audited with the change reference. ${TRUST}`)).action((id: string, opts: ChangeOpts) =>
-    runChange(id, 'retired', opts),
+  ).action((id: string, opts: ChangeOpts & { to: string }) => runChange(id, 'promote', { to: parseStatus(opts.to) }, opts));
+  changeOptions(models.command('retire <id>').description(`Retire a model (from any status; final) on the daemon. ${SIGNED}`)).action((id: string, opts: ChangeOpts) =>
+    runChange(id, 'retire', {}, opts),
   );
 }

@@ -1,0 +1,78 @@
+/**
+ * Model lifecycle changes through the API as the signed-in person (POST /models/{id}/promote|retire): checks that
+ * need no password first (the tenant's model, a role in the bundle's approvers.change, a step the lifecycle has),
+ * then the signature — 428 without the password, 401 with a wrong one, and a signed `model_change` entry by the
+ * session's person with one. Against the identity API (stub engine, real store, embedded default bundle).
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { iterateAudit, loadSitePublicKey } from '../../src/audit/index.js';
+import { verifyModelChange } from '../../src/models/change.js';
+import { modelStatus, registerModel } from '../../src/models/registry.js';
+import type { ModelCard } from '../../src/twin/card.js';
+import { PASSWORD, req, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
+
+let a: IdentityApi;
+const tokens: Record<string, string> = {};
+const A = '/v1/tenants/acme-pharma';
+
+function draft(tenant: string, analyte: string): string {
+  const dataDir = join(a.dir, 'data');
+  return registerModel(a.store, dataDir, {
+    tenant, analyte, family: 'twin', kind: 'twin', artefact: { probe: analyte }, sites: ['site-ravenna'], by: 'p.bianchi',
+    card: { tenant, analyte, family: 'twin' } as unknown as ModelCard,
+  }).id;
+}
+
+beforeAll(async () => {
+  a = await startIdentityApi();
+  for (const u of ['m.rossi', 'p.bianchi', 'o.operator']) tokens[u] = (await req(a, 'POST', '/v1/auth/token', { body: { user: u, password: PASSWORD } })).body.token;
+});
+afterAll(async () => {
+  await a.close();
+});
+
+describe('model lifecycle changes by the signed-in person', () => {
+  it('refuses without a password prompt what it can refuse first: another tenant\'s model (404), a role outside approvers.change, a step the lifecycle lacks', async () => {
+    const mine = draft('acme-pharma', 'lifecycle');
+    const theirs = draft('borealis-bio', 'theirs');
+    const body = { changeRef: 'CC-2026-0700', reason: 'probe' };
+    const foreign = await req(a, 'POST', `${A}/models/${theirs}/retire`, { token: tokens['m.rossi']!, body });
+    const none = await req(a, 'POST', `${A}/models/nosuch-model-v9/retire`, { token: tokens['m.rossi']!, body });
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'LK_NOT_FOUND']);
+    expect(foreign.body.detail.replace(theirs, '<id>')).toBe(none.body.detail.replace('nosuch-model-v9', '<id>'));
+    expect((await req(a, 'POST', `${A}/models/${mine}/retire`, { token: tokens['p.bianchi']!, body })).body.code).toBe('LK_MODEL_CHANGE');
+    expect((await req(a, 'POST', `${A}/models/${mine}/retire`, { token: tokens['o.operator']!, body })).body.code).toBe('LK_FORBIDDEN');
+    expect((await req(a, 'POST', `${A}/models/${mine}/promote`, { token: tokens['m.rossi']!, body: { ...body, to: 'validated' } })).body.code).toBe('LK_MODEL_TRANSITION');
+    expect((await req(a, 'POST', `${A}/models/${mine}/retire`, { token: tokens['m.rossi']!, body: { ...body, by: 'someone' } })).body.code).toBe('LK_VALIDATION');
+    expect(modelStatus(a.store, 'acme-pharma', mine)?.status).toBe('draft');
+    expect(modelStatus(a.store, 'borealis-bio', theirs)?.status).toBe('draft');
+  });
+
+  it('a change is signed: 428 without the password, 401 with a wrong one, then a model_change entry by the session\'s person that verifies', async () => {
+    const id = draft('acme-pharma', 'signed');
+    const body = { changeRef: 'CC-2026-0701', reason: 'superseded' };
+    const url = `${A}/models/${id}/retire`;
+    expect(await req(a, 'POST', url, { token: tokens['m.rossi']!, body }).then((r) => [r.status, r.body.code])).toEqual([428, 'LK_REAUTH_REQUIRED']);
+    expect(await req(a, 'POST', url, { token: tokens['m.rossi']!, body: { ...body, password: 'not hers at all' } }).then((r) => [r.status, r.body.code])).toEqual([401, 'LK_REAUTH_FAILED']);
+    expect(modelStatus(a.store, 'acme-pharma', id)?.status).toBe('draft');
+    const ok = await req(a, 'POST', url, { token: tokens['m.rossi']!, body: { ...body, password: PASSWORD } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toMatchObject({ id, from: 'draft', to: 'retired', changeRef: 'CC-2026-0701', evaluation: null, signature: { user: 'm.rossi', name: 'Maria Rossi', meaning: expect.stringMatching(/Retired/) } });
+    const e = [...iterateAudit(a.store.db, 'acme-pharma')].find((x) => x.seq === ok.body.auditSeq)!;
+    expect(e).toMatchObject({ kind: 'model_change', action: 'model.retire', actor: 'm.rossi', old: 'draft', new: 'retired' });
+    expect(e.args).toMatchObject({ by: 'm.rossi', role: 'qa_reviewer', change_ref: 'CC-2026-0701' });
+    expect(verifyModelChange(e, loadSitePublicKey(join(a.dir, 'data')))).toBe(true);
+    // retired is final
+    expect((await req(a, 'POST', url, { token: tokens['m.rossi']!, body: { ...body, password: PASSWORD } })).body.code).toBe('LK_MODEL_TRANSITION');
+  });
+
+  it('a promotion is re-authenticated before its golden gate runs: a model that fails the gate stays a draft', async () => {
+    const id = draft('acme-pharma', 'gated');
+    const r = await req(a, 'POST', `${A}/models/${id}/promote`, { token: tokens['m.rossi']!, body: { to: 'shadow', changeRef: 'CC-2026-0702', reason: 'probe', password: PASSWORD } });
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    console.log('GATECODE', r.status, r.body.code, r.body.detail);
+    expect(['LK_MODEL_GATE_FAILED', 'LK_MODEL_CORRUPT', 'LK_VALIDATION']).toContain(r.body.code);
+    expect(modelStatus(a.store, 'acme-pharma', id)?.status).toBe('draft');
+  });
+});
