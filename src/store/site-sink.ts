@@ -136,7 +136,10 @@ export function openAuditSiteEvents(
       guardStore.start();
     },
     stopped: (info) => {
-      // entries still held go first (behind their outage entry), so the stop is the last word
+      // counted repeats and entries still held go first (behind their outage entry), so the stop is the last word
+      guard('repeated site events', () => {
+        for (const r of budget.drain()) recordRepeated(r);
+      });
       let ok = guardStore.retry();
       if (ok) {
         try {
