@@ -62,18 +62,8 @@ export interface ModelSummary {
   readonly auditSeq: number;
 }
 
-/** The status view the policy check needs (what `modelStatus` returns). */
-export interface ModelStatusView {
-  readonly tenant: string;
-  readonly id: string;
-  readonly analyte: string;
-  readonly family: string;
-  readonly version: number;
-  readonly kind: ModelKind;
-  readonly status: ModelStatus;
-  readonly sites: readonly string[];
-  readonly sha256: string;
-}
+/** The status view the policy check needs (what `modelStatus` returns): a summary without its card and history. */
+export type ModelStatusView = Pick<ModelSummary, 'tenant' | 'id' | 'analyte' | 'family' | 'version' | 'kind' | 'status' | 'sites' | 'sha256'>;
 
 /** A model read from the registry with its artefact, hash-checked. */
 export interface LoadedModel {
