@@ -178,7 +178,7 @@ describe('commandLkg over Modbus TCP (blender, unit 1)', () => {
     const polled: Sample[] = [];
     const sub = await c.subscribe(['blender.Heartbeat', 'blender.SupervisorState', 'blender.Speed'], { intervalMs: 20 }, (s) => polled.push(...s));
     try {
-      await waitFor(() => polled.length >= 3, 3000);
+      await waitFor(() => polled.length >= 3, 30_000);
       const [r, reads] = await Promise.all([w.commandLkg('blender'), Promise.all([c.read(['blender.Speed']), c.read(['blender.ActiveRecipe'])])]);
       const lkg = before.lkg;
       expect(r).toMatchObject({ equipment: 'blender', state: 'LOST', activeRecipe: lkg.number, lkgRecipe: lkg.number, revertCount: before.revertCount + 1, verified: true });
@@ -187,7 +187,7 @@ describe('commandLkg over Modbus TCP (blender, unit 1)', () => {
       expect(sim.plant.supervisor('fluidbed').state).toBe('ATTENDED');
       // nothing else on the lane was disturbed: every concurrent read and every poll was good, no heartbeat failed
       expect(reads.flat().every((s) => s.quality === 'good')).toBe(true);
-      expect(await waitFor(() => polled.some((s) => s.tag === 'blender.SupervisorState' && s.value === 1), 3000)).toBe(true);
+      expect(await waitFor(() => polled.some((s) => s.tag === 'blender.SupervisorState' && s.value === 1), 30_000)).toBe(true);
       expect(polled.every((s) => s.quality === 'good')).toBe(true);
       expect(events.filter((e) => e.type === 'heartbeat_failed')).toEqual([]);
     } finally {

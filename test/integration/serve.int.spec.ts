@@ -84,7 +84,7 @@ describe('linekeeper serve on the embedded default', () => {
     try {
       const read = async (id: string) => (await raw.session.read({ nodeId: raw.nodeId(id), attributeId: AttributeIds.Value })).value.value as unknown;
       const first = (await read('press.Supervisor.Heartbeat')) as number;
-      expect(await waitFor(async () => ((await read('press.Supervisor.Heartbeat')) as number) > first + 1, 5000, 200)).toBe(true);
+      expect(await waitFor(async () => ((await read('press.Supervisor.Heartbeat')) as number) > first + 1, 60_000, 200)).toBe(true);
       expect(await read('press.Supervisor.SupervisorState')).toBe('ATTENDED');
       expect(await read('coater.Supervisor.RevertCount')).toBe(0);
     } finally {
@@ -93,7 +93,7 @@ describe('linekeeper serve on the embedded default', () => {
   });
 
   it('logs live values and stops cleanly on SIGTERM', async () => {
-    expect(await waitFor(() => run.stderr().includes('"msg":"live values"'), 10_000, 100)).toBe(true);
+    expect(await waitFor(() => run.stderr().includes('"msg":"live values"'), 60_000, 100)).toBe(true);
     expect(run.stderr()).toMatch(/"press\.Hardness":"[\d.]+ N"/);
     expect(run.stderr()).toMatch(/"nir\.Spectrum":"\[\d+ values\]"/);
     run.child.kill('SIGTERM');
