@@ -23,7 +23,6 @@ import { registrySources } from '../../src/models/sources.js';
 import { type AutonomyState, type PolicyBundle, changeAutonomy, initialAutonomy } from '../../src/policy/index.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { type Store, openStore } from '../../src/store/store.js';
-import { runCli as cli } from '../helpers/cli.js';
 import { APPROVERS, QA, registeredTwin } from '../helpers/models.js';
 import { type Simulator, startTestSimulator } from '../helpers/sim.js';
 
@@ -164,10 +163,15 @@ describe('the model a proposal names is checked against the registry at call tim
     });
   }
 
-  it('a retirement through the CLI is in force at the running writer’s next decision: no twin, no press move', async () => {
+  it('a retirement made on another connection to the store is in force at the running writer’s next decision: no twin, no press move', async () => {
     later();
-    const r = await cli('models', 'retire', 'process-twin-v1', '--tenant', A, '--by', QA.by, '--role', QA.role, '--change-ref', 'CC-2026-0305', '--reason', 'capping under-predicted on new tooling', '--data', dataDir);
-    expect(r.code, r.err).toBe(0);
+    // what the daemon's POST /models/{id}/retire does (its own tests cover the route): a separate connection
+    const other = openStore({ dataDir });
+    try {
+      changeStatus(other, dataDir, { tenant: A, id: 'process-twin-v1', to: 'retired', ...QA, changeRef: 'CC-2026-0305', reason: 'capping under-predicted on new tooling' }, { approvers: APPROVERS });
+    } finally {
+      other.close();
+    }
     const before = plant('MainForce');
     const out = await writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: `${(before as number) - 0.5} kN` }] }));
     expect(out.status).toBe('denied');
