@@ -10,7 +10,7 @@ import { verifyStoreParallel } from '../../src/audit/verify-parallel.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
 import { entryHash } from '../../src/audit/entry.js';
 import { openStore } from '../../src/store/store.js';
-import { COLS, entry, hashedOf, newStore, rawDb, rewriteSuffix, tempDir } from '../unit/audit-helpers.js';
+import { COLS, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from '../unit/audit-helpers.js';
 
 const T = 'acme-pharma';
 const N = 40;
@@ -31,15 +31,6 @@ function build(): string {
   }
   store.close();
   return dir;
-}
-
-function tamper(dir: string, fn: (db: Database.Database) => void): void {
-  const db = rawDb(dir);
-  try {
-    fn(db);
-  } finally {
-    db.close();
-  }
 }
 
 async function both(dir: string): Promise<{ seq: VerifyReport; par: VerifyReport; progress: number }> {

@@ -73,6 +73,16 @@ export function rawDb(dir: string): Database.Database {
   return db;
 }
 
+/** Change the database behind the trail's back (what an attacker with file access does), then close it. */
+export function tamper(dir: string, fn: (db: Database.Database) => void): void {
+  const db = rawDb(dir);
+  try {
+    fn(db);
+  } finally {
+    db.close();
+  }
+}
+
 export const COLS = ENTRY_COLUMNS as readonly string[];
 
 /** Rewrite rows from..head of a chain with new content at `from` and recomputed hashes (the strongest edit). */

@@ -15,7 +15,7 @@ import { parsePublicKey } from '../../src/audit/keys.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
 import { LkError } from '../../src/errors.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
-import { COLS, codeOf, entry, hashedOf, newStore, rawDb, rewriteSuffix, tempDir } from './audit-helpers.js';
+import { COLS, codeOf, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from './audit-helpers.js';
 
 const T = 'acme-pharma';
 let root: { dir: string; cleanup: () => void };
@@ -66,15 +66,6 @@ function expectDamage(dir: string, kind: string, seq: number): void {
   const c = r.chains.find((x) => x.tenant === T)!;
   expect({ kind: c.damage?.kind, seq: c.damage?.seq }).toEqual({ kind, seq });
   expect(r.chains.find((x) => x.tenant === 'borealis-bio')?.ok).toBe(true);
-}
-
-function tamper(dir: string, fn: (db: Database.Database) => void): void {
-  const db = rawDb(dir);
-  try {
-    fn(db);
-  } finally {
-    db.close();
-  }
 }
 
 const chainArb = fc.record({ n: fc.integer({ min: 3, max: 30 }), every: fc.integer({ min: 2, max: 9 }), batch: fc.integer({ min: 1, max: 7 }) });
