@@ -1,15 +1,17 @@
 /**
  * Worker of the parallel `audit verify` (verify-parallel.ts): checks ranges of one chain's rows on its own
  * read-only connection. Each entry stores its prev_hash, so a range is checked without its neighbours: every
- * seq present in order, every row hashing to its stored hash (body.ts, the same bytes as the sequential walk),
- * every row linking to the one before it. What links the ranges (a range's first prev_hash to the hash ending
+ * seq present in order, every row hashing to its stored hash (the same bytes as the sequential walk),
+ * every row linking to the one before it. Rows are hashed from the bytes SQLite builds (body-sql.ts); a row
+ * those do not confirm is hashed from its columns (body.ts), which decide. What links the ranges (a range's first prev_hash to the hash ending
  * the range before) is left to the caller. Any doubt is reported as `ok: false`; the caller then runs the exact
  * sequential walk, which names the damage.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { rowHash } from './body.js';
-import { COL as C, ENTRY_COLUMNS, type EntryRow } from './entry.js';
+import { B, fastIntact, SELECT_BODIES } from './body-sql.js';
+import { ENTRY_COLUMNS, type EntryRow } from './entry.js';
 
 /** One range of a chain: seqs lo+1..hi, and the positions whose hashes the caller wants back. */
 export interface RangeTask {
@@ -34,18 +36,20 @@ const CHUNK = 2048;
 export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
   const want = new Set(t.wanted);
   const hashes: [number, string][] = [];
-  const stmt = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq`).raw();
+  const stmt = db.prepare(SELECT_BODIES).raw();
+  // a row the SQL-built bytes do not confirm is read column by column and hashed as body.ts does (the authority)
+  const full = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq = ?`).raw();
   let e = t.lo + 1;
   let firstPrev: string | undefined;
   let ph: string | undefined;
   // Slices by seq value; rows outside lo+1..hi or out of order fail the `seq === e` check below either way.
   for (let from = t.lo; from < t.hi; from += CHUNK) {
-    for (const r of stmt.all(t.tenant, from, Math.min(t.hi, from + CHUNK)) as EntryRow[]) {
-      const h = r[C.hash];
-      if (r[C.seq] !== e || typeof h !== 'string' || typeof r[C.prev_hash] !== 'string') return { id: t.id, ok: false };
-      if (ph === undefined) firstPrev = r[C.prev_hash] as string;
-      else if (r[C.prev_hash] !== ph) return { id: t.id, ok: false };
-      if (rowHash(t.tenant, r) !== h) return { id: t.id, ok: false };
+    for (const r of stmt.all(t.tenant, from, Math.min(t.hi, from + CHUNK)) as unknown[][]) {
+      const h = r[B.hash];
+      if (r[B.seq] !== e || typeof h !== 'string' || typeof r[B.prev_hash] !== 'string') return { id: t.id, ok: false };
+      if (ph === undefined) firstPrev = r[B.prev_hash] as string;
+      else if (r[B.prev_hash] !== ph) return { id: t.id, ok: false };
+      if (!fastIntact(r) && rowHash(t.tenant, (full.get(t.tenant, e) as EntryRow | undefined) ?? []) !== h) return { id: t.id, ok: false };
       if (want.has(e)) hashes.push([e, h]);
       ph = h;
       e++;

@@ -16,6 +16,7 @@ import { mapSqliteError } from '../store/sqlite-errors.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { missingTriggers } from '../store/triggers.js';
 import { rowHash, rowVerifiesAt } from './body.js';
+import { B, fastIntact, SELECT_CHAIN_BODIES } from './body-sql.js';
 import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
 import { COL as C, ENTRY_COLUMNS, GENESIS_HASH, type EntryRow } from './entry.js';
 import { loadSitePublicKey, type PublicSiteKey } from './keys.js';
@@ -163,7 +164,7 @@ export function firstDamage(list: readonly Damage[]): Damage | undefined {
 
 const cpKey = (c: SignedCheckpoint): string => `${c.tenant}|${c.seq}|${c.head_hash}|${c.sig}`;
 
-const SELECT_CHAIN = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
+const SELECT_CHAIN_FROM = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ?`;
 
 function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | undefined; seq: unknown }[], key: PublicSiteKey | null, missingFromLog: number[], walker: Walker): ChainReport {
   const cpDamages: Damage[] = [];
@@ -210,12 +211,17 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
 /** The sequential walk: expected position e, expected prev hash ph; stops at the first row that does not fit. */
 export function walkChain(db: Database, tenant: string, wanted: ReadonlySet<number>): Walk {
   const hashAt = new Map<number, string>();
+  // the fast path hashes the bytes SQLite builds (body-sql.ts); a row they do not confirm is read whole and body.ts decides
+  const full = db.prepare(`${SELECT_CHAIN_FROM} AND seq = ?`).raw();
   let e = 1;
   let ph = GENESIS_HASH;
-  for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<EntryRow>) {
-    if (r[C.seq] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
-    const h = r[C.hash];
-    if (r[C.prev_hash] !== ph || rowHash(tenant, r) !== h) return { head: e - 1, ph, broken: { row: r }, hashAt };
+  for (const r of db.prepare(SELECT_CHAIN_BODIES).raw().iterate(tenant) as IterableIterator<unknown[]>) {
+    if (r[B.seq] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
+    const h = r[B.hash];
+    if (r[B.prev_hash] !== ph || !fastIntact(r)) {
+      const row = full.get(tenant, e) as EntryRow;
+      if (row[C.prev_hash] !== ph || rowHash(tenant, row) !== h) return { head: e - 1, ph, broken: { row }, hashAt };
+    }
     ph = h as string;
     if (wanted.has(e)) hashAt.set(e, ph);
     e++;

@@ -1,9 +1,12 @@
 /**
  * The fast paths of the row serialisation (body.ts) change no verdict: the string quoting equals
  * JSON.stringify, the JSON-column check equals "JSON.parse accepts it", and rowBody returns the same bytes
- * (or the same undefined) as the straightforward serialisation it replaced, on intact and on tampered rows.
+ * (or the same undefined) as the straightforward serialisation it replaced, on intact and on tampered rows;
+ * and the bytes SQLite builds for `audit verify` (body-sql.ts) are rowBody's, NULL exactly where it refuses.
  */
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { BODY_SQL } from '../../src/audit/body-sql.js';
 import { describe, expect, it } from 'vitest';
 import { isJsonText, jsonString, rowBody } from '../../src/audit/body.js';
 import { COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, type EntryRow } from '../../src/audit/entry.js';
@@ -118,5 +121,62 @@ describe('row serialisation fast paths', () => {
     r[C.args] = '{"a":1}';
     r[C.intent] = 3;
     expect(rowBody('site', r)).toContain('"args":{"a":1},"intent":3');
+  });
+});
+
+describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path)', () => {
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE audit_entry (tenant TEXT NOT NULL, ${ENTRY_COLUMNS.map((c) => `${c} ${c === 'seq' || c === 'intent' ? 'INTEGER' : 'TEXT'}`).join(', ')})`);
+  const insert = db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`);
+  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body FROM audit_entry`).raw();
+
+  /** Insert rows, read them back as SQLite holds them (its type affinity and UTF-8 applied), and compare both paths. */
+  const compare = (tenant: string, rows: EntryRow[]): number => {
+    db.exec('DELETE FROM audit_entry');
+    for (const r of rows) insert.run(tenant, ...r.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
+    let built = 0;
+    for (const back of select.all() as unknown[][]) {
+      const row = back.slice(0, ENTRY_COLUMNS.length) as EntryRow;
+      const sql = back[ENTRY_COLUMNS.length];
+      // the fast path builds bytes only for rows body.ts builds too, and then the same bytes
+      expect(sql ?? undefined).toBe(rowBody(tenant, row));
+      if (sql !== null) built++;
+    }
+    return built;
+  };
+
+  it('equals rowBody on random intact and tampered rows, and is NULL exactly where rowBody refuses', () => {
+    const cell = fc.oneof(
+      { weight: 4, arbitrary: str },
+      { weight: 4, arbitrary: jsonLike },
+      { weight: 3, arbitrary: fc.constant(null) },
+      { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.constant(2 ** 60), fc.constant(-(2 ** 53)), fc.constant(Buffer.from('{}'))) },
+    );
+    const row = fc.tuple(fc.oneof(fc.nat(), cell), fc.array(cell, { minLength: ENTRY_COLUMNS.length - 1, maxLength: ENTRY_COLUMNS.length - 1 }))
+      .map(([seq, rest]) => [seq, ...rest] as EntryRow);
+    fc.assert(fc.property(fc.array(row, { minLength: 1, maxLength: 20 }), fc.oneof(fc.constant('acme-pharma'), str.filter((s) => s.length > 0)), (rows, tenant) => {
+      compare(tenant, rows);
+    }), { numRuns: 400 });
+    // rows of the right types with arbitrary strings and JSON values: the escaping of both paths compared
+    const text = (nullable: boolean) => (nullable ? fc.option(str, { nil: null }) : str);
+    const json = fc.option(fc.jsonValue().map((v) => JSON.stringify(v)), { nil: null });
+    const typed = fc.tuple(fc.nat(), text(false), text(false), text(false), text(false), ...Array.from({ length: 6 }, () => text(true)),
+      json, json, text(true), json, json, fc.option(fc.nat(), { nil: null }), json, text(false), text(false)).map((r) => r as EntryRow);
+    let built = 0;
+    fc.assert(fc.property(fc.array(typed, { minLength: 1, maxLength: 10 }), (rows) => {
+      built += compare('acme-pharma', rows);
+    }), { numRuns: 300 });
+    expect(built).toBeGreaterThan(100);
+  });
+
+  it('builds the bytes of well-formed rows (so the comparison above is not only of NULLs), escapes included', () => {
+    const good = (i: number): EntryRow => [i, '2026-01-01T00:00:00.000Z', 'agent.compress_fill', 'tool_call', `press.write "x" \\ ${i}`, i % 2 ? 'run_1' : null, null, 'agent.compress_fill', 'press.write_setpoint', 'press.MainForce', null,
+      '{"tag":"press.MainForce","value":12.3,"s":"a\\"b\\u0001"}', i % 3 ? null : '{"ok":true,"nested":{"a":[1,2]}}', 'risk \u00b0C\n\t\u0001\u007f\u2028', '12', '12.3', i % 2 ? 3 : null, null, 'a'.repeat(64), 'b'.repeat(64)];
+    expect(compare('acme-pharma', Array.from({ length: 12 }, (_, i) => good(i + 1)))).toBe(12);
+    const [, , , body] = [0, 0, 0, (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]];
+    expect(body).toContain('"reason":"risk °C\\n\\t\\u0001\u007f\u2028"');
+    // a JSON column holding two values (columns shifted into each other) gets no bytes, as in body.ts
+    db.prepare('UPDATE audit_entry SET args = ? WHERE seq = 1').run('{"a":1},"intent":3');
+    expect((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]).toBeNull();
   });
 });

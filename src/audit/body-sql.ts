@@ -1,0 +1,86 @@
+/**
+ * The canonical bytes of a stored row, built by SQLite itself: the fast path
+ * of `audit verify`.
+ *
+ * body.ts assembles the hashed bytes in JavaScript from twenty columns, and on
+ * a long trail reading those columns into JavaScript values costs more than
+ * serialising and hashing them. The same envelope can be built inside the
+ * query, in C, so that one string per row crosses into JavaScript: keys in
+ * RFC 8785 order, strings quoted by `json_quote` (which escapes exactly what
+ * JSON.stringify escapes for the text append stores), the JSON columns spliced
+ * in as stored, integers printed as SQLite prints them.
+ *
+ * It is a fast path only, never the authority. The expression is NULL for any
+ * row append could not have written (a column of another type, a JSON column
+ * that is not exactly one JSON value by `json_valid`), and a row whose SQL body
+ * does not hash to its stored hash is handed to body.ts. So this path can only
+ * say "intact" for bytes that hash to the stored hash and parse, uniquely, as
+ * the envelope around valid JSON values: the same columns body.ts would read.
+ * Any divergence of escaping costs speed, not correctness; a property test
+ * holds the two equal on random entries.
+ */
+import { hash } from 'node:crypto';
+import { ENTRY_FORMAT, SUBJECT_KEYS } from './entry.js';
+
+const jsonCol = (c: string): string => `(${c} IS NULL OR (typeof(${c}) = 'text' AND json_valid(${c})))`;
+const textCol = (c: string, nullable: boolean): string => (nullable ? `(${c} IS NULL OR typeof(${c}) = 'text')` : `typeof(${c}) = 'text'`);
+/** `,"key":<v>` or '' when the column is NULL (SQL `||` with NULL is NULL). */
+const opt = (key: string, v: string): string => `coalesce(',"${key}":' || ${v}, '')`;
+const SUBJECT_COL: Record<(typeof SUBJECT_KEYS)[number], string> = { agent: 'agent', batch: 'batch', reviewer: 'reviewer', run: 'run', setpoint: 'setpoint', tool: 'tool' };
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+const WELL_TYPED = [
+  // body.ts takes only safe integers (what a JavaScript number holds exactly); so does this
+  `typeof(seq) = 'integer' AND seq BETWEEN ${-SAFE} AND ${SAFE}`,
+  ...['ts', 'actor', 'kind', 'action', 'prev_hash'].map((c) => textCol(c, false)),
+  ...['reason', ...Object.values(SUBJECT_COL)].map((c) => textCol(c, true)),
+  `(intent IS NULL OR (typeof(intent) = 'integer' AND intent BETWEEN ${-SAFE} AND ${SAFE}))`,
+  ...['args', 'result', 'old_value', 'new_value', 'signature'].map(jsonCol),
+].join(' AND ');
+
+// json_quote(NULL) is the text 'null', not NULL: optional strings are quoted only when present.
+const quotedOpt = (c: string): string => `CASE WHEN ${c} IS NULL THEN NULL ELSE json_quote(${c}) END`;
+const SUBJECT = SUBJECT_KEYS.map((k) => opt(k, quotedOpt(SUBJECT_COL[k]))).join(' || ');
+
+const ENVELOPE = [
+  `'{"action":' || json_quote(action)`,
+  `',"actor":' || json_quote(actor)`,
+  opt('args', 'args'),
+  opt('intent', 'intent'),
+  `',"kind":' || json_quote(kind)`,
+  opt('new', 'new_value'),
+  opt('old', 'old_value'),
+  `',"prev_hash":' || json_quote(prev_hash)`,
+  opt('reason', quotedOpt('reason')),
+  opt('result', 'result'),
+  `',"seq":' || seq`,
+  opt('signature', 'signature'),
+  // the subject's members each start with a comma: drop the first
+  `',"subject":{' || substr(${SUBJECT}, 2) || '}'`,
+  `',"tenant":' || json_quote(tenant)`,
+  `',"ts":' || json_quote(ts)`,
+  `',"v":${ENTRY_FORMAT}}'`,
+].join(' || ');
+
+/**
+ * SQL expression over the columns of `audit_entry`: the canonical bytes of the row's hashed object (the
+ * same text as `rowBody(tenant, row)` of body.ts), or NULL when the row is not one append could write.
+ */
+export const BODY_SQL = `CASE WHEN ${WELL_TYPED} THEN ${ENVELOPE} END`;
+
+/** Column positions of a row of {@link SELECT_BODIES}. */
+export const B = Object.freeze({ seq: 0, prev_hash: 1, hash: 2, body: 3 });
+
+/** Rows of one chain in a seq range (lo, hi], ordered, each as `[seq, prev_hash, hash, body]`. */
+export const SELECT_BODIES = `SELECT seq, prev_hash, hash, ${BODY_SQL} FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq`;
+/** Every row of one chain, whatever its seq (a seq below 1 or of another type is damage the walk must see), as {@link SELECT_BODIES}. */
+export const SELECT_CHAIN_BODIES = `SELECT seq, prev_hash, hash, ${BODY_SQL} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
+
+/**
+ * True when a row of {@link SELECT_BODIES} is intact by the fast path: its SQL-built bytes hash to its stored
+ * hash. False says nothing yet: the caller reads the row's columns and asks body.ts.
+ */
+export function fastIntact(r: readonly unknown[]): boolean {
+  const body = r[B.body];
+  return typeof body === 'string' && hash('sha256', body) === r[B.hash];
+}
