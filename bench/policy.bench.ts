@@ -34,7 +34,7 @@ import { GuardedWriter } from '../src/engine/guarded-writer.js';
 import { changeAutonomy, evaluate, initialAutonomy } from '../src/policy/index.js';
 import { loadPolicyBundle } from '../src/config/policy-bundle.js';
 import { openStore } from '../src/store/store.js';
-import { cloneParams, NOMINAL_PARAMS } from '../src/twin/truth.js';
+import { cloneParams, NOMINAL_PARAMS } from '../src/twin/params.js';
 import { latencies, opsPerSecond, percentile, report } from './lib.js';
 import { casbinPeer, cedarAllows, cedarEmptyCall, cedarPeer, rulesPeer, type Facts } from './peers/policy-peers.js';
 

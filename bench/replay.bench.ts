@@ -11,7 +11,7 @@ import { replayableAgent } from '../src/engine/run/replay-agents.js';
 import { replayCalls, type ExportedAgentCalls } from '../src/engine/run/replay.js';
 import { twinModelOf } from '../src/models/artefacts.js';
 import type { ModelSummary } from '../src/models/registry.js';
-import { perturbParams } from '../src/twin/truth.js';
+import { perturbParams } from '../connectors/sim/ground/truth.js';
 import { percentile, report } from './lib.js';
 
 const dir = new URL('../test/fixtures/golden-batch/', import.meta.url);

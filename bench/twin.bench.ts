@@ -12,12 +12,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import { createRng } from '../src/clock.js';
-import { recordBatches } from '../src/twin/batch.js';
+import { recordBatches } from '../connectors/sim/ground/batches.js';
 import { fitTwin } from '../src/twin/fit.js';
 import { compileTwin, type PredictedAttributes } from '../src/twin/predict.js';
 import { DEFAULT_DESIGN_SPACE, latinHypercube, widen } from '../src/twin/setpoints.js';
 import { simulate, type SimulationResult, type TwinModel } from '../src/twin/simulate.js';
-import { NOMINAL_PARAMS, perturbParams } from '../src/twin/truth.js';
+import { perturbParams } from '../connectors/sim/ground/truth.js';
+import { NOMINAL_PARAMS } from '../src/twin/params.js';
 import { report } from './lib.js';
 import { compileOdeTwin, maxRelativeDifference } from './peers/twin-ode.js';
 

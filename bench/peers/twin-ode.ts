@@ -17,7 +17,7 @@
 import { createRequire } from 'node:module';
 import { blendRsdPct, coatingModel, dryingRatePerMin, pressModel } from '../../src/twin/process.js';
 import { assembleAttributes, coatSetpoints, DEFAULT_CONTEXT, pressSetpoints, type BatchContext, type PredictedAttributes, type Predictor } from '../../src/twin/predict.js';
-import type { ProcessParams } from '../../src/twin/truth.js';
+import type { ProcessParams } from '../../src/twin/params.js';
 
 // odex ships its TypeScript source beside the CommonJS build, which this project's strict settings reject when the
 // compiler follows an import into it; required at run time, typed here with the subset the peer uses

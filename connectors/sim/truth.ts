@@ -5,7 +5,8 @@
  * measurements the configuration gives no range for.
  */
 import { createRng } from '../../src/clock.js';
-import { NOMINAL_PARAMS, perturbParams, type ProcessParams } from '../../src/twin/truth.js';
+import { NOMINAL_PARAMS, type ProcessParams } from '../../src/twin/params.js';
+import { perturbParams } from './ground/truth.js';
 
 export interface NirTruth {
   /** True potency of the batch, % label claim. */
@@ -21,8 +22,8 @@ export interface VisionTruth {
 
 /**
  * The plant's hidden parameters: the process relations' parameters from
- * src/twin/truth.ts `perturbParams` (the one source shared with the twin's
- * batch generator), plus the instruments' own truths. Read them in tests to
+ * ground/truth.ts `perturbParams` (the one source shared with the batch
+ * generator the default twin is fitted on), plus the instruments' own truths. Read them in tests to
  * check that a fit moved toward them; never from production code.
  */
 export interface TrueParameters extends Readonly<ProcessParams> {

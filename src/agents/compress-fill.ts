@@ -29,7 +29,7 @@ import { LkError } from '../errors.js';
 import { weightRsdPct } from '../twin/predict.js';
 import { pressModel, type PressOutputs } from '../twin/process.js';
 import type { Range, SetpointId } from '../twin/setpoints.js';
-import type { ProcessParams } from '../twin/truth.js';
+import type { ProcessParams } from '../twin/params.js';
 import { checkLimit, checkModel, checkNow, checkReadings, clamp, finite, fmt, mean, plain, positive, roundTo, sampleSd } from './support.js';
 import type { AgentOutput, CandidateConsidered, DesignLimit, ModelRef, Move, Proposal, ProposalAttribute, Reading } from './types.js';
 

@@ -16,7 +16,7 @@
  */
 import { contentUniformity, weightRsdPct } from '../twin/predict.js';
 import { acceptanceValue } from '../twin/process.js';
-import type { ProcessParams } from '../twin/truth.js';
+import type { ProcessParams } from '../twin/params.js';
 import { checkNow, checkReadings, finite, fmt, mean, plain, positive, sampleSd } from './support.js';
 import type { AgentOutput, CandidateConsidered, Proposal, Reading, Trace } from './types.js';
 

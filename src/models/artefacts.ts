@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { LkError } from '../errors.js';
 import type { PlsArtefact, NirModel } from '../twin/nir/pls.js';
 import type { TwinModel } from '../twin/simulate.js';
-import type { ProcessParams } from '../twin/truth.js';
+import type { ProcessParams } from '../twin/params.js';
 import type { VisionArtefact } from '../twin/vision/classifier.js';
 import type { LoadedModel } from './registry.js';
 

@@ -1,7 +1,8 @@
 /**
  * The golden datasets that gate model promotion: small JSON files under
  * `config/golden/`, one per model kind, generated deterministically from the
- * simulator-truth generators of src/twin with fixed seeds (`npx tsx
+ * simulator's generators with fixed seeds (the plant's ground truth in
+ * connectors/sim/ground, the NIR and vision generators of src/twin) (`npx tsx
  * tools/make-golden.ts` writes them; a unit test regenerates them in memory
  * and compares byte for byte, so the committed files are exactly what the
  * generators give).
@@ -28,12 +29,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { recordBatches } from '../../connectors/sim/ground/batches.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
 import { createRng, type Rng } from '../clock.js';
 import { LkError } from '../errors.js';
-import { recordBatches, type RecordedBatch } from '../twin/batch.js';
 import { nirSamples } from '../twin/nir/spectra.js';
 import { DEFAULT_DESIGN_SPACE } from '../twin/setpoints.js';
-import { NOMINAL_PARAMS, perturbParams } from '../twin/truth.js';
+import { NOMINAL_PARAMS } from '../twin/params.js';
+import type { RecordedBatch } from '../twin/recorded.js';
 import { DEFECT_CLASSES, renderFrameSet, type DefectClass, type LabelledFrameSet } from '../twin/vision/frames.js';
 import type { ModelKind } from './registry.js';
 

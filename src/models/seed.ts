@@ -14,16 +14,17 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { recordBatches } from '../../connectors/sim/ground/batches.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
 import { createRng } from '../clock.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { recordBatches } from '../twin/batch.js';
 import type { ModelCard } from '../twin/card.js';
 import { evaluateTwin, fitTwin } from '../twin/fit.js';
 import { nirSamples } from '../twin/nir/spectra.js';
 import { trainPls } from '../twin/nir/pls.js';
 import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS, widen, type DesignSpaceRanges } from '../twin/setpoints.js';
-import { NOMINAL_PARAMS, perturbParams } from '../twin/truth.js';
+import { NOMINAL_PARAMS } from '../twin/params.js';
 import { classifyFeatures, frameSetFeatures, precisionRecall, trainVisionOnFeatures, type VisionArtefact } from '../twin/vision/classifier.js';
 import { DEFECT_CLASSES, forEachFrameSet, HEIGHT, WIDTH, type DefectClass } from '../twin/vision/frames.js';
 import type { TwinArtefact } from './artefacts.js';

@@ -11,13 +11,12 @@
  */
 import { levenbergMarquardt } from 'ml-levenberg-marquardt';
 import { LkError } from '../errors.js';
-import type { RecordedBatch } from './batch.js';
 import { residualStats, type ModelCard, type ResidualStats } from './card.js';
 import { dissolutionWeibull, dryingRatePerMin, coatingModel, lodPct, pressModel, blendRsdPct, weibullReleasePct, type PressSetpoints } from './process.js';
 import { weightRsdPct } from './predict.js';
 import { SETPOINT_IDS, SETPOINTS, type Range, type SetpointId } from './setpoints.js';
-import { cloneParams, NOMINAL_PARAMS, type ProcessParams } from './truth.js';
-import { MEASUREMENT_NOISE } from './batch.js';
+import { cloneParams, NOMINAL_PARAMS, type ProcessParams } from './params.js';
+import { INSTRUMENT_PRECISION, type RecordedBatch } from './recorded.js';
 
 export const TWIN_ATTRIBUTES = [
   'blendRsdPct',
@@ -44,7 +43,7 @@ interface Point {
 }
 
 function pointsOf(batches: readonly RecordedBatch[]): Point[] {
-  const N = MEASUREMENT_NOISE;
+  const N = INSTRUMENT_PRECISION;
   const pts: Point[] = [];
   for (const b of batches) {
     for (const s of b.blend.samples) {

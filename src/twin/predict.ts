@@ -24,7 +24,7 @@ import {
   type PressSetpoints,
 } from './process.js';
 import { centreOf, DEFAULT_DESIGN_SPACE, type SetpointVector } from './setpoints.js';
-import { NOMINAL_PARAMS, type ProcessParams } from './truth.js';
+import { NOMINAL_PARAMS, type ProcessParams } from './params.js';
 
 export interface BatchContext {
   /** Tablets in a full batch. */

@@ -10,7 +10,7 @@ import { createRng } from '../clock.js';
 import { LkError } from '../errors.js';
 import { compileTwin, DEFAULT_CONTEXT, type BatchContext, type Horizon, type PredictedAttributes, type Predictor } from './predict.js';
 import { checkDesignSpace, latinHypercube, outOfRange, SETPOINT_IDS, SETPOINTS, type DesignSpaceRanges, type Range, type SetpointId, type SetpointVector } from './setpoints.js';
-import type { ProcessParams } from './truth.js';
+import type { ProcessParams } from './params.js';
 
 /** A twin the rehearsal can run: fitted parameters, the model's identity and its valid ranges. */
 export interface TwinModel {

@@ -9,11 +9,12 @@ import { changeStatus } from '../../src/models/change.js';
 import { registerModel, type ModelStatusView, type ModelSummary } from '../../src/models/registry.js';
 import { buildTwin, type Candidate } from '../../src/models/seed.js';
 import type { Store } from '../../src/store/store.js';
-import { recordBatches } from '../../src/twin/batch.js';
+import { recordBatches } from '../../connectors/sim/ground/batches.js';
 import { fitTwin } from '../../src/twin/fit.js';
 import { DEFAULT_DESIGN_SPACE, widen } from '../../src/twin/setpoints.js';
 import type { TwinModel } from '../../src/twin/simulate.js';
-import { NOMINAL_PARAMS, perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
+import { NOMINAL_PARAMS } from '../../src/twin/params.js';
 
 export const SITE = 'site-ravenna';
 /** The person and role the tests promote models as (a role in the shipped bundle's approvers.change). */

@@ -15,7 +15,7 @@ import { changeStatus, verifyModelChange, type StatusChange } from '../../src/mo
 import { artefactFile, listModels, loadModel, loadValidated, modelStatus, registerModel } from '../../src/models/registry.js';
 import { registrySources } from '../../src/models/sources.js';
 import { type Store, openStore } from '../../src/store/store.js';
-import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/truth.js';
+import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { codeOf } from '../helpers/codes.js';
 import { APPROVERS, QA, SITE, goldenPlantTwin, registeredTwin } from '../helpers/models.js';
 

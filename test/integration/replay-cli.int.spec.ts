@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportAgentCalls, loadReplayTwin, replayRun, type ExportedAgentCalls, type ReplayReport } from '../../src/engine/run/replay.js';
 import { registerModel, type ModelSummary } from '../../src/models/registry.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
-import { perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
 import { runCli as cli } from '../helpers/cli.js';
 import { codeOf } from '../helpers/codes.js';
 import { buildGoldenDataDir, goldenTwin, goldenTwinInput, promoteToValidated } from '../helpers/golden.js';

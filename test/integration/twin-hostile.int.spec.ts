@@ -12,7 +12,7 @@ import { instrumentRanges } from '../../src/cli/design-space.js';
 import { loadConfig } from '../../src/config/load.js';
 import { checkDesignSpace, checkWithinInstruments, DEFAULT_DESIGN_SPACE } from '../../src/twin/setpoints.js';
 import { simulate } from '../../src/twin/simulate.js';
-import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/truth.js';
+import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { runCli } from '../helpers/cli.js';
 import { codeOf } from '../unit/audit-helpers.js';
 

@@ -7,7 +7,7 @@ import { createRng } from '../../src/clock.js';
 import type { CompressFillInput } from '../../src/agents/compress-fill.js';
 import type { DesignLimit, Reading } from '../../src/agents/types.js';
 import { pressModel } from '../../src/twin/process.js';
-import { NOMINAL_PARAMS, cloneParams } from '../../src/twin/truth.js';
+import { NOMINAL_PARAMS, cloneParams } from '../../src/twin/params.js';
 
 export const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
 export const PARAMS = cloneParams(NOMINAL_PARAMS);

@@ -17,7 +17,8 @@ import { AGENTS, AGENT_ROLES, DECIDE, replan, summariseRehearsal } from '../../s
 import { LkError } from '../../src/errors.js';
 import { DEFAULT_DESIGN_SPACE } from '../../src/twin/setpoints.js';
 import { simulate } from '../../src/twin/simulate.js';
-import { NOMINAL_PARAMS, perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
+import { NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { DS, NOMINAL_PRESS, T0, TWIN, limit, noisy, numbersOf, pressInput, series } from './agents-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

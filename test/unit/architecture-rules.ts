@@ -47,6 +47,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   arbitration: { paths: ['src/arbitration/'], imports: ['errors', 'clock', 'domain', 'policy'], pure: true },
   twin: { paths: ['src/twin/'], imports: ['errors', 'clock', 'domain', 'config-schema'], pure: true },
   agents: { paths: ['src/agents/'], imports: ['errors', 'clock', 'domain', 'config-schema', 'policy', 'arbitration', 'twin'], pure: true },
+  // the simulated plant's ground truth (hidden parameters, batch generator): part of the simulator, pure so that
+  // the default models and golden datasets built from it are the same bytes for the same seed; the product
+  // (twin, policy, arbitration, agents) never sees it
+  'ground-truth': { paths: ['connectors/sim/ground/'], imports: ['errors', 'clock', 'domain', 'config-schema', 'twin'], pure: true },
   // I/O base
   log: { paths: ['src/log.ts'], imports: KERNEL },
   files: { paths: ['src/files.ts'], imports: KERNEL },
@@ -56,9 +60,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   database: { paths: ['src/store/migrations.ts', 'src/store/triggers.ts', 'src/store/data-dir.ts', 'src/store/sqlite-errors.ts'], imports: [...KERNEL] },
   audit: { paths: ['src/audit/'], imports: [...IO_BASE, ...PURE_CORE, 'database'], types: ['store', 'connectors'] },
   store: { paths: ['src/store/'], imports: [...IO_BASE, ...PURE_CORE, 'database', 'audit'], types: ['connectors'] },
-  models: { paths: ['src/models/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE] },
+  // the default models of a fresh install and the golden datasets are made from the simulated plant's ground truth
+  models: { paths: ['src/models/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth'] },
   // devices: connectors speak the protocols; the simulator is a connector that also plays the plant
-  connectors: { paths: ['connectors/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE] },
+  connectors: { paths: ['connectors/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth'] },
   supervision: { paths: ['src/supervision/'], imports: [...IO_BASE, ...PURE_CORE, 'connectors'] },
   engine: { paths: ['src/engine/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'models', 'connectors', 'supervision'] },
   // surfaces
@@ -66,8 +71,8 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   api: { paths: ['src/api/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'models', 'connectors', 'supervision', 'engine', 'ops'] },
   // the SDK is shipped to agent authors: it talks HTTP to the API and shares only its types
   sdk: { paths: ['src/sdk/'], imports: ['errors', 'domain'], types: ['api'] },
-  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
-  daemon: { paths: ['src/daemon.ts'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'models', 'connectors', 'supervision', 'engine', 'ops', 'api'] },
+  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
+  daemon: { paths: ['src/daemon.ts'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api'] },
   'ambient-types': { paths: ['src/types/'], imports: [] },
 };
 

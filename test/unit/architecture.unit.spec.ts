@@ -58,6 +58,8 @@ describe('architecture: the real tree', () => {
     expect(layerOf('src/twin/predict.ts')).toBe('twin');
     expect(layerOf('src/config/schema.ts')).toBe('config-schema');
     expect(layerOf('src/config/load.ts')).toBe('config');
+    expect(layerOf('connectors/sim/ground/truth.ts')).toBe('ground-truth');
+    expect(layerOf('connectors/sim/truth.ts')).toBe('connectors');
   });
 });
 
@@ -110,6 +112,36 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     // the same code is allowed where I/O lives
     const io = checkSamples({ 'src/engine/arch-sample.ts': 'export const a = [Date.now(), Math.random(), new Date()];\n' });
     expect(io).toEqual([]);
+  });
+
+  it("the simulated plant's ground truth: out of the product's reach, pure, and below the simulator's I/O", () => {
+    const v = checkSamples({
+      // the product twin, agents and policy never see the plant's hidden parameters, not even as a type
+      'src/twin/arch-sample-ground.ts': "import { perturbParams } from '../../connectors/sim/ground/truth.js';\nexport const p = perturbParams;\n",
+      'src/agents/arch-sample-ground.ts': "import type { BatchPlan } from '../../connectors/sim/ground/batches.js';\nexport type P = BatchPlan;\n",
+      'src/policy/arch-sample-ground.ts': "import { recordBatches } from '../../connectors/sim/ground/batches.js';\nexport const r = recordBatches;\n",
+      // the ground truth is pure and does not reach up into the simulator's servers
+      'connectors/sim/ground/arch-sample.ts': [
+        "import { readFileSync } from 'node:fs';", // 1
+        'export const a = Date.now();', // 2
+        'export const b = Math.random();', // 3
+        "import { Plant } from '../plant.js';", // 4
+        "import { createRng } from '../../../src/clock.js';", // 5: fine
+        "import { NOMINAL_PARAMS } from '../../../src/twin/params.js';", // 6: fine
+        'export const all = [readFileSync, Plant, createRng, NOMINAL_PARAMS];',
+      ].join('\n'),
+      // the default models and the simulator build on it
+      'src/models/arch-sample-ground.ts': "import { recordBatches } from '../../connectors/sim/ground/batches.js';\nexport const r = recordBatches;\n",
+      'connectors/sim/arch-sample-ground.ts': "import { perturbParams } from './ground/truth.js';\nexport const p = perturbParams;\n",
+    });
+    expect(lines(v, 'src/twin/arch-sample-ground.ts', 'layer')).toEqual([1]);
+    expect(lines(v, 'src/agents/arch-sample-ground.ts', 'layer')).toEqual([1]);
+    expect(lines(v, 'src/policy/arch-sample-ground.ts', 'layer')).toEqual([1]);
+    expect(lines(v, 'connectors/sim/ground/arch-sample.ts', 'io-module')).toEqual([1]);
+    expect(lines(v, 'connectors/sim/ground/arch-sample.ts', 'clock-or-random')).toEqual([2, 3]);
+    expect(lines(v, 'connectors/sim/ground/arch-sample.ts', 'layer')).toEqual([4]);
+    expect(v.filter((x) => x.file === 'connectors/sim/ground/arch-sample.ts' && (x.line === 5 || x.line === 6))).toEqual([]);
+    expect(v.filter((x) => x.file === 'src/models/arch-sample-ground.ts' || x.file === 'connectors/sim/arch-sample-ground.ts')).toEqual([]);
   });
 
   it('one holder of write capabilities: claiming by name, by computed key, by destructuring, or naming the type', () => {

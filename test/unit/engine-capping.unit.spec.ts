@@ -10,7 +10,7 @@ import type { WriteProposal } from '../../src/engine/writer-types.js';
 import { LkError } from '../../src/errors.js';
 import { pressModel } from '../../src/twin/process.js';
 import type { TwinModel } from '../../src/twin/simulate.js';
-import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/truth.js';
+import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { view, viewsOf } from '../helpers/models.js';
 import { bundle } from './policy-helpers.js';
 

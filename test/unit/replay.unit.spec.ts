@@ -7,7 +7,7 @@ import { REPLAYABLE, replayableAgent } from '../../src/engine/run/replay-agents.
 import { diffProposals, diffVerdict, firstDifference } from '../../src/engine/run/replay-diff.js';
 import { parseModelRef, replayCalls, type RecordedAgentCall } from '../../src/engine/run/replay.js';
 import type { TwinModel } from '../../src/twin/simulate.js';
-import { perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
 import { codeOf } from '../helpers/codes.js';
 import { goldenCalls, goldenTwin } from '../helpers/golden.js';
 

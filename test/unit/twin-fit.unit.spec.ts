@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/clock.js';
-import { recordBatches } from '../../src/twin/batch.js';
+import { recordBatches } from '../../connectors/sim/ground/batches.js';
 import { evaluateTwin, fitTwin, TWIN_ATTRIBUTES } from '../../src/twin/fit.js';
 import { DEFAULT_DESIGN_SPACE, widen } from '../../src/twin/setpoints.js';
-import { NOMINAL_PARAMS, perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
+import { NOMINAL_PARAMS } from '../../src/twin/params.js';
 
 describe('twin fitting (Levenberg–Marquardt on recorded batches)', () => {
   // attributes whose nominal error on these plants is well above measurement noise

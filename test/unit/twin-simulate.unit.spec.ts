@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/clock.js';
-import { recordBatches } from '../../src/twin/batch.js';
+import { recordBatches } from '../../connectors/sim/ground/batches.js';
 import { fitTwin } from '../../src/twin/fit.js';
 import { compileTwin } from '../../src/twin/predict.js';
 import { DEFAULT_DESIGN_SPACE, widen, type DesignSpaceRanges } from '../../src/twin/setpoints.js';
 import { simulate, type TwinModel } from '../../src/twin/simulate.js';
-import { NOMINAL_PARAMS, perturbParams } from '../../src/twin/truth.js';
+import { perturbParams } from '../../connectors/sim/ground/truth.js';
+import { NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { compileOdeTwin } from '../../bench/peers/twin-ode.js';
 
 const truth = perturbParams(NOMINAL_PARAMS, 3);

@@ -21,7 +21,7 @@ import { approvedTwinSpace, instrumentRanges } from '../design-space.js';
 import { checkDesignSpace, checkWithinInstruments, SETPOINT_IDS, type DesignSpaceRanges } from '../../twin/setpoints.js';
 import { readInputFile } from '../../files.js';
 import { simulate, type DiscardedCandidate, type RankedCandidate, type SimulationResult, type TwinModel } from '../../twin/simulate.js';
-import { cloneParams, NOMINAL_PARAMS } from '../../twin/truth.js';
+import { cloneParams, NOMINAL_PARAMS } from '../../twin/params.js';
 import { integer, positive } from '../option-parsers.js';
 
 interface SimulateOptions {

@@ -7,7 +7,7 @@
 import { blendDispense, coatDry, compressFill, defectInspect, granulateDry, qualityConf, qualityPotency, replan, yieldTakt } from '../../agents/index.js';
 import { LkError } from '../../errors.js';
 import type { TwinModel } from '../../twin/simulate.js';
-import type { ProcessParams } from '../../twin/truth.js';
+import type { ProcessParams } from '../../twin/params.js';
 
 type Input = Record<string, unknown>;
 

@@ -1,38 +1,16 @@
 /**
- * Recorded batches, generated from "true" process parameters with measurement
- * noise — what the historian and the QC lab would hold for a batch run on the
- * simulated plant. The twin is fitted to these; tests and the model seeding
- * use them without a network round trip. Pure: parameters, plan and a seeded
- * rng in, observations out.
+ * Recorded batches of the simulated plant, generated from its "true" process
+ * parameters (truth.ts) with the instruments' noise: what the historian and
+ * the QC lab would hold for a batch run on it. The default models are fitted
+ * to these and the golden twin dataset is made of them, without a network
+ * round trip. Pure: parameters, plan and a seeded rng in, observations out.
  */
-import type { Rng } from '../clock.js';
-import { coatingModel, dryingRatePerMin, lodPct, pressModel, blendRsdPct, type PressSetpoints } from './process.js';
-import { dissolutionProfile, DISSOLUTION_TIMES_MIN, pressSetpoints, weightRsdPct } from './predict.js';
-import { latinHypercube, SETPOINT_IDS, type DesignSpaceRanges, type SetpointVector } from './setpoints.js';
-import type { ProcessParams } from './truth.js';
-
-export interface PressObservation extends PressSetpoints {
-  /** Means of the in-process checks of the segment. */
-  weightMg: number;
-  weightRsdPct: number;
-  thicknessMm: number;
-  hardnessN: number;
-  /** Capped tablets counted by inspection, % of the segment. */
-  cappingPct: number;
-  ejectionN: number;
-}
-
-export interface RecordedBatch {
-  id: string;
-  /** The recipe the batch ran (press setpoints of its first segment). */
-  setpoints: SetpointVector;
-  blend: { speedRpm: number; samples: { rev: number; rsdPct: number }[] };
-  drying: { inletC: number; airflowM3h: number; samples: { min: number; lodPct: number }[] };
-  press: PressObservation[];
-  coating: { sprayRateGMin: number; inletAirC: number; airflowM3h: number; exhaustC: number; samples: { min: number; weightGainPct: number }[] };
-  /** QC dissolution of the coated tablets, with the tensile strength measured on the cores. */
-  dissolution: { tensileMpa: number; weightGainPct: number; timesMin: number[]; releasedPct: number[] };
-}
+import type { Rng } from '../../../src/clock.js';
+import type { ProcessParams } from '../../../src/twin/params.js';
+import { dissolutionProfile, DISSOLUTION_TIMES_MIN, pressSetpoints, weightRsdPct } from '../../../src/twin/predict.js';
+import { coatingModel, dryingRatePerMin, lodPct, pressModel, blendRsdPct, type PressSetpoints } from '../../../src/twin/process.js';
+import { INSTRUMENT_PRECISION, type PressObservation, type RecordedBatch } from '../../../src/twin/recorded.js';
+import { latinHypercube, SETPOINT_IDS, type DesignSpaceRanges, type SetpointVector } from '../../../src/twin/setpoints.js';
 
 export interface BatchPlan {
   id: string;
@@ -41,30 +19,13 @@ export interface BatchPlan {
   pressSegments?: PressSetpoints[];
 }
 
-/** Standard deviations of the measurement systems. */
-export const MEASUREMENT_NOISE = Object.freeze({
-  blendRsdRel: 0.04,
-  blendRsdAbs: 0.08,
-  lodPct: 0.12,
-  weightMg: 0.6,
-  weightRsdPct: 0.08,
-  thicknessMm: 0.01,
-  hardnessN: 1.5,
-  /** Tablets inspected per press segment for the capping count. */
-  cappingInspected: 20_000,
-  ejectionN: 6,
-  exhaustC: 0.25,
-  weightGainPct: 0.03,
-  dissolutionPct: 1.0,
-});
-
 /**
  * Run a batch plan on a plant with parameters `truth` and record what its
  * instruments and the lab would measure. Deterministic for a given rng state.
  */
 export function recordBatch(truth: Readonly<ProcessParams>, plan: BatchPlan, rng: Rng): RecordedBatch {
   const s = plan.setpoints;
-  const N = MEASUREMENT_NOISE;
+  const N = INSTRUMENT_PRECISION;
   const blendSamples: { rev: number; rsdPct: number }[] = [];
   for (let rev = 25; rev <= s['blender.TargetRevolutions'] + 1e-9; rev += 25) {
     const rsd = blendRsdPct(rev, truth.blend);
