@@ -203,10 +203,7 @@ function finish(
 export function decisionId(inputs: Decision['inputs'], bundleVersion: string): string {
   const { request: r, context: c } = inputs;
   const v = r.value;
-  h1 = 0xdeadbeef;
-  h2 = 0x41c6ce57;
-  h3 = 0x9e3779b9;
-  h4 = 0x85ebca6b;
+  n = 0;
   num(c.now);
   str(bundleVersion, 16); // 64 bits of the version separate bundles; hashing all 64 hex digits costs more than it adds
   str(r.kind ?? 'setpoint');
@@ -246,23 +243,36 @@ export function decisionId(inputs: Decision['inputs'], bundleVersion: string): s
   str(c.capping?.model?.id);
   str(c.capping?.model?.version);
   str(c.capping?.error);
+  // the lanes in local variables, over the words gathered above: the same sequence of mixes as feeding them
+  // one by one into module-level state, at a fraction of the cost (decisionId was three quarters of a decision)
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  let h3 = 0x9e3779b9;
+  let h4 = 0x85ebca6b;
+  for (let i = 0; i < n; i++) {
+    const x = words[i]!;
+    h1 = Math.imul(h1 ^ x, 2654435761);
+    h2 = Math.imul(h2 ^ x, 1597334677);
+    h3 = Math.imul(h3 ^ x, 2246822519);
+    h4 = Math.imul(h4 ^ x, 3266489917);
+  }
   return `dec_${hex8(fin(h1, h2))}${hex8(fin(h2, h3))}${hex8(fin(h3, h4))}${hex8(fin(h4, h1))}`;
 }
 
-// hash scratch: only ever used within one synchronous decisionId call
-let h1 = 0;
-let h2 = 0;
-let h3 = 0;
-let h4 = 0;
+// scratch of one synchronous decisionId call: the 32-bit words to hash, in order
+let words = new Uint32Array(1024);
+let n = 0;
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 function mix(x: number): void {
-  h1 = Math.imul(h1 ^ x, 2654435761);
-  h2 = Math.imul(h2 ^ x, 1597334677);
-  h3 = Math.imul(h3 ^ x, 2246822519);
-  h4 = Math.imul(h4 ^ x, 3266489917);
+  if (n === words.length) {
+    const grown = new Uint32Array(words.length * 2);
+    grown.set(words);
+    words = grown;
+  }
+  words[n++] = x;
 }
 
 function str(s: unknown, max = Number.POSITIVE_INFINITY): void {
@@ -270,17 +280,24 @@ function str(s: unknown, max = Number.POSITIVE_INFINITY): void {
     mix(s === undefined ? 0x1e : s === null ? 0x1d : 0x1c);
     return;
   }
-  const n = Math.min(s.length, max);
-  for (let i = 0; i < n; i++) mix(s.charCodeAt(i));
+  const len = Math.min(s.length, max);
+  if (n + len + 1 > words.length) for (let i = 0; i < len; i++) mix(s.charCodeAt(i));
+  else {
+    // module-level variables are context loads and stores in a loop: copy them to locals
+    const w = words;
+    let k = n;
+    for (let i = 0; i < len; i++) w[k++] = s.charCodeAt(i);
+    n = k;
+  }
   mix(0x1f); // field separator
 }
 
-function num(n: unknown): void {
-  if (typeof n !== 'number') {
-    str(n === undefined || n === null ? n : String(n));
+function num(v: unknown): void {
+  if (typeof v !== 'number') {
+    str(v === undefined || v === null ? v : String(v));
     return;
   }
-  f64[0] = n;
+  f64[0] = v;
   mix(u32[0]!);
   mix(u32[1]!);
   mix(0x1f);

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AUTONOMY_LEVELS, type Decision, type PolicyContext, type PolicyRequest } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
 import { evaluate } from '../../src/policy/index.js';
+import { decisionId } from '../../src/policy/evaluate.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { CAPPING_OK, T0, TWIN_RECORD, bundle, bundleCopy, cleanupCopies, context, request, site } from './policy-helpers.js';
 
@@ -29,6 +30,20 @@ describe('evaluate: the textbook allow', () => {
     expect(ev({ value: '12.6 kN' }).id).not.toBe(ev().id);
     expect(ev({}, { attendance: null }).id).not.toBe(ev().id);
     expect(ev({}, { decisionId: 'dec_run42_0007' }).id).toBe('dec_run42_0007');
+  });
+
+  it('keeps the id of given inputs across versions: a replay years later reproduces the ids it recorded', () => {
+    // pinned from the release that first stored them; a change of the hash must be a deliberate, versioned one
+    const inputs = [
+      { request: { agent: 'agent.compress_fill', setpoint: 'press.MainForce', value: '12.5 kN', product: 'ir-family-a', tooling: 'round-10mm-ff' }, context: { now: 1772524800000, batchState: 'running', current: 12, lastMove: { value: 12, at: 1772524740000 }, reviewer: 'p.bianchi', attendance: { operator: 'l.verdi', lastPresenceAt: 1772524790000 } } },
+      { request: { kind: 'setpoint', agent: 'agent.coat_dry', setpoint: 'coater.SprayRate', value: { value: 183.27, unit: 'g/min' }, product: 'ir-family-b', tooling: 'round-10mm-ff' }, context: { now: 1772524800001, batchState: 'running', current: null, model: { id: 'process-twin-v1', version: '1' }, modelRecord: { owner: 'acme-pharma', family: 'twin', version: 1, status: 'validated', sha256: 'ab'.repeat(32), sites: ['site-ravenna'] }, approval: { kind: 'qa', by: 'm.rossi', role: 'qa_reviewer' }, capping: { risk: 0.012, model: { id: 'process-twin-v1', version: '1' } } } },
+      { request: { agent: 'agent.defect_inspect', setpoint: 'vision.RejectThreshold', value: 'NaN %', product: 'ir-family-a', tooling: 'round-10mm-ff' }, context: { now: 0, batchState: 'held', current: 75, capping: { error: 'LK_TWIN_DIVERGED' } } },
+    ] as unknown as Decision['inputs'][];
+    expect(inputs.map((x) => decisionId(x, 'f'.repeat(64)))).toEqual(['dec_3d7df3e6339747f94e509ef0b608259a', 'dec_e0a80571867583f74ec9b806df917e69', 'dec_2711f07bc18febf8e8dac483122ec1e2']);
+    // a string longer than the scratch buffer takes the slow path and still hashes every character
+    const long = { ...inputs[0]!, request: { ...inputs[0]!.request, agent: 'a'.repeat(5000) } } as Decision['inputs'];
+    const longer = { ...inputs[0]!, request: { ...inputs[0]!.request, agent: `${'a'.repeat(4999)}b` } } as Decision['inputs'];
+    expect(decisionId(long, 'f'.repeat(64))).not.toBe(decisionId(longer, 'f'.repeat(64)));
   });
 
   it('refuses to decide without a usable clock reading (LK_VALIDATION), rather than guessing the time', () => {
