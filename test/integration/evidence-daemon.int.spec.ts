@@ -5,7 +5,7 @@
  * throw, a start that says LK_STORE_FULL without a stack).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +54,24 @@ function exited(proc: ChildProcess): Promise<void> {
   return new Promise((r) => (proc.exitCode !== null || proc.signalCode !== null ? r() : proc.once('exit', () => r())));
 }
 
+/**
+ * Wait until the daemon in `data` has made its OPC UA client key and certificate and let go of node-opcua's PKI
+ * file locks. A first start creates them in the background after the ready line; a SIGKILL in the middle leaves a
+ * lock that goes stale only after 2 minutes, and the next daemon's connector (and so its stop) waits that long.
+ * The tests kill a daemon that runs, not one still making its key.
+ */
+async function pkiSettled(data: string): Promise<void> {
+  const pki = join(data, 'pki');
+  const settled = (): boolean =>
+    existsSync(join(pki, 'own/private/private_key.pem')) && existsSync(join(pki, 'own/certs/client_certificate.pem')) &&
+    !existsSync(join(pki, 'mutex.lock')) && !existsSync(join(pki, 'own/certs/client_certificate.pem.mutex.lock'));
+  const end = Date.now() + 150_000;
+  while (!settled()) {
+    if (Date.now() > end) throw new Error(`the OPC UA client PKI in ${pki} was not made within 150 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const siteActions = (d: Daemon): string[] => queryAudit(d.store.db, 'site', {}, { limit: 1000 }).entries.map((e) => e.action);
 
 describe('one daemon per data directory', () => {
@@ -67,6 +85,7 @@ describe('one daemon per data directory', () => {
       expect(second.err).toContain('[LK_DATA_LOCKED]');
       expect(second.err).toContain(`process ${first.first.pid}`);
       expect(second.err).not.toMatch(/\n\s+at /);
+      await pkiSettled(data);
     } finally {
       first.proc.kill('SIGKILL');
       await exited(first.proc);
@@ -84,6 +103,7 @@ describe('a crash is recorded at the next start', () => {
     const data = join(dir, 'crash');
     const c = await child(data);
     expect(c.first.t).toBe('ready');
+    await pkiSettled(data);
     c.proc.kill('SIGKILL');
     await exited(c.proc);
     const before = openStore({ dataDir: data, readonly: true });

@@ -1,12 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import * as storeModule from '../../src/store/store.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AttributeIds } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryAudit } from '../../src/audit/index.js';
 import { defaultConfigFile } from '../../src/config/load.js';
 import type { ReadyInfo } from '../../src/daemon.js';
+import { openStore } from '../../src/store/store.js';
 import { rawOpcUaSession, waitFor, type Simulator } from '../helpers/sim.js';
 
 const CLI = ['--import', 'tsx', 'src/cli/bin.ts'];
@@ -152,14 +153,17 @@ function cli(...args: string[]) {
   return spawnSync(process.execPath, [...CLI, ...args], { encoding: 'utf8', timeout: 150_000 });
 }
 
-/** Actions on the site chain, oldest first. */
+/**
+ * Actions on the site chain, oldest first: the query `linekeeper audit query --tenant site` makes, read in this
+ * process (a CLI child costs seconds of start-up per call, and the CLI's query has its own tests).
+ */
 function siteActions(data: string): string[] {
-  const r = cli('audit', 'query', '--tenant', 'site', '--data', data, '--limit', '1000', '--json');
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => (JSON.parse(l) as { action: string }).action);
+  const store = openStore({ dataDir: data, readonly: true });
+  try {
+    return queryAudit(store.db, 'site', {}, { limit: 1000 }).entries.map((e) => e.action);
+  } finally {
+    store.close();
+  }
 }
 
 describe('linekeeper serve with a bad configuration', () => {
@@ -182,7 +186,6 @@ describe('linekeeper serve with a bad configuration', () => {
       // no data directory yet: nothing is created
       expect(existsSync(join(dir, 'data'))).toBe(false);
       // with an existing site database, the failure is an audited event of the edge node
-      const { openStore } = storeModule;
       openStore({ dataDir: join(dir, 'data') }).close();
       // no --data: the data directory the invalid file names is where its failure is recorded
       const r2 = spawnSync(process.execPath, [...CLI, 'serve', '--config', bad], { encoding: 'utf8', timeout: 150_000 });
