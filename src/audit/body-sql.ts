@@ -24,8 +24,8 @@ import { ENTRY_FORMAT, SUBJECT_KEYS } from './entry.js';
 
 const jsonCol = (c: string): string => `(${c} IS NULL OR (typeof(${c}) = 'text' AND json_valid(${c})))`;
 const textCol = (c: string, nullable: boolean): string => (nullable ? `(${c} IS NULL OR typeof(${c}) = 'text')` : `typeof(${c}) = 'text'`);
-/** `,"key":<v>` or '' when the column is NULL (SQL `||` with NULL is NULL). */
-const opt = (key: string, v: string): string => `coalesce(',"${key}":' || ${v}, '')`;
+/** `,"key":<v>`, or NULL when `v` is NULL (SQL `||` with NULL is NULL), which concat() skips. */
+const opt = (key: string, v: string): string => `',"${key}":' || ${v}`;
 const SUBJECT_COL: Record<(typeof SUBJECT_KEYS)[number], string> = { agent: 'agent', batch: 'batch', reviewer: 'reviewer', run: 'run', setpoint: 'setpoint', tool: 'tool' };
 
 const SAFE = Number.MAX_SAFE_INTEGER;
@@ -40,27 +40,28 @@ const WELL_TYPED = [
 
 // json_quote(NULL) is the text 'null', not NULL: optional strings are quoted only when present.
 const quotedOpt = (c: string): string => `CASE WHEN ${c} IS NULL THEN NULL ELSE json_quote(${c}) END`;
-const SUBJECT = SUBJECT_KEYS.map((k) => opt(k, quotedOpt(SUBJECT_COL[k]))).join(' || ');
 
-const ENVELOPE = [
-  `'{"action":' || json_quote(action)`,
-  `',"actor":' || json_quote(actor)`,
+// concat() copies every piece once into one result (it skips NULLs: an absent optional field is a NULL piece);
+// a chain of `||` would copy the growing prefix again at every step
+const ENVELOPE = `concat(${[
+  `'{"action":'`, 'json_quote(action)',
+  `',"actor":'`, 'json_quote(actor)',
   opt('args', 'args'),
   opt('intent', 'intent'),
-  `',"kind":' || json_quote(kind)`,
+  `',"kind":'`, 'json_quote(kind)',
   opt('new', 'new_value'),
   opt('old', 'old_value'),
-  `',"prev_hash":' || json_quote(prev_hash)`,
+  `',"prev_hash":'`, 'json_quote(prev_hash)',
   opt('reason', quotedOpt('reason')),
   opt('result', 'result'),
-  `',"seq":' || seq`,
+  `',"seq":'`, 'seq',
   opt('signature', 'signature'),
   // the subject's members each start with a comma: drop the first
-  `',"subject":{' || substr(${SUBJECT}, 2) || '}'`,
-  `',"tenant":' || json_quote(tenant)`,
-  `',"ts":' || json_quote(ts)`,
+  `',"subject":{'`, `substr(concat(${SUBJECT_KEYS.map((k) => opt(k, quotedOpt(SUBJECT_COL[k]))).join(', ')}), 2)`, `'}'`,
+  `',"tenant":'`, 'json_quote(tenant)',
+  `',"ts":'`, 'json_quote(ts)',
   `',"v":${ENTRY_FORMAT}}'`,
-].join(' || ');
+].join(', ')})`;
 
 /**
  * SQL expression over the columns of `audit_entry`: the canonical bytes of the row's hashed object (the
