@@ -3,8 +3,8 @@
  * read-only connection. Each entry stores its prev_hash, so a range is checked without its neighbours: every
  * seq present in order, every row hashing to its stored hash (the same bytes as the sequential walk),
  * every row linking to the one before it. Rows are hashed from the bytes SQLite builds (body-sql.ts); a row
- * those do not confirm is hashed from its columns (body.ts), which decide. What links the ranges (a range's first prev_hash to the hash ending
- * the range before) is left to the caller. Any doubt is reported as `ok: false`; the caller then runs the exact
+ * those do not confirm is hashed from its columns (body.ts), which decide. What links the ranges (a range's
+ * first prev_hash to the hash ending the range before) is left to the caller. Any doubt is reported as `ok: false`; the caller then runs the exact
  * sequential walk, which names the damage.
  */
 import { parentPort, workerData } from 'node:worker_threads';

@@ -266,30 +266,32 @@ const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
-function mix(x: number): void {
-  if (n === words.length) {
-    const grown = new Uint32Array(words.length * 2);
-    grown.set(words);
-    words = grown;
-  }
+/** Room for `k` more words. */
+function reserve(k: number): void {
+  if (n + k <= words.length) return;
+  const grown = new Uint32Array(Math.max(words.length * 2, n + k));
+  grown.set(words);
+  words = grown;
+}
+
+function push(x: number): void {
+  reserve(1);
   words[n++] = x;
 }
 
 function str(s: unknown, max = Number.POSITIVE_INFINITY): void {
   if (typeof s !== 'string') {
-    mix(s === undefined ? 0x1e : s === null ? 0x1d : 0x1c);
+    push(s === undefined ? 0x1e : s === null ? 0x1d : 0x1c);
     return;
   }
   const len = Math.min(s.length, max);
-  if (n + len + 1 > words.length) for (let i = 0; i < len; i++) mix(s.charCodeAt(i));
-  else {
-    // module-level variables are context loads and stores in a loop: copy them to locals
-    const w = words;
-    let k = n;
-    for (let i = 0; i < len; i++) w[k++] = s.charCodeAt(i);
-    n = k;
-  }
-  mix(0x1f); // field separator
+  reserve(len + 1);
+  // module-level variables are context loads and stores in a loop: copy them to locals
+  const w = words;
+  let k = n;
+  for (let i = 0; i < len; i++) w[k++] = s.charCodeAt(i);
+  n = k;
+  push(0x1f); // field separator
 }
 
 function num(v: unknown): void {
@@ -298,9 +300,9 @@ function num(v: unknown): void {
     return;
   }
   f64[0] = v;
-  mix(u32[0]!);
-  mix(u32[1]!);
-  mix(0x1f);
+  push(u32[0]!);
+  push(u32[1]!);
+  push(0x1f);
 }
 
 function fin(a: number, b: number): number {
