@@ -10,19 +10,36 @@
  * JSON.stringify escapes for the text append stores), the JSON columns spliced
  * in as stored, integers printed as SQLite prints them.
  *
- * It is a fast path only, never the authority. The expression is NULL for any
- * row append could not have written (a column of another type, a JSON column
- * that is not exactly one JSON value by `json_valid`), and a row whose SQL body
- * does not hash to its stored hash is handed to body.ts. So this path can only
- * say "intact" for bytes that hash to the stored hash and parse, uniquely, as
- * the envelope around valid JSON values: the same columns body.ts would read.
- * Any divergence of escaping costs speed, not correctness; a property test
- * holds the two equal on random entries.
+ * It is a fast path only, never the authority, and it can only say "intact"
+ * where body.ts says "intact". The argument, in three parts:
+ * 1. The SQL expression is NULL for any row append could not have written: a
+ *    column of another type, an integer beyond 2^53, or a JSON column that is not
+ *    exactly one JSON value. For the last, `json_valid` alone is not enough: it
+ *    reads a text only up to its first NUL (so `1\u0000,"intent":3` passes it), so
+ *    a JSON column holding a NUL is refused outright (`instr(c, char(0))`, which
+ *    does count past a NUL). Without a NUL, `json_valid` accepts what JSON.parse
+ *    accepts (property-tested).
+ * 2. `json_valid` accepts every spelling of a value (`1.0`, `1e2`, `5e324`, `1 `,
+ *    `"\u0041"`, keys out of order), but append stores each JSON column in its
+ *    RFC 8785 canonical form and body.ts refuses any other: the hash covers the
+ *    canonical entry, and the auditors' verifier re-canonicalises. SQLite cannot
+ *    tell canonical text from other text, so {@link fastBody} asks
+ *    `isCanonicalJson` (canonical-text.ts) of the whole row's bytes. The envelope
+ *    around the JSON columns is canonical by construction, and each JSON column is
+ *    one complete value in it, so the bytes are canonical exactly when every JSON
+ *    column is.
+ * 3. Bytes that pass both are exactly rowBody's bytes for the row; a row they do
+ *    not hash to the stored hash of is handed to body.ts, which stays the authority.
+ *    A difference costs speed, never a verdict. A property test holds `fastBody` of
+ *    the SQL bytes equal to rowBody on random intact, tampered and mistyped rows,
+ *    and undefined exactly where rowBody refuses.
  */
 import { hash } from 'node:crypto';
+import { isCanonicalJson } from './canonical-text.js';
 import { ENTRY_FORMAT, SUBJECT_KEYS } from './entry.js';
 
-const jsonCol = (c: string): string => `(${c} IS NULL OR (typeof(${c}) = 'text' AND json_valid(${c})))`;
+// json_valid stops reading at a NUL: a JSON column holding one is refused before json_valid is asked
+const jsonCol = (c: string): string => `(${c} IS NULL OR (typeof(${c}) = 'text' AND instr(${c}, char(0)) = 0 AND json_valid(${c})))`;
 const textCol = (c: string, nullable: boolean): string => (nullable ? `(${c} IS NULL OR typeof(${c}) = 'text')` : `typeof(${c}) = 'text'`);
 /** `,"key":<v>`, or NULL when `v` is NULL (SQL `||` with NULL is NULL), which concat() skips. */
 const opt = (key: string, v: string): string => `',"${key}":' || ${v}`;
@@ -78,10 +95,19 @@ export const SELECT_BODIES = `SELECT seq, prev_hash, hash, ${BODY_SQL} FROM audi
 export const SELECT_CHAIN_BODIES = `SELECT seq, prev_hash, hash, ${BODY_SQL} FROM audit_entry WHERE tenant = ? ORDER BY seq`;
 
 /**
+ * The bytes the fast path stands behind: the SQL-built body when it is canonical JSON (every JSON column in
+ * the canonical form append writes), else undefined. Equal to `rowBody` of the same row wherever it is defined.
+ */
+export function fastBody(sqlBody: unknown): string | undefined {
+  return isCanonicalJson(sqlBody) ? sqlBody : undefined;
+}
+
+/**
  * True when a row of {@link SELECT_BODIES} is intact by the fast path: its SQL-built bytes hash to its stored
- * hash. False says nothing yet: the caller reads the row's columns and asks body.ts.
+ * hash and are canonical. False says nothing yet: the caller reads the row's columns and asks body.ts.
  */
 export function fastIntact(r: readonly unknown[]): boolean {
   const body = r[B.body];
-  return typeof body === 'string' && hash('sha256', body) === r[B.hash];
+  // the hash first: it is what fails on a damaged row, and the canonical check only matters for bytes that match
+  return typeof body === 'string' && hash('sha256', body) === r[B.hash] && isCanonicalJson(body);
 }

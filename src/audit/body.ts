@@ -12,11 +12,16 @@
  * `canonicalJson(hashedObject)` on random entries.
  *
  * For a row append could not have written (a column of the wrong type, a JSON
- * column that is not exactly one JSON value) it returns undefined: so no
- * tampered set of columns can splice into the bytes of a different, valid
- * row, and verify reports the row as damaged.
+ * column that is not exactly one JSON value in its canonical form) it returns
+ * undefined: so no tampered set of columns can splice into the bytes of a
+ * different, valid row, and verify reports the row as damaged. A JSON column
+ * must be canonical, not merely parseable (`1.0`, `1 `, `{"b":1,"a":2}` are
+ * refused): the hash is defined over the canonical form of the entry, and the
+ * auditors' standalone verifier re-canonicalises what it reads, so bytes over
+ * any other spelling of the same value would be damage there and must be here.
  */
 import { hash } from 'node:crypto';
+import { isCanonicalJson } from './canonical-text.js';
 import { COL as C, ENTRY_FORMAT, type EntryRow } from './entry.js';
 
 /** Strings JSON.stringify leaves as they are between its quotes: no `"`, `\\`, control character or surrogate. */
@@ -34,28 +39,6 @@ const q = jsonString;
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 
-// A subset of the JSON grammar: one primitive, or one flat object of primitives, strings without escapes.
-// Every text it matches is exactly one JSON value (JSON.parse accepts it); what it does not match goes to JSON.parse.
-const PRIM = String.raw`(?:"[^"\\\x00-\x1f]*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)`;
-const KEY = String.raw`"[^"\\\x00-\x1f]*":`;
-const FLAT_JSON = new RegExp(`^(?:${PRIM}|\\{(?:${KEY}${PRIM}(?:,${KEY}${PRIM})*)?\\})$`);
-
-/**
- * True when `v` is a string holding exactly one JSON value, as JSON.parse decides; the flat values audit
- * entries mostly carry are recognised by a regular expression without building them (parsing was an eighth
- * of the verify time). Property-tested to agree with JSON.parse.
- */
-export function isJsonText(v: unknown): v is string {
-  if (typeof v !== 'string') return false;
-  if (FLAT_JSON.test(v)) return true;
-  try {
-    JSON.parse(v);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 
 /**
@@ -65,7 +48,7 @@ const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
  * `trusted`: the JSON columns were just produced by the canonicaliser, skip re-parsing them.
  */
 export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], trusted = false): string | undefined {
-  const isJson = trusted ? isString : isJsonText;
+  const isJson = trusted ? isString : isCanonicalJson;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
   const { [C.ts]: ts, [C.actor]: actor, [C.kind]: kind, [C.action]: action, [C.prev_hash]: prev } = r;
   if (typeof ts !== 'string' || typeof actor !== 'string' || typeof kind !== 'string' || typeof action !== 'string' || typeof prev !== 'string') return undefined;

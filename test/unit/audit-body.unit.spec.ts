@@ -1,29 +1,36 @@
 /**
  * The fast paths of the row serialisation (body.ts) change no verdict: the string quoting equals
- * JSON.stringify, the JSON-column check equals "JSON.parse accepts it", and rowBody returns the same bytes
- * (or the same undefined) as the straightforward serialisation it replaced, on intact and on tampered rows;
- * and the bytes SQLite builds for `audit verify` (body-sql.ts) are rowBody's, NULL exactly where it refuses.
+ * JSON.stringify, the JSON-column check equals "canonicalize(JSON.parse(t)) === t", and rowBody returns the
+ * same bytes (or the same undefined) as the straightforward serialisation, on intact and on tampered rows;
+ * and the bytes the verify fast path stands behind (SQLite's body, body-sql.ts, through fastBody) are
+ * rowBody's, and undefined exactly where it refuses.
  */
 import Database from 'better-sqlite3';
+import canonicalize from 'canonicalize';
 import fc from 'fast-check';
-import { BODY_SQL } from '../../src/audit/body-sql.js';
+import { createHash } from 'node:crypto';
+import { BODY_SQL, fastBody, fastIntact } from '../../src/audit/body-sql.js';
 import { describe, expect, it } from 'vitest';
-import { isJsonText, jsonString, rowBody } from '../../src/audit/body.js';
+import { jsonString, rowBody } from '../../src/audit/body.js';
+import { isCanonicalJson } from '../../src/audit/canonical-text.js';
 import { COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, type EntryRow } from '../../src/audit/entry.js';
 
-const parses = (s: string): boolean => {
+/** `LK_PROPERTY_SCALE=50 npx vitest run test/unit/audit-body.unit.spec.ts` runs every property 50 times as long (the suite runs 1×, on random seeds). */
+const SCALE = Math.max(1, Number(process.env.LK_PROPERTY_SCALE ?? 1) || 1);
+
+/** The definition of a canonical JSON column: the text is what the canonicaliser makes of its value. */
+const canonical = (s: string): boolean => {
   try {
-    JSON.parse(s);
-    return true;
+    return canonicalize(JSON.parse(s)) === s;
   } catch {
-    return false;
+    return false; // not JSON, or a value the canonicaliser refuses (a number that overflowed to Infinity)
   }
 };
 
-/** The serialisation before the fast paths: JSON.stringify per string, JSON.parse per JSON column. */
+/** The serialisation before the fast paths: JSON.stringify per string, the definition per JSON column. */
 function referenceBody(tenant: string, r: EntryRow): string | undefined {
   const q = JSON.stringify;
-  const json = (v: unknown): v is string => typeof v === 'string' && parses(v);
+  const json = (v: unknown): v is string => typeof v === 'string' && canonical(v);
   const seq = r[C.seq];
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
   for (const i of [C.ts, C.actor, C.kind, C.action, C.prev_hash]) if (typeof r[i] !== 'string') return undefined;
@@ -69,8 +76,19 @@ function referenceBody(tenant: string, r: EntryRow): string | undefined {
 // Strings with the characters that need escaping well represented: quotes, backslashes, controls, lone and paired surrogates.
 const nasty = fc.constantFrom('"', '\\', '\u0000', '\u001f', '\n', '\ud800', '\udfff', '\ud83d\ude00', 'é', ' ', '/', 'a', '1', ',', ':', '{', '}', '[', ']');
 const str = fc.oneof(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.array(nasty).map((a) => a.join('')));
+/** Non-canonical spellings of values append could store, and texts around them (each found or feared). */
+const NON_CANONICAL = ['{"":5e324}', '5e324', '-5e324', '1 ', ' 1', '1\n', '[1, 2]', '{"a" :1}', '{"a": 1}', '1.0', '1.50', '1e2', '1E2', '1e+2', '10e-1',
+  '-0', '-0.0', '{"a":-0}', '0.30000000000000005', '9007199254740993', '1e21', '100000000000000000000.5', '0.0000001', '"\\u0041"', '"\\/"', '"\\u001F"',
+  '"\\u000a"', '"\\ud83d\\ude00"', '"\\uD800"', '"\ud83d\\ude00"', '{"b":1,"a":2}', '{"a":1,"a":2}', '{"\\u0061":1,"b":2}', '"a\u0000"', '1\u0000',
+  '{"a":1}\u0000,"intent":3', '"a\u0001"', '"\ud800"', '"\\ud800"', '"a\\udfff"', '{"\\udc00":1}', '{"\uff61":1,"\ud83d\ude00":2}', 'tru', '{"a":1,}', '{"a":1}{"b":2}'];
+/** Canonical texts whose canonical form is less obvious: escapes, surrogates, exponents, key order by UTF-16 code units. */
+const CANONICAL = ['"\\u0000"', '"\\u001f"', '"\\n\\t\\"\\\\"', '"\ud83d\ude00"', '"\u007f\u2028"', '1e+21', '1e-7', '0.000001',
+  '-1.5', '0.30000000000000004', '9007199254740992', '{"\\u0000":1,"a":2}', '{"a":1,"b":[]}', '{"\ud83d\ude00":2,"\uff61":1}', '[]', '{}', '""', 'true', 'null'];
+
 const jsonLike = fc.oneof(
   fc.jsonValue().map((v) => JSON.stringify(v)),
+  fc.jsonValue().map((v) => canonicalize(v) as string),
+  fc.constantFrom(...NON_CANONICAL, ...CANONICAL),
   fc.jsonValue().map((v) => JSON.stringify(v, null, 1)),
   // flat objects and primitives as the audit columns hold them, then a character inserted, removed or replaced
   fc.tuple(fc.jsonValue({ maxDepth: 1 }).map((v) => JSON.stringify(v)), fc.nat(), nasty, fc.constantFrom('insert', 'delete', 'replace')).map(([t, at, ch, op]) => {
@@ -85,14 +103,23 @@ describe('row serialisation fast paths', () => {
   it('jsonString equals JSON.stringify on arbitrary strings', () => {
     fc.assert(fc.property(str, (s) => {
       expect(jsonString(s)).toBe(JSON.stringify(s));
-    }), { numRuns: 3000 });
+    }), { numRuns: 3000 * SCALE });
   });
 
-  it('isJsonText says yes exactly when JSON.parse accepts the text, and no for non-strings', () => {
+  it('isCanonicalJson says yes exactly when canonicalize(JSON.parse(t)) === t, and no for non-strings', () => {
     fc.assert(fc.property(jsonLike, (t) => {
-      expect(isJsonText(t)).toBe(parses(t));
-    }), { numRuns: 5000 });
-    for (const v of [null, 1, Buffer.from('1'), undefined]) expect(isJsonText(v)).toBe(false);
+      expect(isCanonicalJson(t)).toBe(canonical(t));
+    }), { numRuns: 5000 * SCALE });
+    // the mutated texts are mostly not JSON: canonical texts of nested values, with numbers of every size, are held too
+    fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), (v) => {
+      const t = canonicalize(v) as string;
+      expect(isCanonicalJson(t)).toBe(true);
+      const loose = JSON.stringify(v, null, 1);
+      expect(isCanonicalJson(loose)).toBe(loose === t);
+    }), { numRuns: 2000 * SCALE });
+    for (const t of NON_CANONICAL) expect([t, isCanonicalJson(t)]).toEqual([t, false]);
+    for (const t of CANONICAL) expect([t, isCanonicalJson(t), canonical(t)]).toEqual([t, true, true]);
+    for (const v of [null, 1, Buffer.from('1'), undefined, '']) expect(isCanonicalJson(v)).toBe(false);
   });
 
   it('rowBody returns what the plain serialisation returns, on intact and tampered rows', () => {
@@ -106,10 +133,10 @@ describe('row serialisation fast paths', () => {
       .map(([seq, rest]) => [seq, ...rest] as EntryRow);
     fc.assert(fc.property(row, fc.oneof(fc.constant('acme-pharma'), str), (r, tenant) => {
       expect(rowBody(tenant, r)).toBe(referenceBody(tenant, r));
-    }), { numRuns: 3000 });
+    }), { numRuns: 3000 * SCALE });
     // a well-formed row (so the comparison is not only of undefineds)
     const good: EntryRow = [7, '2026-01-01T00:00:00.000Z', 'agent.compress_fill', 'tool_call', 'press.write "x"', 'run_1', null, 'agent.compress_fill', 'press.write_setpoint', 'press.MainForce', null,
-      '{"tag":"press.MainForce","value":12.3}', '{"ok":true,"nested":{"a":[1,2]}}', 'risk \u00b0C\n', '12', '12.3', 3, null, 'a'.repeat(64), 'b'.repeat(64)];
+      '{"tag":"press.MainForce","value":12.3}', '{"nested":{"a":[1,2]},"ok":true}', 'risk \u00b0C\n', '12', '12.3', 3, null, 'a'.repeat(64), 'b'.repeat(64)];
     expect(rowBody('acme-pharma', good)).toBe(referenceBody('acme-pharma', good));
     expect(rowBody('acme-pharma', good)).toContain('"reason":"risk °C\\n"');
   });
@@ -128,7 +155,7 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
   const db = new Database(':memory:');
   db.exec(`CREATE TABLE audit_entry (tenant TEXT NOT NULL, ${ENTRY_COLUMNS.map((c) => `${c} ${c === 'seq' || c === 'intent' ? 'INTEGER' : 'TEXT'}`).join(', ')})`);
   const insert = db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`);
-  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body FROM audit_entry`).raw();
+  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body, tenant FROM audit_entry`).raw();
 
   /** Insert rows, read them back as SQLite holds them (its type affinity and UTF-8 applied), and compare both paths. */
   const compare = (tenant: string, rows: EntryRow[]): number => {
@@ -138,9 +165,12 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
     for (const back of select.all() as unknown[][]) {
       const row = back.slice(0, ENTRY_COLUMNS.length) as EntryRow;
       const sql = back[ENTRY_COLUMNS.length];
-      // the fast path builds bytes only for rows body.ts builds too, and then the same bytes
-      expect(sql ?? undefined).toBe(rowBody(tenant, row));
-      if (sql !== null) built++;
+      // the tenant as SQLite holds it (a lone surrogate is stored as U+FFFD; no real tenant id has one)
+      const stored = back[ENTRY_COLUMNS.length + 1] as string;
+      // the fast path stands behind bytes only for rows body.ts builds too, and then the same bytes
+      const fast = fastBody(sql);
+      expect(fast).toBe(rowBody(stored, row));
+      if (fast !== undefined) built++;
     }
     return built;
   };
@@ -156,22 +186,45 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
       .map(([seq, rest]) => [seq, ...rest] as EntryRow);
     fc.assert(fc.property(fc.array(row, { minLength: 1, maxLength: 20 }), fc.oneof(fc.constant('acme-pharma'), str.filter((s) => s.length > 0)), (rows, tenant) => {
       compare(tenant, rows);
-    }), { numRuns: 400 });
+    }), { numRuns: 400 * SCALE });
     // rows of the right types with arbitrary strings and JSON values: the escaping of both paths compared
     const text = (nullable: boolean) => (nullable ? fc.option(str, { nil: null }) : str);
-    const json = fc.option(fc.jsonValue().map((v) => JSON.stringify(v)), { nil: null });
+    const json = fc.option(fc.oneof({ weight: 3, arbitrary: fc.jsonValue().map((v) => canonicalize(v) as string) }, { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) }), { nil: null });
     const typed = fc.tuple(fc.nat(), text(false), text(false), text(false), text(false), ...Array.from({ length: 6 }, () => text(true)),
       json, json, text(true), json, json, fc.option(fc.nat(), { nil: null }), json, text(false), text(false)).map((r) => r as EntryRow);
     let built = 0;
     fc.assert(fc.property(fc.array(typed, { minLength: 1, maxLength: 10 }), (rows) => {
       built += compare('acme-pharma', rows);
-    }), { numRuns: 300 });
+    }), { numRuns: 300 * SCALE });
     expect(built).toBeGreaterThan(100);
+  });
+
+  it('stands behind no bytes for a JSON column in a non-canonical spelling or holding a NUL, even with a recomputed hash', () => {
+    const row = (args: string | null, newValue: string | null): EntryRow => [1, '2026-01-01T00:00:00.000Z', 'system', 'system', 'x', null, null, null, null, null, null,
+      args, null, null, null, newValue, null, null, '0'.repeat(64), 'h'];
+    // the counterexample that made the suite red: 5e324 overflows to Infinity, "1 " has a trailing space
+    expect(compare('acme-pharma', [row('{"":5e324}', '1 ')])).toBe(0);
+    // (a raw lone surrogate is stored by SQLite as U+FFFD, which is canonical: those texts are not what the table holds)
+    const stored = NON_CANONICAL.filter((t) => db.prepare('SELECT ?').pluck().get(t) === t);
+    expect(stored.length).toBeGreaterThan(NON_CANONICAL.length - 3);
+    for (const t of stored) expect([t, compare('acme-pharma', [row(t, null)]), compare('acme-pharma', [row(null, t)])]).toEqual([t, 0, 0]);
+    // json_valid reads up to a NUL: a column that smuggles a second member behind one gets no bytes from SQLite at all
+    db.exec('DELETE FROM audit_entry');
+    insert.run('site', ...row('{"a":1}\u0000,"intent":3', null));
+    expect((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]).toBeNull();
+    // the same row in canonical spelling gets its bytes, and a hash recomputed over a rewritten spelling does not make it intact
+    expect(compare('acme-pharma', [row('{"":5}', '1')])).toBe(1);
+    const [sqlBody] = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry`).raw().get() as [string];
+    db.prepare('UPDATE audit_entry SET new_value = ?').run('1.0');
+    const [rewritten] = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry`).raw().get() as [string];
+    expect(rewritten).toBe(sqlBody.replace('"new":1,', '"new":1.0,'));
+    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(rewritten).digest('hex'), rewritten])).toBe(false);
+    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(sqlBody).digest('hex'), sqlBody])).toBe(true);
   });
 
   it('builds the bytes of well-formed rows (so the comparison above is not only of NULLs), escapes included', () => {
     const good = (i: number): EntryRow => [i, '2026-01-01T00:00:00.000Z', 'agent.compress_fill', 'tool_call', `press.write "x" \\ ${i}`, i % 2 ? 'run_1' : null, null, 'agent.compress_fill', 'press.write_setpoint', 'press.MainForce', null,
-      '{"tag":"press.MainForce","value":12.3,"s":"a\\"b\\u0001"}', i % 3 ? null : '{"ok":true,"nested":{"a":[1,2]}}', 'risk \u00b0C\n\t\u0001\u007f\u2028', '12', '12.3', i % 2 ? 3 : null, null, 'a'.repeat(64), 'b'.repeat(64)];
+      '{"s":"a\\"b\\u0001","tag":"press.MainForce","value":12.3}', i % 3 ? null : '{"nested":{"a":[1,2]},"ok":true}', 'risk \u00b0C\n\t\u0001\u007f\u2028', '12', '12.3', i % 2 ? 3 : null, null, 'a'.repeat(64), 'b'.repeat(64)];
     expect(compare('acme-pharma', Array.from({ length: 12 }, (_, i) => good(i + 1)))).toBe(12);
     const [, , , body] = [0, 0, 0, (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]];
     expect(body).toContain('"reason":"risk °C\\n\\t\\u0001\u007f\u2028"');

@@ -15,6 +15,8 @@ import { parsePublicKey } from '../../src/audit/keys.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
 import { LkError } from '../../src/errors.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
+import { createHash } from 'node:crypto';
+import { BODY_SQL } from '../../src/audit/body-sql.js';
 import { COLS, codeOf, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from './audit-helpers.js';
 
 const T = 'acme-pharma';
@@ -114,6 +116,27 @@ describe('audit verify finds every tamper (property)', () => {
         expectDamage(c.dir, 'edited', s);
       }),
       { numRuns: RUNS * 2 },
+    );
+  });
+
+  it('a JSON column respelled (same value, not canonical) with the hash recomputed over the new bytes → edited at that seq', () => {
+    // what the old verify fast path accepted: json_valid takes any spelling, and the bytes hashed to the stored hash
+    const respell = [(v: string): string => (v.includes('.') ? `${v}0` : `${v}.0`), (v: string): string => `${v} `, (v: string): string => Number(v).toExponential(), (v: string): string => ` ${v}`];
+    fc.assert(
+      fc.property(chainArb, fc.nat(), fc.nat(), ({ n, every, batch }, rowPick, how) => {
+        const c = build(n, every, batch);
+        const s = 1 + (rowPick % n);
+        tamper(c.dir, (db) => {
+          const v = db.prepare('SELECT new_value FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(T, s) as string;
+          const spelt = respell[how % respell.length]!(v);
+          expect(JSON.parse(spelt)).toBe(JSON.parse(v));
+          db.prepare('UPDATE audit_entry SET new_value = ? WHERE tenant = ? AND seq = ?').run(spelt, T, s);
+          const body = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry WHERE tenant = ? AND seq = ?`).pluck().get(T, s) as string;
+          db.prepare('UPDATE audit_entry SET hash = ? WHERE tenant = ? AND seq = ?').run(createHash('sha256').update(body).digest('hex'), T, s);
+        });
+        expectDamage(c.dir, 'edited', s);
+      }),
+      { numRuns: RUNS },
     );
   });
 
