@@ -71,6 +71,8 @@ export const ERRORS = {
   LK_RUN_STATE: { status: 409, title: 'The run or step cannot make this transition' },
   LK_APPROVAL_FORBIDDEN: { status: 403, title: 'This person may not sign this approval' },
   LK_APPROVAL_DECIDED: { status: 409, title: 'The approval was decided already' },
+  LK_EXCEPTION_CLOSED: { status: 409, title: 'The exception was closed already' },
+  LK_EXCEPTIONS_OPEN: { status: 409, title: 'Critical or major exceptions of the run are open: the batch cannot be released' },
   // models
   LK_MODEL_MISSING: { status: 503, title: 'Model is missing' },
   LK_MODEL_CORRUPT: { status: 503, title: 'Model artefact does not match its hash' },

@@ -96,9 +96,13 @@ export const AutonomyChangeView = z.object({
   changeRef: z.string().nullable(), auditSeq: z.number().int().nullable(), signed: z.boolean(),
 });
 
+export const ExceptionMarker = z.object({
+  total: z.number().int(), open: z.number().int(), blocking: z.number().int().describe('open and critical or major: a batch release waits for these to be closed'),
+  kinds: z.array(z.string()),
+}).describe('the exceptions raised in this step (or run): a step that SUCCEEDED with exceptions is not a plain success');
 export const StepView = z.object({
   seq: z.string(), name: z.string(), agent: z.string(), tool: z.string(), status: z.enum(STEP_STATUSES), gate: z.boolean(), attempt: z.number().int(),
-  durationMs: z.number().nullable(), duration: z.string(), detail: z.string(),
+  durationMs: z.number().nullable(), duration: z.string(), detail: z.string(), exceptions: ExceptionMarker,
 });
 
 export const RunView = z
@@ -107,6 +111,7 @@ export const RunView = z
     goal: z.string(), autonomy: z.string(), startedBy: z.string(), createdAt: iso, endedAt: iso.nullable(), reason: z.string().nullable(),
     plan: z.object({ steps: z.number().int(), gates: z.number().int(), text: z.string() }),
     steps: z.array(StepView),
+    exceptions: ExceptionMarker,
     approvalGate: z.object({
       id: z.string().nullable(), step: z.string(), status: z.string(), reviewer: z.string().nullable(), recordHash: z.string().nullable(),
       requestedAt: iso.nullable(), signature: z.record(z.string(), z.unknown()).nullable(),
@@ -220,3 +225,24 @@ export const EscalationDecisionView = z.object({
   setpoint: z.string(), decidedBy: z.string(), role: z.string(), reason: z.string(),
   winner: EscalationSide, declined: z.array(EscalationSide.extend({ reason: z.string() })),
 });
+
+export const ExceptionParams = z.strictObject({ tenant, id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'an exception id is exc_<hex>') });
+export const ExceptionView = z.object({
+  id: z.string(), run: z.string(), batch: z.string(), kind: z.string(), severity: z.enum(['critical', 'major', 'minor']),
+  blocking: z.boolean().describe('open and critical or major: the batch release waits until it is closed'),
+  status: z.enum(['open', 'closed']), step: z.string().nullable(), title: z.string(), evidence: z.record(z.string(), z.unknown()),
+  raisedAt: z.string(), raisedBy: z.string(), auditSeq: z.number().int(),
+  closure: z.object({ user: z.string(), name: z.string(), at: z.string(), comment: z.string(), deviation: z.string().nullable(), signed: z.boolean() }).nullable(),
+}).meta({ id: 'Exception' });
+export const ExceptionList = z.object({
+  run: z.string(), batch: z.string(),
+  counts: z.object({ total: z.number().int(), open: z.number().int(), blocking: z.number().int() }),
+  items: z.array(ExceptionView),
+  specTable: z.unknown().nullable().describe('the specification table of the run (every specification with its data and verdict), once evaluated before the gate'),
+});
+export const CloseExceptionBody = z.strictObject({
+  comment: text(3, 2000).describe('what was found and why the batch may proceed (required; audited and printed in the release package)'),
+  deviation: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/, 'a deviation or CAPA reference is letters, digits and ._/- (e.g. DEV-2026-0142)').optional(),
+  password: text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): closing a critical or major exception is a signature'),
+});
+export const CloseExceptionView = z.object({ exception: ExceptionView, signature: z.record(z.string(), z.unknown()).nullable() });

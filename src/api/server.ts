@@ -17,6 +17,7 @@ import { clientProblem, frameworkProblem, installProblems, Problem } from './pro
 import { lazyRequestLogger } from './request-log.js';
 import { registerConsole } from './console.js';
 import { registerReviewRoutes } from './routes-review.js';
+import { registerExceptionRoutes } from './routes-exceptions.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { registerMetricsRoute } from './routes-metrics.js';
@@ -115,6 +116,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   registerRunRoutes(app, ctx);
+  registerExceptionRoutes(app, ctx);
   registerSiteRoutes(app, ctx);
   if (o.metrics) {
     registerMetricsRoute(app, o.metrics.metrics, { tokenFile: o.metrics.tokenFile });

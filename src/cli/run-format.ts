@@ -8,6 +8,8 @@ import type { GenealogyView } from '../api/schemas.js';
 import { composePlan, formatDuration, planSummary } from '../domain/run.js';
 import { renderGenealogyText, safeText } from '../engine/genealogy-text.js';
 import { GENEALOGY_KINDS, type GenealogyEvent, type LosingRequest } from '../engine/release-types.js';
+import { markerOf } from '../engine/run/exceptions.js';
+import type { ExceptionRecord } from '../store/exception-store.js';
 import type { ApprovalRecord, RunEventRecord, RunRecord, StepRecord } from '../store/run-store.js';
 import type { ApiRun } from './run-transcript.js';
 
@@ -19,7 +21,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * A run read from the store as the API shows it. A step still under way counts up to the run's last change
  * (an offline reader has no "now" of the daemon).
  */
-export function offlineView(run: RunRecord, steps: readonly StepRecord[], gate: ApprovalRecord | null): ApiRun {
+export function offlineView(run: RunRecord, steps: readonly StepRecord[], gate: ApprovalRecord | null, exceptions: readonly ExceptionRecord[] = []): ApiRun {
   const elapsed = (s: StepRecord): number | null => (s.startedAt === null ? null : (s.endedAt ?? run.updatedAt) - s.startedAt);
   return {
     id: run.id, tenant: run.tenant, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, status: run.status, goal: run.goal,
@@ -28,7 +30,9 @@ export function offlineView(run: RunRecord, steps: readonly StepRecord[], gate: 
     steps: steps.map((s) => ({
       seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, status: s.status, gate: s.gate, attempt: s.attempt,
       durationMs: elapsed(s), duration: formatDuration(elapsed(s), s.continuous && s.startedAt !== null), detail: s.detail,
+      exceptions: markerOf(exceptions.filter((e) => e.step === `${s.seq} ${s.name}`)),
     })),
+    exceptions: markerOf(exceptions),
     approvalGate: gate
       ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: iso(gate.requestedAt), signature: gate.signature }
       : { id: null, step: '09', status: 'not_reached', reviewer: typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : null, recordHash: null, requestedAt: null, signature: null },

@@ -4,6 +4,7 @@
  * prepared here once per bundle, so `evaluate` does map look-ups and
  * arithmetic only (a UCUM conversion call costs ~10 µs; a compiled one ~ns).
  */
+import type { ExceptionKind, ExceptionSeverity } from '../domain/exception.js';
 import type { AutonomyLevel } from '../domain/policy.js';
 import { isValidUnit, linearConversion } from '../domain/units.js';
 import { LkError } from '../errors.js';
@@ -61,6 +62,8 @@ export interface BundleContent {
   readonly agents: Readonly<Record<string, AgentPolicy>>;
   /** Keyed `<product>|<tooling>`. */
   readonly designSpaces: Readonly<Record<string, ApprovedDesignSpace>>;
+  /** The site's severities of exception kinds (bundle.yaml `exceptions.severity`); absent when the bundle sets none. */
+  readonly exceptionSeverity?: Readonly<Partial<Record<ExceptionKind, ExceptionSeverity>>>;
 }
 
 export type Conversion = { readonly kind: 'ok'; readonly a: number; readonly b: number } | { readonly kind: 'unknown' } | { readonly kind: 'incompatible' };

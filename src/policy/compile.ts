@@ -257,6 +257,8 @@ function crossCompile(parsed: Record<BundleFileName, Parsed>, site: SiteConfig, 
     setpoints,
     agents,
     designSpaces,
+    // only when set: a bundle without the section keeps the content (and so the version) it had
+    ...(manifest.exceptions ? { exceptionSeverity: Object.fromEntries(Object.entries(manifest.exceptions.severity).sort(([a], [b]) => (a < b ? -1 : 1))) } : {}),
   };
 }
 

@@ -5,6 +5,7 @@
  * products, tooling, equipment families) are checked in compile.ts.
  */
 import { z } from 'zod';
+import { EXCEPTION_KINDS, EXCEPTION_SEVERITIES } from '../domain/exception.js';
 import { AUTONOMY_LEVELS } from '../domain/policy.js';
 
 const agentId = z.string().regex(/^agent\.[a-z][a-z0-9_]*$/, 'must be agent.<role> (lower-case letters, digits, underscores)');
@@ -49,6 +50,8 @@ export const BundleManifest = z.strictObject({
     /** Ceiling per setpoint (effective level = min(agent, setpoint)); a setpoint not listed is L0. */
     setpoints: z.record(setpointId, level),
   }),
+  /** The site's severity of each exception kind (critical and major block a release until QA closes them); unlisted kinds keep linekeeper's defaults. */
+  exceptions: z.strictObject({ severity: z.partialRecord(z.enum(EXCEPTION_KINDS), z.enum(EXCEPTION_SEVERITIES)) }).optional(),
 });
 export type BundleManifest = z.infer<typeof BundleManifest>;
 

@@ -374,8 +374,6 @@ export const MIGRATIONS: readonly Migration[] = [
         WHEN NEW.id IS NOT OLD.id OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by
         BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: a user''s identity never changes'); END;`,
   },
-  // 8–10 are held by branches merged alongside this one (the integrator puts their migrations here, in place of
-  // these markers, before any site database runs them).
   {
     version: 8,
     name: 'mqtt: store-and-forward outbox of Sparkplug B messages, publisher state (bdSeq)',
@@ -395,6 +393,49 @@ export const MIGRATIONS: readonly Migration[] = [
         key   TEXT PRIMARY KEY,
         value INTEGER NOT NULL
       ) WITHOUT ROWID;`,
+  },
+  {
+    version: 9,
+    name: 'exceptions: deviations of a run (OOS, OOT, PLC lost, spec failures, ...), open until a named person closes them',
+    up: `
+      -- One row per deviation a run raised. Raised in the transaction of its audit entry; closed once, by a named
+      -- person with a comment (a signature for critical and major ones), in the transaction of that audit entry.
+      -- What was raised never changes and a row is never deleted: the release of a batch is judged on this table.
+      CREATE TABLE run_exception (
+        id          TEXT    PRIMARY KEY,              -- exc_<hex>
+        tenant      TEXT    NOT NULL,
+        run         TEXT    NOT NULL REFERENCES run (id),
+        batch       TEXT    NOT NULL,
+        key         TEXT    NOT NULL,                 -- what condition it is (one row per condition and run)
+        kind        TEXT    NOT NULL,
+        severity    TEXT    NOT NULL CHECK (severity IN ('critical', 'major', 'minor')),
+        step        TEXT,
+        title       TEXT    NOT NULL,
+        evidence    TEXT    NOT NULL,                 -- JSON: values, limits, genealogy references
+        raised_at   INTEGER NOT NULL,
+        raised_by   TEXT    NOT NULL,
+        audit_seq   INTEGER NOT NULL,
+        status      TEXT    NOT NULL CHECK (status IN ('open', 'closed')),
+        closed_by   TEXT,
+        closed_name TEXT,
+        closed_at   INTEGER,
+        comment     TEXT,
+        deviation   TEXT,
+        signature   TEXT,                             -- JSON: the Part 11 signature of the closure
+        UNIQUE (run, key)
+      );
+      CREATE INDEX run_exception_run ON run_exception (run, raised_at);
+      CREATE INDEX run_exception_open ON run_exception (tenant, status);
+      CREATE TRIGGER run_exception_no_delete BEFORE DELETE ON run_exception
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: an exception is closed, never deleted'); END;
+      CREATE TRIGGER run_exception_raised BEFORE UPDATE ON run_exception
+        WHEN NEW.id IS NOT OLD.id OR NEW.tenant IS NOT OLD.tenant OR NEW.run IS NOT OLD.run OR NEW.batch IS NOT OLD.batch OR NEW.key IS NOT OLD.key
+          OR NEW.kind IS NOT OLD.kind OR NEW.severity IS NOT OLD.severity OR NEW.step IS NOT OLD.step OR NEW.title IS NOT OLD.title
+          OR NEW.evidence IS NOT OLD.evidence OR NEW.raised_at IS NOT OLD.raised_at OR NEW.raised_by IS NOT OLD.raised_by OR NEW.audit_seq IS NOT OLD.audit_seq
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: what an exception records never changes'); END;
+      CREATE TRIGGER run_exception_closed_once BEFORE UPDATE ON run_exception
+        WHEN OLD.status = 'closed' OR NEW.status <> 'closed' OR NEW.closed_by IS NULL OR NEW.closed_at IS NULL OR NEW.comment IS NULL
+        BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: an exception is closed once, by a named person with a comment'); END;`,
   },
 ];
 

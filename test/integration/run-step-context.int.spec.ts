@@ -51,6 +51,7 @@ beforeAll(() => {
     connection: () => undefined,
     writer: {} as GuardedWriter,
     read: () => Promise.resolve([]),
+    raise: () => null,
   };
 });
 

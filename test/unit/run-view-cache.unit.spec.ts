@@ -23,12 +23,13 @@ function sample(): { view: RunView; open: OpenStep[] } {
     return {
       seq: p.seq, name: p.name, agent: p.agent, tool: p.tool, status: o ? 'RUNNING' : done ? 'SUCCEEDED' : 'PENDING', gate: p.gate, attempt: o || done ? 1 : 0,
       durationMs: o ? 0 : done ? 61_000 : null, duration: o ? formatDuration(0, o.continuous) : done ? '1:01' : '', detail: done ? `"${p.name}" ok \u2713` : '',
+      exceptions: { total: 0, open: 0, blocking: 0, kinds: [] },
     } as RunView['steps'][number];
   });
   const view: RunView = {
     id: 'run_0a0a0a0a0a0a0a0a0a0a', tenant: 'acme-pharma', batch: 'B-1042', line: 'line-3', product: 'ir-family-a', tooling: 'round-10mm-ff', status: 'RUNNING',
     goal: 'keep weight on target', autonomy: 'L3', startedBy: 'o.operator', createdAt: new Date(T0).toISOString(), endedAt: null, reason: null,
-    plan: { steps: 10, gates: 1, text: '10 steps, 1 approval gate' }, steps,
+    plan: { steps: 10, gates: 1, text: '10 steps, 1 approval gate' }, steps, exceptions: { total: 0, open: 0, blocking: 0, kinds: [] },
     approvalGate: { id: null, step: '09', status: 'not_reached', reviewer: 'm.rossi', recordHash: null, requestedAt: null, signature: null },
     genealogy: '/v1/tenants/acme-pharma/runs/run_0a0a0a0a0a0a0a0a0a0a/genealogy', release: null,
   };

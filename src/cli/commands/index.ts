@@ -5,6 +5,7 @@ import { registerBackup } from './backup.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerDoctor } from './doctor.js';
+import { registerExceptions } from './exceptions.js';
 import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
 import { registerPolicy } from './policy.js';
@@ -32,6 +33,7 @@ export function registerAll(program: Command): void {
   registerTwin(program);
   registerModels(program);
   registerRuns(program);
+  registerExceptions(program);
   registerReplay(program);
   registerUsers(program);
 }

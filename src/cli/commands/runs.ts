@@ -9,8 +9,13 @@ import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { TERMINAL_RUN, timeOfDay, type RunStatus } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
+import type { z } from 'zod';
+import type { ExceptionList } from '../../api/schemas.js';
+import { exceptionView } from '../../api/routes-exceptions.js';
+import { ExceptionStore } from '../../store/exception-store.js';
 import { RunStore } from '../../store/run-store.js';
-import { openStore } from '../../store/store.js';
+import { openStore, type Store } from '../../store/store.js';
+import { formatExceptions } from './exceptions.js';
 import type { DaemonClient } from '../client.js';
 import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView, type ApiGenealogy } from '../run-format.js';
 import type { ApiRun, LogLine } from '../run-transcript.js';
@@ -34,11 +39,11 @@ function offline(opts: Common, cmd: Command): boolean {
   return readSession() === null;
 }
 
-function open(opts: Common): { runs: RunStore; tenant: string; close: () => void } {
+function open(opts: Common): { runs: RunStore; tenant: string; close: () => void; store: Store } {
   if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)', { hint: 'or sign in (linekeeper login) to ask the running daemon' });
   const loaded = loadConfig(opts.config, opts.data ? { dataDir: opts.data } : {});
   const store = openStore({ dataDir: loaded.dataDir, readonly: true });
-  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close() };
+  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close(), store };
 }
 
 function logText(lines: readonly Pick<LogLine, 'id' | 'at' | 'kind' | 'tool' | 'args' | 'summary'>[]): string {
@@ -143,5 +148,28 @@ export function registerRuns(program: Command): void {
     },
   );
 
+  common(runs.command('exceptions').description('a run’s specification table and exceptions (review by exception): open, blocking release, closed with who and why').argument('<run_id>'))
+    .action(async (runId: string, opts: Common, cmd: Command) => {
+      let list: z.output<typeof ExceptionList>;
+      if (!offline(opts, cmd)) {
+        const { client, tenant } = connect(opts, Date.now());
+        list = await client.json<z.output<typeof ExceptionList>>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(runId)}/exceptions`);
+      } else {
+        const { runs: rs, tenant, close, store } = open(opts);
+        try {
+          const run = rs.run(tenant, runId);
+          if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
+          const items = store.schemaVersion >= 9 ? new ExceptionStore(store).ofRun(run.id) : [];
+          const open_ = items.filter((e) => e.status === 'open');
+          list = {
+            run: run.id, batch: run.batch, counts: { total: items.length, open: open_.length, blocking: open_.filter((e) => e.severity !== 'minor').length },
+            items: items.map(exceptionView), specTable: (run.data['quality'] as { specTable?: unknown } | undefined)?.specTable ?? null,
+          };
+        } finally {
+          close();
+        }
+      }
+      process.stdout.write(`${opts.json ? JSON.stringify(list, null, 2) : formatExceptions(list)}\n`);
+    });
   registerWatch(runs);
 }

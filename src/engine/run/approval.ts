@@ -33,6 +33,11 @@ export interface SignedRecord {
   readonly meaning: string;
   /** ISO 8601 UTC with milliseconds. */
   readonly timestamp: string;
+  /**
+   * What the reviewer had before them when they signed a batch release: the run's exceptions (all, and those
+   * closed), and the SHA-256 of the specification table. Part of what the signature covers.
+   */
+  readonly reviewed?: { readonly exceptions: readonly string[]; readonly exceptionsClosed: readonly string[]; readonly specTableSha256: string | null };
 }
 
 export interface Signature extends SignedRecord {

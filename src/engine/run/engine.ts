@@ -13,11 +13,13 @@ import type { Attendance } from '../../domain/policy.js';
 import { checkRunTransition, checkStepTransition, composePlan, formatDuration, planSummary, TERMINAL_RUN, type PlanStep, type RunStatus, type StepName, type StepStatus } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
 import type { PolicyBundle } from '../../policy/index.js';
+import { ExceptionStore, type ExceptionRecord } from '../../store/exception-store.js';
 import { RunStore, type ApprovalRecord, type RunRecord, type StepRecord, type ToolCallRecord } from '../../store/run-store.js';
 import type { TxContext } from '../../store/store.js';
 import type { BatchContext } from '../guarded-writer.js';
 import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type Signature, type Signer } from './approval.js';
+import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
 import { setAutonomy } from '../../store/autonomy-store.js';
@@ -32,6 +34,9 @@ const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUN
 
 export class RunEngine {
   readonly runs: RunStore;
+  /** The runs' exceptions (review by exception): raised by the steps and the supervision, closed by people. */
+  readonly exceptions: ExceptionStore;
+  private readonly exc: ExceptionDeps;
   private readonly executing = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly toolListeners = new Set<(row: ToolCallRecord, run: RunRecord) => void>();
   private readonly changeListeners = new Set<(run: RunView) => void>();
@@ -52,6 +57,14 @@ export class RunEngine {
     this.runs = new RunStore(o.store.db);
     this.views = new ViewCache(o.viewCacheSize ?? 256);
     this.runs.onWrite((run) => this.views.drop(run));
+    this.exceptions = new ExceptionStore(o.store);
+    // a view shows its exceptions (the steps' markers): a raise or a close drops it like a step change
+    this.exceptions.onWrite((run) => this.views.drop(run));
+    const notify = (row: ToolCallRecord): void => {
+      const run = this.runs.runById(row.run);
+      if (run) for (const l of this.toolListeners) l(row, run);
+    };
+    this.exc = { store: o.store, runs: this.runs, exceptions: this.exceptions, policy: o.policy, notify };
     this.host = {
       store: o.store,
       runs: this.runs,
@@ -62,11 +75,37 @@ export class RunEngine {
       log: o.log,
       pollMs: o.pollMs ?? 250,
       connection: o.connection ?? (() => undefined),
-      notify: (row) => {
-        const run = this.runs.runById(row.run);
-        if (run) for (const l of this.toolListeners) l(row, run);
-      },
+      notify,
+      raise: (run, e) => this.raiseException(run, e),
     };
+  }
+
+  /** Raise an exception of a run now (audited with its evidence; shown in the log, the stream and the genealogy). Null when the run has one for that condition. */
+  raiseException(run: RunRecord, e: RaiseInput): ExceptionRecord | null {
+    return raiseException(this.exc, run, e, this.o.clock.now());
+  }
+
+  /**
+   * A run's exceptions, in the order they were raised.
+   * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1).
+   */
+  exceptionsOf(tenant: string, runId: string): ExceptionRecord[] {
+    const run = this.runs.run(tenant, runId);
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId}`, { run: runId });
+    return this.exceptions.ofRun(run.id);
+  }
+
+  /**
+   * A named person, re-authenticated by the surface, closes an open exception with a comment (signed when it is
+   * critical or major). See exceptions.ts for who may close what.
+   */
+  closeException(tenant: string, id: string, c: CloseInput): ReturnType<typeof closeException> {
+    const out = closeException(this.exc, tenant, id, c, this.o.clock.now());
+    this.o.store.afterCommit(() => {
+      const v = this.runs.runById(out.exception.run);
+      if (v) for (const l of this.changeListeners) l(this.view(v));
+    });
+    return out;
   }
 
   /** What the guarded writer asks at every decision: batch state and assigned reviewer (R6), from the run in force. */
@@ -205,17 +244,32 @@ export class RunEngine {
     if (!qaRoles.includes(d.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch release is signed by a QA reviewer (${qaRoles.join(', ')}), not ${d.signer.role}`, { role: d.signer.role });
     if (d.signer.user !== a.reviewer) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch ${run.batch} names ${a.reviewer} as its QA reviewer`, { reviewer: a.reviewer, user: d.signer.user });
     if (d.signer.user === run.startedBy) throw new LkError('LK_APPROVAL_FORBIDDEN', `${d.signer.user} started this run and cannot also release it`, { user: d.signer.user });
+    // review by exception: no release while a critical or major exception is open (a rejection stays possible)
+    const blocking = this.exceptions.blocking(run.id);
+    if (d.decision === 'approve' && blocking.length > 0) {
+      throw new LkError('LK_EXCEPTIONS_OPEN', `batch ${run.batch} cannot be released: ${blocking.length} critical or major exception${blocking.length === 1 ? ' is' : 's are'} open (${blocking.map((e) => `${e.id} ${e.kind}`).join(', ')}); close ${blocking.length === 1 ? 'it' : 'them'} with a comment first`, {
+        exceptions: blocking.map((e) => ({ id: e.id, kind: e.kind, severity: e.severity, step: e.step, title: e.title })),
+      });
+    }
+    const all = this.exceptions.ofRun(run.id);
+    // what the reviewer saw: the exceptions (closed, with who closed them) and the specification table, by hash
+    const specTable = (run.data['quality'] as { specTable?: { sha256?: unknown } } | undefined)?.specTable;
+    const reviewed = {
+      exceptions: all.map((e) => e.id),
+      exceptionsClosed: all.filter((e) => e.status === 'closed').map((e) => e.id),
+      specTableSha256: typeof specTable?.sha256 === 'string' ? specTable.sha256 : null,
+    };
     const at = this.o.clock.now();
     const sig = signRecord(this.o.store.audit.siteKey(), {
       format: 1, approval: a.id, run: run.id, tenant, batch: run.batch, recordHash: a.recordHash, user: d.signer.user, name: d.signer.name, role: d.signer.role,
-      decision: d.decision, meaning: d.meaning.trim(), timestamp: new Date(at).toISOString(),
+      decision: d.decision, meaning: d.meaning.trim(), timestamp: new Date(at).toISOString(), reviewed,
     });
     this.o.store.tx((t) => {
       if (!this.runs.decideApproval(t, a.id, d.decision === 'approve' ? 'approved' : 'rejected', at, sig as unknown as Record<string, unknown>)) {
         throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was decided meanwhile`);
       }
       t.audit.append({
-        ...this.entry(run, d.signer.user, 'approval.decide', { kind: 'approval', args: json({ approval: a.id, recordHash: a.recordHash, decision: d.decision }), result: json({ decision: d.decision, keyId: sig.keyId }) }),
+        ...this.entry(run, d.signer.user, 'approval.decide', { kind: 'approval', args: json({ approval: a.id, recordHash: a.recordHash, decision: d.decision, reviewed }), result: json({ decision: d.decision, keyId: sig.keyId }) }),
         subject: { run: run.id, batch: run.batch, reviewer: d.signer.user, tool: 'approval.request' },
         signature: { user: d.signer.user, name: d.signer.name, meaning: `${d.decision}: ${sig.meaning}`, time: sig.timestamp, value: sig.signature },
       });
@@ -383,6 +437,15 @@ export class RunEngine {
       if (!run || TERMINAL_RUN.has(run.status)) continue;
       const step = this.runs.steps(id).find((s) => s.status === 'RUNNING' || s.status === 'APPROVAL');
       this.o.store.tx((t) => this.runs.appendEvent(t, { run: id, at: this.o.clock.now(), kind: 'watchdog', step: step?.name ?? null, agent: null, tag: `${e.equipment}.SupervisorState`, summary: `${e.equipment}: ${e.event}`, data: json(e) }));
+      // a PLC that went to its last known-good recipe during a run is a deviation of that batch
+      if (e.event === 'lkg_revert' || e.event === 'found_lost') {
+        const n = this.exceptions.ofRun(id).filter((x) => x.kind === 'PLC_LOST' && x.key.startsWith(`PLC_LOST:${e.equipment}:`)).length;
+        this.raiseException(run, {
+          kind: 'PLC_LOST', key: `PLC_LOST:${e.equipment}:${n + 1}`, step: step ? { seq: step.seq, name: step.name } : null, by: 'system', tag: `${e.equipment}.SupervisorState`,
+          title: `PLC_LOST ${e.equipment}: ${e.event === 'lkg_revert' ? 'watchdog reverted it to its last known-good recipe' : 'found LOST on its last known-good recipe'}${step ? ` during ${step.seq} ${step.name}` : ''}`,
+          evidence: { equipment: e.equipment, event: e.event, state: e.new ?? null },
+        });
+      }
     }
   }
 
@@ -471,6 +534,7 @@ export class RunEngine {
   /** The view of a run, and its steps whose durations run on with the clock. */
   private compose(run: RunRecord): { view: RunView; open: OpenStep[] } {
     const steps = this.runs.steps(run.id);
+    const exceptions = this.exceptions.ofRun(run.id);
     const plan: PlanStep[] = composePlan();
     const now = this.o.clock.now();
     const gate = this.runs.approvalOfRun(run.id);
@@ -487,7 +551,9 @@ export class RunEngine {
         durationMs: s.startedAt === null ? null : (s.endedAt ?? now) - s.startedAt,
         duration: formatDuration(s.startedAt === null ? null : (s.endedAt ?? now) - s.startedAt, s.continuous && s.startedAt !== null),
         detail: s.detail,
+        exceptions: markerOf(exceptions.filter((e) => e.step === `${s.seq} ${s.name}`)),
       })),
+      exceptions: markerOf(exceptions),
       approvalGate: gate
         ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: new Date(gate.requestedAt).toISOString(), signature: gate.signature }
         : { id: null, step: '09', status: 'not_reached', reviewer: typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : null, recordHash: null, requestedAt: null, signature: null },

@@ -10,9 +10,11 @@ import type { PlanStep } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
+import type { ExceptionRecord } from '../../store/exception-store.js';
 import type { Store } from '../../store/store.js';
 import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
 import { stateName } from '../../supervision/plc-watch.js';
+import type { RaiseInput } from './exceptions.js';
 import { json } from '../json.js';
 
 /** A numeric reading of good quality, as agents take them. */
@@ -37,6 +39,8 @@ export interface StepHost {
   readonly notify: (row: ToolCallRecord) => void;
   /** State of the connection serving a tag (`connected`, `lost`, …), or undefined when no connection serves it. */
   readonly connection: (tag: string) => string | undefined;
+  /** Raise an exception of a run (audited, in the log and the genealogy); null when the run has one for that condition. */
+  readonly raise: (run: RunRecord, e: RaiseInput) => ExceptionRecord | null;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -129,6 +133,11 @@ export class StepContext {
     const outputText = JSON.stringify(output);
     this.h.store.tx((t) => this.h.runs.appendAgentCall(t, { run: this.run.id, at: this.now, step: this.step.name, agent, fn: fnName, model: model ? `${model.id}@${model.version}` : null, input: inputText, output: outputText }));
     return JSON.parse(outputText) as O;
+  }
+
+  /** Raise an exception seen in this step (by the step's agent unless `by` names another). */
+  exception(e: Omit<RaiseInput, 'step' | 'by'> & { readonly by?: string }): ExceptionRecord | null {
+    return this.h.raise(this.run, { ...e, by: e.by ?? this.step.agent, step: { seq: this.step.seq, name: this.step.name } });
   }
 
   /** A genealogy event of this step (sensor state, recommendation, action, response, arbitration, qc…). */

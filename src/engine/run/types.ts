@@ -122,6 +122,16 @@ export interface StepView {
   readonly durationMs: number | null;
   readonly duration: string;
   readonly detail: string;
+  /** The step's marker: its exceptions, how many are open and how many of those block the release. */
+  readonly exceptions: ExceptionMarker;
+}
+
+/** How many exceptions, open, open and blocking a release (critical or major), and of which kinds. */
+export interface ExceptionMarker {
+  readonly total: number;
+  readonly open: number;
+  readonly blocking: number;
+  readonly kinds: readonly string[];
 }
 
 export interface RunView {
@@ -140,6 +150,8 @@ export interface RunView {
   readonly reason: string | null;
   readonly plan: { readonly steps: number; readonly gates: number; readonly text: string };
   readonly steps: readonly StepView[];
+  /** The run's exceptions in total (each step's are on the step). */
+  readonly exceptions: ExceptionMarker;
   readonly approvalGate: {
     readonly id: string | null;
     readonly step: string;
