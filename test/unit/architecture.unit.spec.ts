@@ -60,6 +60,8 @@ describe('architecture: the real tree', () => {
     expect(layerOf('src/config/load.ts')).toBe('config');
     expect(layerOf('connectors/sim/ground/truth.ts')).toBe('ground-truth');
     expect(layerOf('connectors/sim/truth.ts')).toBe('connectors');
+    expect(layerOf('src/quality/spec.ts')).toBe('quality');
+    expect(LAYERS.quality?.pure).toBe(true);
   });
 });
 
