@@ -164,7 +164,8 @@ function closure(e: ReleaseException): string {
   return `closed by ${c.name} (${c.user}) ${utcIso(c.at)}: "${c.comment}"${c.deviation ? `; deviation ${c.deviation}` : ''}`;
 }
 
-type Cell = string | { text: string; bold?: boolean; color?: string; bg?: string };
+/** A table cell: plain text, or marked (bold, coloured, shaded), or `mono` for a value read exactly (a hash). */
+type Cell = string | { text: string; bold?: boolean; mono?: boolean; color?: string; bg?: string };
 
 /** The drawing helpers of one document, all through its text filter and embedded fonts. */
 class Report {
@@ -207,7 +208,7 @@ class Report {
         header.map((h) => ({ text: this.show(h), font: { src: BOLD }, backgroundColor: '#eeeeee', type: 'TH' as const })),
         ...rows.map((r) => r.map((c) => (typeof c === 'string'
           ? this.show(c)
-          : { text: this.show(c.text), ...(c.bold ? { font: { src: BOLD } } : {}), ...(c.color ? { textColor: c.color } : {}), ...(c.bg ? { backgroundColor: c.bg } : {}) }))),
+          : { text: this.show(c.text), ...(c.bold ? { font: { src: BOLD } } : c.mono ? { font: { src: MONO, size: 7 } } : {}), ...(c.color ? { textColor: c.color } : {}), ...(c.bg ? { backgroundColor: c.bg } : {}) }))),
       ],
     });
     doc.x = MARGIN;
@@ -325,7 +326,7 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   r.heading('Evidence chain (raw evidence)');
   r.line(`NIR spectra (${ev.nir.length}): each spectrum's SHA-256 and the model version that scored it`);
   r.table(['Spectrum', 'Potency %', 'Spectrum SHA-256', 'Model'], [48, 48, 290, '*'],
-    ev.nir.map((s) => [String(s.spectrumId), formatNumber(s.potencyPct), s.spectrumSha256, `${s.model.id} v${s.model.version}`]));
+    ev.nir.map((s) => [String(s.spectrumId), formatNumber(s.potencyPct), { text: s.spectrumSha256, mono: true }, `${s.model.id} v${s.model.version}`]));
   const p = ev.potency;
   const pMin = spec(rec, 'potency', 'min_pct');
   const pMax = spec(rec, 'potency', 'max_pct');
