@@ -1,22 +1,41 @@
 /**
  * `release.pdf`: the human-readable batch release report of a release
- * package (pdfkit, like src/audit/export-pdf.ts). It shows what QA signs on:
- * the run, its steps, the evidence chain (each NIR spectrum's hash and model
- * version, potency and content-uniformity verdicts, inspection, QC), losing
- * arbitration requests, every signature's manifestation (21 CFR 11.50:
- * printed name, date and time, meaning, and the user id), and the anchors
- * that tie the paper to the evidence: the audit chain head, its signed
- * checkpoint, the bundle's and release.json's SHA-256.
+ * package (pdfkit, like src/audit/export-pdf.ts).
+ *
+ * Page 1 is the verdict, so that a reviewer cannot be shown "PASS" for a batch
+ * whose specification failed: the batch, product and decision (RELEASED /
+ * REJECTED / NOT A RELEASE), every specification as the quality evaluator
+ * judged it (FAIL and NOT_EVALUATED rows marked in colour and in words), every
+ * exception with who closed it and why, the reconciliation, and every
+ * signature's manifestation (21 CFR 11.50: printed name, user id, role,
+ * meaning, date and time). A package without a quality section says so in so
+ * many words; nothing is an implicit pass. Then, from page 2: the run, its
+ * steps, the raw evidence chain (each NIR spectrum's hash and model version,
+ * potency, content uniformity, inspection, QC), losing arbitration requests,
+ * the anchors that tie the paper to the evidence (audit chain head, signed
+ * checkpoint, the bundle's and release.json's SHA-256) and the genealogy.
+ *
+ * The file is PDF/A-2b for archiving (EU GMP Annex 11 §17): every font is
+ * embedded (DejaVu TrueType from the `dejavu-fonts-ttf` package, which also
+ * shows "≤ – … µ ± °" that the standard fonts cannot), the XMP metadata
+ * declares the conformance and carries title and author, and an sRGB output
+ * intent is attached. A character no embedded font has is printed as "?"
+ * (PDF/A forbids showing the .notdef glyph); release.json keeps the exact text.
  *
  * Rendering is synchronous and a pure function of its arguments: the
- * document's CreationDate is the run's end, pdfkit derives the file ID from
- * the info dictionary, and the standard fonts carry no random subset tags, so
- * the same record gives the same bytes (with the same pdfkit version).
+ * document's CreationDate (and the XMP CreateDate) is the run's end, pdfkit
+ * derives the file ID from the info dictionary, the XMP packet carries no
+ * random document or instance id, and the font subset tags come from the font
+ * resource names, so the same record gives the same bytes (with the same
+ * pdfkit and font versions).
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import PDFDocument from 'pdfkit';
 import { LkError } from '../errors.js';
 import { formatNumber, genealogyRows } from './genealogy-text.js';
-import { RELEASE_FILES, type ReleaseRecord, type SignatureManifest } from './release-types.js';
+import { RELEASE_FILES, type ReleaseException, type ReleaseQuality, type ReleaseRecord, type ReleaseSpecResult, type SignatureManifest } from './release-types.js';
 
 export interface ReleasePdfOptions {
   /** Deflate content streams (default true); tests turn it off to read the text back. */
@@ -26,12 +45,75 @@ export interface ReleasePdfOptions {
 type Doc = PDFKit.PDFDocument;
 
 const MARGIN = 50;
-const MONO = 'Courier';
+/** Registered font names (one embedded TrueType file each). */
+const SANS = 'Sans';
+const BOLD = 'Sans-Bold';
+const MONO = 'Mono';
+const RED = '#b00020';
+const AMBER = '#8a5a00';
+const FAIL_BG = '#fde8e8';
+const NE_BG = '#fff4d6';
 
-/** pdfkit's standard fonts speak WinAnsi: keep Latin-1 on one line, replace the rest visibly. */
-function pdfText(s: string): string {
-  return s.replace(/→/g, '->').replace(/[\t\n\r]/g, ' ').replace(/[^\x20-\x7e\xa0-\xff]/g, '?');
+/** The PDF/A conformance the report declares (ISO 19005-2, level B). */
+export const RELEASE_PDFA = 'PDF/A-2b';
+
+let fontFiles: Record<typeof SANS | typeof BOLD | typeof MONO, Buffer> | undefined;
+
+/**
+ * The DejaVu TrueType files, read once per process from the `dejavu-fonts-ttf` package (resolved
+ * like an import, so no path of this machine is written anywhere).
+ * @throws LkError LK_INTERNAL when the package is not installed.
+ */
+function fonts(): Record<typeof SANS | typeof BOLD | typeof MONO, Buffer> {
+  if (fontFiles) return fontFiles;
+  let dir: string;
+  try {
+    dir = join(dirname(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/package.json')), 'ttf');
+  } catch (err) {
+    throw new LkError('LK_INTERNAL', 'the release report needs the npm package dejavu-fonts-ttf (its fonts are embedded for PDF/A)', {}, { cause: err });
+  }
+  fontFiles = {
+    [SANS]: readFileSync(join(dir, 'DejaVuSans.ttf')),
+    [BOLD]: readFileSync(join(dir, 'DejaVuSans-Bold.ttf')),
+    [MONO]: readFileSync(join(dir, 'DejaVuSansMono.ttf')),
+  };
+  return fontFiles;
 }
+
+/** The part of pdfkit's embedded font we read: fontkit's glyph coverage (not in @types/pdfkit). */
+interface GlyphCoverage { hasGlyphForCodePoint?: (cp: number) => boolean }
+
+/**
+ * The text filter of one document: one line per call (tabs and line breaks become spaces), and a
+ * character that one of the embedded fonts lacks (or a control character) becomes "?" so no text
+ * operator shows .notdef (PDF/A-2 §6.2.11.8) whichever of the three fonts prints it.
+ */
+function textFilter(doc: Doc): (s: string) => string {
+  const covers: ((cp: number) => boolean)[] = [];
+  for (const f of [SANS, BOLD, MONO]) {
+    doc.font(f);
+    const fk = (doc as unknown as { _font: { font?: GlyphCoverage } })._font.font;
+    if (typeof fk?.hasGlyphForCodePoint === 'function') covers.push((cp) => fk.hasGlyphForCodePoint!(cp));
+  }
+  doc.font(SANS);
+  const known = new Map<number, boolean>();
+  const ok = (cp: number): boolean => {
+    let v = known.get(cp);
+    if (v === undefined) {
+      v = cp >= 0x20 && !(cp >= 0x7f && cp < 0xa0) && covers.every((c) => c(cp));
+      known.set(cp, v);
+    }
+    return v;
+  };
+  return (s) => {
+    let out = '';
+    for (const ch of s.replace(/[\t\n\r]/g, ' ')) out += ok(ch.codePointAt(0)!) ? ch : '?';
+    return out;
+  };
+}
+
+/** XMP (an XML packet pdfkit writes without escaping) and the info dictionary hold the same title: keep it markup-free. */
+const xmlSafe = (s: string): string => s.replace(/[<>&"'\p{Cc}]/gu, '_');
 
 const utcIso = (iso: string): string => `${iso.replace('T', ' ').replace('Z', '')} UTC`;
 const utcMs = (ms: number): string => utcIso(new Date(ms).toISOString());
@@ -52,134 +134,241 @@ export function disposition(signatures: readonly SignatureManifest[]): string {
   return 'NO QA DECISION: the batch is not released';
 }
 
-function heading(doc: Doc, s: string): void {
-  if (doc.y > doc.page.height - 140) doc.addPage();
-  doc.moveDown(0.6).font('Helvetica-Bold').fontSize(11).text(pdfText(s), MARGIN);
-  doc.font('Helvetica').fontSize(8.5).moveDown(0.2);
+/** The one-word decision of the title line, from the same signatures as {@link disposition}. */
+export function decision(signatures: readonly SignatureManifest[]): 'RELEASED' | 'REJECTED' | 'NOT A RELEASE' {
+  if (signatures.some((s) => s.decision === 'reject')) return 'REJECTED';
+  if (signatures.some((s) => s.decision === 'approve')) return 'RELEASED';
+  return 'NOT A RELEASE';
 }
 
-function line(doc: Doc, s: string): void {
-  doc.font('Helvetica').fontSize(8.5).text(pdfText(s), MARGIN);
+/** n, mean, min–max (or the single value) of a specification's data, with SD / RSD when given. */
+export function dataSummary(d: ReleaseSpecResult['data']): string {
+  const u = d.unit ? ` ${d.unit}` : '';
+  if (d.n === 0) return 'no data';
+  const single = d.values?.length === 1 ? d.values[0] : d.n === 1 ? (d.mean ?? d.min ?? d.max) : undefined;
+  if (d.n === 1 && single !== undefined) return `value ${formatNumber(single)}${u}`;
+  const parts = [`n ${d.n}`];
+  if (d.mean !== undefined) parts.push(`mean ${formatNumber(d.mean)}${u}`);
+  if (d.min !== undefined && d.max !== undefined) parts.push(`${formatNumber(d.min)}–${formatNumber(d.max)}${u}`);
+  else if (d.min !== undefined) parts.push(`min ${formatNumber(d.min)}${u}`);
+  else if (d.max !== undefined) parts.push(`max ${formatNumber(d.max)}${u}`);
+  if (d.sd !== undefined) parts.push(`SD ${formatNumber(d.sd)}${u}`);
+  if (d.rsdPct !== undefined) parts.push(`RSD ${formatNumber(d.rsdPct)} %`);
+  return parts.join(', ');
 }
 
-/** A label and a value that must be read exactly (hashes, signatures): the value in a fixed-width font. */
-function exact(doc: Doc, label: string, value: string): void {
-  doc.font('Helvetica').fontSize(8.5).text(pdfText(`${label}:`), MARGIN);
-  doc.font(MONO).fontSize(8).text(pdfText(value), MARGIN + 12);
-  doc.font('Helvetica').fontSize(8.5);
+/** Status and closure of an exception as one cell: who closed it, when, their comment and the deviation reference. */
+function closure(e: ReleaseException): string {
+  const c = e.closedBy;
+  if (!c) return 'OPEN';
+  return `closed by ${c.name} (${c.user}) ${utcIso(c.at)}: "${c.comment}"${c.deviation ? `; deviation ${c.deviation}` : ''}`;
 }
 
-function table(doc: Doc, header: readonly string[], widths: readonly (number | '*')[], rows: readonly (readonly string[])[]): void {
-  if (rows.length === 0) {
-    line(doc, 'none');
+/** A table cell: plain text, or marked (bold, coloured, shaded), or `mono` for a value read exactly (a hash). */
+type Cell = string | { text: string; bold?: boolean; mono?: boolean; color?: string; bg?: string };
+
+/** The drawing helpers of one document, all through its text filter and embedded fonts. */
+class Report {
+  readonly show: (s: string) => string;
+  constructor(readonly doc: Doc) {
+    this.show = textFilter(doc);
+  }
+
+  heading(s: string): void {
+    const { doc } = this;
+    if (doc.y > doc.page.height - 140) doc.addPage();
+    doc.moveDown(0.6).font(BOLD).fontSize(11).fillColor('black').text(this.show(s), MARGIN);
+    doc.font(SANS).fontSize(8.5).moveDown(0.2);
+  }
+
+  line(s: string, o: { bold?: boolean; color?: string; size?: number } = {}): void {
+    this.doc.font(o.bold ? BOLD : SANS).fontSize(o.size ?? 8.5).fillColor(o.color ?? 'black').text(this.show(s), MARGIN);
+    this.doc.font(SANS).fillColor('black');
+  }
+
+  /** A label and a value that must be read exactly (hashes, signatures): the value in a fixed-width font. */
+  exact(label: string, value: string): void {
+    const { doc } = this;
+    doc.font(SANS).fontSize(8.5).text(this.show(`${label}:`), MARGIN);
+    doc.font(MONO).fontSize(8).text(this.show(value), MARGIN + 12);
+    doc.font(SANS).fontSize(8.5);
+  }
+
+  table(header: readonly string[], widths: readonly (number | '*')[], rows: readonly (readonly Cell[])[]): void {
+    const { doc } = this;
+    if (rows.length === 0) {
+      this.line('none');
+      return;
+    }
+    doc.font(SANS).fontSize(7.5).fillColor('black');
+    doc.table({
+      columnStyles: widths.map((w) => ({ width: w })),
+      defaultStyle: { border: 0.5, borderColor: '#999999', padding: 2 },
+      data: [
+        header.map((h) => ({ text: this.show(h), font: { src: BOLD }, backgroundColor: '#eeeeee', type: 'TH' as const })),
+        ...rows.map((r) => r.map((c) => (typeof c === 'string'
+          ? this.show(c)
+          : { text: this.show(c.text), ...(c.bold ? { font: { src: BOLD } } : c.mono ? { font: { src: MONO, size: 7 } } : {}), ...(c.color ? { textColor: c.color } : {}), ...(c.bg ? { backgroundColor: c.bg } : {}) }))),
+      ],
+    });
+    doc.x = MARGIN;
+    doc.font(SANS).fontSize(8.5).fillColor('black').moveDown(0.3);
+  }
+
+  signature(s: SignatureManifest, i: number): void {
+    const { doc } = this;
+    if (doc.y > doc.page.height - 170) doc.addPage();
+    this.line(`Signature ${i + 1}: ${s.decision === 'approve' ? 'APPROVE' : 'REJECT'}`, { bold: true, size: 9 });
+    this.line(`Printed name: ${s.name}`);
+    if (this.show(s.name) !== s.name) this.line('(the printed name has characters this font cannot show; its exact form is in release.json)');
+    this.line(`User ID: ${s.user}`);
+    this.line(`Role: ${s.role}`);
+    this.line(`Meaning: ${s.meaning}`);
+    this.line(`Date and time of signing: ${utcIso(s.at)}`);
+    this.line(`Approval: ${s.approvalId}`);
+    this.exact('Signed record (SHA-256)', s.recordHash);
+    this.exact(`Signature (Ed25519, key ${s.keyId})`, s.signature);
+    doc.moveDown(0.4);
+  }
+}
+
+/** Page 1: the specification table, the exceptions and the reconciliation, or the plain statement that there are none. */
+function verdictSections(r: Report, q: ReleaseQuality | undefined): void {
+  if (!q) {
+    r.doc.moveDown(0.5);
+    r.line('No specification evaluation in this package.', { bold: true, color: RED, size: 11 });
+    r.line('The specifications of this batch were not judged in this package and no exception record is attached: nothing here is a pass.', { color: RED });
     return;
   }
-  doc.font('Helvetica').fontSize(7.5);
-  doc.table({
-    columnStyles: widths.map((w) => ({ width: w })),
-    defaultStyle: { border: 0.5, borderColor: '#999999', padding: 2 },
-    data: [
-      header.map((h) => ({ text: pdfText(h), font: { src: 'Helvetica-Bold' }, backgroundColor: '#eeeeee', type: 'TH' as const })),
-      ...rows.map((r) => r.map((c) => pdfText(c))),
-    ],
-  });
-  doc.x = MARGIN;
-  doc.font('Helvetica').fontSize(8.5).moveDown(0.3);
-}
+  const t = q.specTable;
+  const fails = t.results.filter((x) => x.verdict === 'FAIL').length;
+  const unjudged = t.results.filter((x) => x.verdict === 'NOT_EVALUATED').length;
+  const open = q.exceptions.filter((e) => e.status === 'open');
+  r.doc.moveDown(0.3);
+  r.line(`Specification verdict: ${t.verdict} (${t.results.length} specifications: ${t.results.length - fails - unjudged} pass, ${fails} fail, ${unjudged} not evaluated)`,
+    { bold: true, size: 10, color: t.verdict === 'PASS' ? 'black' : RED });
+  r.line(`Exceptions: ${q.exceptions.length}, of which open ${open.length} (critical ${open.filter((e) => e.severity === 'critical').length}, major ${open.filter((e) => e.severity === 'major').length})`,
+    { bold: true, size: 10, color: open.length > 0 ? RED : 'black' });
 
-function signatureBlock(doc: Doc, s: SignatureManifest, i: number): void {
-  if (doc.y > doc.page.height - 170) doc.addPage();
-  doc.font('Helvetica-Bold').fontSize(9).text(pdfText(`Signature ${i + 1}: ${s.decision === 'approve' ? 'APPROVE' : 'REJECT'}`), MARGIN);
-  doc.font('Helvetica').fontSize(8.5);
-  line(doc, `Printed name: ${s.name}`);
-  if (pdfText(s.name) !== s.name) line(doc, '(the printed name has characters this font cannot show; its exact form is in release.json)');
-  line(doc, `User ID: ${s.user}`);
-  line(doc, `Role: ${s.role}`);
-  line(doc, `Meaning: ${s.meaning}`);
-  line(doc, `Date and time of signing: ${utcIso(s.at)}`);
-  line(doc, `Approval: ${s.approvalId}`);
-  exact(doc, 'Signed record (SHA-256)', s.recordHash);
-  exact(doc, `Signature (Ed25519, key ${s.keyId})`, s.signature);
-  doc.moveDown(0.4);
+  r.heading(`Specifications (${t.results.length})`);
+  r.table(['Specification', 'Limits', 'Data', 'Verdict', 'Reason'], [118, 70, 130, 56, '*'], t.results.map((x) => {
+    const mark = x.verdict === 'FAIL' ? { color: RED, bg: FAIL_BG } : x.verdict === 'NOT_EVALUATED' ? { color: AMBER, bg: NE_BG } : undefined;
+    const cells: Cell[] = [`${x.title} (${x.source})`, x.limits, dataSummary(x.data), x.verdict === 'NOT_EVALUATED' ? 'NOT EVALUATED' : x.verdict, x.reason];
+    return mark ? cells.map((c, i) => ({ text: c as string, bg: mark.bg, ...(i === 3 ? { bold: true, color: mark.color } : {}) })) : cells;
+  }));
+  r.exact('Specification table (SHA-256)', t.sha256);
+
+  r.heading(`Exceptions (${q.exceptions.length})`);
+  r.table(['Kind', 'Severity', 'Step', 'Exception', 'Raised (UTC)', 'Status'], [62, 44, 72, 118, 62, '*'], q.exceptions.map((e) => {
+    const openBad = e.status === 'open';
+    const cells: Cell[] = [e.kind, e.severity, e.step ?? '-', e.title, utcMs(e.raisedAt).replace(/\.\d{3} UTC$/, ''), closure(e)];
+    return openBad ? cells.map((c, i) => ({ text: c as string, bg: FAIL_BG, ...(i === 5 || (i === 1 && e.severity !== 'minor') ? { bold: true, color: RED } : {}) })) : cells;
+  }));
+
+  r.heading('Reconciliation');
+  const rc = q.reconciliation;
+  if (!rc) r.line('No reconciliation in this package.');
+  else {
+    r.line(`Reconciliation: ${rc.ok ? 'OK' : 'MISMATCH'}`, { bold: true, color: rc.ok ? 'black' : RED });
+    r.table(['Quantity', 'Expected', 'Actual', 'Difference', 'OK'], [160, 80, 80, 80, '*'], rc.lines.map((l) => {
+      const cells = [l.name, formatNumber(l.expected), formatNumber(l.actual), formatNumber(l.diff), l.ok ? 'OK' : 'MISMATCH'];
+      return l.ok ? cells : cells.map((c, i) => ({ text: c, bg: FAIL_BG, ...(i === 4 ? { bold: true, color: RED } : {}) }));
+    }));
+  }
 }
 
 /**
  * Render the release report of `record` (the content of release.json, whose SHA-256 is `jsonSha256`).
  * @throws LkError LK_INTERNAL when pdfkit did not finish the document synchronously (a pdfkit change
- *   that would make a truncated file look complete).
+ *   that would make a truncated file look complete), or when the fonts package is missing.
  */
 export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts: ReleasePdfOptions = {}): Buffer {
   const { input, audit } = record;
   const { run, evidence: ev } = input;
   const rec = input.batchRecord;
+  const f = fonts();
   const doc = new PDFDocument({
     size: 'A4', margin: MARGIN, bufferPages: true, compress: opts.compress ?? true,
-    info: { Title: `Batch release report ${run.batch}`, Author: 'linekeeper', Creator: 'linekeeper', Producer: 'linekeeper (pdfkit)', CreationDate: new Date(run.endedAt) },
+    subset: RELEASE_PDFA, pdfVersion: '1.7', lang: 'en',
+    // the initial font is the embedded one, so pdfkit never loads a standard (non-embedded) font; pdfkit
+    // takes a Buffer here as everywhere a font goes, @types/pdfkit only says string
+    font: f[SANS] as unknown as string,
+    info: { Title: xmlSafe(`Batch release report ${run.batch}`), Author: 'linekeeper', Creator: 'linekeeper', Producer: 'linekeeper (pdfkit)', CreationDate: new Date(run.endedAt) },
   });
+  for (const name of [SANS, BOLD, MONO] as const) doc.registerFont(name, f[name]);
+  const r = new Report(doc);
+  const dec = decision(input.signatures);
 
-  doc.font('Helvetica-Bold').fontSize(16).text(pdfText(`Batch release report: batch ${run.batch}`));
-  doc.font('Helvetica').fontSize(9).moveDown(0.3);
-  line(doc, `Product ${run.product}   Tooling ${run.tooling}   Line ${run.line}   Site ${input.site}   Tenant ${input.tenant}`);
-  line(doc, `Run ${run.id}   Status ${run.status}   Started ${utcMs(run.startedAt)}   Ended ${utcMs(run.endedAt)}`);
-  line(doc, `Goal: ${run.goal}`);
-  if (typeof rec.mes_ref === 'string') line(doc, `MES reference: ${rec.mes_ref}`);
-  exact(doc, 'Batch record as ingested (SHA-256)', input.batchRecordSha256);
-  doc.moveDown(0.3).font('Helvetica-Bold').fontSize(10).text(pdfText(`QA disposition: ${disposition(input.signatures)}`), MARGIN);
+  // Page 1: the verdict.
+  r.line(`Batch release report: batch ${run.batch}`, { bold: true, size: 16 });
+  r.line(`Product ${run.product}   Decision: ${dec}`, { bold: true, size: 14, color: dec === 'RELEASED' ? 'black' : RED });
+  doc.moveDown(0.3);
+  r.line(`Product ${run.product}   Tooling ${run.tooling}   Line ${run.line}   Site ${input.site}   Tenant ${input.tenant}`);
+  r.line(`Run ${run.id}   Status ${run.status}   Started ${utcMs(run.startedAt)}   Ended ${utcMs(run.endedAt)}`);
+  r.line(`QA disposition: ${disposition(input.signatures)}`, { bold: true, size: 10 });
+  verdictSections(r, input.quality);
 
-  heading(doc, `Steps (${input.steps.length})`);
-  table(doc, ['Seq', 'Step', 'Agent', 'Tool', 'Status', 'Duration', 'Detail'], [20, 96, 86, 106, 56, 42, '*'],
+  r.heading(`Electronic signatures (21 CFR 11.50) (${input.signatures.length})`);
+  if (input.signatures.length === 0) r.line('none: no QA reviewer has signed this batch');
+  input.signatures.forEach((s, n) => r.signature(s, n));
+
+  // From page 2: the record behind the verdict.
+  doc.addPage();
+  r.heading('Run');
+  r.line(`Goal: ${run.goal}`);
+  if (typeof rec.mes_ref === 'string') r.line(`MES reference: ${rec.mes_ref}`);
+  r.exact('Batch record as ingested (SHA-256)', input.batchRecordSha256);
+
+  r.heading(`Steps (${input.steps.length})`);
+  r.table(['Seq', 'Step', 'Agent', 'Tool', 'Status', 'Duration', 'Detail'], [20, 96, 86, 106, 56, 42, '*'],
     input.steps.map((s) => [s.seq, s.name, s.agent, s.tool, s.status, s.duration, s.detail]));
 
-  heading(doc, 'Evidence chain');
-  line(doc, `NIR spectra (${ev.nir.length}): each spectrum's SHA-256 and the model version that scored it`);
-  table(doc, ['Spectrum', 'Potency %', 'Spectrum SHA-256', 'Model'], [48, 48, 290, '*'],
-    ev.nir.map((s) => [String(s.spectrumId), formatNumber(s.potencyPct), s.spectrumSha256, `${s.model.id} v${s.model.version}`]));
+  r.heading('Evidence chain (raw evidence)');
+  r.line(`NIR spectra (${ev.nir.length}): each spectrum's SHA-256 and the model version that scored it`);
+  r.table(['Spectrum', 'Potency %', 'Spectrum SHA-256', 'Model'], [48, 48, 290, '*'],
+    ev.nir.map((s) => [String(s.spectrumId), formatNumber(s.potencyPct), { text: s.spectrumSha256, mono: true }, `${s.model.id} v${s.model.version}`]));
   const p = ev.potency;
   const pMin = spec(rec, 'potency', 'min_pct');
   const pMax = spec(rec, 'potency', 'max_pct');
-  const pLim = pMin !== undefined && pMax !== undefined ? ` (specification ${formatNumber(pMin)}-${formatNumber(pMax)} %)` : '';
-  line(doc, `Potency: n ${p.n}, mean ${formatNumber(p.meanPct)} %, SD ${formatNumber(p.sdPct)} %, confidence interval ${formatNumber(p.ciLowPct)}-${formatNumber(p.ciHighPct)} %${pLim}: ${verdict(p.pass)}`);
+  const pLim = pMin !== undefined && pMax !== undefined ? ` (specification ${formatNumber(pMin)}–${formatNumber(pMax)} %)` : '';
+  r.line(`Potency: n ${p.n}, mean ${formatNumber(p.meanPct)} %, SD ${formatNumber(p.sdPct)} %, confidence interval ${formatNumber(p.ciLowPct)}–${formatNumber(p.ciHighPct)} %${pLim}: ${verdict(p.pass)}`);
   const avMax = spec(rec, 'content_uniformity', 'av_max');
-  line(doc, `Content uniformity (USP <905>): AV ${formatNumber(ev.contentUniformity.av)}${avMax !== undefined ? ` (L1 ${formatNumber(avMax)})` : ''}: ${verdict(ev.contentUniformity.pass)}`);
+  r.line(`Content uniformity (USP <905>): AV ${formatNumber(ev.contentUniformity.av)}${avMax !== undefined ? ` (L1 ${formatNumber(avMax)})` : ''}: ${verdict(ev.contentUniformity.pass)}`);
   const i = ev.inspection;
   const dMax = spec(rec, 'defect_rate_max_pct');
-  line(doc, `Inspection: ${i.inspected} inspected, ${i.rejected} rejected, defect rate ${formatNumber(i.defectRatePct)} %${dMax !== undefined ? ` (max ${formatNumber(dMax)} %)` : ''}: ${verdict(i.pass)}`);
+  r.line(`Inspection: ${i.inspected} inspected, ${i.rejected} rejected, defect rate ${formatNumber(i.defectRatePct)} %${dMax !== undefined ? ` (max ${formatNumber(dMax)} %)` : ''}: ${verdict(i.pass)}`);
   doc.moveDown(0.3);
-  line(doc, `QC results from LIMS (${ev.qc.length})`);
-  table(doc, ['Test', 'Result', 'Status', 'LIMS reference'], [150, 110, 80, '*'],
+  r.line(`QC results from LIMS (${ev.qc.length})`);
+  r.table(['Test', 'Result', 'Status', 'LIMS reference'], [150, 110, 80, '*'],
     ev.qc.map((q) => [q.test, `${typeof q.result === 'number' ? formatNumber(q.result) : q.result}${q.unit ? ` ${q.unit}` : ''}`, q.status, q.lims_ref]));
 
-  heading(doc, `Losing arbitration requests (${input.losingRequests.length})`);
-  table(doc, ['Time (UTC)', 'Agent', 'Setpoint', 'Score', 'Reason'], [92, 88, 100, 40, '*'],
+  r.heading(`Losing arbitration requests (${input.losingRequests.length})`);
+  r.table(['Time (UTC)', 'Agent', 'Setpoint', 'Score', 'Reason'], [92, 88, 100, 40, '*'],
     input.losingRequests.map((l) => [utcMs(l.at).replace(' UTC', ''), l.agent, l.setpoint, formatNumber(l.score), l.reason]));
 
-  heading(doc, `Electronic signatures (21 CFR 11.50) (${input.signatures.length})`);
-  if (input.signatures.length === 0) line(doc, 'none: no QA reviewer has signed this batch');
-  input.signatures.forEach((s, n) => signatureBlock(doc, s, n));
-
-  heading(doc, 'Audit trail anchor');
-  line(doc, `Tenant chain ${input.tenant}: head #${audit.head.seq}`);
-  exact(doc, 'Head hash', audit.head.hash);
+  r.heading('Audit trail anchor');
+  r.line(`Tenant chain ${input.tenant}: head #${audit.head.seq}`);
+  r.exact('Head hash', audit.head.hash);
   const cp = audit.checkpoint;
-  line(doc, `Signed checkpoint: seq ${cp.seq}, ${utcIso(cp.ts)}`);
-  exact(doc, 'Site key id', cp.key_id);
-  exact(doc, 'Checkpoint signature (Ed25519)', cp.sig);
-  exact(doc, `Audit bundle ${audit.bundle.file} (${audit.bundle.entries} entries), SHA-256`, audit.bundle.sha256);
-  exact(doc, `${RELEASE_FILES.json} SHA-256`, jsonSha256);
-  line(doc, `Verify offline with the site public key: node verify-audit-bundle.mjs ${audit.bundle.file} --key site-public-key.pem`);
+  r.line(`Signed checkpoint: seq ${cp.seq}, ${utcIso(cp.ts)}`);
+  r.exact('Site key id', cp.key_id);
+  r.exact('Checkpoint signature (Ed25519)', cp.sig);
+  r.exact(`Audit bundle ${audit.bundle.file} (${audit.bundle.entries} entries), SHA-256`, audit.bundle.sha256);
+  r.exact(`${RELEASE_FILES.json} SHA-256`, jsonSha256);
+  r.line(`Verify offline with the site public key: node verify-audit-bundle.mjs ${audit.bundle.file} --key site-public-key.pem`);
 
   const rows = genealogyRows(input.genealogy, input.losingRequests);
-  heading(doc, `Appendix: genealogy (${rows.length} entries, times UTC)`);
-  table(doc, ['Time', 'Kind', 'Step', 'Agent / tag', 'Summary'], [82, 80, 56, 110, '*'],
-    rows.map((r) => [`${r.date} ${r.time}`, r.losing ? 'arbitration (LOSING)' : r.kind, r.step, r.who, r.summary]));
+  r.heading(`Appendix: genealogy (${rows.length} entries, times UTC)`);
+  r.table(['Time', 'Kind', 'Step', 'Agent / tag', 'Summary'], [82, 80, 56, 110, '*'],
+    rows.map((g) => [`${g.date} ${g.time}`, g.losing ? 'arbitration (LOSING)' : g.kind, g.step, g.who, g.summary]));
 
   const range = doc.bufferedPageRange();
   for (let n = range.start; n < range.start + range.count; n++) {
     doc.switchToPage(n);
     const bottom = doc.page.margins.bottom;
     doc.page.margins.bottom = 0; // writing in the margin must not start a new page
-    doc.font('Helvetica').fontSize(7).text(
-      pdfText(`Batch ${run.batch}, run ${run.id}, release.json SHA-256 ${jsonSha256.slice(0, 16)}..., page ${n + 1} of ${range.count}`),
+    doc.font(SANS).fontSize(7).fillColor('black').text(
+      r.show(`Batch ${run.batch}, run ${run.id}, ${dec}, release.json SHA-256 ${jsonSha256.slice(0, 16)}…, page ${n + 1} of ${range.count}`),
       MARGIN, doc.page.height - 35, { lineBreak: false },
     );
     doc.page.margins.bottom = bottom;

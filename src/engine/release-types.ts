@@ -4,7 +4,9 @@
  *
  * The input is validated once here, strictly: a release record is evidence, so a
  * NaN potency, a blank printed name or a record of another tenant must stop the
- * package, not be written as `null` or as someone else's data.
+ * package, not be written as `null` or as someone else's data. The same holds for the
+ * quality section (the verdict page): a spec table or reconciliation that would read as a
+ * pass while one of its rows is not is refused.
  */
 import { z } from 'zod';
 import { LkError } from '../errors.js';
@@ -103,6 +105,56 @@ export interface ReleaseRun {
   status: string;
 }
 
+/**
+ * One specification of the batch record as the quality evaluator judged it: its limits, the data it
+ * was judged on, and the verdict with its reason. NOT_EVALUATED is never a pass (DESIGN: the truth of
+ * the batch).
+ */
+export interface ReleaseSpecResult {
+  id: string;
+  title: string;
+  /** Where the data came from (in-process samples, release evidence, LIMS). */
+  source: string;
+  /** The limits as printed, e.g. "≤ 150 N" or "95–105 %". */
+  limits: string;
+  limit: { min?: number; max?: number; unit: string };
+  data: { n: number; unit: string; mean?: number; sd?: number; rsdPct?: number; min?: number; max?: number; values?: number[]; refs?: string[] };
+  verdict: 'PASS' | 'FAIL' | 'NOT_EVALUATED';
+  reason: string;
+}
+
+/** A deviation recorded during the run (OOS, OOT, PLC lost, …): open until a named person closes it with a comment. */
+export interface ReleaseException {
+  /** exc_<hex> */
+  id: string;
+  /** 'OOS' | 'OOT' | 'PLC_LOST' | 'CONNECTION_LOST' | 'MODEL_FIDELITY' | 'MOVE_UNREVIEWED' | 'ESCALATION_UNRESOLVED' | 'RECONCILIATION' | 'RUN_HELD' | 'MANUAL_ACTION' | 'SPEC_FAIL' … */
+  kind: string;
+  severity: 'critical' | 'major' | 'minor';
+  status: 'open' | 'closed';
+  /** e.g. '05 compress.press' */
+  step?: string;
+  title: string;
+  /** Epoch milliseconds. */
+  raisedAt: number;
+  /** Who closed it; `at` is ISO 8601 UTC, `deviation` the deviation report's reference. */
+  closedBy?: { user: string; name: string; at: string; comment: string; deviation?: string };
+}
+
+export interface ReconciliationLine {
+  name: string;
+  expected: number;
+  actual: number;
+  diff: number;
+  ok: boolean;
+}
+
+/** The verdict of the batch that page 1 of release.pdf shows: every specification, every exception, the reconciliation. */
+export interface ReleaseQuality {
+  specTable: { results: ReleaseSpecResult[]; verdict: 'PASS' | 'FAIL' | 'INCOMPLETE'; sha256: string };
+  exceptions: ReleaseException[];
+  reconciliation?: { ok: boolean; lines: ReconciliationLine[] };
+}
+
 export interface ReleaseInput {
   tenant: string;
   site: string;
@@ -115,6 +167,11 @@ export interface ReleaseInput {
   signatures: SignatureManifest[];
   genealogy: GenealogyEvent[];
   losingRequests: LosingRequest[];
+  /**
+   * The quality evaluation (src/quality/) and the run's exceptions. Optional for callers that predate it;
+   * without it the report says plainly that no specification was evaluated, never an implicit pass.
+   */
+  quality?: ReleaseQuality;
 }
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits (SHA-256)');
@@ -142,6 +199,55 @@ const SignatureSchema = z.strictObject({
   keyId: name,
 });
 
+const finite = z.number(); // zod 4 refuses NaN and ±Infinity; jsonProblem checks the whole input again
+const nonBlank = (s: string): boolean => s.trim().length > 0;
+
+const SpecResultSchema = z.strictObject({
+  id: name, title: name, source: name, limits: z.string().max(200),
+  limit: z.strictObject({ min: finite.optional(), max: finite.optional(), unit: z.string().max(60) }),
+  data: z.strictObject({
+    n: z.number().int().nonnegative(), unit: z.string().max(60),
+    mean: finite.optional(), sd: finite.optional(), rsdPct: finite.optional(), min: finite.optional(), max: finite.optional(),
+    values: z.array(finite).max(100_000).optional(), refs: z.array(name).max(100_000).optional(),
+  }),
+  verdict: z.enum(['PASS', 'FAIL', 'NOT_EVALUATED']),
+  reason: text,
+});
+
+const ExceptionSchema = z.strictObject({
+  id: z.string().regex(/^exc_[0-9a-f]{1,64}$/, 'exception id must be exc_<hex>'),
+  kind: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'exception kind must be an upper-case code such as OOS'),
+  severity: z.enum(['critical', 'major', 'minor']),
+  status: z.enum(['open', 'closed']),
+  step: name.optional(),
+  title: z.string().min(1).max(500),
+  raisedAt: epochMs,
+  closedBy: z.strictObject({
+    user: name,
+    name: name.refine(nonBlank, 'printed name must not be blank'),
+    at: z.iso.datetime({ offset: false }),
+    comment: text.refine(nonBlank, 'a closed exception needs a comment'),
+    deviation: name.optional(),
+  }).optional(),
+}).refine((e) => (e.status === 'closed') === (e.closedBy !== undefined), {
+  message: 'a closed exception names who closed it, an open one does not', path: ['closedBy'],
+});
+
+// The refinements refuse only what would show a pass that is not one: a PASS table with a row that is
+// not PASS (or no row at all), a reconciliation "ok" with a line that is not.
+const QualitySchema = z.strictObject({
+  specTable: z.strictObject({
+    results: z.array(SpecResultSchema), verdict: z.enum(['PASS', 'FAIL', 'INCOMPLETE']), sha256: hex64,
+  }).refine((t) => t.verdict !== 'PASS' || (t.results.length > 0 && t.results.every((r) => r.verdict === 'PASS')), {
+    message: 'verdict PASS but not every specification passed', path: ['verdict'],
+  }),
+  exceptions: z.array(ExceptionSchema),
+  reconciliation: z.strictObject({
+    ok: z.boolean(),
+    lines: z.array(z.strictObject({ name, expected: finite, actual: finite, diff: finite, ok: z.boolean() })),
+  }).refine((r) => !r.ok || r.lines.every((l) => l.ok), { message: 'ok but a line is not', path: ['ok'] }).optional(),
+});
+
 export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
   tenant: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'tenant must be lower-case letters, digits and dashes'),
   site: name,
@@ -166,6 +272,7 @@ export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
   signatures: z.array(SignatureSchema),
   genealogy: z.array(GenealogyEventSchema),
   losingRequests: z.array(z.strictObject({ agent: name, setpoint: name, score: z.number(), reason: text, at: epochMs })),
+  quality: QualitySchema.optional(),
 });
 
 /**

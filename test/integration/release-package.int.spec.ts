@@ -3,7 +3,11 @@
  * standalone verifier and the site public key (and fails when a byte changes),
  * release.json is canonical and anchored to the chain head by a checkpoint the
  * site key signed, release.pdf shows every signature's manifestation, and an
- * existing package is never overwritten.
+ * existing package is never overwritten. With a quality section, page 1 of
+ * release.pdf is the verdict (spec table, exceptions, reconciliation,
+ * signatures) before anything else; the PDF is PDF/A-2b with every font
+ * embedded, shows "≤" and "–" as themselves, and is byte-for-byte the same for
+ * the same record.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, createPublicKey, verify } from 'node:crypto';
@@ -17,9 +21,11 @@ import { keyFiles } from '../../src/audit/keys.js';
 import type { ManualClock } from '../../src/clock.js';
 import { writeReleasePackage } from '../../src/engine/release-package.js';
 import { renderReleasePdf } from '../../src/engine/release-pdf.js';
-import { RELEASE_FILES, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from '../../src/engine/release-types.js';
+import { parseReleaseInput, RELEASE_FILES, type ReleaseInput, type ReleasePackage, type ReleaseQuality, type ReleaseRecord } from '../../src/engine/release-types.js';
 import type { Store } from '../../src/store/store.js';
+import { LkError } from '../../src/errors.js';
 import { codeOf, entry, newStore, rawDb, tempDir } from '../unit/audit-helpers.js';
+import { flat, pdfObjects, pdfPages, pdfText } from '../helpers/pdf-text.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -58,12 +64,6 @@ function releaseInput(over: Partial<ReleaseInput> = {}): ReleaseInput {
     losingRequests: [{ agent: 'agent.yield_takt', setpoint: 'press.TurretSpeed', score: 0.42, reason: 'content uniformity outranks takt', at: t0 + 3_600_000 }],
     ...over,
   };
-}
-
-/** Text shown by an uncompressed pdfkit PDF: the hex strings of every TJ operator, one line per operator. */
-function pdfText(pdf: Buffer): string {
-  const raw = pdf.toString('latin1');
-  return [...raw.matchAll(/\[([^\]]*)\] TJ/g)].map((m) => [...m[1]!.matchAll(/<([0-9a-f]*)>/g)].map((h) => Buffer.from(h[1]!, 'hex').toString('latin1')).join('')).join('\n');
 }
 
 function runVerifier(bundle: string, key: string): { code: number | null; out: string } {
@@ -167,7 +167,7 @@ describe('release package', () => {
       expect(text).toContain(`User ID: ${s.user}`);
       expect(text).toContain(`Date and time of signing: ${s.at.replace('T', ' ').replace('Z', '')} UTC`);
     }
-    expect(text).toContain('QA disposition: APPROVED FOR RELEASE by Dr. Maria Rossi (m.rossi), Paolo Bianchi (p.bianchi)');
+    expect(flat(text)).toContain('QA disposition: APPROVED FOR RELEASE by Dr. Maria Rossi (m.rossi), Paolo Bianchi (p.bianchi)');
     expect(text).toContain(H('2')); // a spectrum hash
     expect(text).toContain('potency-pls-v1 v1');
     expect(text).toContain('content uniformity outranks takt');
@@ -228,6 +228,184 @@ describe('release package', () => {
     expect(codeOf(() => writeReleasePackage(store, dir, foreign))).toBe('LK_VALIDATION');
     expect(codeOf(() => writeReleasePackage(store, dir, releaseInput({ tenant: 'nobody-pharma', batchRecord: { batch: 'B-1042' } })))).toBe('LK_NOT_FOUND');
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+/** A verdict with a FAIL row, a NOT_EVALUATED row and a closed critical exception with a comment. */
+function quality(): ReleaseQuality {
+  return {
+    specTable: {
+      verdict: 'FAIL', sha256: H('d'),
+      results: [
+        { id: 'press.hardness', title: 'Hardness', source: 'in-process samples', limits: '≤ 150 N', limit: { min: 80, max: 150, unit: 'N' }, data: { n: 20, unit: 'N', mean: 131.4, sd: 12.1, min: 102, max: 162, refs: ['IPC-5-01'] }, verdict: 'FAIL', reason: 'max 162 N > 150 N' },
+        { id: 'fluidbed.lod', title: 'Loss on drying', source: 'in-process samples', limits: '1.0–2.5 %', limit: { min: 1, max: 2.5, unit: '%' }, data: { n: 0, unit: '%' }, verdict: 'NOT_EVALUATED', reason: 'no LOD sample recorded after drying' },
+        { id: 'potency', title: 'Potency (NIR)', source: 'release evidence', limits: '95–105 %', limit: { min: 95, max: 105, unit: '%' }, data: { n: 30, unit: '%', mean: 99.84, sd: 1.12, rsdPct: 1.12, min: 97.9, max: 101.8 }, verdict: 'PASS', reason: 'mean and every result within limits' },
+        { id: 'dissolution', title: 'Dissolution Q30', source: 'LIMS', limits: '≥ 80 %', limit: { min: 80, unit: '%' }, data: { n: 1, unit: '%', values: [91.5], refs: ['LIMS-88-1'] }, verdict: 'PASS', reason: 'LIMS-88-1' },
+      ],
+    },
+    exceptions: [
+      {
+        id: 'exc_9f2c', kind: 'OOS', severity: 'critical', status: 'closed', step: '05 compress.press', title: 'OOS press.Hardness 162 N > 150 N', raisedAt: t0 + 7_200_000,
+        closedBy: { user: 'm.rossi', name: 'Dr. Maria Rossi', at: '2026-11-20T11:50:00.000Z', comment: 'punch 7 worn; tablets of 10:02–10:09 segregated and destroyed', deviation: 'DEV-2026-0117' },
+      },
+      { id: 'exc_a01', kind: 'OOT', severity: 'minor', status: 'closed', title: 'weight trend ± 1.8 % over 15 min', raisedAt: t0 + 3_600_000, closedBy: { user: 'p.bianchi', name: 'Paolo Bianchi', at: '2026-11-20T10:00:00.000Z', comment: 'fill depth corrected' } },
+    ],
+    reconciliation: { ok: true, lines: [{ name: 'tablets (units)', expected: 300000, actual: 299088, diff: -912, ok: true }] },
+  };
+}
+
+describe('release package: page 1 is the verdict', () => {
+  let qpkg: ReleasePackage;
+  const text1 = (pdf: Buffer): string => pdfPages(pdf)[0]!;
+  beforeAll(() => {
+    qpkg = writeReleasePackage(store, join(t.dir, 'with-quality', 'run_7f3a'), releaseInput({ quality: quality() }));
+  });
+
+  it('the schema accepts a quality section and release.json carries it as given', () => {
+    const input = releaseInput({ quality: quality() });
+    expect(parseReleaseInput(input).quality).toEqual(quality());
+    const rec = JSON.parse(readFileSync(qpkg.jsonFile, 'utf8')) as ReleaseRecord;
+    expect(rec.input.quality).toEqual(quality());
+  });
+
+  it('refuses a NaN, an unknown key or a table that reads as a pass it is not, naming the path (LK_VALIDATION)', () => {
+    const refused = (q: unknown): LkError => {
+      try {
+        parseReleaseInput({ ...releaseInput(), quality: q });
+      } catch (e) {
+        expect(e).toBeInstanceOf(LkError);
+        expect((e as LkError).code).toBe('LK_VALIDATION');
+        return e as LkError;
+      }
+      throw new Error('accepted');
+    };
+    const nan = quality();
+    nan.specTable.results[0]!.data.mean = Number.NaN;
+    expect(refused(nan).message).toContain('quality.specTable.results.0.data.mean');
+    const inf = quality();
+    inf.reconciliation!.lines[0]!.diff = Number.POSITIVE_INFINITY;
+    expect(refused(inf).message).toContain('quality.reconciliation.lines.0.diff');
+    const extra = quality() as unknown as { exceptions: Record<string, unknown>[] };
+    extra.exceptions[0]!['evidence'] = 'x';
+    expect(refused(extra).message).toMatch(/quality\.exceptions\.0.*evidence/);
+    const extraRow = quality() as unknown as { specTable: { results: { data: Record<string, unknown> }[] } };
+    extraRow.specTable.results[1]!.data['median'] = 2;
+    expect(refused(extraRow).message).toMatch(/quality\.specTable\.results\.1\.data.*median/);
+    const falsePass = quality();
+    falsePass.specTable.verdict = 'PASS';
+    expect(refused(falsePass).message).toContain('quality.specTable.verdict');
+    const emptyPass: ReleaseQuality = { ...quality(), specTable: { results: [], verdict: 'PASS', sha256: H('d') } };
+    expect(refused(emptyPass).message).toContain('quality.specTable.verdict');
+    const silentClose = quality();
+    delete silentClose.exceptions[0]!.closedBy;
+    expect(refused(silentClose).message).toContain('quality.exceptions.0.closedBy');
+    const noComment = quality();
+    noComment.exceptions[0]!.closedBy!.comment = ' ';
+    expect(refused(noComment).message).toContain('quality.exceptions.0.closedBy.comment');
+    const badRec = quality();
+    badRec.reconciliation!.lines[0]!.ok = false;
+    expect(refused(badRec).message).toContain('quality.reconciliation.ok');
+    // and the package is refused as a whole, writing nothing
+    const dir = join(t.dir, 'with-quality', 'refused');
+    expect(codeOf(() => writeReleasePackage(store, dir, releaseInput({ quality: nan })))).toBe('LK_VALIDATION');
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('page 1 holds the decision, every specification, every exception, the reconciliation and the signatures; the rest comes after', () => {
+    const pdf = readFileSync(qpkg.pdfFile); // compressed, as written for real
+    const pages = pdfPages(pdf);
+    const p1 = flat(pages[0]!);
+    expect(p1).toContain('Batch release report: batch B-1042');
+    expect(p1).toContain('Product ir-family-a Decision: RELEASED');
+    expect(p1).toContain('Specification verdict: FAIL (4 specifications: 2 pass, 1 fail, 1 not evaluated)');
+    // every row: title, limits, data summary, verdict, reason
+    for (const row of ['Hardness (in-process samples)', '≤ 150 N', 'n 20, mean 131.4 N, 102–162 N', 'FAIL', 'max 162 N > 150 N',
+      'Loss on drying', '1.0–2.5 %', 'no data', 'NOT EVALUATED', 'no LOD sample recorded after drying',
+      'Potency (NIR)', 'n 30, mean 99.84 %, 97.9–101.8 %', 'Dissolution Q30', 'value 91.5 %']) expect(p1).toContain(row);
+    // the exception with its kind, severity, step, status and who closed it, with comment and deviation
+    for (const e of ['OOS', 'critical', '05 compress.press', 'OOS press.Hardness 162 N > 150 N', 'closed by Dr. Maria Rossi (m.rossi) 2026-11-20 11:50:00.000 UTC',
+      'punch 7 worn; tablets of 10:02', '10:09 segregated and destroyed', 'deviation DEV-2026-0117', 'weight trend ± 1.8 % over 15 min']) expect(p1).toContain(e);
+    expect(p1).toContain('Reconciliation: OK');
+    expect(p1).toContain('tablets (units)');
+    for (const s of releaseInput().signatures) {
+      expect(p1).toContain(`Printed name: ${s.name}`);
+      expect(p1).toContain(`User ID: ${s.user}`);
+      expect(p1).toContain(`Role: ${s.role}`);
+      expect(p1).toContain(`Meaning: ${s.meaning}`);
+      expect(p1).toContain(`Date and time of signing: ${s.at.replace('T', ' ').replace('Z', '')} UTC`);
+    }
+    // the spec table comes first, the record behind it only after the verdict pages
+    expect(p1.indexOf('Hardness')).toBeLessThan(p1.indexOf('Exceptions (2)'));
+    expect(p1.indexOf('OOS press.Hardness')).toBeLessThan(p1.indexOf('Reconciliation: OK'));
+    expect(p1.indexOf('Reconciliation: OK')).toBeLessThan(p1.indexOf('Printed name'));
+    for (const later of ['Steps (10)', 'Evidence chain', 'Appendix: genealogy']) expect(p1).not.toContain(later);
+    const all = flat(pages.join('\n'));
+    expect(all.indexOf('max 162 N > 150 N')).toBeLessThan(all.indexOf('Steps (10)'));
+    expect(all.indexOf('Steps (10)')).toBeLessThan(all.indexOf('Appendix: genealogy'));
+  });
+
+  it('a package without a quality section says so on page 1, never an implicit pass', () => {
+    const p1 = flat(text1(readFileSync(pkg.pdfFile)));
+    expect(p1).toContain('No specification evaluation in this package.');
+    expect(p1).not.toContain('Specification verdict');
+    expect(p1.indexOf('No specification evaluation')).toBeLessThan(p1.indexOf('Printed name'));
+  });
+
+  it('"≤" and "–" are text of page 1 (embedded TrueType, decoded through its ToUnicode CMap), not "?"', () => {
+    const p1 = text1(readFileSync(qpkg.pdfFile));
+    expect(p1).toContain('≤ 150 N');
+    expect(p1).toContain('1.0–2.5 %');
+    expect(p1).toContain('± 1.8 %');
+    expect(p1).not.toContain('?');
+    // the uncompressed rendering decodes the same
+    const rec = JSON.parse(readFileSync(qpkg.jsonFile, 'utf8')) as ReleaseRecord;
+    expect(text1(renderReleasePdf(rec, qpkg.sha256.json, { compress: false }))).toBe(p1);
+  });
+
+  it.runIf(spawnSync('pdftotext', ['-v']).status === 0)('pdftotext (when installed) reads the same page 1', () => {
+    const r = spawnSync('pdftotext', ['-f', '1', '-l', '1', '-enc', 'UTF-8', qpkg.pdfFile, '-'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('≤ 150 N');
+    expect(r.stdout).toContain('max 162 N > 150 N');
+    expect(r.stdout).toContain('NOT');
+  });
+
+  it('is PDF/A-2b: the XMP declares part 2 conformance B with title and author, every font is embedded TrueType', () => {
+    for (const file of [qpkg.pdfFile, pkg.pdfFile]) {
+      const pdf = readFileSync(file);
+      expect(pdf.subarray(0, 8).toString('latin1')).toBe('%PDF-1.7');
+      const objs = [...pdfObjects(pdf).values()];
+      const xmp = objs.find((o) => /\/Type \/Metadata/.test(o.dict))!.stream!.toString('utf8');
+      expect(xmp).toMatch(/<pdfaid:part>2<\/pdfaid:part>/);
+      expect(xmp).toMatch(/<pdfaid:conformance>B<\/pdfaid:conformance>/);
+      expect(xmp).toContain('<rdf:li xml:lang="x-default">Batch release report B-1042</rdf:li>');
+      expect(xmp).toContain('<rdf:li>linekeeper</rdf:li>');
+      expect(xmp).toContain('<xmp:CreateDate>2026-11-20T12:00:00Z</xmp:CreateDate>');
+      const catalog = objs.find((o) => /\/Type \/Catalog/.test(o.dict))!.dict;
+      expect(catalog).toMatch(/\/Metadata \d+ 0 R/);
+      expect(catalog).toMatch(/\/OutputIntents \[\d+ 0 R\]/);
+      const fonts = objs.filter((o) => /\/Type \/Font\b/.test(o.dict)).map((o) => o.dict);
+      const descriptors = objs.filter((o) => /\/Type \/FontDescriptor/.test(o.dict)).map((o) => o.dict);
+      expect(fonts.filter((f) => /\/Subtype \/Type0/.test(f))).toHaveLength(3);
+      for (const f of fonts) expect(f).toMatch(/\/Subtype \/(Type0|CIDFontType2)/); // no Type1 standard font (Helvetica, Courier)
+      expect(descriptors).toHaveLength(3);
+      for (const d of descriptors) {
+        expect(d).toMatch(/\/FontName \/[A-Z]{6}\+DejaVuSans/);
+        expect(d).toMatch(/\/FontFile2 \d+ 0 R/);
+      }
+      expect(pdf.toString('latin1')).not.toMatch(/\/BaseFont \/(Helvetica|Courier|Times)/);
+    }
+  });
+
+  it('the same record gives the same bytes (the XMP and the document ID included)', () => {
+    const json = readFileSync(qpkg.jsonFile);
+    const rec = JSON.parse(json.toString('utf8')) as ReleaseRecord;
+    const a = renderReleasePdf(rec, sha(json));
+    expect(a.equals(readFileSync(qpkg.pdfFile))).toBe(true);
+    expect(a.equals(renderReleasePdf(JSON.parse(json.toString('utf8')) as ReleaseRecord, sha(json)))).toBe(true);
+    const other = quality();
+    other.specTable.results[0]!.reason = 'max 163 N > 150 N';
+    expect(a.equals(renderReleasePdf({ ...rec, input: { ...rec.input, quality: other } }, sha(json)))).toBe(false);
   });
 });
 

@@ -2,11 +2,12 @@
  * Step 10: the batch genealogy and the release package (`audit.write_release_package`): release.json,
  * release.pdf and the tenant's audit bundle up to a signed checkpoint, under
  * `<dataDir>/releases/<tenant>/<run>/`. Also written, as a record of the decision, when QA rejected the
- * batch (the package then says it is not a release).
+ * batch (the package then says it is not a release). The quality evaluation and the exceptions the
+ * engine left in the run's data travel in the package and open its report (page 1 is the verdict).
  */
 import { join } from 'node:path';
 import { writeReleasePackage } from '../../release-package.js';
-import type { GenealogyEvent, LosingRequest, ReleaseInput, SignatureManifest } from '../../release-types.js';
+import type { GenealogyEvent, LosingRequest, ReleaseInput, ReleaseQuality, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
 import type { Signature } from '../approval.js';
 import type { RunEngine } from '../engine.js';
@@ -55,13 +56,21 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
   const ev = (ctx.data['evidence'] ?? {}) as Partial<ReleaseInput['evidence']>;
   const qc = engine.options.lims?.results(run.tenant, run.batch) ?? [];
   const view = engine.view(run);
+  const rejected = a?.status === 'rejected';
+  // The package is written while this step runs, but is read after it ended: print this step with the
+  // status it has once the package exists (SUCCEEDED; SKIPPED after a rejection, as gate.ts's `after` sets it).
+  const self = (s: (typeof view.steps)[number]): boolean => s.name === ctx.step.name;
+  const quality = qualityOf(ctx.data['quality']);
   return {
     tenant: run.tenant,
     site: engine.options.site.site.id,
-    run: { id: run.id, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, goal: run.goal, startedAt: run.createdAt, endedAt: ctx.now, status: a?.status === 'rejected' ? 'REJECTED' : 'RELEASED' },
+    run: { id: run.id, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, goal: run.goal, startedAt: run.createdAt, endedAt: ctx.now, status: rejected ? 'REJECTED' : 'RELEASED' },
     batchRecord: run.record,
     batchRecordSha256: run.recordSha,
-    steps: view.steps.map((s) => ({ seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, status: s.status, duration: s.duration, detail: s.detail || '-' })),
+    steps: view.steps.map((s) => ({
+      seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, duration: s.duration,
+      ...(self(s) ? { status: rejected ? 'SKIPPED' : 'SUCCEEDED', detail: 'this package' } : { status: s.status, detail: s.detail || '-' }),
+    })),
     evidence: {
       nir: ev.nir ?? [],
       potency: ev.potency ?? { n: 0, meanPct: 0, sdPct: 0, ciLowPct: 0, ciHighPct: 0, pass: false },
@@ -72,5 +81,21 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
     signatures,
     genealogy,
     losingRequests,
+    ...(quality ? { quality } : {}),
   };
+}
+
+/**
+ * The quality section the engine's evaluation left in the run's data (`{ specTable, exceptions,
+ * reconciliation }`), when there is one. Only those keys are taken; their content is not repaired
+ * here: the release input schema validates it strictly, so a malformed evaluation stops the package
+ * (LK_VALIDATION) instead of being printed, or dropped into "no evaluation".
+ */
+function qualityOf(v: unknown): ReleaseQuality | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const q = v as Record<string, unknown>;
+  return {
+    specTable: q['specTable'], exceptions: q['exceptions'],
+    ...(q['reconciliation'] !== undefined && q['reconciliation'] !== null ? { reconciliation: q['reconciliation'] } : {}),
+  } as ReleaseQuality;
 }

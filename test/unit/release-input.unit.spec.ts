@@ -1,0 +1,57 @@
+/**
+ * releaseInput() (step 10): the package is written while step 10 runs, so its own row must be printed
+ * with the status it has once the package exists (SUCCEEDED; SKIPPED after a rejection, as the gate's
+ * `after` sets it), and the quality evaluation the engine left in the run's data travels into the
+ * package, validated by the release schema, not repaired.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RunEngine } from '../../src/engine/run/engine.js';
+import type { StepContext } from '../../src/engine/run/step-context.js';
+import { releaseInput } from '../../src/engine/run/steps/release.js';
+import { parseReleaseInput } from '../../src/engine/release-types.js';
+import { SPEC_PLAN } from '../helpers/spec-plan.js';
+
+const H = (c: string): string => c.repeat(64);
+const t0 = Date.UTC(2026, 10, 20, 8);
+const quality = {
+  specTable: { verdict: 'FAIL', sha256: H('d'), results: [{ id: 'press.hardness', title: 'Hardness', source: 'in-process samples', limits: '≤ 150 N', limit: { max: 150, unit: 'N' }, data: { n: 3, unit: 'N', mean: 140, min: 120, max: 162 }, verdict: 'FAIL', reason: 'max 162 N > 150 N' }] },
+  exceptions: [{ id: 'exc_01', kind: 'OOS', severity: 'critical', status: 'open', title: 'OOS press.Hardness 162 N > 150 N', raisedAt: t0 }],
+};
+
+function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>): { ctx: StepContext; engine: RunEngine } {
+  const run = { tenant: 'acme-pharma', id: 'run_1', batch: 'B-1', line: 'line-3', product: 'p', tooling: 't', goal: 'g', createdAt: t0, record: { batch: 'B-1' }, recordSha: H('a') };
+  const steps = SPEC_PLAN.map(([seq, name, agent, tool]) => ({ seq, name, agent, tool, status: seq === '10' ? 'RUNNING' : seq === '09' ? (status === 'approved' ? 'SUCCEEDED' : 'REJECTED') : 'SUCCEEDED', duration: '1s', detail: `${name} done` }));
+  const signature = { user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'approved for release', decision: status === 'approved' ? 'approve' : 'reject', timestamp: '2026-11-20T11:58:03.120Z', recordHash: H('b'), signature: 'c2ln', keyId: 'k' };
+  const engine = {
+    runs: { events: () => [], approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
+    options: { site: { site: { id: 'site-ravenna' } } },
+    view: () => ({ steps }),
+  } as unknown as RunEngine;
+  const ctx = { run, data, now: t0 + 3_600_000, step: { name: 'release.genealogy' } } as unknown as StepContext;
+  return { ctx, engine };
+}
+
+describe('releaseInput', () => {
+  it('prints the release step as SUCCEEDED with "this package", not RUNNING, and carries the quality section', () => {
+    const { ctx, engine } = fixture('approved', { quality: { ...quality, extraEngineState: 1 } });
+    const input = parseReleaseInput(releaseInput(ctx, engine));
+    const own = input.steps.find((s) => s.seq === '10')!;
+    expect({ status: own.status, detail: own.detail }).toEqual({ status: 'SUCCEEDED', detail: 'this package' });
+    expect(input.steps.filter((s) => s.status === 'RUNNING')).toEqual([]);
+    expect(input.steps.find((s) => s.seq === '05')!.detail).toBe('compress.press done');
+    expect(input.quality).toEqual(quality);
+  });
+
+  it('after a rejection the row is SKIPPED, as the gate marks it once the package is written', () => {
+    const { ctx, engine } = fixture('rejected', {});
+    const input = releaseInput(ctx, engine);
+    expect(input.steps.find((s) => s.seq === '10')!.status).toBe('SKIPPED');
+    expect(input.run.status).toBe('REJECTED');
+    expect(input.quality).toBeUndefined();
+  });
+
+  it('a malformed evaluation is passed on for the schema to refuse, not dropped into "no evaluation"', () => {
+    const { ctx, engine } = fixture('approved', { quality: { specTable: { ...quality.specTable, verdict: 'PASS' }, exceptions: [] } });
+    expect(() => parseReleaseInput(releaseInput(ctx, engine))).toThrow(/quality\.specTable\.verdict/);
+  });
+});
