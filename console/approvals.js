@@ -6,6 +6,7 @@
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
 import { Escalations } from './escalations.js';
+import { ExceptionsPanel } from './exceptions.js';
 import { Badge, Dialog, ErrorNote, fmt, html, short, time } from './ui.js';
 
 function meanings(item) {
@@ -95,6 +96,7 @@ export function ApprovalsPage({ s }) {
       <h2 id=${`apr-${i.id}`}>${i.kind === 'batch_release' ? 'Batch release' : 'Setpoint write'} · ${i.batch ?? ''} <${Badge} status="pending" label=${`waits for ${i.needs === 'qa' ? 'QA' : 'the reviewer'}`} /></h2>
       <dl><dt>Approval</dt><dd><code>${i.id}</code></dd><dt>Reviewer</dt><dd>${i.reviewer ?? 'any QA reviewer'}</dd><dt>Requested</dt><dd>${time(i.requestedAt)}</dd><dt>Record hash</dt><dd><code>${i.recordHash}</code></dd></dl>
       <${What} item=${i} />
+      ${i.kind === 'batch_release' && i.run ? html`<${ExceptionsPanel} s=${s} run=${i.run} />` : null}
       ${maySign ? html`<button type="button" onClick=${() => setOpen(i)}>Review and sign…</button>` : null}
     </li>`)}</ul>
     ${open ? html`<${SignDialog} item=${open} onDone=${load} onClose=${() => setOpen(null)} />` : null}

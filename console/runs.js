@@ -4,6 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from '../vendor/hooks.js';
 import { api, followRun } from './api.js';
 import { Escalations } from './escalations.js';
+import { ExceptionsPanel } from './exceptions.js';
 import { Badge, ErrorNote, fmt, html, short, time } from './ui.js';
 
 const SAMPLE = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
@@ -156,8 +157,9 @@ export function RunPage({ s, id }) {
       <h2>Steps <small>(${run.plan.text})</small></h2>
       <table class="steps"><caption class="sr">Steps of the run</caption>
         <thead><tr><th scope="col">#</th><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Duration</th><th scope="col">Detail</th></tr></thead>
-        <tbody>${run.steps.map((st) => html`<tr data-step=${st.seq} data-status=${st.status}><td>${st.seq}</td><td>${st.name}${st.gate ? ' (gate)' : ''}</td><td><${Badge} status=${st.status} /></td><td>${st.agent}</td><td>${st.tool}</td><td class="num">${st.duration}</td><td class="detail">${st.detail}</td></tr>`)}</tbody>
+        <tbody>${run.steps.map((st) => html`<tr data-step=${st.seq} data-status=${st.status}><td>${st.seq}</td><td>${st.name}${st.gate ? ' (gate)' : ''}</td><td><${Badge} status=${st.status} />${st.exceptions?.total ? html` <${Badge} status=${st.exceptions.blocking ? 'error' : 'pending'} label=${`${st.exceptions.total} exception${st.exceptions.total === 1 ? '' : 's'} (${st.exceptions.kinds.join(', ')})${st.exceptions.open ? `, ${st.exceptions.open} open` : ''}`} />` : null}</td><td>${st.agent}</td><td>${st.tool}</td><td class="num">${st.duration}</td><td class="detail">${st.detail}</td></tr>`)}</tbody>
       </table>` : html`<p>Loading…</p>`}
+    ${run ? html`<${ExceptionsPanel} s=${s} run=${id} />` : null}
     <h2>Tool-call log <${Badge} status=${stream} label=${`stream ${stream}`} /> <small data-testid="log-count">${lines.length} entries</small></h2>
     <div class="logwrap">
       <${LogList} lines=${lines} version=${version} selected=${selected?.id} onSelect=${(l) => setSelected(selected?.id === l.id ? null : l)} />

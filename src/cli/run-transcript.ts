@@ -39,9 +39,13 @@ const WAITING: ReadonlySet<string> = new Set(['HELD', 'INTERRUPTED']);
 
 /** `  05 compress.press           ok   1:23   agent.compress_fill · press.write_setpoint`. */
 export function stepLine(s: ApiRun['steps'][number]): string {
-  const word = s.status === 'SUCCEEDED' ? 'ok' : s.status.toLowerCase();
+  // a step that ended with exceptions is not a plain "ok": it says how many, of which kinds, and how many are open
+  const x = s.exceptions;
+  const flagged = x !== undefined && x.total > 0;
+  const word = s.status === 'SUCCEEDED' ? (flagged ? 'ok!' : 'ok') : s.status.toLowerCase();
   const dur = s.duration || '—';
-  const extra = [s.attempt > 1 ? `attempt ${s.attempt}` : '', s.status !== 'SUCCEEDED' && s.detail ? safeText(s.detail) : ''].filter(Boolean).join('; ');
+  const marker = flagged ? `${x.total} exception${x.total === 1 ? '' : 's'} (${x.kinds.join(', ')}), ${x.open} open${x.blocking ? `, ${x.blocking} blocking release` : ''}` : '';
+  const extra = [s.attempt > 1 ? `attempt ${s.attempt}` : '', marker, s.status !== 'SUCCEEDED' && s.detail ? safeText(s.detail) : ''].filter(Boolean).join('; ');
   return `  ${s.seq} ${safeText(s.name).padEnd(25)} ${word.padEnd(4)} ${dur.padStart(10)}   ${safeText(s.agent)} · ${safeText(s.tool)}${extra ? ` — ${extra}` : ''}`;
 }
 
@@ -130,6 +134,11 @@ export class RunTranscript {
     if (l.kind === 'error') return [`error: ${l.tool} in ${l.step}: ${summary}`];
     if (l.tool === 'twin.simulate' && l.kind === 'ok') return [`twin: ${summary}`];
     if (l.tool === 'policy.evaluate' && l.kind === 'ok') return [`policy: ${summary}`];
+    // review by exception: each exception the moment it is raised, and each closure
+    if (l.tool === 'exception.raise' && l.kind === 'ok') {
+      const r = (l.result ?? {}) as { exception?: unknown; severity?: unknown };
+      return [`! ${summary} — ${safeText(String(r.severity ?? '?'))}, ${safeText(String(r.exception ?? '?'))}`];
+    }
     if (l.tool !== 'approval.request') return [];
     if (l.kind === 'call') {
       const a = (l.args ?? {}) as { approval?: unknown; kind?: unknown; reviewer?: unknown; batch?: unknown };

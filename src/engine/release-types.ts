@@ -118,7 +118,7 @@ export interface ReleaseSpecResult {
   /** The limits as printed, e.g. "≤ 150 N" or "95–105 %". */
   limits: string;
   limit: { min?: number; max?: number; unit: string };
-  data: { n: number; unit: string; mean?: number; sd?: number; rsdPct?: number; min?: number; max?: number; values?: number[]; refs?: string[] };
+  data: { n: number; unit: string; mean?: number; sd?: number; rsdPct?: number; min?: number; max?: number; values?: number[]; refs?: string[]; prediction?: { pct: number; atMin: number; model: string } };
   verdict: 'PASS' | 'FAIL' | 'NOT_EVALUATED';
   reason: string;
 }
@@ -209,6 +209,8 @@ const SpecResultSchema = z.strictObject({
     n: z.number().int().nonnegative(), unit: z.string().max(60),
     mean: finite.optional(), sd: finite.optional(), rsdPct: finite.optional(), min: finite.optional(), max: finite.optional(),
     values: z.array(finite).max(100_000).optional(), refs: z.array(name).max(100_000).optional(),
+    // a model's prediction shown beside the data (dissolution's surrogate), never judged as a result
+    prediction: z.strictObject({ pct: finite, atMin: finite, model: name }).optional(),
   }),
   verdict: z.enum(['PASS', 'FAIL', 'NOT_EVALUATED']),
   reason: text,

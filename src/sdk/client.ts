@@ -11,7 +11,7 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -286,6 +286,20 @@ export class LinekeeperClient {
    */
   approve(id: string, d: Decision): Promise<Signature> {
     return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password } });
+  }
+
+  /** GET /runs/{id}/exceptions: the run's exceptions with their evidence and status, and its specification table. */
+  exceptions(runId: string): Promise<ExceptionList> {
+    return this.#tenantCall<ExceptionList>('GET', `/runs/${encodeURIComponent(runId)}/exceptions`);
+  }
+
+  /**
+   * POST /exceptions/{id}/close: close an exception with a comment as the signed-in person, re-authenticated with
+   * the password (a signature for a critical or major one, which only a QA reviewer closes).
+   * @throws LinekeeperError LK_REAUTH_FAILED (nothing closed), LK_APPROVAL_FORBIDDEN, LK_EXCEPTION_CLOSED, LK_NOT_FOUND.
+   */
+  closeException(id: string, c: ExceptionClosure): Promise<ClosedException> {
+    return this.#tenantCall<ClosedException>('POST', `/exceptions/${encodeURIComponent(id)}/close`, { body: { comment: c.comment, ...(c.deviation ? { deviation: c.deviation } : {}), ...(c.password !== undefined ? { password: c.password } : {}) } });
   }
 
   /** GET /models: cards, validation status, pinned sites. */

@@ -10,7 +10,7 @@
 import type { LinekeeperClient } from './client.js';
 import { sdkError } from './errors.js';
 import type { Channel, ToolCallStreamOptions } from './events.js';
-import type { Decision, Genealogy, RunRecord, RunStatus, Signature, Step, StepRecord, ToolCallLine } from './types.js';
+import type { Decision, ExceptionList, Genealogy, RunRecord, RunStatus, Signature, Step, StepRecord, ToolCallLine } from './types.js';
 
 /** Reads of the run record triggered by lines are at least this far apart (a burst of lines is one read). */
 const MIN_REREAD_MS = 100;
@@ -116,5 +116,10 @@ export class Run {
   /** GET /runs/{id}/genealogy. */
   genealogy(): Promise<Genealogy> {
     return this.client.genealogy(this.id);
+  }
+
+  /** GET /runs/{id}/exceptions: what deviated in this run, open or closed, and its specification table. */
+  exceptions(): Promise<ExceptionList> {
+    return this.client.exceptions(this.id);
   }
 }

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type {
   ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
+  ExceptionList as ExceptionListSchema, CloseExceptionView,
 } from '../api/schemas.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
@@ -23,6 +24,13 @@ export type Genealogy = z.output<typeof GenealogyView>;
 export type ApprovalList = z.output<typeof ApprovalListSchema>;
 /** A Part 11 signature: identity, meaning, time, bound to the record hash. */
 export type Signature = z.output<typeof SignatureView>;
+/** A run's exceptions (deviations) with their evidence and status, and its specification table. */
+export type ExceptionList = z.output<typeof ExceptionListSchema>;
+export type RunException = ExceptionList['items'][number];
+/** An exception as closed: who, when, the comment, the deviation reference, and the signature of a critical or major one. */
+export type ClosedException = z.output<typeof CloseExceptionView>;
+/** Closing an exception: the comment is required; the password re-authenticates (a signature for critical and major ones). */
+export interface ExceptionClosure { comment: string; deviation?: string; password?: string }
 export type ModelList = z.output<typeof ModelListSchema>;
 /** A model status change as signed: from, to, the audit entry and the signature manifestation. */
 export type ModelChange = z.output<typeof ModelChangeView>;

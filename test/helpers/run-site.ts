@@ -96,6 +96,8 @@ export function countAction(store: Store, tenant: string, action: string): numbe
 export const SPEC_TOOLS: readonly string[] = [
   'mes.read_batch_record', 'twin.simulate', 'policy.evaluate', 'nir.score', 'nir.evidence_chain', 'plc.write_setpoint', 'press.write_setpoint',
   'press.read_force_curve', 'coater.write_setpoint', 'vision.stream', 'approval.request', 'audit.write_release_package',
+  // review by exception: a deviation the run saw, logged as a call of its own with the exception's evidence
+  'exception.raise',
 ];
 
 /**

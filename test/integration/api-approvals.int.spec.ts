@@ -13,6 +13,7 @@ import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import type { RunRecord } from '../../src/store/run-store.js';
+import { closeOpenExceptions } from '../helpers/exceptions.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
 import { queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
 
@@ -175,6 +176,11 @@ describe('a batch release on the same route', () => {
     expect(reauths(gate.id)).toEqual([]);
     const stale = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: 'f'.repeat(64) });
     expect(stale.body.code).toBe('LK_APPROVAL_STALE');
+    // the run's exceptions (its press samples left their limits) block the release until QA closes them
+    if (node.daemon.engine.exceptions.blocking(runs[0]!.id).length > 0) {
+      expect((await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: gate.recordHash })).body.code).toBe('LK_EXCEPTIONS_OPEN');
+    }
+    closeOpenExceptions(node.daemon.engine, 'acme-pharma', runs[0]!.id);
     const r = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: gate.recordHash });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ approval: gate.id, user: 'm.rossi', decision: 'approve', recordHash: gate.recordHash });

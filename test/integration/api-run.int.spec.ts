@@ -11,6 +11,7 @@ import { createApi, type ApiServer } from '../../src/api/index.js';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
 import { systemClock } from '../../src/clock.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
+import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { call, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -155,6 +156,32 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     } finally {
       await extra?.close();
     }
+  });
+
+  it('review by exception over REST: the run lists its exceptions and specification table; approval is 409 LK_EXCEPTIONS_OPEN until QA closes each, signed', async () => {
+    const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
+    const list = await call(url, 'GET', `${A}/runs/${runId}/exceptions`, { token: tok('a.ricci') });
+    expect(list.status, JSON.stringify(list.body)).toBe(200);
+    expect(list.body.specTable.results).toHaveLength(11);
+    expect(list.body.counts.blocking).toBeGreaterThan(0);
+    expect((await call(url, 'GET', `${B}/runs/${runId}/exceptions`, { token: tok('g.ferri') })).status).toBe(404);
+    const body = { decision: 'approve', meaning: 'QA release of batch B-1042', password: node.passwords.get('m.rossi') };
+    const refused = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body });
+    expect([refused.status, refused.body.code]).toEqual([409, 'LK_EXCEPTIONS_OPEN']);
+    expect((refused.body.detail as { exceptions: { id: string }[] }).exceptions.map((e) => e.id).sort()).toEqual(list.body.items.filter((e: { blocking: boolean }) => e.blocking).map((e: { id: string }) => e.id).sort());
+    const first = list.body.items.find((e: { blocking: boolean }) => e.blocking) as { id: string };
+    const close = (who: string, extra: Record<string, unknown> = {}) => call(url, 'POST', `${A}/exceptions/${first.id}/close`, { token: tok(who), body: { comment: 'investigated; the excursion tablets were segregated', deviation: 'DEV-2026-0142', password: node.passwords.get(who), ...extra } });
+    // a wrong password closes nothing; a process engineer closes no major or critical exception; a field of another shape is a 400
+    expect((await close('m.rossi', { password: 'not her password' })).body.code).toBe('LK_REAUTH_FAILED');
+    expect((await close('p.bianchi')).body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect((await close('m.rossi', { deviation: 'DEV 42; drop table' })).body.code).toBe('LK_VALIDATION');
+    expect((await call(url, 'GET', `${A}/runs/${runId}/exceptions`, { token: tok('m.rossi') })).body.items.find((e: { id: string }) => e.id === first.id).status).toBe('open');
+    const ok = await close('m.rossi');
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.exception).toMatchObject({ id: first.id, status: 'closed', closure: { user: 'm.rossi', deviation: 'DEV-2026-0142', signed: true } });
+    expect((await close('m.rossi')).body.code).toBe('LK_EXCEPTION_CLOSED');
+    expect(await closeOpenExceptionsOverApi(url, tok('m.rossi'), A, runId, node.passwords.get('m.rossi')!)).toBe(list.body.counts.open - 1);
+    expect((await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.exceptions).toMatchObject({ open: 0, blocking: 0 });
   });
 
   it('the named QA reviewer signs with the password: identity, meaning, time, a signature that verifies; once', async () => {

@@ -33,6 +33,7 @@ const passwords = new Map<string, string>();
 /** What each tenant holds, and the strings that would give any of it away. */
 interface Holdings {
   run: RunRecord;
+  exception: string;
   release: ApprovalRecord;
   write: PendingWrite;
   /** A model only this tenant has (both have the demo models, under the same ids). */
@@ -59,6 +60,8 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return { choose: 'tenancy-probe:press.MainForce', reason: 'tenancy probe' };
     case 'POST /v1/tenants/{tenant}/models/{id}/promote':
       return { to: 'shadow', changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/exceptions/{id}/close':
+      return { comment: 'tenancy probe', password: passwords.get(user) };
     case 'POST /v1/tenants/{tenant}/models/{id}/retire':
       return { changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
     default:
@@ -70,11 +73,12 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
 function idsFor(op: Operation, t: Tenant): string[] {
   if (!op.path.includes('{id}')) return [''];
   if (op.path.includes('/models/')) return [held[t].model];
+  if (op.path.includes('/exceptions/')) return [held[t].exception];
   return op.path.includes('/approvals/') ? [held[t].release.id, held[t].write.id] : [held[t].run.id];
 }
 
 /** A made-up id of the same form, for the answer an object that does not exist gets. */
-const madeUp = (id: string): string => (/-v[0-9]+$/.test(id) ? 'nosuch-model-v9' : id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
+const madeUp = (id: string): string => (/-v[0-9]+$/.test(id) ? 'nosuch-model-v9' : id.startsWith('exc_') ? 'exc_ffffffffffffffff' : id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
 
 function request(op: Operation, pathTenant: string, id: string, user: string, bodyTenant: Tenant): Promise<Reply> {
   const path = op.path.replace('{tenant}', pathTenant).replace('{id}', id);
@@ -119,11 +123,12 @@ beforeAll(async () => {
     logLines(d, run.id, 3);
     const write = await queueWrite(d, { run, agent: 'agent.coat_dry', setpoint, from, to, unit });
     const release = seedGate(d, run.id);
+    const exception = d.engine.raiseException(d.engine.runs.runById(run.id)!, { kind: 'MANUAL_ACTION', key: 'tenancy-probe', step: null, title: `tenancy probe of ${batch}`, evidence: { probe: true }, by: USERS[t].operator })!.id;
     const model = registerModel(d.store, d.loaded.dataDir, {
       tenant: t, analyte: `${t.split('-')[0]}probe`, family: 'twin', kind: 'twin', artefact: { probe: t }, sites: [d.loaded.config.site.id], by: USERS[t].process_engineer,
       card: { tenant: t, analyte: `${t.split('-')[0]}probe`, family: 'twin' } as unknown as ModelCard,
     });
-    return { run, release, write, model: model.id, secrets: [model.id, model.sha256, batch, run.product, String(run.record['reviewer']), String(run.record['qa_reviewer']), release.recordHash, write.vectorHash, release.id, write.id] };
+    return { run, release, write, exception, model: model.id, secrets: [exception, model.id, model.sha256, batch, run.product, String(run.record['reviewer']), String(run.record['qa_reviewer']), release.recordHash, write.vectorHash, release.id, write.id] };
   };
   held['acme-pharma'] = await seed('acme-pharma', 'B-1042', 'coater.PanSpeed', 14, 14.5, '{rev}/min');
   setStatus(d, held['acme-pharma'].run.id, 'REJECTED', 'test: the line is free for the other tenant');

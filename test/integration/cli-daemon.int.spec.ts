@@ -92,7 +92,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
       return i;
     };
     const order = [
-      /^ {2}01 ingest\.batch_record +ok +\d/,
+      /^ {2}01 ingest\.batch_record +ok!? +\d/,
       /^twin: 64 candidates, \d+ ranked, \d+ discarded; best #\d+: capping [\d.]+ % < 1\.5 %/,
       /^policy: \d+ of \d+ moves inside the design space; release held for QA$/,
       /^ {2}02 twin\.rehearse +ok /,
@@ -100,12 +100,14 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
       /^ {2}04 granulate\.dry +ok /,
       /^ {2}05 compress\.press +ok /,
       /^ {2}06 coat\.spray +ok /,
-      /^ {2}07 inspect\.tablets +ok +continuous /,
+      /^ {2}07 inspect\.tablets +ok!? +continuous /,
       /^ {2}08 spectra\.release_evidence +ok /,
       /^approval required: batch_release — waits for QA reviewer m\.rossi \(approval apr_[0-9a-f]+\)$/,
     ].map(at);
     expect(order).toEqual([...order].sort((x, y) => x - y));
     expect(stepsOf(first.out)).toEqual(['01', '02', '03', '04', '05', '06', '07', '08']);
+    // review by exception: each exception the moment it was raised, one line each
+    expect(first.out).toMatch(/^! OOS press\.[A-Za-z]+ [\d.]+ (mg|N|mm) [<>] [\d.]+ (mg|N|mm) \(compress\.press\) — major, exc_[0-9a-f]+$/m);
     approval = /\(approval (apr_[0-9a-f]+)\)/.exec(first.out)![1]!;
     expect(first.err).toContain(`linekeeper: re-attach with: linekeeper runs watch ${runId}`);
 
@@ -127,6 +129,24 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(wrong.out).toBe('');
     const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
+  });
+
+  it('review by exception in the CLI: the transcript named each exception as it was raised; runs exceptions lists them; approve is refused while one blocks; exceptions close closes each as QA', async () => {
+    const list = await cli(qa, ['runs', 'exceptions', runId]);
+    expect(list.code, list.err).toBe(0);
+    expect(list.out).toMatch(/^specifications of batch B-1042: (PASS|FAIL|INCOMPLETE)$/m);
+    const ids = [...list.out.matchAll(/^ {2}[!~] \S+ +\S+ +open .* (exc_[0-9a-f]+)$/gm)].map((m) => m[1]!);
+    expect(ids.length, list.out).toBeGreaterThan(0);
+    const refused = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('[LK_EXCEPTIONS_OPEN]');
+    for (const id of ids) {
+      const closed = await cli(qa, ['exceptions', 'close', id, '--comment', 'investigated; the excursion tablets were segregated', '--deviation', 'DEV-2026-0142'], { input: password('m.rossi') });
+      expect(closed.code, closed.err).toBe(0);
+      expect(closed.out).toMatch(new RegExp(`^✓ .*${id} — closed by Maria Rossi \\(m\\.rossi\\)`, 'm'));
+    }
+    const after = await cli(qa, ['runs', 'exceptions', runId]);
+    expect(after.out).toMatch(/\(0 open, 0 blocking release\)/);
   });
 
   it('approve as m.rossi with her password prints the signature manifestation', async () => {

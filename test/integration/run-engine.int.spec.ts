@@ -26,6 +26,7 @@ import type { RunView } from '../../src/engine/run/engine.js';
 import { silentLogger } from '../../src/log.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import { codeOf } from '../helpers/codes.js';
+import { closeOpenExceptions } from '../helpers/exceptions.js';
 import { auditOfRun, countAction, errorOf, makeRunSite, SPEC_TOOLS, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
@@ -201,9 +202,45 @@ describe('a released batch: B-1042', () => {
     expect(d.engine.toolCalls(T, run.id)).toHaveLength(lines);
   });
 
+  it('review by exception: the batch\'s deviations are listed with their evidence, and the release waits until QA has closed each with a comment', () => {
+    const all = d.engine.exceptionsOf(T, run.id);
+    const blocking = d.engine.exceptions.blocking(run.id);
+    expect(blocking.length, all.map((e) => e.title).join('; ')).toBeGreaterThan(0);
+    // every specification of the batch record was judged with its data at the gate, and the table is in the record QA signs
+    const quality = d.engine.runs.runById(run.id)!.data['quality'] as { specTable: { results: { id: string; verdict: string; data: { n: number } }[]; verdict: string; sha256: string } };
+    expect(quality.specTable.results.map((r) => r.id)).toEqual(['tablet_weight', 'tablet_weight_rsd', 'hardness', 'thickness', 'content_uniformity', 'dissolution', 'defect_rate', 'potency', 'lod_end', 'coat_weight_gain', 'blend_rsd']);
+    for (const r of quality.specTable.results) if (r.verdict === 'PASS') expect(r.data.n, r.id).toBeGreaterThan(0);
+    for (const r of quality.specTable.results.filter((x) => x.verdict === 'FAIL')) expect(all.some((e) => e.kind === 'SPEC_FAIL' && e.key === `SPEC_FAIL:${r.id}` && e.severity === 'critical')).toBe(true);
+    // each exception is in the log as its own call with the evidence in its audit entry, and on its step's marker
+    const lines = d.engine.toolCalls(T, run.id).filter((l) => l.tool === 'exception.raise' && l.kind === 'call');
+    expect(lines.map((l) => (l.args as { exception: string }).exception).sort()).toEqual(all.map((e) => e.id).sort());
+    const v = view(run.id);
+    expect(v.exceptions).toMatchObject({ total: all.length, blocking: blocking.length });
+    for (const e of all.filter((x) => x.step)) expect(v.steps.find((s) => `${s.seq} ${s.name}` === e.step)!.exceptions.total).toBeGreaterThan(0);
+
+    const decides = countAction(d.store, T, 'approval.decide');
+    expect(codeOf(() => decideAs(approval, QA))).toBe('LK_EXCEPTIONS_OPEN');
+    expect([view(run.id).approvalGate.status, countAction(d.store, T, 'approval.decide')]).toEqual(['pending', decides]);
+    // a process engineer closes no major or critical exception; a blank comment closes nothing
+    expect(codeOf(() => d.engine.closeException(T, blocking[0]!.id, { signer: { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer' }, comment: 'looks fine', deviation: null }))).toBe('LK_APPROVAL_FORBIDDEN');
+    expect(codeOf(() => d.engine.closeException(T, blocking[0]!.id, { signer: QA, comment: ' ', deviation: null }))).toBe('LK_VALIDATION');
+    expect(codeOf(() => d.engine.closeException(OTHER, blocking[0]!.id, { signer: QA, comment: 'wrong tenant', deviation: null }))).toBe('LK_NOT_FOUND');
+    for (const e of all.filter((x) => x.status === 'open')) {
+      const out = d.engine.closeException(T, e.id, { signer: QA, comment: `${e.kind} investigated under the deviation; tablets of the excursion segregated`, deviation: 'DEV-2026-0142' });
+      expect(out.exception.status).toBe('closed');
+      expect(out.signature !== null).toBe(e.severity !== 'minor');
+      if (out.signature) expect(verifySignature(loadSitePublicKey(site.data), out.signature)).toBe(true);
+    }
+    expect(codeOf(() => d.engine.closeException(T, all[0]!.id, { signer: QA, comment: 'again', deviation: null }))).toBe('LK_EXCEPTION_CLOSED');
+    expect(d.engine.exceptions.blocking(run.id)).toEqual([]);
+  });
+
   it('the named QA reviewer signs: a Part 11 signature bound to the record, and the run SUCCEEDED with its release package', async () => {
     const gate = view(run.id).approvalGate;
     sig = decideAs(approval, QA);
+    // the signature says what was reviewed: every exception (closed) and the specification table, by hash
+    const all = d.engine.exceptionsOf(T, run.id);
+    expect(sig.reviewed).toEqual({ exceptions: all.map((e) => e.id), exceptionsClosed: all.map((e) => e.id), specTableSha256: (d.engine.runs.runById(run.id)!.data['quality'] as { specTable: { sha256: string } }).specTable.sha256 });
     expect(sig).toMatchObject({ format: 1, approval, run: run.id, tenant: T, batch: 'B-1042', recordHash: gate.recordHash, user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer', decision: 'approve' });
     const key = loadSitePublicKey(site.data);
     expect(verifySignature(key, sig)).toBe(true);
@@ -230,8 +267,12 @@ describe('a released batch: B-1042', () => {
 
     const rel = v.release!;
     for (const f of [rel.json, rel.pdf, rel.bundle]) expect(existsSync(f), f).toBe(true);
-    const pkg = (JSON.parse(readFileSync(rel.json, 'utf8')) as { input: { run: { status: string }; signatures: { user: string; decision: string; signature: string }[]; losingRequests: { agent: string }[] } }).input;
+    const pkg = (JSON.parse(readFileSync(rel.json, 'utf8')) as { input: { run: { status: string }; signatures: { user: string; decision: string; signature: string }[]; losingRequests: { agent: string }[]; quality?: { specTable: { results: unknown[] }; exceptions: { id: string; status: string; closedBy?: { user: string; comment: string; deviation?: string } }[] } } }).input;
     expect(pkg.run.status).toBe('RELEASED');
+    // the package opens with the verdict: every specification, and every exception with who closed it and why
+    expect(pkg.quality?.specTable.results).toHaveLength(11);
+    expect(pkg.quality?.exceptions.map((e) => e.id).sort()).toEqual(all.map((e) => e.id).sort());
+    for (const e of pkg.quality!.exceptions) expect(e).toMatchObject({ status: 'closed', closedBy: { user: 'm.rossi', deviation: 'DEV-2026-0142' } });
     expect(pkg.signatures).toMatchObject([{ user: 'm.rossi', decision: 'approve', signature: sig.signature }]);
     expect(pkg.losingRequests.map((l) => l.agent)).toContain('agent.yield_takt');
     const verify = spawnSync(process.execPath, [VERIFIER, rel.bundle, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
@@ -407,6 +448,7 @@ describe('durability: B-1044 across clean stops', () => {
     expect([v.status, v.steps[8]!.status, v.approvalGate.status, v.approvalGate.id]).toEqual(['APPROVAL', 'APPROVAL', 'pending', before.approvalGate.id]);
     expect(d.engine.toolCalls(T, id)).toEqual(calls);
     expect(d.engine.batches(T, 'B-1044')?.state).toBe('hold');
+    closeOpenExceptions(d.engine, T, id);
     decideAs(v.approvalGate.id!, QA);
     const done = await settle(id, 'SUCCEEDED', ['PENDING', 'RUNNING', 'APPROVAL']);
     expect(done.steps.map((s) => s.status)).toEqual(Array(10).fill('SUCCEEDED'));

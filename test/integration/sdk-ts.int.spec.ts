@@ -191,6 +191,14 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
         // the operator who started it may not sign, nor m.rossi with a wrong password; m.rossi with hers does
         expect(await refusal(run.approve({ decision: 'approve', meaning: 'QA release of batch B-1042', password: pw('o.operator') }))).toMatchObject({ code: 'LK_FORBIDDEN', status: 403 });
         expect(await refusal(rossi.run(run.id).approve({ decision: 'approve', meaning: 'QA release of batch B-1042', password: 'not hers' }))).toMatchObject({ code: 'LK_REAUTH_FAILED', status: 401 });
+        // review by exception: the release waits until QA has closed each blocking exception with a comment
+        const listed = await rossi.run(run.id).exceptions();
+        expect(listed.specTable).toMatchObject({ results: expect.any(Array) });
+        if (listed.counts.blocking > 0) expect(await refusal(rossi.run(run.id).approve({ decision: 'approve', meaning: 'QA release of batch B-1042', password: pw('m.rossi') }))).toMatchObject({ code: 'LK_EXCEPTIONS_OPEN', status: 409 });
+        for (const e of listed.items.filter((x) => x.status === 'open')) {
+          const closed = await rossi.closeException(e.id, { comment: `${e.kind}: investigated; tablets of the excursion segregated`, deviation: 'DEV-2026-0142', password: pw('m.rossi') });
+          expect(closed.exception).toMatchObject({ id: e.id, status: 'closed', closure: { user: 'm.rossi' } });
+        }
         signature = await rossi.run(run.id).approve({ decision: 'approve', meaning: 'QA release of batch B-1042', password: pw('m.rossi') });
       }
     }

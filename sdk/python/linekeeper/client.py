@@ -292,6 +292,21 @@ class Client:
         """
         return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body={"decision": decision, "meaning": meaning, "password": password})
 
+    def exceptions(self, run_id: str) -> Json:
+        """GET /runs/{id}/exceptions: the run's exceptions with their evidence and status, and its specification table."""
+        return self._tenant_json("GET", f"/runs/{_q(run_id)}/exceptions")
+
+    def close_exception(self, exception_id: str, comment: str, password: str, deviation: Optional[str] = None) -> Json:
+        """POST /exceptions/{id}/close: close an exception with a comment, re-authenticated with the password (a
+        signature for a critical or major one, which only a QA reviewer closes).
+
+        :raises LinekeeperError: LK_REAUTH_FAILED (nothing closed), LK_APPROVAL_FORBIDDEN, LK_EXCEPTION_CLOSED, LK_NOT_FOUND.
+        """
+        body: Dict[str, Any] = {"comment": comment, "password": password}
+        if deviation is not None:
+            body["deviation"] = deviation
+        return self._tenant_json("POST", f"/exceptions/{_q(exception_id)}/close", body=body)
+
     def models(self) -> Json:
         """GET /models: cards, validation status, pinned sites."""
         return self._tenant_json("GET", "/models")

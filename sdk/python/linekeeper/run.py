@@ -119,3 +119,7 @@ class Run:
     def genealogy(self) -> Dict[str, Any]:
         """GET /runs/{id}/genealogy."""
         return self.client.genealogy(self.id)
+
+    def exceptions(self) -> Dict[str, Any]:
+        """GET /runs/{id}/exceptions: what deviated in this run, open or closed, and its specification table."""
+        return self.client.exceptions(self.id)

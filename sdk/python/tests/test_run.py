@@ -167,6 +167,15 @@ class RunThroughTheSdkTest(unittest.TestCase):
                     meaning = f"QA release of batch {BATCH}"
                     self.assertEqual(refusal(lambda: run.approve("approve", meaning, ENV["LINEKEEPER_OPERATOR_PASSWORD"])).code, "LK_FORBIDDEN")
                     self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, "not the password")).code, "LK_REAUTH_FAILED")
+                    # review by exception: the release waits until QA has closed each blocking exception with a comment
+                    listed = qa.run(run.id).exceptions()
+                    self.assertEqual(len(listed["specTable"]["results"]), 11)
+                    if listed["counts"]["blocking"] > 0:
+                        self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_EXCEPTIONS_OPEN")
+                    for e in [x for x in listed["items"] if x["status"] == "open"]:
+                        closed = qa.close_exception(e["id"], f"{e['kind']}: investigated; tablets of the excursion segregated", ENV["LINEKEEPER_QA_PASSWORD"], deviation="DEV-2026-0142")
+                        self.assertEqual(closed["exception"]["status"], "closed")
+                    print(f"closed {len(listed['items'])} exceptions", flush=True)
                     signature = qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])
                     print(f"signed {signature['user']} {signature['decision']}", flush=True)
         finally:

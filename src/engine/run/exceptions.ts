@@ -74,23 +74,27 @@ export function raiseException(d: ExceptionDeps, run: RunRecord, e: RaiseInput, 
   const severity = e.severity ?? severityOf(d.policy(), e.kind);
   const step = e.step ? `${e.step.seq} ${e.step.name}` : null;
   const evidence = json(e.evidence) as Record<string, unknown>;
-  const row = d.store.tx((t) => {
-    const entry = t.audit.append({
-      tenant: run.tenant, actor: e.by, kind: 'exception', action: 'exception.raise',
-      subject: { run: run.id, batch: run.batch, tool: 'exception.raise', ...(e.tag ? { setpoint: e.tag } : {}) },
-      args: json({ exception: id, kind: e.kind, severity, key: e.key, step }), result: json({ title: e.title, evidence }), reason: e.title,
-    });
-    if (!d.exceptions.insert(t, { id, tenant: run.tenant, run: run.id, batch: run.batch, key: e.key, kind: e.kind, severity, step, title: e.title, evidence, raisedAt: now, raisedBy: e.by, auditSeq: entry.seq })) {
+  const stepName = e.step?.name ?? 'run';
+  const subject = { run: run.id, batch: run.batch, agent: e.by.startsWith('agent.') ? e.by : undefined, tool: 'exception.raise', ...(e.tag ? { setpoint: e.tag } : {}) };
+  const rows = d.store.tx((t) => {
+    // a tool call of the run like any other (call, then ok), so the log, the stream and the CLI show it in order;
+    // the call's audit entry carries the exception whole: what, how severe, where, and its evidence
+    const args = json({ exception: id, kind: e.kind, severity, key: e.key, step, title: e.title, evidence });
+    const call = t.audit.append({ tenant: run.tenant, actor: e.by, kind: 'tool_call', action: 'exception.raise', subject: json(subject) as typeof subject, args, reason: e.title });
+    if (!d.exceptions.insert(t, { id, tenant: run.tenant, run: run.id, batch: run.batch, key: e.key, kind: e.kind, severity, step, title: e.title, evidence, raisedAt: now, raisedBy: e.by, auditSeq: call.seq })) {
       throw new LkError('LK_CONFLICT', `run ${run.id} already has an exception for ${e.key}`);
     }
     d.runs.appendEvent(t, { run: run.id, at: now, kind: 'exception', step: e.step?.name ?? null, agent: e.by, tag: e.tag ?? null, summary: `${severity} ${e.kind}: ${e.title}`, data: json({ exception: id, kind: e.kind, severity, evidence }) });
-    const line: Omit<ToolCallRecord, 'id'> = {
-      run: run.id, at: now, kind: 'ok', step: e.step?.name ?? 'run', agent: e.by, tool: 'exception.raise',
-      args: json({ exception: id, kind: e.kind, severity }), summary: `${e.title}${e.step ? ` (${e.step.name})` : ''}`, result: json({ exception: id, kind: e.kind, severity, step, status: 'open' }), auditSeq: entry.seq,
-    };
-    return { ...line, id: d.runs.appendToolCall(t, line) } as ToolCallRecord;
+    const summary = `${e.title}${e.step ? ` (${e.step.name})` : ''}`;
+    const result = json({ exception: id, kind: e.kind, severity, step, status: 'open' });
+    const ok = t.audit.append({ tenant: run.tenant, actor: e.by, kind: 'tool_result', action: 'exception.raise', subject: json(subject) as typeof subject, result: json({ ok: true, summary, detail: result }) });
+    const callLine: Omit<ToolCallRecord, 'id'> = { run: run.id, at: now, kind: 'call', step: stepName, agent: e.by, tool: 'exception.raise', args: json({ exception: id, kind: e.kind, severity }), summary: null, result: undefined, auditSeq: call.seq };
+    const okLine: Omit<ToolCallRecord, 'id'> = { run: run.id, at: now, kind: 'ok', step: stepName, agent: e.by, tool: 'exception.raise', args: undefined, summary, result, auditSeq: ok.seq };
+    const a = { ...callLine, id: d.runs.appendToolCall(t, callLine) } as ToolCallRecord;
+    const b = { ...okLine, id: d.runs.appendToolCall(t, okLine) } as ToolCallRecord;
+    return [a, b];
   });
-  d.notify(row);
+  for (const row of rows) d.notify(row);
   return d.exceptions.get(run.tenant, id);
 }
 
@@ -122,14 +126,13 @@ export function closeException(d: ExceptionDeps, tenant: string, id: string, c: 
   const qa = approvers.qa.includes(c.signer.role);
   if (e.severity !== 'minor' && !qa) throw new LkError('LK_APPROVAL_FORBIDDEN', `a ${e.severity} exception is closed by a QA reviewer (${approvers.qa.join(', ')}), not a ${c.signer.role}`, { role: c.signer.role, severity: e.severity });
   if (e.severity === 'minor' && !qa && !approvers.reviewer.includes(c.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `a ${c.signer.role} closes no exception`, { role: c.signer.role });
-  const run = d.runs.runById(e.run)!;
   const record = closureRecord(e, { ...c.signer, comment, deviation: c.deviation, at: now });
   const signature = e.severity === 'minor' ? null : signRecord(d.store.audit.siteKey(), {
     format: 1, approval: e.id, run: e.run, tenant, batch: e.batch, recordHash: sha256Hex(canonical(record)), user: c.signer.user, name: c.signer.name, role: c.signer.role,
     decision: 'approve', meaning: `exception closed: ${comment}`, timestamp: new Date(now).toISOString(),
   });
-  const row = d.store.tx((t) => {
-    const entry = t.audit.append({
+  d.store.tx((t) => {
+    t.audit.append({
       tenant, actor: c.signer.user, kind: 'exception', action: 'exception.close',
       subject: { run: e.run, batch: e.batch, reviewer: c.signer.user, tool: 'exception.close' },
       args: json({ exception: e.id, kind: e.kind, severity: e.severity, deviation: c.deviation }), result: json(record), reason: comment,
@@ -138,15 +141,12 @@ export function closeException(d: ExceptionDeps, tenant: string, id: string, c: 
     if (!d.exceptions.close(t, e.id, { user: c.signer.user, name: c.signer.name, at: now, comment, deviation: c.deviation, signature: signature as unknown as Record<string, unknown> | null })) {
       throw new LkError('LK_EXCEPTION_CLOSED', `exception ${id} was closed meanwhile`, { exception: id });
     }
-    const line: Omit<ToolCallRecord, 'id'> = {
-      run: e.run, at: now, kind: 'ok', step: e.step?.slice(3) ?? 'run', agent: c.signer.user, tool: 'exception.close',
-      args: json({ exception: e.id }), summary: `${e.kind} ${e.title} closed by ${c.signer.name} (${c.signer.user}): ${comment}${c.deviation ? ` [${c.deviation}]` : ''}`,
-      result: json({ exception: e.id, status: 'closed', user: c.signer.user, deviation: c.deviation }), auditSeq: entry.seq,
-    };
-    return { ...line, id: d.runs.appendToolCall(t, line) } as ToolCallRecord;
+    // the closure is a person's act, not one of the run's tool calls: it goes to the genealogy (and the audit trail)
+    d.runs.appendEvent(t, {
+      run: e.run, at: now, kind: 'exception', step: e.step?.slice(3) ?? null, agent: c.signer.user, tag: null,
+      summary: `${e.kind} ${e.id} closed by ${c.signer.name} (${c.signer.user}): ${comment}${c.deviation ? ` [${c.deviation}]` : ''}`, data: json({ exception: e.id, status: 'closed', user: c.signer.user, deviation: c.deviation, signed: signature !== null }),
+    });
   });
-  void run;
-  d.notify(row);
   return { exception: d.exceptions.get(tenant, id)!, signature };
 }
 

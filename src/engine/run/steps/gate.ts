@@ -11,6 +11,7 @@ import { json } from '../../json.js';
 import { canonical, sha256Hex, type Signature } from '../approval.js';
 import type { StepHandler } from '../types.js';
 import { bundleOf } from './common.js';
+import { evaluateRun } from '../quality.js';
 
 export const gate: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
@@ -22,17 +23,25 @@ export const gate: StepHandler = async (ctx, engine) => {
     const bundle = bundleOf(engine);
     const release = evaluate({ kind: 'release', agent: 'agent.orchestrator', setpoint: '', value: 0, product: run.product, tooling: run.tooling }, bundle, { now: ctx.now, batchState: 'running', reviewer });
     if (release.outcome !== 'needs_qa') throw new LkError('LK_INTERNAL', `the policy engine answered ${release.outcome} for a batch release; only needs_qa is possible (R3)`);
-    // what QA signs: the run, the batch record's hash, every step's outcome and the release evidence
+    // the truth of the batch first: every specification judged on the run's data, the counts reconciled; a
+    // failed specification or a mismatch is an exception the reviewer must close before a release
+    const quality = evaluateRun(ctx, engine);
+    ctx.event('qc', `specifications: ${quality.specTable.verdict} (${quality.specTable.counts.PASS} pass, ${quality.specTable.counts.FAIL} fail, ${quality.specTable.counts.NOT_EVALUATED} not evaluated); counts ${quality.reconciliation.ok ? 'reconcile' : 'do NOT reconcile'}`, { specTableSha256: quality.specTable.sha256, verdict: quality.specTable.verdict, counts: quality.specTable.counts });
+    // what QA signs: the run, the batch record's hash, every step's outcome, the release evidence, the
+    // specification table (by hash) and the exceptions raised so far
     const steps = engine.runs.steps(run.id).filter((s) => Number(s.seq) < 9).map((s) => ({ seq: s.seq, name: s.name, status: s.status, detail: s.detail }));
+    const exceptions = engine.exceptions.ofRun(run.id).map((e) => ({ id: e.id, kind: e.kind, severity: e.severity, step: e.step, title: e.title }));
     const record = canonical(json({
       format: 1, kind: 'batch_release', run: run.id, tenant: run.tenant, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling,
       batchRecordSha256: run.recordSha, steps, evidence: ctx.data['evidence'] ?? null, candidate: ctx.data['candidate'] ?? null, policy: { decision: release.id, outcome: release.outcome, reasons: release.reasons, bundle: release.bundleVersion },
+      quality: { verdict: quality.specTable.verdict, specTableSha256: quality.specTable.sha256, counts: quality.specTable.counts, reconciled: quality.reconciliation.ok }, exceptions,
     }));
     const id = `apr_${randomBytes(8).toString('hex')}`;
     const hash = sha256Hex(record);
     ctx.line('call', tool, ctx.step.agent, { args: { approval: id, kind: 'batch_release', batch: run.batch, reviewer, recordHash: hash, policy: release.outcome } });
     engine.options.store.tx((t) => {
       engine.runs.insertApproval(t, { id, run: run.id, tenant: run.tenant, reviewer, record, recordHash: hash, requestedAt: ctx.now });
+      engine.runs.setData(t, run.id, { ...engine.runs.runById(run.id)!.data, quality: json(quality) }, ctx.now);
       const cur = engine.runs.runById(run.id)!;
       const step = engine.runs.steps(run.id).find((s) => s.seq === ctx.step.seq)!;
       engine.setStep(t, cur, step, 'APPROVAL', ctx.step.agent, `batch_release requires approval by the named QA reviewer ${reviewer}`);

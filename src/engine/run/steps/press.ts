@@ -13,6 +13,10 @@ import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
 import { arbitrate, type ArbitrationRequest } from '../../../arbitration/index.js';
 import { json } from '../../json.js';
 import type { StepHandler } from '../types.js';
+import { convertUnit } from '../../../domain/units.js';
+import { initialMonitor, observe, type MonitorLimits, type MonitorState } from '../../../quality/index.js';
+import type { PressSamples } from '../quality.js';
+import type { StepContext } from '../step-context.js';
 import { proposeAll, toWrite } from './blend-dry.js';
 import { bundleOf, limitsOf, moveTowardCandidate, num, recordAt, runLimits } from './common.js';
 
@@ -40,6 +44,12 @@ export const compress: StepHandler = async (ctx, engine) => {
   const batchTablets = num(recordAt(ctx, 'batch_size.tablets'), 300_000);
   const planned = (ctx.data['candidate'] as { predicted?: { tabletsPerHour?: number } } | undefined)?.predicted?.tabletsPerHour;
   const blendRsd = (ctx.data['blend'] as { blendRsdPct?: number } | undefined)?.blendRsdPct;
+  // every in-process sample of the batch, in mg / N / mm (the specification table judges them all), and the
+  // OOS / OOT monitor that raises an exception the moment one leaves its limits or its trend
+  const samples: PressSamples = { weightMg: [], hardnessN: [], thicknessMm: [] };
+  const monitored = monitoredAttributes(ctx, targets);
+  let monitor: MonitorState = initialMonitor();
+  const excursions = new Map<string, number>();
   let weights: AgentReading[] = [];
   let hardness: AgentReading[] = [];
   let capping: AgentReading[] = [];
@@ -51,7 +61,7 @@ export const compress: StepHandler = async (ctx, engine) => {
   let contests = 0;
   let decisions = 0;
   for (;;) {
-    const tags = [...PRESS_SETPOINTS, 'press.TabletWeight', 'press.Hardness', 'press.CappingRate', 'press.Output'];
+    const tags = [...PRESS_SETPOINTS, 'press.TabletWeight', 'press.Hardness', 'press.Thickness', 'press.CappingRate', 'press.Output'];
     const r = await ctx.readings(tags);
     const now = ctx.processNow;
     const out = r.get('press.Output')?.value ?? 0;
@@ -64,6 +74,20 @@ export const compress: StepHandler = async (ctx, engine) => {
         if (xs.length > MAX_READINGS) xs.splice(0, xs.length - MAX_READINGS);
       }
     }
+    for (const m of monitored) {
+      const x = r.get(m.tag);
+      const v = x ? convertUnit(x.value, x.unit, m.unit) : undefined;
+      if (v === undefined) continue;
+      const kept = samples[m.key];
+      if (kept.length < MAX_SAMPLES) kept.push(v);
+      const o = observe(monitor, m.tag, v, m.limits);
+      monitor = o.state;
+      for (const f of o.findings) {
+        const n = (excursions.get(`${f.kind}:${f.attribute}`) ?? 0) + 1;
+        excursions.set(`${f.kind}:${f.attribute}`, n);
+        ctx.exception({ kind: f.kind, key: `${f.kind}:${f.attribute}:${ctx.attempt}:${n}`, by: 'agent.orchestrator', tag: m.tag, title: f.text, evidence: { attribute: f.attribute, value: f.value, unit: f.unit, limits: f.limits, rule: f.rule, sample: f.index, tablets: Math.round(tablets) } });
+      }
+    }
     if (tablets >= batchTablets) {
       // the cameras inspect the press output in line: their counters over the compression are the batch's
       const cams = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
@@ -74,7 +98,7 @@ export const compress: StepHandler = async (ctx, engine) => {
       return {
         status: 'SUCCEEDED',
         detail: `Pressed ${Math.round(tablets).toLocaleString('en')} tablets; last weights ${mean.toFixed(1)} mg on a ${targets.weightMg} mg target, hardness ${avg(hardness).toFixed(0)} N (${targets.hardnessMinN}–${targets.hardnessMaxN} N), capping ${avg(capping).toFixed(2)} % under ${cappingThresholdPct} %; ${decisions} agent rounds, ${written} moves written, ${contests} turret-speed contests arbitrated on quality.`,
-        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests, inspected, rejected } },
+        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests, inspected, rejected, samples } },
       };
     }
     const current: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
@@ -136,6 +160,38 @@ export const compress: StepHandler = async (ctx, engine) => {
     await ctx.tick();
   }
 };
+
+/** In-process samples kept per attribute for the specification table (a batch's press samples are far fewer). */
+const MAX_SAMPLES = 20_000;
+
+interface Monitored {
+  readonly tag: string;
+  readonly key: keyof PressSamples;
+  readonly unit: string;
+  readonly limits: MonitorLimits;
+}
+
+/**
+ * The press attributes watched in process, with the batch record's limits in the unit the specification table
+ * uses (mg, N, mm): weight against target ± tolerance, hardness and thickness against their min–max (centre line
+ * their mid-point). An attribute whose record unit does not convert is not watched (the table says why).
+ */
+function monitoredAttributes(ctx: StepContext, t: { weightMg: number; weightTolerancePct: number; hardnessMinN: number; hardnessMaxN: number }): Monitored[] {
+  const out: Monitored[] = [];
+  const tol = t.weightTolerancePct / 100;
+  const wUnit = String(recordAt(ctx, 'specifications.tablet_weight.unit') ?? 'mg');
+  const target = convertUnit(t.weightMg, wUnit, 'mg');
+  if (target !== undefined) out.push({ tag: 'press.TabletWeight', key: 'weightMg', unit: 'mg', limits: { min: target * (1 - tol), max: target * (1 + tol), target, unit: 'mg' } });
+  const hUnit = String(recordAt(ctx, 'specifications.hardness.unit') ?? 'N');
+  const hMin = convertUnit(t.hardnessMinN, hUnit, 'N');
+  const hMax = convertUnit(t.hardnessMaxN, hUnit, 'N');
+  if (hMin !== undefined && hMax !== undefined) out.push({ tag: 'press.Hardness', key: 'hardnessN', unit: 'N', limits: { min: hMin, max: hMax, target: (hMin + hMax) / 2, unit: 'N' } });
+  const th = recordAt(ctx, 'specifications.thickness') as { min?: number; max?: number; unit?: string } | undefined;
+  const tMin = th?.min !== undefined && th.unit ? convertUnit(th.min, th.unit, 'mm') : undefined;
+  const tMax = th?.max !== undefined && th.unit ? convertUnit(th.max, th.unit, 'mm') : undefined;
+  if (tMin !== undefined && tMax !== undefined) out.push({ tag: 'press.Thickness', key: 'thicknessMm', unit: 'mm', limits: { min: tMin, max: tMax, target: (tMin + tMax) / 2, unit: 'mm' } });
+  return out;
+}
 
 function avg(xs: readonly { value: number }[]): number {
   return xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b.value, 0) / xs.length;

@@ -7,12 +7,13 @@
  */
 import { join } from 'node:path';
 import { writeReleasePackage } from '../../release-package.js';
-import type { GenealogyEvent, LosingRequest, ReleaseInput, ReleaseQuality, SignatureManifest } from '../../release-types.js';
+import type { GenealogyEvent, LosingRequest, ReleaseInput, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
 import type { Signature } from '../approval.js';
 import type { RunEngine } from '../engine.js';
 import type { StepContext } from '../step-context.js';
 import type { StepHandler } from '../types.js';
+import { releaseQuality } from '../quality.js';
 
 export const release: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
@@ -60,7 +61,7 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
   // The package is written while this step runs, but is read after it ended: print this step with the
   // status it has once the package exists (SUCCEEDED; SKIPPED after a rejection, as gate.ts's `after` sets it).
   const self = (s: (typeof view.steps)[number]): boolean => s.name === ctx.step.name;
-  const quality = qualityOf(ctx.data['quality']);
+  const quality = releaseQuality(engine, run.id, ctx.data);
   return {
     tenant: run.tenant,
     site: engine.options.site.site.id,
@@ -83,19 +84,4 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
     losingRequests,
     ...(quality ? { quality } : {}),
   };
-}
-
-/**
- * The quality section the engine's evaluation left in the run's data (`{ specTable, exceptions,
- * reconciliation }`), when there is one. Only those keys are taken; their content is not repaired
- * here: the release input schema validates it strictly, so a malformed evaluation stops the package
- * (LK_VALIDATION) instead of being printed, or dropped into "no evaluation".
- */
-function qualityOf(v: unknown): ReleaseQuality | undefined {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
-  const q = v as Record<string, unknown>;
-  return {
-    specTable: q['specTable'], exceptions: q['exceptions'],
-    ...(q['reconciliation'] !== undefined && q['reconciliation'] !== null ? { reconciliation: q['reconciliation'] } : {}),
-  } as ReleaseQuality;
 }

@@ -1,0 +1,101 @@
+/**
+ * The truth of the batch, from the run's own data: before the approval gate the pure evaluator of src/quality/
+ * judges every specification of the batch record against what the run measured (every in-process press
+ * sample, the blend and drying end points, the coating weight gain, the inspection counts, the NIR potency of
+ * each release spectrum, the LIMS results), and the counts are reconciled. A failed specification and a count
+ * that does not reconcile are exceptions; the table (with its SHA-256) is what the QA reviewer signs against,
+ * and what page 1 of the release package prints with the run's exceptions as they stand when it is written.
+ */
+import { parseBatchRecord } from '../../domain/batch-record.js';
+import { evaluateSpecifications, reconcile, type Reconciliation, type SpecTable } from '../../quality/index.js';
+import type { ExceptionRecord } from '../../store/exception-store.js';
+import type { ReleaseException, ReleaseQuality } from '../release-types.js';
+import { json } from '../json.js';
+import { canonical, sha256Hex } from './approval.js';
+import type { RunEngine } from './engine.js';
+import type { StepContext } from './step-context.js';
+import { num, recordAt, runLimits } from './steps/common.js';
+
+/** Tolerance of the reconciliation of counts (pressed against the batch size; inspected against pressed), %. */
+export const RECONCILE_TOLERANCE_PCT = 0.5;
+
+/** In-process samples the press step keeps for the specification table (in mg, N, mm). */
+export interface PressSamples {
+  weightMg: number[];
+  hardnessN: number[];
+  thicknessMm: number[];
+}
+
+/** What the gate stores in the run's data (`quality`) and signs against. */
+export interface RunQuality {
+  specTable: Omit<SpecTable, 'counts'> & { sha256: string; counts: SpecTable['counts'] };
+  reconciliation: Pick<Reconciliation, 'ok' | 'lines'> & { findings: string[] };
+}
+
+const finiteOr = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/**
+ * Evaluate every specification of the run's batch record on the run's data, reconcile the counts, and raise an
+ * exception for each failed specification and each count that does not reconcile (once per run: the keys make a
+ * re-evaluation after a restart raise nothing twice).
+ */
+export function evaluateRun(ctx: StepContext, engine: RunEngine): RunQuality {
+  const { run } = ctx;
+  const record = parseBatchRecord(run.record, `${run.tenant}/${run.batch}`);
+  const d = ctx.data;
+  const compress = (d['compress'] ?? {}) as { samples?: Partial<PressSamples>; tablets?: number; inspected?: number; rejected?: number };
+  const samples = compress.samples ?? {};
+  const evidence = (d['evidence'] ?? {}) as { nir?: { potencyPct?: number; spectrumId?: number; spectrumSha256?: string }[] };
+  const inspection = d['inspection'] as { inspected?: number; rejected?: number } | undefined;
+  const lims = engine.options.lims?.results(run.tenant, run.batch) ?? [];
+  const table = evaluateSpecifications({
+    spec: record.specifications,
+    weightTolerancePct: num(runLimits(ctx)['weightTolerancePct'], 5),
+    inProcess: { weightMg: samples.weightMg ?? [], hardnessN: samples.hardnessN ?? [], thicknessMm: samples.thicknessMm ?? [] },
+    blend: { rsdPct: finiteOr((d['blend'] as { blendRsdPct?: unknown } | undefined)?.blendRsdPct) },
+    dry: { lodPct: finiteOr((d['dry'] as { lodPct?: unknown } | undefined)?.lodPct) },
+    coat: { weightGainPct: finiteOr((d['coat'] as { weightGainPct?: unknown } | undefined)?.weightGainPct) },
+    ...(inspection && typeof inspection.inspected === 'number' && typeof inspection.rejected === 'number' ? { inspection: { inspected: inspection.inspected, rejected: inspection.rejected } } : {}),
+    potency: {
+      valuesPct: (evidence.nir ?? []).map((s) => (typeof s.potencyPct === 'number' ? s.potencyPct : Number.NaN)),
+      refs: (evidence.nir ?? []).map((s) => `nir spectrum ${String(s.spectrumId)} sha256 ${String(s.spectrumSha256).slice(0, 12)}`),
+    },
+    lims: lims.map((q) => ({ test: q.test, result: q.result, ...(q.unit ? { unit: q.unit } : {}), status: q.status, lims_ref: q.lims_ref })),
+  });
+  const sha256 = sha256Hex(canonical(json({ results: table.results, verdict: table.verdict })));
+  const batchSize = num(recordAt(ctx, 'batch_size.tablets'), 0);
+  const pressed = Math.round(num(compress.tablets, 0));
+  // one meaning per counter: the cameras count the press output over the compression step, and the inspection
+  // step reports those same counts (never the cameras' lifetime counters)
+  const rec = reconcile({ batchSize, pressed, inspected: Math.round(num(inspection?.inspected ?? compress.inspected, 0)), rejected: Math.round(num(inspection?.rejected ?? compress.rejected, 0)), tolerancePct: RECONCILE_TOLERANCE_PCT });
+  const step = { seq: ctx.step.seq, name: ctx.step.name };
+  for (const r of table.results) {
+    if (r.verdict !== 'FAIL') continue;
+    ctx.exception({ kind: 'SPEC_FAIL', key: `SPEC_FAIL:${r.id}`, by: 'agent.orchestrator', title: `SPEC_FAIL ${r.title}: ${r.reason} (limits ${r.limits})`, evidence: { spec: r.id, limits: r.limit, data: r.data, source: r.source } });
+  }
+  if (!rec.ok) {
+    ctx.exception({ kind: 'RECONCILIATION', key: 'RECONCILIATION:counts', by: 'agent.orchestrator', title: `RECONCILIATION counts do not agree: ${rec.findings.join('; ')}`, evidence: { lines: rec.lines, tolerancePct: RECONCILE_TOLERANCE_PCT } });
+  }
+  void step;
+  return { specTable: { results: table.results, verdict: table.verdict, counts: table.counts, sha256 }, reconciliation: { ok: rec.ok, lines: rec.lines, findings: rec.findings } };
+}
+
+/** An exception as the release package prints it. */
+export function releaseException(e: ExceptionRecord): ReleaseException {
+  return {
+    id: e.id, kind: e.kind, severity: e.severity, status: e.status, ...(e.step ? { step: e.step } : {}), title: e.title, raisedAt: e.raisedAt,
+    ...(e.closure ? { closedBy: { user: e.closure.user, name: e.closure.name, at: new Date(e.closure.at).toISOString(), comment: e.closure.comment, ...(e.closure.deviation ? { deviation: e.closure.deviation } : {}) } } : {}),
+  };
+}
+
+/** The quality section of a release package: the table evaluated at the gate, and the exceptions as they stand now. */
+export function releaseQuality(engine: RunEngine, runId: string, data: Record<string, unknown>): ReleaseQuality | undefined {
+  const q = data['quality'] as RunQuality | undefined;
+  const exceptions = engine.exceptions.ofRun(runId).map(releaseException);
+  if (!q?.specTable) return undefined;
+  return {
+    specTable: { results: q.specTable.results, verdict: q.specTable.verdict, sha256: q.specTable.sha256 } as ReleaseQuality['specTable'],
+    exceptions,
+    reconciliation: { ok: q.reconciliation.ok, lines: q.reconciliation.lines },
+  };
+}
