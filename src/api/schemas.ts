@@ -146,6 +146,8 @@ export const ApprovalList = z.object({ items: z.array(ApprovalItem) });
 export const SignatureView = z.object({
   format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
   decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+  reviewed: z.object({ exceptions: z.array(z.string()), exceptionsClosed: z.array(z.string()), specTableSha256: z.string().nullable() }).optional()
+    .describe('what the reviewer had before them when signing a batch release (covered by the signature): every exception of the run, those closed, and the specification table\'s hash'),
 });
 
 /** What the guarded writer did on a decided setpoint write (src/engine/writer-types.ts WriteOutcome). */

@@ -188,10 +188,35 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
   });
 
   it('the QA reviewer signs the release: a wrong password signs nothing; the right one shows the manifestation', async () => {
-    // review by exception: the demo batch's exceptions are closed by the QA reviewer first (over the REST API here;
-    // the release is refused while a critical or major one is open)
-    await closeOpenExceptionsOverApi(node.url, await signIn(node.url, 'm.rossi', node.passwords.get('m.rossi')!), 'acme-pharma', runId, node.passwords.get('m.rossi')!);
+    // review by exception: the approval page shows the specification table and the exceptions before the signing
+    // button; the release is refused while a critical or major one is open
     await signInAs('m.rossi');
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const panel = page.getByTestId('exceptions-panel').first();
+    await panel.waitFor();
+    await panel.getByTestId('spec-table').waitFor();
+    expect(await panel.locator('table.spec tbody tr').count()).toBe(11);
+    const api = await signIn(node.url, 'm.rossi', node.passwords.get('m.rossi')!);
+    const listed = (await call(node.url, 'GET', `${A}/runs/${runId}/exceptions`, { token: api })).body as { counts: { blocking: number }; items: { id: string; status: string; blocking: boolean }[] };
+    if (listed.counts.blocking > 0) {
+      await panel.getByTestId('exceptions-blocking').waitFor();
+      await check('05b-exceptions');
+      // one closed here: a wrong password closes nothing, the right one closes it with the comment and the deviation
+      const first = listed.items.find((e) => e.blocking)!;
+      await panel.locator(`tr[data-exception="${first.id}"]`).getByRole('button', { name: 'Close…' }).click();
+      const d = page.locator('#close-exception');
+      await d.getByLabel(/Comment/).fill('investigated; the tablets of the excursion were segregated');
+      await d.getByLabel(/Deviation/).fill('DEV-2026-0142');
+      await d.getByLabel(/Password/).fill('not her password');
+      await d.getByRole('button', { name: 'Close exception' }).click();
+      await page.getByTestId('nothing-closed').waitFor();
+      await d.getByLabel(/Password/).fill(node.passwords.get('m.rossi')!);
+      await d.getByRole('button', { name: 'Close exception' }).click();
+      await panel.locator(`tr[data-exception="${first.id}"][data-status="closed"]`).waitFor();
+      expect(await panel.locator(`tr[data-exception="${first.id}"]`).textContent()).toMatch(/closed.*Maria Rossi \(m\.rossi\).*segregated.*DEV-2026-0142/);
+    }
+    // the rest over the REST API
+    await closeOpenExceptionsOverApi(node.url, api, 'acme-pharma', runId, node.passwords.get('m.rossi')!);
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByRole('button', { name: 'Review and sign…' }).first().waitFor();
     await check('06-approvals');

@@ -168,7 +168,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     const body = { decision: 'approve', meaning: 'QA release of batch B-1042', password: node.passwords.get('m.rossi') };
     const refused = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body });
     expect([refused.status, refused.body.code]).toEqual([409, 'LK_EXCEPTIONS_OPEN']);
-    expect((refused.body.detail as { exceptions: { id: string }[] }).exceptions.map((e) => e.id).sort()).toEqual(list.body.items.filter((e: { blocking: boolean }) => e.blocking).map((e: { id: string }) => e.id).sort());
+    for (const e of list.body.items.filter((x: { blocking: boolean }) => x.blocking)) expect(refused.body.detail).toContain(e.id);
     const first = list.body.items.find((e: { blocking: boolean }) => e.blocking) as { id: string };
     const close = (who: string, extra: Record<string, unknown> = {}) => call(url, 'POST', `${A}/exceptions/${first.id}/close`, { token: tok(who), body: { comment: 'investigated; the excursion tablets were segregated', deviation: 'DEV-2026-0142', password: node.passwords.get(who), ...extra } });
     // a wrong password closes nothing; a process engineer closes no major or critical exception; a field of another shape is a 400
@@ -180,7 +180,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.exception).toMatchObject({ id: first.id, status: 'closed', closure: { user: 'm.rossi', deviation: 'DEV-2026-0142', signed: true } });
     expect((await close('m.rossi')).body.code).toBe('LK_EXCEPTION_CLOSED');
-    expect(await closeOpenExceptionsOverApi(url, tok('m.rossi'), A, runId, node.passwords.get('m.rossi')!)).toBe(list.body.counts.open - 1);
+    expect(await closeOpenExceptionsOverApi(url, tok('m.rossi'), 'acme-pharma', runId, node.passwords.get('m.rossi')!)).toBe(list.body.counts.open - 1);
     expect((await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.exceptions).toMatchObject({ open: 0, blocking: 0 });
   });
 

@@ -95,13 +95,13 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
       /^ {2}01 ingest\.batch_record +ok!? +\d/,
       /^twin: 64 candidates, \d+ ranked, \d+ discarded; best #\d+: capping [\d.]+ % < 1\.5 %/,
       /^policy: \d+ of \d+ moves inside the design space; release held for QA$/,
-      /^ {2}02 twin\.rehearse +ok /,
-      /^ {2}03 blend\.uniformity +ok /,
-      /^ {2}04 granulate\.dry +ok /,
-      /^ {2}05 compress\.press +ok /,
-      /^ {2}06 coat\.spray +ok /,
+      /^ {2}02 twin\.rehearse +ok!? /,
+      /^ {2}03 blend\.uniformity +ok!? /,
+      /^ {2}04 granulate\.dry +ok!? /,
+      /^ {2}05 compress\.press +ok!? /,
+      /^ {2}06 coat\.spray +ok!? /,
       /^ {2}07 inspect\.tablets +ok!? +continuous /,
-      /^ {2}08 spectra\.release_evidence +ok /,
+      /^ {2}08 spectra\.release_evidence +ok!? /,
       /^approval required: batch_release — waits for QA reviewer m\.rossi \(approval apr_[0-9a-f]+\)$/,
     ].map(at);
     expect(order).toEqual([...order].sort((x, y) => x - y));
@@ -174,7 +174,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(watch.code, watch.err).toBe(0);
     expect(watch.out).toMatch(new RegExp(`^re-attached to ${runId}: batch B-1042 on line-3 for acme-pharma`));
     expect(watch.out).toMatch(new RegExp(`^approval ${approval}: approved by Maria Rossi \\(m\\.rossi\\), \\d{4}-\\S+; identity and timestamp logged$`, 'm'));
-    expect(watch.out).toMatch(/^ {2}09 approval\.batch_release +ok /m);
+    expect(watch.out).toMatch(/^ {2}09 approval\.batch_release +ok!? /m);
     expect(watch.out).toMatch(/^ {2}10 release\.genealogy +ok /m);
     expect(watch.out.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^completed: ${runId} SUCCEEDED — batch B-1042 released`));
     expect(watch.out).not.toMatch(/plan:|twin:|policy:|approval required/);

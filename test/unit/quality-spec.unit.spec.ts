@@ -21,7 +21,7 @@ const spread = (n: number, lo: number, hi: number): number[] => Array.from({ len
 function good(over: Partial<QualityInput> = {}): QualityInput {
   return {
     spec: SPEC,
-    inProcess: { weightMg: spread(40, 296, 304), hardnessN: spread(42, 118, 131), thicknessMm: spread(20, 3.9, 4.1) },
+    inProcess: { weightMg: spread(40, 296, 304), hardnessN: spread(42, 118, 131), thicknessMm: spread(20, 2.9, 3.1) },
     blend: { rsdPct: 3.1 },
     dry: { lodPct: 1.8 },
     coat: { weightGainPct: 3.4 },
@@ -140,7 +140,7 @@ describe('nothing unjudged is shown as passed', () => {
       expect(byId(t.results, id).reason).toMatch(/NaN|Infinity/);
     }
     // the finite values already prove a failure: FAIL, and the NaN is still named
-    expect(byId(t.results, 'thickness')).toMatchObject({ verdict: 'FAIL', reason: '1 of 21 outside 3.6–4.4 mm; worst 9 mm; 1 non-finite value (NaN)' });
+    expect(byId(t.results, 'thickness')).toMatchObject({ verdict: 'FAIL', reason: '1 of 21 outside 2.6–3.4 mm; worst 9 mm; 1 non-finite value (NaN)' });
     expect(t.verdict).toBe('FAIL');
   });
 

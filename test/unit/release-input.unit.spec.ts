@@ -1,8 +1,9 @@
 /**
  * releaseInput() (step 10): the package is written while step 10 runs, so its own row must be printed
  * with the status it has once the package exists (SUCCEEDED; SKIPPED after a rejection, as the gate's
- * `after` sets it), and the quality evaluation the engine left in the run's data travels into the
- * package, validated by the release schema, not repaired.
+ * `after` sets it), and the quality evaluation the gate left in the run's data travels into the
+ * package with the run's exceptions as they stand when it is written, validated by the release schema,
+ * not repaired.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEngine } from '../../src/engine/run/engine.js';
@@ -15,8 +16,17 @@ const H = (c: string): string => c.repeat(64);
 const t0 = Date.UTC(2026, 10, 20, 8);
 const quality = {
   specTable: { verdict: 'FAIL', sha256: H('d'), results: [{ id: 'press.hardness', title: 'Hardness', source: 'in-process samples', limits: '≤ 150 N', limit: { max: 150, unit: 'N' }, data: { n: 3, unit: 'N', mean: 140, min: 120, max: 162 }, verdict: 'FAIL', reason: 'max 162 N > 150 N' }] },
-  exceptions: [{ id: 'exc_01', kind: 'OOS', severity: 'critical', status: 'open', title: 'OOS press.Hardness 162 N > 150 N', raisedAt: t0 }],
+  exceptions: [{ id: 'exc_01', kind: 'OOS', severity: 'critical', status: 'closed', step: '05 compress.press', title: 'OOS press.Hardness 162 N > 150 N', raisedAt: t0, closedBy: { user: 'm.rossi', name: 'Dr. Maria Rossi', at: '2026-11-20T11:50:00.000Z', comment: 'segregated', deviation: 'DEV-1' } }],
+  reconciliation: { ok: true, lines: [{ name: 'pressed vs batch size', expected: 300000, actual: 300100, diff: 100, ok: true }] },
 };
+/** The exception as the store holds it (the package is built from the store, not from a copy in the run's data). */
+const stored = {
+  id: 'exc_01', tenant: 'acme-pharma', run: 'run_1', batch: 'B-1', key: 'OOS:press.Hardness:1:1', kind: 'OOS', severity: 'critical', step: '05 compress.press', title: 'OOS press.Hardness 162 N > 150 N',
+  evidence: {}, raisedAt: t0, raisedBy: 'agent.orchestrator', auditSeq: 7, status: 'closed',
+  closure: { user: 'm.rossi', name: 'Dr. Maria Rossi', at: Date.parse('2026-11-20T11:50:00.000Z'), comment: 'segregated', deviation: 'DEV-1', signature: null },
+};
+/** What the gate stores in the run's data. */
+const gateQuality = (q: typeof quality.specTable) => ({ specTable: { ...q, counts: { PASS: 0, FAIL: 1, NOT_EVALUATED: 0 } }, reconciliation: { ...quality.reconciliation, findings: [] } });
 
 function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>): { ctx: StepContext; engine: RunEngine } {
   const run = { tenant: 'acme-pharma', id: 'run_1', batch: 'B-1', line: 'line-3', product: 'p', tooling: 't', goal: 'g', createdAt: t0, record: { batch: 'B-1' }, recordSha: H('a') };
@@ -24,6 +34,7 @@ function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>)
   const signature = { user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'approved for release', decision: status === 'approved' ? 'approve' : 'reject', timestamp: '2026-11-20T11:58:03.120Z', recordHash: H('b'), signature: 'c2ln', keyId: 'k' };
   const engine = {
     runs: { events: () => [], approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
+    exceptions: { ofRun: () => [stored] },
     options: { site: { site: { id: 'site-ravenna' } } },
     view: () => ({ steps }),
   } as unknown as RunEngine;
@@ -33,7 +44,7 @@ function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>)
 
 describe('releaseInput', () => {
   it('prints the release step as SUCCEEDED with "this package", not RUNNING, and carries the quality section', () => {
-    const { ctx, engine } = fixture('approved', { quality: { ...quality, extraEngineState: 1 } });
+    const { ctx, engine } = fixture('approved', { quality: gateQuality(quality.specTable) });
     const input = parseReleaseInput(releaseInput(ctx, engine));
     const own = input.steps.find((s) => s.seq === '10')!;
     expect({ status: own.status, detail: own.detail }).toEqual({ status: 'SUCCEEDED', detail: 'this package' });
@@ -51,7 +62,7 @@ describe('releaseInput', () => {
   });
 
   it('a malformed evaluation is passed on for the schema to refuse, not dropped into "no evaluation"', () => {
-    const { ctx, engine } = fixture('approved', { quality: { specTable: { ...quality.specTable, verdict: 'PASS' }, exceptions: [] } });
+    const { ctx, engine } = fixture('approved', { quality: gateQuality({ ...quality.specTable, verdict: 'PASS' }) });
     expect(() => parseReleaseInput(releaseInput(ctx, engine))).toThrow(/quality\.specTable\.verdict/);
   });
 });

@@ -37,7 +37,7 @@ export interface SignedRecord {
    * What the reviewer had before them when they signed a batch release: the run's exceptions (all, and those
    * closed), and the SHA-256 of the specification table. Part of what the signature covers.
    */
-  readonly reviewed?: { readonly exceptions: readonly string[]; readonly exceptionsClosed: readonly string[]; readonly specTableSha256: string | null };
+  readonly reviewed?: { exceptions: string[]; exceptionsClosed: string[]; specTableSha256: string | null };
 }
 
 export interface Signature extends SignedRecord {
