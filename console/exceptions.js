@@ -52,7 +52,7 @@ function CloseDialog({ e, onDone, onClose }) {
       <label for="exc-comment">Comment (required: what was found and why the batch may proceed)</label>
       <textarea id="exc-comment" name="comment" required minlength="3" maxlength="2000" rows="3"></textarea>
       <label for="exc-deviation">Deviation or CAPA reference</label>
-      <input id="exc-deviation" name="deviation" pattern="[A-Za-z0-9][A-Za-z0-9._/-]{0,63}" placeholder="DEV-2026-0142" />
+      <input id="exc-deviation" name="deviation" placeholder="DEV-2026-0142" />
       <label for="exc-password">Password (re-entered${e.severity === 'minor' ? '' : ' to sign'})</label>
       <input id="exc-password" name="password" type="password" autocomplete="current-password" required />
       <${ErrorNote} error=${error} />

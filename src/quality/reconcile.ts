@@ -17,6 +17,13 @@ export interface ReconcileInput {
   toleranceCount?: number;
   /** Allowed difference in % of the expected count (default 0.5). */
   tolerancePct?: number;
+  /**
+   * Allowed difference of the yield line (pressed against the batch size) in %, when it differs from the counters'
+   * tolerance: a press stops at the end of a counting interval, so its count runs past the theoretical batch size
+   * by what one interval presses, while two counters of the same tablets (press and cameras) must agree closely.
+   * Default: `tolerancePct`.
+   */
+  yieldTolerancePct?: number;
 }
 
 export interface ReconcileLine {
@@ -44,11 +51,13 @@ const pct = (x: number): string => String(Number(x.toFixed(3)));
 export function reconcile(input: ReconcileInput): Reconciliation {
   const { batchSize, pressed, inspected, rejected } = input;
   const tolPct = input.tolerancePct ?? DEFAULT_RECONCILE_TOLERANCE_PCT;
-  const allowed = (expected: number): number => input.toleranceCount ?? (Math.abs(expected) * tolPct) / 100;
-  const tolText = (expected: number): string => (input.toleranceCount !== undefined ? `±${input.toleranceCount} tablets` : `±${pct(tolPct)} % (${pct(allowed(expected))} tablets)`);
+  const allowedAt = (expected: number, p: number): number => input.toleranceCount ?? (Math.abs(expected) * p) / 100;
+  const tolTextAt = (expected: number, p: number): string => (input.toleranceCount !== undefined ? `±${input.toleranceCount} tablets` : `±${pct(p)} % (${pct(allowedAt(expected, p))} tablets)`);
   const lines: ReconcileLine[] = [];
   const findings: string[] = [];
-  const approx = (name: string, expected: number, actual: number, what: string): void => {
+  const approx = (name: string, expected: number, actual: number, what: string, p = tolPct): void => {
+    const allowed = (e: number): number => allowedAt(e, p);
+    const tolText = (e: number): string => tolTextAt(e, p);
     const diff = actual - expected;
     const valid = count(expected) && count(actual);
     const ok = valid && Math.abs(diff) <= allowed(expected);
@@ -56,7 +65,7 @@ export function reconcile(input: ReconcileInput): Reconciliation {
     if (!valid) findings.push(`${name}: ${what} is not a whole count (expected ${expected}, actual ${actual})`);
     else if (!ok) findings.push(`${name}: ${actual} vs ${expected}, ${diff > 0 ? '+' : ''}${diff} (${pct(expected === 0 ? Number.POSITIVE_INFINITY : (100 * diff) / expected)} %), beyond ${tolText(expected)}`);
   };
-  approx('pressed vs batch size', batchSize, pressed, 'a count');
+  approx('pressed vs batch size', batchSize, pressed, 'a count', input.yieldTolerancePct ?? tolPct);
   approx('inspected vs pressed', pressed, inspected, 'a count');
   const diff = rejected - inspected;
   const valid = count(rejected) && count(inspected);

@@ -8,6 +8,15 @@ import { fidelity } from '../../src/quality/fidelity.js';
 import { reconcile } from '../../src/quality/reconcile.js';
 
 describe('reconcile', () => {
+  it('the yield line has its own tolerance: a press that ran 1.4 % past the batch size reconciles at 2 %, two counters 2.5 % apart do not at 0.5 %', () => {
+    const r = reconcile({ batchSize: 30_000, pressed: 30_413, inspected: 31_183, rejected: 496, tolerancePct: 0.5, yieldTolerancePct: 2 });
+    expect(r.lines.map((l) => [l.name, l.ok])).toEqual([['pressed vs batch size', true], ['inspected vs pressed', false], ['rejected ≤ inspected', true]]);
+    expect(r.findings).toEqual(['inspected vs pressed: 31183 vs 30413, +770 (2.532 %), beyond ±0.5 % (152.065 tablets)']);
+    expect(reconcile({ batchSize: 30_000, pressed: 30_601, inspected: 30_601, rejected: 0, tolerancePct: 0.5, yieldTolerancePct: 2 }).findings).toEqual(['pressed vs batch size: 30601 vs 30000, +601 (2.003 %), beyond ±2 % (600 tablets)']);
+    // without it, the one tolerance applies to every line
+    expect(reconcile({ batchSize: 30_000, pressed: 30_413, inspected: 30_413, rejected: 0 }).lines[0]!.ok).toBe(false);
+  });
+
   it('counts within 0.5 % reconcile, line by line', () => {
     const r = reconcile({ batchSize: 300_000, pressed: 299_000, inspected: 298_600, rejected: 1_200 });
     expect(r).toEqual({

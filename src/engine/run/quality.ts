@@ -16,8 +16,10 @@ import type { RunEngine } from './engine.js';
 import type { StepContext } from './step-context.js';
 import { num, recordAt, runLimits } from './steps/common.js';
 
-/** Tolerance of the reconciliation of counts (pressed against the batch size; inspected against pressed), %. */
+/** Tolerance of the reconciliation of two counters of the same tablets (inspected against pressed), %. */
 export const RECONCILE_TOLERANCE_PCT = 0.5;
+/** Tolerance of the yield line (pressed against the batch size), %: the press stops at the end of a counting interval. */
+export const RECONCILE_YIELD_TOLERANCE_PCT = 2;
 
 /** In-process samples the press step keeps for the specification table (in mg, N, mm). */
 export interface PressSamples {
@@ -67,14 +69,14 @@ export function evaluateRun(ctx: StepContext, engine: RunEngine): RunQuality {
   const pressed = Math.round(num(compress.tablets, 0));
   // one meaning per counter: the cameras count the press output over the compression step, and the inspection
   // step reports those same counts (never the cameras' lifetime counters)
-  const rec = reconcile({ batchSize, pressed, inspected: Math.round(num(inspection?.inspected ?? compress.inspected, 0)), rejected: Math.round(num(inspection?.rejected ?? compress.rejected, 0)), tolerancePct: RECONCILE_TOLERANCE_PCT });
+  const rec = reconcile({ batchSize, pressed, inspected: Math.round(num(inspection?.inspected ?? compress.inspected, 0)), rejected: Math.round(num(inspection?.rejected ?? compress.rejected, 0)), tolerancePct: RECONCILE_TOLERANCE_PCT, yieldTolerancePct: RECONCILE_YIELD_TOLERANCE_PCT });
   const step = { seq: ctx.step.seq, name: ctx.step.name };
   for (const r of table.results) {
     if (r.verdict !== 'FAIL') continue;
     ctx.exception({ kind: 'SPEC_FAIL', key: `SPEC_FAIL:${r.id}`, by: 'agent.orchestrator', title: `SPEC_FAIL ${r.title}: ${r.reason} (limits ${r.limits})`, evidence: { spec: r.id, limits: r.limit, data: r.data, source: r.source } });
   }
   if (!rec.ok) {
-    ctx.exception({ kind: 'RECONCILIATION', key: 'RECONCILIATION:counts', by: 'agent.orchestrator', title: `RECONCILIATION counts do not agree: ${rec.findings.join('; ')}`, evidence: { lines: rec.lines, tolerancePct: RECONCILE_TOLERANCE_PCT } });
+    ctx.exception({ kind: 'RECONCILIATION', key: 'RECONCILIATION:counts', by: 'agent.orchestrator', title: `RECONCILIATION counts do not agree: ${rec.findings.join('; ')}`, evidence: { lines: rec.lines, tolerancePct: RECONCILE_TOLERANCE_PCT, yieldTolerancePct: RECONCILE_YIELD_TOLERANCE_PCT } });
   }
   void step;
   return { specTable: { results: table.results, verdict: table.verdict, counts: table.counts, sha256 }, reconciliation: { ok: rec.ok, lines: rec.lines, findings: rec.findings } };

@@ -50,6 +50,9 @@ export const compress: StepHandler = async (ctx, engine) => {
   const monitored = monitoredAttributes(ctx, targets);
   let monitor: MonitorState = initialMonitor();
   const excursions = new Map<string, number>();
+  // the cameras' counters run whenever the turret turns (before this step too): the batch's counts are what they
+  // counted from here to the end of compression (counters are 32-bit and wrap)
+  const cams0 = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
   let weights: AgentReading[] = [];
   let hardness: AgentReading[] = [];
   let capping: AgentReading[] = [];
@@ -91,8 +94,13 @@ export const compress: StepHandler = async (ctx, engine) => {
     if (tablets >= batchTablets) {
       // the cameras inspect the press output in line: their counters over the compression are the batch's
       const cams = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
-      const inspected = cams.get('vision.Inspected')?.value ?? 0;
-      const rejected = cams.get('vision.Rejected')?.value ?? 0;
+      const counted = (tag: string): number => {
+        const end = cams.get(tag)?.value;
+        const begin = cams0.get(tag)?.value;
+        return end === undefined ? 0 : begin === undefined ? end : (end - begin + 2 ** 32) % 2 ** 32;
+      };
+      const inspected = counted('vision.Inspected');
+      const rejected = counted('vision.Rejected');
       const w = weights.map((x) => x.value);
       const mean = w.reduce((a, b) => a + b, 0) / Math.max(1, w.length);
       return {
