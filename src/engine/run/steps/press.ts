@@ -83,12 +83,19 @@ export const compress: StepHandler = async (ctx, engine) => {
       if (v === undefined) continue;
       const kept = samples[m.key];
       if (kept.length < MAX_SAMPLES) kept.push(v);
-      const o = observe(monitor, m.tag, v, m.limits);
+      const o = observe(monitor, m.tag, v, centred(m, kept));
       monitor = o.state;
       for (const f of o.findings) {
+        // one exception per attribute and kind in a step: values that hover at a limit start many excursions, and a
+        // reviewer needs the deviation once, with the first excursion's evidence; every later excursion is in the
+        // genealogy, and the specification table counts every sample outside its limits
         const n = (excursions.get(`${f.kind}:${f.attribute}`) ?? 0) + 1;
         excursions.set(`${f.kind}:${f.attribute}`, n);
-        ctx.exception({ kind: f.kind, key: `${f.kind}:${f.attribute}:${ctx.attempt}:${n}`, by: 'agent.orchestrator', tag: m.tag, title: f.text, evidence: { attribute: f.attribute, value: f.value, unit: f.unit, limits: f.limits, rule: f.rule, sample: f.index, tablets: Math.round(tablets) } });
+        if (n === 1) {
+          ctx.exception({ kind: f.kind, key: `${f.kind}:${f.attribute}:${ctx.attempt}`, by: 'agent.orchestrator', tag: m.tag, title: f.text, evidence: { attribute: f.attribute, value: f.value, unit: f.unit, limits: f.limits, rule: f.rule, sample: f.index, tablets: Math.round(tablets) } });
+        } else {
+          ctx.event('qc', `${f.text} (excursion ${n} of this step; exception raised at the first)`, { attribute: f.attribute, value: f.value, rule: f.rule, sample: f.index, excursion: n }, { agent: 'agent.orchestrator', tag: m.tag });
+        }
       }
     }
     if (tablets >= batchTablets) {
@@ -168,6 +175,20 @@ export const compress: StepHandler = async (ctx, engine) => {
     await ctx.tick();
   }
 };
+
+/** Samples that fix the centre line of an attribute the batch record gives no target for (hardness, thickness). */
+const BASELINE_SAMPLES = 10;
+
+/**
+ * The monitor's limits for the next sample. Weight is charted against the record's target; hardness and thickness
+ * have only min–max, so their trend is judged against the press's own level over its first samples of the step
+ * (a Phase I baseline), not against the middle of the specification: OOT says "this moved", OOS says "out of limits".
+ */
+function centred(m: Monitored, kept: readonly number[]): MonitorLimits {
+  if (m.key === 'weightMg' || kept.length < BASELINE_SAMPLES) return m.limits;
+  const base = kept.slice(0, BASELINE_SAMPLES);
+  return { ...m.limits, target: +(base.reduce((a, b) => a + b, 0) / base.length).toPrecision(6) };
+}
 
 /** In-process samples kept per attribute for the specification table (a batch's press samples are far fewer). */
 const MAX_SAMPLES = 20_000;
