@@ -17,146 +17,205 @@
  * - numbers as ECMAScript Number::toString writes them (`String(Number(t)) === t`: so
  *   `1.0`, `1e2`, `-0`, `1E2` and `5e324`, which overflows to Infinity, are not);
  * - object members sorted by their keys' UTF-16 code units, no key twice.
- * The rare cases (a string holding a surrogate, a key with an escape) are decided by
- * the definition itself on that one string.
+ * The rare cases (a string holding a surrogate, a key with an escape, a number that
+ * is not a plain decimal of at most 15 significant digits) are decided by the
+ * definition itself on that one token.
+ *
+ * Speed: verify asks this of every row, so it allocates nothing on the common path:
+ * runs of plain string characters are skipped by one sticky regular expression,
+ * keys are compared in place, and a plain decimal of at most 15 significant digits
+ * is canonical without formatting it (15 digits round-trip through a double, so no
+ * shorter spelling names the same number).
  */
 
 import canonicalize from 'canonicalize';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-
-/** Escapes JSON.stringify writes as two characters: `"` `\` b f n r t. */
-const SHORT_ESCAPE = new Set([QUOTE, BACKSLASH, 0x62, 0x66, 0x6e, 0x72, 0x74]);
-/** Control characters that have a short escape, so `\u00xx` is not canonical for them. */
-const HAS_SHORT = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d]);
-const LOWER_HEX = /^[0-9a-f]{4}$/;
-const NUMBER = /-?[0-9][0-9.eE+-]*/y;
 const MAX_DEPTH = 64;
+/** A run of characters a canonical string holds as themselves: no quote, backslash, control character or surrogate. */
+const PLAIN_RUN = /[^"\\\x00-\x1f\ud800-\udfff]*/y;
+const LOWER_HEX = /^[0-9a-f]{4}$/;
 
-class Scan {
-  i = 0;
-  constructor(readonly s: string) {}
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
-  /** A canonical string starting at `i` (at its opening quote); returns whether it contained an escape, or -1 when not canonical. */
-  string(): number {
-    const s = this.s;
-    const start = this.i;
-    let escaped = 0;
-    let i = start + 1;
-    for (;;) {
-      if (i >= s.length) return -1;
-      const c = s.charCodeAt(i);
-      if (c === QUOTE) break;
-      if (c < 0x20) return -1;
-      if (c >= 0xd800 && c <= 0xdfff) return this.byDefinition(start);
-      if (c === BACKSLASH) {
-        const e = s.charCodeAt(i + 1);
-        escaped = 1;
-        if (SHORT_ESCAPE.has(e)) {
-          i += 2;
-          continue;
-        }
-        if (e !== 0x75) return -1; // \u
-        const hex = s.slice(i + 2, i + 6);
-        if (!LOWER_HEX.test(hex)) return -1;
-        const code = parseInt(hex, 16);
-        if (code >= 0xd800 && code <= 0xdfff) return this.byDefinition(start);
-        if (code >= 0x20 || HAS_SHORT.has(code)) return -1;
-        i += 6;
-        continue;
-      }
-      i++;
+/**
+ * A canonical string at `i` (its opening quote). Returns the index after its closing quote, times two, plus one
+ * when it held an escape (keys with an escape are compared decoded); -1 when it is not canonical.
+ */
+function string(s: string, i: number): number {
+  let j = i + 1;
+  let escaped = 0;
+  for (;;) {
+    PLAIN_RUN.lastIndex = j;
+    PLAIN_RUN.test(s);
+    j = PLAIN_RUN.lastIndex;
+    const c = s.charCodeAt(j);
+    if (c === QUOTE) return (j + 1) * 2 + escaped;
+    if (c !== BACKSLASH) return c >= 0xd800 && c <= 0xdfff ? byDefinition(s, i) : -1; // a control character, the end, or a surrogate
+    escaped = 1;
+    const e = s.charCodeAt(j + 1);
+    if (e === QUOTE || e === BACKSLASH || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+      j += 2;
+      continue;
     }
-    this.i = i + 1;
-    return escaped;
+    if (e !== 0x75) return -1; // only \u remains
+    const hex = s.slice(j + 2, j + 6);
+    if (!LOWER_HEX.test(hex)) return -1;
+    const code = parseInt(hex, 16);
+    if (code >= 0xd800 && code <= 0xdfff) return byDefinition(s, i);
+    // \u00xx only for a control character without a two-character escape (\b \t \n \f \r)
+    if (code >= 0x20 || code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d) return -1;
+    j += 6;
   }
+}
 
-  /** The string at `start` judged by the definition: canonicalize(JSON.parse(text)) === text (a lone surrogate is refused). */
-  private byDefinition(start: number): number {
-    const s = this.s;
-    let i = start + 1;
-    while (i < s.length && s.charCodeAt(i) !== QUOTE) i += s.charCodeAt(i) === BACKSLASH ? 2 : 1;
-    if (i >= s.length) return -1;
-    const text = s.slice(start, i + 1);
-    try {
-      if (canonicalize(JSON.parse(text)) !== text) return -1;
-    } catch {
-      return -1;
-    }
-    this.i = i + 1;
-    return 1;
+/** The string at `i` judged by the definition: canonicalize(JSON.parse(text)) === text (a lone surrogate is refused). */
+function byDefinition(s: string, i: number): number {
+  let j = i + 1;
+  while (j < s.length && s.charCodeAt(j) !== QUOTE) j += s.charCodeAt(j) === BACKSLASH ? 2 : 1;
+  if (j >= s.length) return -1;
+  const text = s.slice(i, j + 1);
+  try {
+    if (canonicalize(JSON.parse(text)) !== text) return -1;
+  } catch {
+    return -1;
   }
+  return (j + 1) * 2 + 1;
+}
 
-  value(depth: number): boolean {
-    if (depth > MAX_DEPTH) return false;
-    const s = this.s;
-    const c = s.charCodeAt(this.i);
-    if (c === QUOTE) return this.string() >= 0;
-    if (c === 0x7b) return this.object(depth);
-    if (c === 0x5b) return this.array(depth);
-    if (c === 0x74) return this.literal('true');
-    if (c === 0x66) return this.literal('false');
-    if (c === 0x6e) return this.literal('null');
-    NUMBER.lastIndex = this.i;
-    const m = NUMBER.exec(s);
-    if (m === null) return false;
-    const t = m[0];
-    if (String(Number(t)) !== t) return false;
-    this.i += t.length;
-    return true;
+/**
+ * A canonical number at `i`; the index after it, or -1. A plain decimal (no exponent, no leading zero, no
+ * trailing zero in its fraction, at most 15 significant digits, not -0, between 1e-6 and 1e21 in magnitude) is
+ * what Number::toString writes for its value; anything else is decided by `String(Number(t)) === t`.
+ */
+function number(s: string, i: number): number {
+  let j = i;
+  if (s.charCodeAt(j) === 0x2d) j++;
+  const intStart = j;
+  while (isDigit(s.charCodeAt(j))) j++;
+  const intLen = j - intStart;
+  if (intLen === 0) return -1;
+  let fracLen = 0;
+  let fracZeros = 0;
+  if (s.charCodeAt(j) === 0x2e) {
+    j++;
+    const f = j;
+    while (isDigit(s.charCodeAt(j))) j++;
+    fracLen = j - f;
+    if (fracLen === 0) return -1;
+    while (fracZeros < fracLen && s.charCodeAt(f + fracZeros) === 0x30) fracZeros++;
   }
-
-  private literal(word: string): boolean {
-    if (!this.s.startsWith(word, this.i)) return false;
-    this.i += word.length;
-    return true;
+  let plain = true;
+  const c = s.charCodeAt(j);
+  if (c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d) {
+    plain = false; // an exponent (or a stray sign): the definition decides
+    while (j < s.length && /[0-9eE+-]/.test(s[j]!)) j++;
   }
-
-  private array(depth: number): boolean {
-    const s = this.s;
-    this.i++;
-    if (s.charCodeAt(this.i) === 0x5d) {
-      this.i++;
-      return true;
-    }
-    for (;;) {
-      if (!this.value(depth + 1)) return false;
-      const c = s.charCodeAt(this.i++);
-      if (c === 0x5d) return true;
-      if (c !== 0x2c) return false;
-    }
+  if (plain) {
+    const zeroInt = intLen === 1 && s.charCodeAt(intStart) === 0x30;
+    const leadingZero = intLen > 1 && s.charCodeAt(intStart) === 0x30;
+    const trailingZero = fracLen > 0 && s.charCodeAt(j - 1) === 0x30;
+    const significant = zeroInt ? fracLen - fracZeros : intLen + fracLen;
+    const negZero = zeroInt && fracLen === 0 && intStart !== i;
+    if (!leadingZero && !trailingZero && !negZero && significant <= 15 && intLen <= 15 && !(zeroInt && fracZeros >= 6)) return j;
   }
+  const t = s.slice(i, j);
+  return String(Number(t)) === t ? j : -1;
+}
 
-  private object(depth: number): boolean {
-    const s = this.s;
-    this.i++;
-    if (s.charCodeAt(this.i) === 0x7d) {
-      this.i++;
-      return true;
-    }
-    let prev: string | undefined;
-    for (;;) {
-      if (s.charCodeAt(this.i) !== QUOTE) return false;
-      const start = this.i;
-      const escaped = this.string();
-      if (escaped < 0) return false;
-      // keys compare by their decoded UTF-16 code units; without an escape the text between the quotes is the key
-      const key = escaped ? (JSON.parse(s.slice(start, this.i)) as string) : s.slice(start + 1, this.i - 1);
-      if (prev !== undefined && !(prev < key)) return false;
-      prev = key;
-      if (s.charCodeAt(this.i++) !== 0x3a) return false;
-      if (!this.value(depth + 1)) return false;
-      const c = s.charCodeAt(this.i++);
-      if (c === 0x7d) return true;
-      if (c !== 0x2c) return false;
-    }
+/** True when key s[a0..a1) < key s[b0..b1) by UTF-16 code units (both without escapes: the text is the key). */
+function keyLess(s: string, a0: number, a1: number, b0: number, b1: number): boolean {
+  const n = Math.min(a1 - a0, b1 - b0);
+  for (let k = 0; k < n; k++) {
+    const d = s.charCodeAt(a0 + k) - s.charCodeAt(b0 + k);
+    if (d !== 0) return d < 0;
+  }
+  return a1 - a0 < b1 - b0;
+}
+
+/** A canonical value at `i`; the index after it, or -1. */
+function value(s: string, i: number, depth: number): number {
+  if (depth > MAX_DEPTH) return -1;
+  const c = s.charCodeAt(i);
+  if (c === QUOTE) {
+    const r = string(s, i);
+    return r < 0 ? -1 : r >> 1;
+  }
+  if (c === 0x7b) return object(s, i, depth);
+  if (c === 0x5b) return array(s, i, depth);
+  if (c === 0x74) return s.startsWith('true', i) ? i + 4 : -1;
+  if (c === 0x66) return s.startsWith('false', i) ? i + 5 : -1;
+  if (c === 0x6e) return s.startsWith('null', i) ? i + 4 : -1;
+  if (c === 0x2d || isDigit(c)) return number(s, i);
+  return -1;
+}
+
+function array(s: string, i: number, depth: number): number {
+  let j = i + 1;
+  if (s.charCodeAt(j) === 0x5d) return j + 1;
+  for (;;) {
+    j = value(s, j, depth + 1);
+    if (j < 0) return -1;
+    const c = s.charCodeAt(j++);
+    if (c === 0x5d) return j;
+    if (c !== 0x2c) return -1;
+  }
+}
+
+function object(s: string, i: number, depth: number): number {
+  let j = i + 1;
+  if (s.charCodeAt(j) === 0x7d) return j + 1;
+  // the previous key: its text range, or its decoded value when it held an escape
+  let p0 = -1;
+  let p1 = -1;
+  let prevDecoded: string | undefined;
+  for (;;) {
+    if (s.charCodeAt(j) !== QUOTE) return -1;
+    const r = string(s, j);
+    if (r < 0) return -1;
+    const end = r >> 1;
+    const escaped = (r & 1) === 1;
+    if (escaped || prevDecoded !== undefined) {
+      // a key with an escape is compared decoded (rare): both sides as strings
+      const key = JSON.parse(s.slice(j, end)) as string;
+      const prev = prevDecoded ?? (p0 >= 0 ? s.slice(p0, p1) : undefined);
+      if (prev !== undefined && !(prev < key)) return -1;
+      prevDecoded = escaped ? key : undefined;
+    } else if (p0 >= 0 && !keyLess(s, p0, p1, j + 1, end - 1)) return -1;
+    p0 = j + 1;
+    p1 = end - 1;
+    j = end;
+    if (s.charCodeAt(j++) !== 0x3a) return -1;
+    j = value(s, j, depth + 1);
+    if (j < 0) return -1;
+    const c = s.charCodeAt(j++);
+    if (c === 0x7d) return j;
+    if (c !== 0x2c) return -1;
   }
 }
 
 /** True exactly when `t` is a string and `canonicalize(JSON.parse(t)) === t`. */
 export function isCanonicalJson(t: unknown): t is string {
   if (typeof t !== 'string' || t.length === 0) return false;
-  const scan = new Scan(t);
-  return scan.value(0) && scan.i === t.length;
+  return value(t, 0, 0) === t.length;
+}
+
+/**
+ * True when `t` is a list of canonical JSON texts separated by NUL characters (none of which a JSON text can hold
+ * outside a string, nor a canonical string inside one): the verify fast path's JSON columns of one row, as SQLite
+ * joins them. The empty string (a row without JSON columns) is an empty list.
+ */
+export function canonicalSegments(t: unknown): boolean {
+  if (typeof t !== 'string') return false;
+  let i = 0;
+  while (i < t.length) {
+    const end = value(t, i, 0);
+    if (end < 0) return false;
+    if (end === t.length) return true;
+    if (t.charCodeAt(end) !== 0) return false;
+    i = end + 1;
+    if (i === t.length) return false; // a trailing separator: an empty text is not JSON
+  }
+  return i === 0;
 }

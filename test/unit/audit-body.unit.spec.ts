@@ -9,10 +9,10 @@ import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
-import { BODY_SQL, fastBody, fastIntact } from '../../src/audit/body-sql.js';
+import { BODY_SQL, fastBody, fastIntact, JSON_COLUMNS_SQL } from '../../src/audit/body-sql.js';
 import { describe, expect, it } from 'vitest';
 import { jsonString, rowBody } from '../../src/audit/body.js';
-import { isCanonicalJson } from '../../src/audit/canonical-text.js';
+import { canonicalSegments, isCanonicalJson } from '../../src/audit/canonical-text.js';
 import { COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, type EntryRow } from '../../src/audit/entry.js';
 
 /** `LK_PROPERTY_SCALE=50 npx vitest run test/unit/audit-body.unit.spec.ts` runs every property 50 times as long (the suite runs 1×, on random seeds). */
@@ -122,6 +122,23 @@ describe('row serialisation fast paths', () => {
     for (const v of [null, 1, Buffer.from('1'), undefined, '']) expect(isCanonicalJson(v)).toBe(false);
   });
 
+  it('canonicalSegments says yes exactly when every NUL-separated text is canonical (the fast path\'s JSON columns)', () => {
+    fc.assert(fc.property(fc.array(jsonLike, { maxLength: 5 }), (texts) => {
+      const joined = texts.join('\u0000');
+      const want = texts.every((t) => !t.includes('\u0000') && canonical(t));
+      // a text holding a NUL splits differently, and an empty one is the empty list: SQLite never joins either
+      // (json_valid refuses the empty text, and a column holding a NUL gets no fast path)
+      if (texts.some((t) => t.includes('\u0000') || t === '')) return;
+      expect(canonicalSegments(joined)).toBe(want);
+    }), { numRuns: 3000 * SCALE });
+    expect(canonicalSegments('')).toBe(true);
+    expect(canonicalSegments('1\u0000')).toBe(false);
+    expect(canonicalSegments('\u00001')).toBe(false);
+    expect(canonicalSegments('{"a":1}\u0000"x"\u000012.5')).toBe(true);
+    expect(canonicalSegments('{"a":1}\u00001.0')).toBe(false);
+    expect(canonicalSegments(null)).toBe(false);
+  });
+
   it('rowBody returns what the plain serialisation returns, on intact and tampered rows', () => {
     const cell = fc.oneof(
       { weight: 4, arbitrary: str },
@@ -155,7 +172,7 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
   const db = new Database(':memory:');
   db.exec(`CREATE TABLE audit_entry (tenant TEXT NOT NULL, ${ENTRY_COLUMNS.map((c) => `${c} ${c === 'seq' || c === 'intent' ? 'INTEGER' : 'TEXT'}`).join(', ')})`);
   const insert = db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`);
-  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body, tenant FROM audit_entry`).raw();
+  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body, tenant, ${JSON_COLUMNS_SQL} AS cols FROM audit_entry`).raw();
 
   /** Insert rows, read them back as SQLite holds them (its type affinity and UTF-8 applied), and compare both paths. */
   const compare = (tenant: string, rows: EntryRow[]): number => {
@@ -168,8 +185,10 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
       // the tenant as SQLite holds it (a lone surrogate is stored as U+FFFD; no real tenant id has one)
       const stored = back[ENTRY_COLUMNS.length + 1] as string;
       // the fast path stands behind bytes only for rows body.ts builds too, and then the same bytes
-      const fast = fastBody(sql);
+      const fast = fastBody(sql, back[ENTRY_COLUMNS.length + 2]);
       expect(fast).toBe(rowBody(stored, row));
+      // what the fast path stands behind is canonical JSON as a whole (the envelope is, by construction)
+      if (fast !== undefined) expect(isCanonicalJson(fast)).toBe(true);
       if (fast !== undefined) built++;
     }
     return built;
@@ -214,12 +233,12 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
     expect((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]).toBeNull();
     // the same row in canonical spelling gets its bytes, and a hash recomputed over a rewritten spelling does not make it intact
     expect(compare('acme-pharma', [row('{"":5}', '1')])).toBe(1);
-    const [sqlBody] = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry`).raw().get() as [string];
+    const [sqlBody, cols] = db.prepare(`SELECT ${BODY_SQL}, ${JSON_COLUMNS_SQL} FROM audit_entry`).raw().get() as [string, string];
     db.prepare('UPDATE audit_entry SET new_value = ?').run('1.0');
-    const [rewritten] = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry`).raw().get() as [string];
+    const [rewritten, rewrittenCols] = db.prepare(`SELECT ${BODY_SQL}, ${JSON_COLUMNS_SQL} FROM audit_entry`).raw().get() as [string, string];
     expect(rewritten).toBe(sqlBody.replace('"new":1,', '"new":1.0,'));
-    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(rewritten).digest('hex'), rewritten])).toBe(false);
-    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(sqlBody).digest('hex'), sqlBody])).toBe(true);
+    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(rewritten).digest('hex'), rewritten, rewrittenCols])).toBe(false);
+    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(sqlBody).digest('hex'), sqlBody, cols])).toBe(true);
   });
 
   it('builds the bytes of well-formed rows (so the comparison above is not only of NULLs), escapes included', () => {
