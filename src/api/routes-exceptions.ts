@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import type { ExceptionRecord } from '../store/exception-store.js';
+import type { RunRecord } from '../store/run-store.js';
 import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
@@ -26,6 +27,15 @@ export function exceptionView(e: ExceptionRecord): z.output<typeof ExceptionView
   };
 }
 
+/** A run's exceptions with their counts and its specification table, as GET /runs/{id}/exceptions answers (and `runs exceptions --offline` prints). */
+export function exceptionList(run: RunRecord, items: readonly ExceptionRecord[]): z.output<typeof ExceptionList> {
+  const open = items.filter((e) => e.status === 'open');
+  return {
+    run: run.id, batch: run.batch, counts: { total: items.length, open: open.length, blocking: open.filter((e) => e.severity !== 'minor').length },
+    items: items.map(exceptionView), specTable: (run.data['quality'] as { specTable?: unknown } | undefined)?.specTable ?? null,
+  };
+}
+
 export function registerExceptionRoutes(app: Api, ctx: ApiContext): void {
   const { engine } = ctx.daemon;
 
@@ -34,13 +44,7 @@ export function registerExceptionRoutes(app: Api, ctx: ApiContext): void {
     schema: { tags: ['runs'], summary: 'The run\'s exceptions (deviations) with their evidence and status, and its specification table', security, params: RunParams, response: { 200: ExceptionList, ...problems } },
   }, async (req) => {
     const items = engine.exceptionsOf(req.params.tenant, req.params.id);
-    const run = engine.runs.runById(req.params.id)!;
-    const quality = run.data['quality'] as { specTable?: unknown } | undefined;
-    const open = items.filter((e) => e.status === 'open');
-    return {
-      run: run.id, batch: run.batch, counts: { total: items.length, open: open.length, blocking: open.filter((e) => e.severity !== 'minor').length },
-      items: items.map(exceptionView), specTable: quality?.specTable ?? null,
-    };
+    return exceptionList(engine.runs.runById(req.params.id)!, items);
   });
 
   app.post(`${BASE}/exceptions/:id/close`, {

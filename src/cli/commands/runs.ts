@@ -11,7 +11,7 @@ import { TERMINAL_RUN, timeOfDay, type RunStatus } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
 import type { z } from 'zod';
 import type { ExceptionList } from '../../api/schemas.js';
-import { exceptionView } from '../../api/routes-exceptions.js';
+import { exceptionList } from '../../api/routes-exceptions.js';
 import { ExceptionStore } from '../../store/exception-store.js';
 import { RunStore } from '../../store/run-store.js';
 import { openStore, type Store } from '../../store/store.js';
@@ -159,12 +159,7 @@ export function registerRuns(program: Command): void {
         try {
           const run = rs.run(tenant, runId);
           if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
-          const items = store.schemaVersion >= 9 ? new ExceptionStore(store).ofRun(run.id) : [];
-          const open_ = items.filter((e) => e.status === 'open');
-          list = {
-            run: run.id, batch: run.batch, counts: { total: items.length, open: open_.length, blocking: open_.filter((e) => e.severity !== 'minor').length },
-            items: items.map(exceptionView), specTable: (run.data['quality'] as { specTable?: unknown } | undefined)?.specTable ?? null,
-          };
+          list = exceptionList(run, store.schemaVersion >= 9 ? new ExceptionStore(store).ofRun(run.id) : []);
         } finally {
           close();
         }

@@ -70,7 +70,6 @@ export function evaluateRun(ctx: StepContext, engine: RunEngine): RunQuality {
   // one meaning per counter: the cameras count the press output over the compression step, and the inspection
   // step reports those same counts (never the cameras' lifetime counters)
   const rec = reconcile({ batchSize, pressed, inspected: Math.round(num(inspection?.inspected ?? compress.inspected, 0)), rejected: Math.round(num(inspection?.rejected ?? compress.rejected, 0)), tolerancePct: RECONCILE_TOLERANCE_PCT, yieldTolerancePct: RECONCILE_YIELD_TOLERANCE_PCT });
-  const step = { seq: ctx.step.seq, name: ctx.step.name };
   for (const r of table.results) {
     if (r.verdict !== 'FAIL') continue;
     ctx.exception({ kind: 'SPEC_FAIL', key: `SPEC_FAIL:${r.id}`, by: 'agent.orchestrator', title: `SPEC_FAIL ${r.title}: ${r.reason} (limits ${r.limits})`, evidence: { spec: r.id, limits: r.limit, data: r.data, source: r.source } });
@@ -78,7 +77,6 @@ export function evaluateRun(ctx: StepContext, engine: RunEngine): RunQuality {
   if (!rec.ok) {
     ctx.exception({ kind: 'RECONCILIATION', key: 'RECONCILIATION:counts', by: 'agent.orchestrator', title: `RECONCILIATION counts do not agree: ${rec.findings.join('; ')}`, evidence: { lines: rec.lines, tolerancePct: RECONCILE_TOLERANCE_PCT, yieldTolerancePct: RECONCILE_YIELD_TOLERANCE_PCT } });
   }
-  void step;
   return { specTable: { results: table.results, verdict: table.verdict, counts: table.counts, sha256 }, reconciliation: { ok: rec.ok, lines: rec.lines, findings: rec.findings } };
 }
 
