@@ -36,6 +36,8 @@ import { type PolicyBundle } from './policy/index.js';
 import { loadPolicyBundle } from './config/policy-bundle.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
 import { createRunEngine } from './engine/run/compose.js';
+import type { PeopleLookup } from './engine/run/lifecycle.js';
+import { UserStore } from './store/user-store.js';
 import { ensureDemoModels } from './models/demo.js';
 import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
@@ -393,6 +395,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+      // the people a batch record names are checked at intake where linekeeper holds the site's people: its
+      // local identities, which exist with the API; a site whose people sign in through its identity provider
+      // has no list here to check against (their role is checked when they sign)
+      ...(opts.api && !config.api.oidc ? { people: peopleOf(new UserStore(events.store.db)) } : {}),
     });
     mqttLine = startLineMqtt({
       loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
@@ -520,4 +526,12 @@ function startError(err: unknown, dataDir: string): unknown {
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+/** The site's local identities as the run engine asks them: who a user id is, and whether they may act now. */
+function peopleOf(users: UserStore): PeopleLookup {
+  return (id) => {
+    const u = users.get(id);
+    return u ? { id: u.id, name: u.name, role: u.role, tenants: u.tenants, active: !u.disabled && u.lockedAt === null } : null;
+  };
 }

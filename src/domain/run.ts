@@ -7,45 +7,50 @@
 import { LkError } from '../errors.js';
 
 /** Whole-run statuses. */
-export const RUN_STATUSES = ['PENDING', 'RUNNING', 'APPROVAL', 'HELD', 'SUCCEEDED', 'FAILED', 'REJECTED', 'INTERRUPTED'] as const;
+export const RUN_STATUSES = ['PENDING', 'RUNNING', 'APPROVAL', 'HELD', 'SUCCEEDED', 'FAILED', 'REJECTED', 'INTERRUPTED', 'ABORTED'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** Step statuses. */
-export const STEP_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'APPROVAL', 'REJECTED', 'HELD', 'INTERRUPTED', 'SKIPPED'] as const;
+export const STEP_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'APPROVAL', 'REJECTED', 'HELD', 'INTERRUPTED', 'SKIPPED', 'ABORTED'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /**
- * Allowed run transitions. A run never leaves SUCCEEDED, FAILED or REJECTED. HELD and INTERRUPTED go back to
- * RUNNING only by a named person (resume); nothing re-arms by itself.
+ * Allowed run transitions. A run never leaves SUCCEEDED, FAILED, REJECTED or ABORTED. HELD and INTERRUPTED go
+ * back to RUNNING only by a named person (resume); nothing re-arms by itself. Every state that is not final may
+ * be ABORTED by a named person with a signature: no run can keep its line busy without a way out.
  */
 export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = Object.freeze({
-  PENDING: ['RUNNING', 'FAILED'],
-  RUNNING: ['APPROVAL', 'HELD', 'SUCCEEDED', 'FAILED', 'INTERRUPTED'],
-  APPROVAL: ['RUNNING', 'REJECTED', 'HELD', 'INTERRUPTED'],
-  HELD: ['RUNNING', 'FAILED'],
-  INTERRUPTED: ['RUNNING', 'FAILED'],
+  PENDING: ['RUNNING', 'FAILED', 'ABORTED'],
+  RUNNING: ['APPROVAL', 'HELD', 'SUCCEEDED', 'FAILED', 'INTERRUPTED', 'ABORTED'],
+  APPROVAL: ['RUNNING', 'REJECTED', 'HELD', 'INTERRUPTED', 'ABORTED'],
+  HELD: ['RUNNING', 'FAILED', 'ABORTED'],
+  INTERRUPTED: ['RUNNING', 'FAILED', 'ABORTED'],
   SUCCEEDED: [],
   FAILED: [],
   REJECTED: [],
+  ABORTED: [],
 });
 
 /**
  * Allowed step transitions. A step that was RUNNING when the daemon died is INTERRUPTED; resuming runs it
- * again from its start with fresh observations and fresh policy decisions (a write is never replayed).
+ * again from its start with fresh observations and fresh policy decisions (a write is never replayed). When a
+ * run is aborted, the step under way (running, at the gate, held or interrupted) is ABORTED and the steps not
+ * yet started are SKIPPED.
  */
 export const STEP_TRANSITIONS: Readonly<Record<StepStatus, readonly StepStatus[]>> = Object.freeze({
   PENDING: ['RUNNING', 'SKIPPED'],
-  RUNNING: ['SUCCEEDED', 'FAILED', 'APPROVAL', 'HELD', 'INTERRUPTED'],
-  APPROVAL: ['SUCCEEDED', 'REJECTED', 'HELD', 'INTERRUPTED'],
-  HELD: ['RUNNING', 'FAILED'],
-  INTERRUPTED: ['RUNNING', 'FAILED'],
+  RUNNING: ['SUCCEEDED', 'FAILED', 'APPROVAL', 'HELD', 'INTERRUPTED', 'ABORTED'],
+  APPROVAL: ['SUCCEEDED', 'REJECTED', 'HELD', 'INTERRUPTED', 'ABORTED'],
+  HELD: ['RUNNING', 'FAILED', 'ABORTED'],
+  INTERRUPTED: ['RUNNING', 'FAILED', 'ABORTED'],
   SUCCEEDED: [],
   FAILED: [],
   REJECTED: [],
   SKIPPED: [],
+  ABORTED: [],
 });
 
-export const TERMINAL_RUN: ReadonlySet<RunStatus> = new Set(['SUCCEEDED', 'FAILED', 'REJECTED']);
+export const TERMINAL_RUN: ReadonlySet<RunStatus> = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'ABORTED']);
 
 /** @throws LkError LK_RUN_STATE when `to` is not reachable from `from`. */
 export function checkRunTransition(from: RunStatus, to: RunStatus, run?: string): void {

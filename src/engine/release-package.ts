@@ -25,7 +25,7 @@ import { verifyStore } from '../audit/verify.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { renderReleasePdf, type ReleasePdfOptions } from './release-pdf.js';
-import { parseReleaseInput, RELEASE_FILES, RELEASE_FORMAT, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from './release-types.js';
+import { abortStatement, parseReleaseInput, RELEASE_FILES, RELEASE_FORMAT, type ReleaseInput, type ReleasePackage, type ReleaseRecord } from './release-types.js';
 
 export interface ReleasePackageOptions {
   /** PDF options (tests read the text back from uncompressed streams). */
@@ -75,6 +75,7 @@ export function writeReleasePackage(store: Store, dir: string, releaseInput: Rel
     const { head, checkpoint, entries } = anchorOf(store, tenant, bundleBytes);
 
     const record: ReleaseRecord = {
+      ...(input.abort ? { aborted: { released: false as const, statement: abortStatement(input) } } : {}),
       format: RELEASE_FORMAT, version: 1, input,
       audit: { head, checkpoint, bundle: { file: RELEASE_FILES.bundle, sha256: sha256(bundleBytes), entries, key_id: checkpoint.key_id } },
     };

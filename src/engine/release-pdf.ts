@@ -35,7 +35,7 @@ import { dirname, join } from 'node:path';
 import PDFDocument from 'pdfkit';
 import { LkError } from '../errors.js';
 import { formatNumber, genealogyRows } from './genealogy-text.js';
-import { RELEASE_FILES, type ReleaseException, type ReleaseQuality, type ReleaseRecord, type ReleaseSpecResult, type SignatureManifest } from './release-types.js';
+import { abortStatement, RELEASE_FILES, type ReleaseException, type ReleaseQuality, type ReleaseRecord, type ReleaseSpecResult, type SignatureManifest } from './release-types.js';
 
 export interface ReleasePdfOptions {
   /** Deflate content streams (default true); tests turn it off to read the text back. */
@@ -297,10 +297,16 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   });
   for (const name of [SANS, BOLD, MONO] as const) doc.registerFont(name, f[name]);
   const r = new Report(doc);
-  const dec = decision(input.signatures);
+  const dec = input.abort ? 'NOT A RELEASE' : decision(input.signatures);
 
   // Page 1: the verdict.
   r.line(`Batch release report: batch ${run.batch}`, { bold: true, size: 16 });
+  if (input.abort) {
+    r.line(`ABORTED — NOT A RELEASE: this batch is not released`, { bold: true, size: 14, color: RED });
+    r.line(abortStatement(input), { bold: true, size: 10, color: RED });
+    r.line(`Abort signed by ${input.abort.name} (${input.abort.user}, ${input.abort.role}) at ${input.abort.at}; record SHA-256 ${input.abort.recordHash}`, { size: 9 });
+    r.line(`Line on its last known-good recipe (read back): ${input.abort.reverted.map((p) => `${p.equipment} ${p.ok ? `ok${p.state ? ` (${p.state})` : ''}` : `NOT VERIFIED (${p.error ?? 'no read-back'})`}`).join(', ') || 'no PLC commanded'}`, { size: 9 });
+  }
   r.line(`Product ${run.product}   Decision: ${dec}`, { bold: true, size: 14, color: dec === 'RELEASED' ? 'black' : RED });
   doc.moveDown(0.3);
   r.line(`Product ${run.product}   Tooling ${run.tooling}   Line ${run.line}   Site ${input.site}   Tenant ${input.tenant}`);

@@ -172,6 +172,30 @@ export interface ReleaseInput {
    * without it the report says plainly that no specification was evaluated, never an implicit pass.
    */
   quality?: ReleaseQuality;
+  /**
+   * Set when the run was ABORTED (a signed act of a named person): the package is then the record of an
+   * aborted batch, never a release. Absent otherwise, so a released or rejected batch's package is unchanged.
+   */
+  abort?: ReleaseAbort;
+}
+
+/** Who aborted the run, when, why and from which state, with the Part 11 signature of the act. */
+export interface ReleaseAbort {
+  user: string;
+  name: string;
+  role: string;
+  /** ISO 8601 UTC. */
+  at: string;
+  reason: string;
+  /** The run status it was aborted from. */
+  from: string;
+  /** The step under way then (`05 compress.press`), or null. */
+  step: string | null;
+  /** Per PLC: whether the revert to its last known-good recipe was verified by read-back. */
+  reverted: { equipment: string; ok: boolean; state?: string; error?: string }[];
+  recordHash: string;
+  signature: string;
+  keyId: string;
 }
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits (SHA-256)');
@@ -275,6 +299,11 @@ export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
   genealogy: z.array(GenealogyEventSchema),
   losingRequests: z.array(z.strictObject({ agent: name, setpoint: name, score: z.number(), reason: text, at: epochMs })),
   quality: QualitySchema.optional(),
+  abort: z.strictObject({
+    user: name, name, role: name, at: z.iso.datetime({ offset: false }), reason: text, from: name, step: name.nullable(),
+    reverted: z.array(z.strictObject({ equipment: name, ok: z.boolean(), state: name.optional(), error: text.optional() })),
+    recordHash: hex64, signature: base64, keyId: name,
+  }).optional(),
 });
 
 /**
@@ -302,6 +331,12 @@ export function parseReleaseInput(v: unknown): ReleaseInput {
   return input;
 }
 
+/** What an aborted run's package says first (release.json's first key, page 1 of release.pdf). */
+export function abortStatement(input: ReleaseInput): string {
+  const a = input.abort!;
+  return `ABORTED: batch ${input.run.batch} (run ${input.run.id}) was aborted by ${a.name} (${a.user}, ${a.role}) at ${a.at} from ${a.from}${a.step ? ` during step ${a.step}` : ''}: ${a.reason}. This is NOT a release: the batch is not released.`;
+}
+
 export const RELEASE_FORMAT = 'linekeeper.release-package';
 
 /** File names inside a package folder. */
@@ -309,6 +344,11 @@ export const RELEASE_FILES = { json: 'release.json', pdf: 'release.pdf', bundle:
 
 /** `release.json`: RFC 8785 canonical JSON of this object. */
 export interface ReleaseRecord {
+  /**
+   * Present only for an aborted run: the first key of the canonical JSON (keys sort), so the top of
+   * release.json says that the batch was aborted and is not released.
+   */
+  aborted?: { released: false; statement: string };
   format: typeof RELEASE_FORMAT;
   version: 1;
   input: ReleaseInput;

@@ -56,7 +56,8 @@ export interface BundleContent {
   readonly attendanceWindowMs: number;
   readonly ownershipWindowMs: number;
   readonly writableBatchStates: readonly string[];
-  readonly approvers: { readonly qa: readonly string[]; readonly reviewer: readonly string[]; readonly change: readonly string[] };
+  /** `reassign` only when the bundle names it (absent, the content — and the version — stay what they were). */
+  readonly approvers: { readonly qa: readonly string[]; readonly reviewer: readonly string[]; readonly change: readonly string[]; readonly reassign?: readonly string[] };
   readonly raiseRoles: Readonly<Record<'L1' | 'L2' | 'L3', readonly string[]>>;
   readonly setpoints: Readonly<Record<string, SetpointInfo>>;
   readonly agents: Readonly<Record<string, AgentPolicy>>;

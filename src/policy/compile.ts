@@ -252,6 +252,8 @@ function crossCompile(parsed: Record<BundleFileName, Parsed>, site: SiteConfig, 
       qa: [...manifest.approvers.qa].sort(),
       reviewer: [...manifest.approvers.reviewer].sort(),
       change: [...manifest.approvers.change].sort(),
+      // only when set, like exceptionSeverity: a bundle without it keeps its version
+      ...(manifest.approvers.reassign ? { reassign: [...manifest.approvers.reassign].sort() } : {}),
     },
     raiseRoles: { L1: [...manifest.autonomy.raise_roles.L1].sort(), L2: [...manifest.autonomy.raise_roles.L2].sort(), L3: [...manifest.autonomy.raise_roles.L3].sort() },
     setpoints,

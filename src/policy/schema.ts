@@ -43,6 +43,8 @@ export const BundleManifest = z.strictObject({
     reviewer: z.array(role).min(1),
     /** Roles that may approve a policy bundle change (CHANGE.yaml). */
     change: z.array(role).min(1),
+    /** Roles that may reassign the QA reviewer of a run (signed); absent: qa_reviewer and admin. */
+    reassign: z.array(role).min(1).optional(),
   }),
   autonomy: z.strictObject({
     /** Roles that may raise an agent or a setpoint *to* each level. Lowering needs no role. */

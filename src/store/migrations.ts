@@ -20,6 +20,24 @@ export interface Migration {
   readonly name: string;
   /** SQL script, or a function for data migrations that need code. */
   readonly up: string | ((db: Database) => void);
+  /**
+   * Rebuilds a table that others reference (SQLite's way to change a CHECK constraint): foreign keys are off
+   * while it runs — a pragma that only takes effect outside a transaction — and `foreign_key_check` must find
+   * nothing before the migration commits.
+   */
+  readonly rebuildsReferencedTable?: true;
+}
+
+/**
+ * Rebuild `table` as `create` (which names it `<table>_new`), copying every row (the columns are the same),
+ * then the indexes of `indexes`. SQLite's documented procedure for a change no ALTER TABLE makes.
+ */
+function rebuild(db: Database, table: string, create: string, indexes: string): void {
+  db.exec(`${create};
+    INSERT INTO ${table}_new SELECT * FROM ${table};
+    DROP TABLE ${table};
+    ALTER TABLE ${table}_new RENAME TO ${table};
+    ${indexes}`);
 }
 
 /** Refuse every UPDATE and DELETE on an append-only table (R12, Part 11 §11.10(e)). */
@@ -437,6 +455,66 @@ export const MIGRATIONS: readonly Migration[] = [
         WHEN OLD.status = 'closed' OR NEW.status <> 'closed' OR NEW.closed_by IS NULL OR NEW.closed_at IS NULL OR NEW.comment IS NULL
         BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: an exception is closed once, by a named person with a comment'); END;`,
   },
+  {
+    version: 10,
+    name: 'runs: ABORTED runs and steps (a signed abort by a named person), withdrawn approval gates',
+    rebuildsReferencedTable: true,
+    up: (db) => {
+      // the same tables as migration 5, with ABORTED in the run and step statuses and 'withdrawn' for a gate
+      // whose run was aborted (it can no longer be signed)
+      rebuild(db, 'run', `CREATE TABLE run_new (
+        id           TEXT PRIMARY KEY,
+        tenant       TEXT    NOT NULL,
+        batch        TEXT    NOT NULL,
+        line         TEXT    NOT NULL,
+        product      TEXT    NOT NULL,
+        tooling      TEXT    NOT NULL,
+        status       TEXT    NOT NULL CHECK (status IN ('PENDING','RUNNING','APPROVAL','HELD','SUCCEEDED','FAILED','REJECTED','INTERRUPTED','ABORTED')),
+        goal         TEXT    NOT NULL,
+        request      TEXT    NOT NULL,
+        limits       TEXT    NOT NULL,
+        autonomy     TEXT    NOT NULL CHECK (autonomy IN ('L0','L1','L2','L3')),
+        record       TEXT    NOT NULL,
+        record_sha   TEXT    NOT NULL,
+        seed         INTEGER NOT NULL,
+        started_by   TEXT    NOT NULL,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        ended_at     INTEGER,
+        reason       TEXT,                         -- why HELD / FAILED / INTERRUPTED / REJECTED / ABORTED
+        data         TEXT    NOT NULL DEFAULT '{}'
+      )`, `CREATE INDEX run_tenant ON run (tenant, created_at);
+        CREATE UNIQUE INDEX run_line_active ON run (line) WHERE status IN ('PENDING','RUNNING','APPROVAL','HELD','INTERRUPTED');`);
+      rebuild(db, 'run_step', `CREATE TABLE run_step_new (
+        run          TEXT    NOT NULL REFERENCES run (id),
+        seq          TEXT    NOT NULL,
+        name         TEXT    NOT NULL,
+        agent        TEXT    NOT NULL,
+        tool         TEXT    NOT NULL,
+        gate         INTEGER NOT NULL,
+        continuous   INTEGER NOT NULL,
+        status       TEXT    NOT NULL CHECK (status IN ('PENDING','RUNNING','SUCCEEDED','FAILED','APPROVAL','REJECTED','HELD','INTERRUPTED','SKIPPED','ABORTED')),
+        attempt      INTEGER NOT NULL DEFAULT 0,
+        started_at   INTEGER,
+        ended_at     INTEGER,
+        detail       TEXT    NOT NULL DEFAULT '',
+        PRIMARY KEY (run, seq)
+      ) WITHOUT ROWID`, '');
+      rebuild(db, 'run_approval', `CREATE TABLE run_approval_new (
+        id           TEXT PRIMARY KEY,
+        run          TEXT    NOT NULL REFERENCES run (id),
+        tenant       TEXT    NOT NULL,
+        kind         TEXT    NOT NULL CHECK (kind IN ('batch_release')),
+        status       TEXT    NOT NULL CHECK (status IN ('pending','approved','rejected','withdrawn')),
+        reviewer     TEXT    NOT NULL,             -- the named QA reviewer (the record's, or who it was reassigned to)
+        record       TEXT    NOT NULL,
+        record_hash  TEXT    NOT NULL,
+        requested_at INTEGER NOT NULL,
+        decided_at   INTEGER,
+        signature    TEXT
+      )`, 'CREATE INDEX run_approval_tenant ON run_approval (tenant, status);');
+    },
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */
@@ -467,12 +545,20 @@ export function runMigrations(db: Database, now: () => string, migrations: reado
     const apply = db.transaction(() => {
       if (typeof m.up === 'string') db.exec(m.up);
       else m.up(db);
+      if (m.rebuildsReferencedTable) {
+        const broken = db.pragma('foreign_key_check') as unknown[];
+        if (broken.length > 0) throw new Error(`${broken.length} rows no longer reference an existing row`);
+      }
       record.run(m.version, m.name, now());
     });
+    const fk = m.rebuildsReferencedTable ? (db.pragma('foreign_keys', { simple: true }) as number) : 0;
+    if (fk) db.pragma('foreign_keys = OFF');
     try {
       apply.immediate();
     } catch (err) {
       throw new LkError('LK_STORE_MIGRATION', `migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { version: m.version }, { cause: err });
+    } finally {
+      if (fk) db.pragma('foreign_keys = ON');
     }
   }
   return migrations.length;

@@ -91,7 +91,7 @@ export interface ApprovalRecord {
   readonly run: string;
   readonly tenant: string;
   readonly kind: 'batch_release';
-  readonly status: 'pending' | 'approved' | 'rejected';
+  readonly status: 'pending' | 'approved' | 'rejected' | 'withdrawn';
   readonly reviewer: string;
   readonly record: string;
   readonly recordHash: string;
@@ -139,6 +139,8 @@ export class RunStore {
       pendingApprovals: db.prepare("SELECT * FROM run_approval WHERE tenant = ? AND status = 'pending' ORDER BY requested_at"),
       // RETURNING: the run whose view the decision changes, in the same statement
       decideApproval: db.prepare("UPDATE run_approval SET status = ?, decided_at = ?, signature = ? WHERE id = ? AND status = 'pending' RETURNING run").pluck(),
+      withdrawApproval: db.prepare("UPDATE run_approval SET status = 'withdrawn', decided_at = ? WHERE run = ? AND status = 'pending' RETURNING id").pluck(),
+      reassignApproval: db.prepare("UPDATE run_approval SET reviewer = ? WHERE run = ? AND status = 'pending' RETURNING id").pluck(),
     };
   }
 
@@ -277,6 +279,20 @@ export class RunStore {
     if (run === undefined) return false;
     this.wrote(run);
     return true;
+  }
+
+  /** The run's pending approval gate can no longer be signed (the run was aborted). @returns its id, or null when none was pending. */
+  withdrawApproval(t: TxContext, run: string, at: number): string | null {
+    void t;
+    this.wrote(run);
+    return (this.st.withdrawApproval!.get(at, run) as string | undefined) ?? null;
+  }
+
+  /** The run's pending approval gate waits for `reviewer` now. @returns its id, or null when none was pending. */
+  reassignApproval(t: TxContext, run: string, reviewer: string): string | null {
+    void t;
+    this.wrote(run);
+    return (this.st.reassignApproval!.get(reviewer, run) as string | undefined) ?? null;
   }
 }
 

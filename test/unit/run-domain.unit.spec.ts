@@ -18,6 +18,8 @@ const RUN_ALLOWED: readonly (readonly [RunStatus, RunStatus])[] = [
   ['APPROVAL', 'RUNNING'], ['APPROVAL', 'REJECTED'], ['APPROVAL', 'HELD'], ['APPROVAL', 'INTERRUPTED'],
   ['HELD', 'RUNNING'], ['HELD', 'FAILED'],
   ['INTERRUPTED', 'RUNNING'], ['INTERRUPTED', 'FAILED'],
+  // a named person aborts a run from any state that is not final (signed)
+  ['PENDING', 'ABORTED'], ['RUNNING', 'ABORTED'], ['APPROVAL', 'ABORTED'], ['HELD', 'ABORTED'], ['INTERRUPTED', 'ABORTED'],
 ];
 
 const STEP_ALLOWED: readonly (readonly [StepStatus, StepStatus])[] = [
@@ -26,6 +28,8 @@ const STEP_ALLOWED: readonly (readonly [StepStatus, StepStatus])[] = [
   ['APPROVAL', 'SUCCEEDED'], ['APPROVAL', 'REJECTED'], ['APPROVAL', 'HELD'], ['APPROVAL', 'INTERRUPTED'],
   ['HELD', 'RUNNING'], ['HELD', 'FAILED'],
   ['INTERRUPTED', 'RUNNING'], ['INTERRUPTED', 'FAILED'],
+  // the step under way when its run is aborted (steps not started are SKIPPED)
+  ['RUNNING', 'ABORTED'], ['APPROVAL', 'ABORTED'], ['HELD', 'ABORTED'], ['INTERRUPTED', 'ABORTED'],
 ];
 
 function pairs<S extends string>(statuses: readonly S[]): [S, S][] {
@@ -58,11 +62,19 @@ describe('run transitions', () => {
   });
 
   it('a finished run never changes again; nothing goes back to PENDING; only a gate is rejected', () => {
-    expect([...TERMINAL_RUN].sort()).toEqual(['FAILED', 'REJECTED', 'SUCCEEDED']);
+    expect([...TERMINAL_RUN].sort()).toEqual(['ABORTED', 'FAILED', 'REJECTED', 'SUCCEEDED']);
     for (const s of TERMINAL_RUN) expect(RUN_TRANSITIONS[s]).toEqual([]);
     for (const s of RUN_STATUSES) expect(RUN_TRANSITIONS[s]).not.toContain('PENDING');
     expect(RUN_STATUSES.filter((s) => RUN_TRANSITIONS[s].includes('REJECTED'))).toEqual(['APPROVAL']);
     expect(RUN_STATUSES.filter((s) => RUN_TRANSITIONS[s].includes('SUCCEEDED'))).toEqual(['RUNNING']);
+  });
+
+  it('every state that is not final has a way out a person takes: abort; and a stopped run resumes', () => {
+    const open = RUN_STATUSES.filter((s) => !TERMINAL_RUN.has(s));
+    expect(open.sort()).toEqual(['APPROVAL', 'HELD', 'INTERRUPTED', 'PENDING', 'RUNNING']);
+    for (const s of open) expect(RUN_TRANSITIONS[s]).toContain('ABORTED');
+    expect(RUN_STATUSES.filter((s) => RUN_TRANSITIONS[s].includes('ABORTED')).sort()).toEqual(open.sort());
+    for (const s of ['HELD', 'INTERRUPTED'] as const) expect(RUN_TRANSITIONS[s]).toContain('RUNNING');
   });
 
   it('the tables are frozen', () => {
@@ -82,7 +94,9 @@ describe('step transitions', () => {
   it('the table says the same as the lifecycle; done, failed, rejected and skipped steps are final', () => {
     expect(Object.keys(STEP_TRANSITIONS).sort()).toEqual([...STEP_STATUSES].sort());
     expect(Object.entries(STEP_TRANSITIONS).flatMap(([f, ts]) => ts.map((t) => `${f}→${t}`)).sort()).toEqual([...allowed].sort());
-    for (const s of ['SUCCEEDED', 'FAILED', 'REJECTED', 'SKIPPED'] as const) expect(STEP_TRANSITIONS[s]).toEqual([]);
+    for (const s of ['SUCCEEDED', 'FAILED', 'REJECTED', 'SKIPPED', 'ABORTED'] as const) expect(STEP_TRANSITIONS[s]).toEqual([]);
+    // a step that has not started is never ABORTED (it is SKIPPED when its run is aborted)
+    expect(STEP_TRANSITIONS.PENDING).not.toContain('ABORTED');
     // a step runs again only from HELD or INTERRUPTED (a person resumed it), never from a finished state
     expect(STEP_STATUSES.filter((s) => STEP_TRANSITIONS[s].includes('RUNNING')).sort()).toEqual(['HELD', 'INTERRUPTED', 'PENDING']);
   });

@@ -77,6 +77,31 @@ describe('openStore', () => {
     expect(codeOf(() => openStore({ dataDir: d }))).toBe('LK_STORE_MIGRATION');
     expect(codeOf(() => openStore({ dataDir: d, migrations: [{ version: 2, name: 'gap', up: '' }] }))).toBe('LK_STORE_MIGRATION');
   });
+
+  it('migration 10 keeps the runs, steps and approvals of a version-9 database, admits ABORTED and withdrawn, and keeps the foreign keys', () => {
+    const d = dir();
+    const v9 = MIGRATIONS.filter((m) => m.version <= 9);
+    const old = openStore({ dataDir: d, migrations: v9 });
+    old.db.exec(`INSERT INTO run (id, tenant, batch, line, product, tooling, status, goal, request, limits, autonomy, record, record_sha, seed, started_by, created_at, updated_at)
+      VALUES ('run_0123456789', 'acme-pharma', 'B-1', 'line-3', 'p', 't', 'HELD', 'g', '{}', '{}', 'L3', '{}', 'x', 1, 'o.operator', 1, 1);
+      INSERT INTO run_step (run, seq, name, agent, tool, gate, continuous, status) VALUES ('run_0123456789', '05', 'compress.press', 'a', 't', 0, 0, 'HELD');
+      INSERT INTO run_approval (id, run, tenant, kind, status, reviewer, record, record_hash, requested_at) VALUES ('apr_1', 'run_0123456789', 'acme-pharma', 'batch_release', 'pending', 'm.rossi', '{}', 'h', 1);`);
+    expect(() => old.db.exec("UPDATE run SET status = 'ABORTED'")).toThrow(/CHECK/);
+    old.close();
+    const s = openStore({ dataDir: d });
+    expect(s.schemaVersion).toBe(MIGRATIONS.length);
+    expect(s.db.prepare('SELECT status FROM run').pluck().all()).toEqual(['HELD']);
+    expect(s.db.prepare('SELECT status FROM run_step').pluck().all()).toEqual(['HELD']);
+    s.db.exec("UPDATE run SET status = 'ABORTED'; UPDATE run_step SET status = 'ABORTED'; UPDATE run_approval SET status = 'withdrawn'");
+    expect(() => s.db.exec("UPDATE run SET status = 'DONE'")).toThrow(/CHECK/);
+    expect(() => s.db.exec("INSERT INTO run_step (run, seq, name, agent, tool, gate, continuous, status) VALUES ('run_nobody', '01', 'n', 'a', 't', 0, 0, 'PENDING')")).toThrow(/FOREIGN KEY/);
+    expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
+    // the line lock is back: a second active run on the line is refused
+    s.db.exec("UPDATE run SET status = 'RUNNING'");
+    expect(() => s.db.exec(`INSERT INTO run (id, tenant, batch, line, product, tooling, status, goal, request, limits, autonomy, record, record_sha, seed, started_by, created_at, updated_at)
+      VALUES ('run_9999999999', 'acme-pharma', 'B-2', 'line-3', 'p', 't', 'PENDING', 'g', '{}', '{}', 'L3', '{}', 'x', 1, 'o.operator', 2, 2)`)).toThrow(/UNIQUE/);
+    s.close();
+  });
 });
 
 describe('store.tx', () => {

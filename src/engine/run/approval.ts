@@ -58,12 +58,18 @@ export function canonical(v: unknown): string {
   return s;
 }
 
-export function signRecord(key: SiteKey, rec: SignedRecord): Signature {
+/** A person's signed act on a run (lifecycle.ts): the same record, with the act as its decision. */
+export type ActSignedRecord = Omit<SignedRecord, 'decision' | 'reviewed'> & { readonly decision: 'abort' | 'reassign' };
+export type ActSignature = ActSignedRecord & Pick<Signature, 'signature' | 'keyId'>;
+
+export function signRecord(key: SiteKey, rec: SignedRecord): Signature;
+export function signRecord(key: SiteKey, rec: ActSignedRecord): ActSignature;
+export function signRecord(key: SiteKey, rec: SignedRecord | ActSignedRecord): Signature | ActSignature {
   return { ...rec, signature: signBytes(key, canonical(rec)), keyId: key.keyId };
 }
 
 /** True when `sig` is a valid signature of its record by `key`. */
-export function verifySignature(key: PublicSiteKey, sig: Signature): boolean {
+export function verifySignature(key: PublicSiteKey, sig: Signature | ActSignature): boolean {
   const { signature, keyId, ...rec } = sig;
   if (keyId !== key.keyId) return false;
   return verifyBytes(key, canonical(rec), signature);

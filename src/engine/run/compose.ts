@@ -19,6 +19,7 @@ import { lineReader, plcPhaseObserver, simulatorOperator } from './line.js';
 import { registryModels } from './models.js';
 import { STEPS } from './steps/index.js';
 import type { ParsedRequest } from './types.js';
+import type { PeopleLookup } from './lifecycle.js';
 
 export interface ComposeOptions {
   readonly store: Store;
@@ -36,6 +37,8 @@ export interface ComposeOptions {
   /** The embedded simulator's phase start (the daemon plays the HMI operator); absent on a real line. */
   readonly startPhase?: (phase: string) => void;
   readonly pollMs?: number;
+  /** The site's people, when linekeeper holds them (its local identities): checked at batch-record intake. */
+  readonly people?: PeopleLookup;
 }
 
 export function createRunEngine(o: ComposeOptions): RunEngine {
@@ -66,5 +69,6 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     effectiveLimits,
     steps: STEPS,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
+    ...(o.people ? { people: o.people } : {}),
   });
 }

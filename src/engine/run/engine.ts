@@ -18,7 +18,11 @@ import { RunStore, type ApprovalRecord, type RunRecord, type StepRecord, type To
 import type { TxContext } from '../../store/store.js';
 import type { BatchContext } from '../guarded-writer.js';
 import { json } from '../json.js';
-import { canonical, sha256Hex, signRecord, type Signature, type Signer } from './approval.js';
+import { canonical, sha256Hex, signRecord, type ActSignature, type Signature, type Signer } from './approval.js';
+import { checkNamedPeople, personProblem, qaReviewerOf, qaRoles, reassignRoles, reasonOf, signAct, steeringRoles } from './lifecycle.js';
+import { writeNotARelease } from './steps/release.js';
+import type { ReleaseAbort } from '../release-types.js';
+import type { RevertOutcome } from '../lkg-revert.js';
 import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
@@ -30,7 +34,15 @@ export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';
 
 /** Batch state the policy sees for each run status (bundle `batch_states.writable` allows setup and running). */
-const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUNNING: 'running', APPROVAL: 'hold', HELD: 'hold', INTERRUPTED: 'hold', SUCCEEDED: 'complete', FAILED: 'failed', REJECTED: 'rejected' };
+const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUNNING: 'running', APPROVAL: 'hold', HELD: 'hold', INTERRUPTED: 'hold', SUCCEEDED: 'complete', FAILED: 'failed', REJECTED: 'rejected', ABORTED: 'aborted' };
+
+/** The reason an execution loop is stopped by an abort (not a stop of the daemon): the abort closes the step itself. */
+class RunAbortStop {
+  constructor(readonly by: string) {}
+  toString(): string {
+    return `the run is being aborted by ${this.by}`;
+  }
+}
 
 export class RunEngine {
   readonly runs: RunStore;
@@ -152,6 +164,8 @@ export class RunEngine {
     if (req.line !== site.line.id) throw new LkError('LK_NOT_FOUND', `line ${req.line} is not supervised here (this node supervises ${site.line.id})`, { line: req.line });
     const record = this.o.mes.read(input.tenant, req.batch);
     this.o.checkRecord(record, site);
+    // the people the record names must be able to sign: a QA reviewer nobody can be blocks the line at its gate
+    if (this.o.people) checkNamedPeople(record as Record<string, unknown>, input.tenant, this.o.people, this.o.policy());
     const busy = this.runs.activeOnLine(req.line);
     if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
     const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
@@ -280,21 +294,196 @@ export class RunEngine {
   }
 
   /**
-   * A named person resumes a HELD or INTERRUPTED run: the step that stopped runs again from its start.
-   * @throws LkError LK_NOT_FOUND, LK_RUN_STATE.
+   * A named person resumes a HELD or INTERRUPTED run: the step that stopped runs again from its start (a new
+   * attempt, fresh readings and fresh policy decisions; no write is replayed). Audited with the person and the
+   * reason, in the genealogy, and listed for QA as a minor MANUAL_ACTION exception (a person's intervention in
+   * the batch is part of what the reviewer sees at the gate). `by` as a bare id is the engine's own callers
+   * (no role to check); a signer's role must be a reviewer or QA role of the bundle.
+   * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (not HELD or INTERRUPTED), LK_APPROVAL_FORBIDDEN (a role that
+   *   may not resume), LK_VALIDATION (no reason). Nothing is written then.
    */
-  resume(tenant: string, id: string, by: string, reason: string): RunView {
+  resume(tenant: string, id: string, by: string | Signer, reason: string): RunView {
     const run = this.runs.run(tenant, id);
-    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`);
-    if (run.status !== 'HELD' && run.status !== 'INTERRUPTED') throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status}; only a HELD or INTERRUPTED run resumes`, { status: run.status });
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
+    if (run.status !== 'HELD' && run.status !== 'INTERRUPTED') throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status}; only a HELD or INTERRUPTED run resumes`, { status: run.status, run: id });
+    const person = typeof by === 'string' ? null : by;
+    const user = person?.user ?? (by as string);
+    if (person) {
+      const roles = steeringRoles(this.o.policy());
+      if (!roles.includes(person.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is resumed by a process engineer or QA reviewer (${roles.join(', ')}), not a ${person.role}`, { role: person.role });
+    }
+    const why = reasonOf(reason);
+    if (this.lifecycleBusy.has(id)) throw new LkError('LK_RUN_STATE', `run ${id} is being aborted`, { run: id });
     const step = this.runs.steps(id).find((s) => s.status === 'HELD' || s.status === 'INTERRUPTED');
+    const at = this.o.clock.now();
     this.o.store.tx((t) => {
-      this.setRun(t, run, 'RUNNING', null, by, reason);
-      if (step) this.setStep(t, run, step, 'RUNNING', by, `resumed by ${by}: ${reason}`, { attempt: step.attempt + 1, startedAt: this.o.clock.now(), endedAt: null });
+      this.setRun(t, run, 'RUNNING', null, user, why);
+      if (step) this.setStep(t, run, step, 'RUNNING', user, `resumed by ${user}: ${why}`, { attempt: step.attempt + 1, startedAt: at, endedAt: null });
+      t.audit.append(this.entry(run, user, 'run.resume', { args: json({ from: run.status, step: step ? `${step.seq} ${step.name}` : null, attempt: step ? step.attempt + 1 : null, role: person?.role ?? null }), reason: why }));
+      this.runs.appendEvent(t, { run: id, at, kind: 'step', step: step?.name ?? null, agent: user, tag: null, summary: `${run.status} run resumed by ${person ? `${person.name} (${user}, ${person.role})` : user}${step ? `: step ${step.seq} ${step.name} runs again as attempt ${step.attempt + 1}` : ''}: ${why}`, data: json({ from: run.status, user, reason: why }) });
     });
-    this.presence(by);
+    const n = this.exceptions.ofRun(id).filter((e) => e.key.startsWith('MANUAL_ACTION:resume:')).length;
+    this.raiseException(this.runs.runById(id)!, {
+      kind: 'MANUAL_ACTION', key: `MANUAL_ACTION:resume:${n + 1}`, step: step ? { seq: step.seq, name: step.name } : null, by: user,
+      title: `run resumed from ${run.status} by ${user}${step ? ` (step ${step.seq} ${step.name}, attempt ${step.attempt + 1})` : ''}: ${why}`,
+      evidence: { from: run.status, user, role: person?.role ?? null, reason: why, step: step ? `${step.seq} ${step.name}` : null, attempt: step ? step.attempt + 1 : null },
+    });
+    this.presence(user);
     this.launch(id);
     return this.get(tenant, id);
+  }
+
+  /** A run that went HELD is an exception of the batch (RUN_HELD, one per step attempt): QA sees why it stopped. */
+  private raiseHeld(run: RunRecord, step: StepRecord, why: string): void {
+    if (run.status !== 'HELD') return;
+    const s = this.runs.steps(run.id).find((x) => x.seq === step.seq) ?? step;
+    this.raiseException(run, {
+      kind: 'RUN_HELD', key: `RUN_HELD:${s.seq}:${s.attempt}`, step: { seq: s.seq, name: s.name }, by: 'system',
+      title: `run held in ${s.seq} ${s.name} (attempt ${s.attempt}): ${why}`, evidence: { step: `${s.seq} ${s.name}`, attempt: s.attempt, reason: why },
+    });
+  }
+
+  /** Runs an abort is working on (a resume, a reassignment or a second abort waits for it to end). */
+  private readonly lifecycleBusy = new Set<string>();
+
+  /**
+   * A named person aborts a run that is not final (PENDING, RUNNING, APPROVAL, HELD, INTERRUPTED), after the
+   * surface re-authenticated them: a Part 11 signature over the act. The step under way is stopped, every PLC of
+   * the line is commanded to its last known-good recipe through the guarded writer (the outcome per PLC is what
+   * its read-back says), a pending approval gate is withdrawn (no longer signable), the step under way ends
+   * ABORTED and the steps not started SKIPPED, the run ABORTED (its line free), and a package that says "not a
+   * release" is written with the genealogy.
+   * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (final already, or being aborted), LK_APPROVAL_FORBIDDEN (not a
+   *   reviewer or QA role), LK_VALIDATION (no reason). Nothing is written then.
+   */
+  async abort(tenant: string, id: string, a: { signer: Signer; reason: string }): Promise<{ run: RunView; reverted: RevertOutcome[]; signature: ActSignature; approvalWithdrawn: string | null }> {
+    const run = this.runs.run(tenant, id);
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
+    if (TERMINAL_RUN.has(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status} already; only a run that is not final is aborted`, { status: run.status, run: id });
+    const roles = steeringRoles(this.o.policy());
+    if (!roles.includes(a.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is aborted by a process engineer or QA reviewer (${roles.join(', ')}), not a ${a.signer.role}`, { role: a.signer.role });
+    const why = reasonOf(a.reason);
+    if (this.lifecycleBusy.has(id)) throw new LkError('LK_RUN_STATE', `run ${id} is being aborted already`, { run: id });
+    this.lifecycleBusy.add(id);
+    try {
+      // stop the execution first: nothing of the run moves the equipment once the revert starts
+      const e = this.executing.get(id);
+      if (e) {
+        e.abort.abort(new RunAbortStop(a.signer.user));
+        await e.done;
+      }
+      const from = this.runs.runById(id)!;
+      if (TERMINAL_RUN.has(from.status)) throw new LkError('LK_RUN_STATE', `run ${id} ended ${from.status} meanwhile`, { status: from.status, run: id });
+      const steps = this.runs.steps(id);
+      const current = steps.find((s) => s.status === 'RUNNING' || s.status === 'APPROVAL' || s.status === 'HELD' || s.status === 'INTERRUPTED');
+      const equipment = this.o.site.equipment.filter((q) => q.tags.some((t) => t.name === 'SupervisorState')).map((q) => q.id);
+      const reverted = await this.o.writer.revertToLkg(equipment, { tenant, run: id, batch: from.batch, reason: `run aborted by ${a.signer.user}: ${why}`, actor: a.signer.user });
+      const at = this.o.clock.now();
+      const meaning = `abort of run ${id} (batch ${from.batch}): not a release; ${why}`;
+      const { record, signature } = signAct(this.o.store.audit.siteKey(), from, 'abort', a.signer, meaning, at, { reason: why, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted) });
+      let withdrawn: string | null = null;
+      this.o.store.tx((t) => {
+        withdrawn = this.runs.withdrawApproval(t, id, at);
+        if (withdrawn) this.toolLine(t, from, current?.name ?? 'approval.batch_release', 'agent.orchestrator', 'approval.request', { summary: `withdrawn: run aborted by ${a.signer.name} (${a.signer.user}); approval ${withdrawn} can no longer be signed`, result: { approval: withdrawn, withdrawn: true, by: a.signer.user } });
+        if (current) this.setStep(t, from, current, 'ABORTED', a.signer.user, `aborted by ${a.signer.user}: ${why}`, { endedAt: at });
+        // step 10 is closed once the "not a release" package is written (writeAbortPackage)
+        for (const s of steps) if (s.status === 'PENDING' && s.name !== 'release.genealogy') this.setStep(t, from, s, 'SKIPPED', a.signer.user, `not run: the run was aborted by ${a.signer.user}`);
+        this.setRun(t, from, 'ABORTED', `aborted by ${a.signer.user}: ${why}`, a.signer.user, why);
+        t.audit.append({
+          ...this.entry(from, a.signer.user, 'run.abort', { kind: 'approval', args: json({ from: from.status, step: current ? `${current.seq} ${current.name}` : null, approvalWithdrawn: withdrawn, keyId: signature.keyId }), result: json(record), reason: why }),
+          subject: { run: id, batch: from.batch, reviewer: a.signer.user, tool: 'run.abort' },
+          signature: { user: a.signer.user, name: a.signer.name, meaning: `abort: ${meaning}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+        });
+        this.runs.appendEvent(t, {
+          run: id, at, kind: 'approval', step: current?.name ?? null, agent: a.signer.user, tag: null,
+          summary: `run aborted from ${from.status} by ${a.signer.name} (${a.signer.user}, ${a.signer.role}), signed: ${why}; PLCs on their last known-good recipe (read back): ${revertSummary(reverted).filter((r) => r.ok).length}/${reverted.length}${withdrawn ? `; approval ${withdrawn} withdrawn` : ''}`,
+          data: json({ from: from.status, user: a.signer.user, reason: why, reverted: revertSummary(reverted), approvalWithdrawn: withdrawn, recordHash: signature.recordHash }),
+        });
+      });
+      await this.writeAbortPackage(id, { user: a.signer.user, name: a.signer.name, role: a.signer.role, at: new Date(at).toISOString(), reason: why, from: from.status, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted), recordHash: signature.recordHash, signature: signature.signature, keyId: signature.keyId });
+      return { run: this.get(tenant, id), reverted, signature, approvalWithdrawn: withdrawn };
+    } finally {
+      this.lifecycleBusy.delete(id);
+    }
+  }
+
+  /** The "not a release" package of an aborted run (release.genealogy's generator, with the abort), step 10 then SKIPPED. */
+  private async writeAbortPackage(id: string, abort: ReleaseAbort): Promise<void> {
+    const run = this.runs.runById(id)!;
+    const step = this.runs.steps(id).find((s) => s.name === 'release.genealogy')!;
+    const plan = composePlan().find((p) => p.name === 'release.genealogy')!;
+    const ctx = new StepContext(this.host, run, plan, new AbortController().signal, run.data);
+    let detail: string;
+    let data: Record<string, unknown> = {};
+    try {
+      const r = await writeNotARelease(ctx, this, abort);
+      detail = `not a release: ${r.detail}`;
+      data = r.data ?? {};
+    } catch (err) {
+      // the abort stands (signed, audited, the line reverted); the package's failure is on the record too
+      this.o.log.error({ err, run: id }, 'the package of an aborted run could not be written');
+      detail = `not a release; the package could not be written: ${LkError.is(err) ? `${err.code}: ${err.message}` : String(err)}`;
+    }
+    this.o.store.tx((t) => {
+      const cur = this.runs.runById(id)!;
+      if (Object.keys(data).length > 0) this.runs.setData(t, id, { ...cur.data, ...data }, this.o.clock.now());
+      const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
+      if (s.status === 'PENDING') this.setStep(t, cur, s, 'SKIPPED', 'system', detail);
+      else t.audit.append(this.entry(cur, 'system', 'release.not_a_release', { reason: detail }));
+    });
+  }
+
+  /** Inside `t`: one line of a run's tool-call log with its audit entry (a person's act closing an open call). */
+  private toolLine(t: TxContext, run: RunRecord, step: string, agent: string, tool: string, v: { summary: string; result: unknown }): void {
+    const e = t.audit.append({ tenant: run.tenant, actor: agent, kind: 'tool_result', action: tool, subject: { run: run.id, batch: run.batch, agent, tool }, result: json({ ok: false, summary: v.summary, detail: v.result }) });
+    const rec: Omit<ToolCallRecord, 'id'> = { run: run.id, at: this.o.clock.now(), kind: 'error', step, agent, tool, args: undefined, summary: v.summary, result: json(v.result), auditSeq: e.seq };
+    const row = { ...rec, id: this.runs.appendToolCall(t, rec) } as ToolCallRecord;
+    this.o.store.afterCommit(() => this.host.notify(row));
+  }
+
+  /**
+   * A named person (a role of the bundle's `approvers.reassign`, re-authenticated by the surface) reassigns the
+   * QA reviewer of a run that is not final: the new reviewer must be an active user holding a QA role for the
+   * tenant. A pending approval gate waits for the new reviewer from then on. Signed and audited with the old and
+   * the new reviewer; the batch record as ingested (and its hash) is not changed: the reassignment is the run's.
+   * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (final, or being aborted), LK_APPROVAL_FORBIDDEN (a role that may
+   *   not reassign), LK_REVIEWER_INVALID (the new reviewer is not an active QA user of the tenant, is the
+   *   current one, or started the run), LK_VALIDATION (no reason). Nothing is written then.
+   */
+  reassign(tenant: string, id: string, a: { signer: Signer; to: string; reason: string }): { run: RunView; from: string | null; to: string; signature: ActSignature; approval: string | null } {
+    const run = this.runs.run(tenant, id);
+    if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
+    if (TERMINAL_RUN.has(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status}; the reviewer of a final run is not reassigned`, { status: run.status, run: id });
+    if (this.lifecycleBusy.has(id)) throw new LkError('LK_RUN_STATE', `run ${id} is being aborted`, { run: id });
+    const bundle = this.o.policy();
+    const roles = reassignRoles(bundle);
+    if (!roles.includes(a.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `the QA reviewer of a run is reassigned by ${roles.join(', ')}, not a ${a.signer.role}`, { role: a.signer.role });
+    const why = reasonOf(a.reason);
+    const from = qaReviewerOf(run);
+    if (a.to === from) throw new LkError('LK_REVIEWER_INVALID', `${a.to} is the QA reviewer of run ${id} already`, { field: 'to', user: a.to });
+    if (a.to === run.startedBy) throw new LkError('LK_REVIEWER_INVALID', `${a.to} started run ${id} and cannot also release it`, { field: 'to', user: a.to });
+    const problem = this.o.people ? personProblem(this.o.people, a.to, tenant, qaRoles(bundle), 'QA reviewer') : 'this site has no directory of its people to check a reviewer against';
+    if (problem) throw new LkError('LK_REVIEWER_INVALID', `${a.to} cannot review run ${id}: ${problem}`, { field: 'to', user: a.to });
+    const at = this.o.clock.now();
+    const meaning = `QA reviewer of run ${id} (batch ${run.batch}) reassigned from ${from ?? 'nobody'} to ${a.to}: ${why}`;
+    const { record, signature } = signAct(this.o.store.audit.siteKey(), run, 'reassign', a.signer, meaning, at, { reviewer: { old: from, new: a.to }, reason: why });
+    let approval: string | null = null;
+    this.o.store.tx((t) => {
+      const cur = this.runs.runById(id)!;
+      this.runs.setData(t, id, { ...cur.data, qaReviewer: a.to }, at);
+      approval = this.runs.reassignApproval(t, id, a.to);
+      t.audit.append({
+        ...this.entry(run, a.signer.user, 'run.reassign', { kind: 'approval', old: from, new: a.to, args: json({ approval, keyId: signature.keyId }), result: json(record), reason: why }),
+        subject: { run: id, batch: run.batch, reviewer: a.to, tool: 'run.reassign' },
+        signature: { user: a.signer.user, name: a.signer.name, meaning: `reassign: ${meaning}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+      });
+      this.runs.appendEvent(t, { run: id, at, kind: 'approval', step: null, agent: a.signer.user, tag: null, summary: `QA reviewer reassigned from ${from ?? 'nobody'} to ${a.to} by ${a.signer.name} (${a.signer.user}, ${a.signer.role}), signed: ${why}`, data: json({ old: from, new: a.to, approval, recordHash: signature.recordHash }) });
+    });
+    this.o.store.afterCommit(() => {
+      const v = this.runs.runById(id);
+      if (v) for (const l of this.changeListeners) l(this.view(v));
+    });
+    return { run: this.get(tenant, id), from, to: a.to, signature, approval };
   }
 
   /**
@@ -397,6 +586,8 @@ export class RunEngine {
           await this.failSafe(id, step, lost);
           return;
         }
+        // an abort closes the step and the run itself (abort below), with the person and the signature
+        if (signal.reason instanceof RunAbortStop) return;
         if (err instanceof StepAborted || signal.aborted) {
           const why = `linekeeper stopped during step ${step.seq} ${step.name}: ${String(signal.reason ?? (err as Error).message)}`;
           this.o.store.tx((t) => {
@@ -423,6 +614,7 @@ export class RunEngine {
         else if (result.status === 'REJECTED') this.setRun(t, cur, 'REJECTED', result.detail, 'system', result.detail);
       });
       run = this.runs.runById(id)!;
+      if (result.status === 'HELD') this.raiseHeld(run, step, result.detail);
       if (result.status === 'REJECTED' && result.after) await result.after();
     }
   }
@@ -497,6 +689,7 @@ export class RunEngine {
       if (run.status === 'RUNNING') this.setRun(t, run, 'HELD', reason, 'system', reason);
     });
     this.lost.delete(id);
+    this.raiseHeld(this.runs.runById(id)!, step, reason);
   }
 
   /** Inside `t`: a run status change with its audit entry (transition checked). */
@@ -556,7 +749,7 @@ export class RunEngine {
       exceptions: markerOf(exceptions),
       approvalGate: gate
         ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: new Date(gate.requestedAt).toISOString(), signature: gate.signature }
-        : { id: null, step: '09', status: 'not_reached', reviewer: typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : null, recordHash: null, requestedAt: null, signature: null },
+        : { id: null, step: '09', status: 'not_reached', reviewer: qaReviewerOf(run), recordHash: null, requestedAt: null, signature: null },
       genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
       release: (run.data['release'] as RunView['release']) ?? null,
     };
@@ -567,6 +760,20 @@ export class RunEngine {
   get options(): RunEngineOptions {
     return this.o;
   }
+}
+
+/**
+ * What the read-back of each PLC's revert said, for the signed record and the package: `ok` only when the
+ * equipment reads back LOST on its last known-good recipe (`verified`), never for a command merely sent.
+ */
+function revertSummary(reverted: readonly RevertOutcome[]): ReleaseAbort['reverted'] {
+  return reverted.map((r) => {
+    if (!r.ok) return { equipment: r.equipment, ok: false, error: `${r.error.code}: ${r.error.message}` };
+    const x = r.result;
+    return x.verified
+      ? { equipment: r.equipment, ok: true, state: `${x.state} on recipe ${String(x.activeRecipe)}` }
+      : { equipment: r.equipment, ok: false, state: String(x.state), error: `read back ${x.state} on recipe ${String(x.activeRecipe)}, last known-good is ${String(x.lkgRecipe)}: not verified` };
+  });
 }
 
 /** A person's id as an audit actor; the engine's own changes are `system`. */

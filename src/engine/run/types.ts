@@ -12,6 +12,7 @@ import type { VisionArtefact } from '../../twin/vision/classifier.js';
 import type { GuardedWriter } from '../guarded-writer.js';
 import type { RunEngine } from './engine.js';
 import type { StepContext } from './step-context.js';
+import type { PeopleLookup } from './lifecycle.js';
 
 /** The parsed run request (src/domain/run-request.ts). */
 export interface ParsedRequest {
@@ -88,6 +89,12 @@ export interface RunEngineOptions {
   readonly modelWatchMs?: number;
   /** Run views kept between state changes (least recently read dropped first; default 256, 0 keeps none). */
   readonly viewCacheSize?: number;
+  /**
+   * The site's people (its local identities): the people a batch record names are checked at intake, and a
+   * reassigned QA reviewer. Absent (an engine without a directory of people, e.g. a daemon without its API),
+   * intake does not check them, and a reviewer cannot be reassigned.
+   */
+  readonly people?: PeopleLookup;
 }
 
 export interface StartRunInput {

@@ -12,13 +12,15 @@ import { canonical, sha256Hex, type Signature } from '../approval.js';
 import type { StepHandler } from '../types.js';
 import { bundleOf } from './common.js';
 import { evaluateRun } from '../quality.js';
+import { qaReviewerOf } from '../lifecycle.js';
 
 export const gate: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
   const tool = 'approval.request';
   let a = engine.runs.approvalOfRun(run.id);
   if (!a) {
-    const reviewer = typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : '';
+    // the record's QA reviewer, or the one a signed reassignment named since the run started
+    const reviewer = qaReviewerOf(engine.runs.runById(run.id) ?? run) ?? '';
     if (!reviewer) return { status: 'HELD', detail: 'The batch record names no QA reviewer: release cannot be requested; the run is held for a person.' };
     const bundle = bundleOf(engine);
     const release = evaluate({ kind: 'release', agent: 'agent.orchestrator', setpoint: '', value: 0, product: run.product, tooling: run.tooling }, bundle, { now: ctx.now, batchState: 'running', reviewer });

@@ -7,18 +7,28 @@
  */
 import { join } from 'node:path';
 import { writeReleasePackage } from '../../release-package.js';
-import type { GenealogyEvent, LosingRequest, ReleaseInput, SignatureManifest } from '../../release-types.js';
+import type { GenealogyEvent, LosingRequest, ReleaseAbort, ReleaseInput, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
 import type { Signature } from '../approval.js';
 import type { RunEngine } from '../engine.js';
 import type { StepContext } from '../step-context.js';
-import type { StepHandler } from '../types.js';
+import type { StepHandler, StepResult } from '../types.js';
 import { releaseQuality } from '../quality.js';
 
-export const release: StepHandler = async (ctx, engine) => {
+export const release: StepHandler = async (ctx, engine) => writePackage(ctx, engine);
+
+/**
+ * The package of an ABORTED run, by the same generator: its input carries the abort, so release.json opens with
+ * `aborted` and page 1 of release.pdf says "ABORTED — NOT A RELEASE".
+ */
+export function writeNotARelease(ctx: StepContext, engine: RunEngine, abort: ReleaseAbort): Promise<StepResult> {
+  return writePackage(ctx, engine, abort);
+}
+
+async function writePackage(ctx: StepContext, engine: RunEngine, abort?: ReleaseAbort): Promise<StepResult> {
   const { run } = ctx;
   const dir = join(engine.options.dataDir, 'releases', run.tenant, run.id);
-  const input = releaseInput(ctx, engine);
+  const input = { ...releaseInput(ctx, engine), ...(abort ? { abort } : {}) };
   const pkg = await ctx.tool(
     'audit.write_release_package',
     { run: run.id, batch: run.batch, events: input.genealogy.length, signatures: input.signatures.length },
@@ -31,10 +41,10 @@ export const release: StepHandler = async (ctx, engine) => {
   const rejected = input.signatures.some((s) => s.decision === 'reject');
   return {
     status: 'SUCCEEDED',
-    detail: `Genealogy of ${input.genealogy.length} time-aligned events and the ${rejected ? 'rejection record (not a release)' : 'release package'} written: release.json, release.pdf and the audit bundle up to entry #${pkg.auditHead.seq}, which verifies offline with tools/verify-audit-bundle.mjs.`,
+    detail: `Genealogy of ${input.genealogy.length} time-aligned events and the ${abort ? 'record of the aborted batch (not a release)' : rejected ? 'rejection record (not a release)' : 'release package'} written: release.json, release.pdf and the audit bundle up to entry #${pkg.auditHead.seq}, which verifies offline with tools/verify-audit-bundle.mjs.`,
     data: { release: { json: pkg.jsonFile, pdf: pkg.pdfFile, bundle: pkg.bundleFile, sha256: pkg.sha256 } },
   };
-};
+}
 
 /** Everything the package seals, from the run's store rows. */
 export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput {
@@ -58,6 +68,7 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
   const qc = engine.options.lims?.results(run.tenant, run.batch) ?? [];
   const view = engine.view(run);
   const rejected = a?.status === 'rejected';
+  const aborted = run.status === 'ABORTED' || engine.runs.runById(run.id)?.status === 'ABORTED';
   // The package is written while this step runs, but is read after it ended: print this step with the
   // status it has once the package exists (SUCCEEDED; SKIPPED after a rejection, as gate.ts's `after` sets it).
   const self = (s: (typeof view.steps)[number]): boolean => s.name === ctx.step.name;
@@ -65,12 +76,12 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
   return {
     tenant: run.tenant,
     site: engine.options.site.site.id,
-    run: { id: run.id, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, goal: run.goal, startedAt: run.createdAt, endedAt: ctx.now, status: rejected ? 'REJECTED' : 'RELEASED' },
+    run: { id: run.id, batch: run.batch, line: run.line, product: run.product, tooling: run.tooling, goal: run.goal, startedAt: run.createdAt, endedAt: ctx.now, status: aborted ? 'ABORTED' : rejected ? 'REJECTED' : 'RELEASED' },
     batchRecord: run.record,
     batchRecordSha256: run.recordSha,
     steps: view.steps.map((s) => ({
       seq: s.seq, name: s.name, agent: s.agent, tool: s.tool, duration: s.duration,
-      ...(self(s) ? { status: rejected ? 'SKIPPED' : 'SUCCEEDED', detail: 'this package' } : { status: s.status, detail: s.detail || '-' }),
+      ...(self(s) ? { status: rejected || aborted ? 'SKIPPED' : 'SUCCEEDED', detail: aborted ? 'this package (not a release)' : 'this package' } : { status: s.status, detail: s.detail || '-' }),
     })),
     evidence: {
       nir: ev.nir ?? [],
