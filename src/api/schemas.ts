@@ -248,3 +248,25 @@ export const CloseExceptionBody = z.strictObject({
   password: text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): closing a critical or major exception is a signature'),
 });
 export const CloseExceptionView = z.object({ exception: ExceptionView, signature: z.record(z.string(), z.unknown()).nullable() });
+
+/** The ways out of the states a run stops in (routes-lifecycle.ts): resume, abort, reassign. */
+const lifecycleReason = text(3, 1000).describe('why, in words (audited; printed in the genealogy and the package)');
+const signingPassword = text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): this act is a signature; not sent by an SSO user');
+export const ResumeBody = z.strictObject({ reason: lifecycleReason });
+export const AbortBody = z.strictObject({ reason: lifecycleReason, password: signingPassword });
+export const ReassignBody = z.strictObject({
+  to: z.string().regex(/^(?!agent\.)(?!system$)[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a person\'s user id (e.g. m.rossi)').describe('the new QA reviewer: an active user holding a QA role for the tenant'),
+  reason: lifecycleReason, password: signingPassword,
+});
+/** The Part 11 signature of an abort or a reassignment (src/engine/run/lifecycle.ts). */
+export const ActSignatureView = z.object({
+  format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
+  decision: z.enum(['abort', 'reassign']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+});
+export const AbortView = z.object({
+  run: RunView,
+  reverted: z.array(z.object({ equipment: z.string(), ok: z.boolean().describe('true only when the read-back shows the PLC LOST on its last known-good recipe'), state: z.string().optional(), error: z.string().optional() })),
+  approvalWithdrawn: z.string().nullable().describe('the approval gate withdrawn (no longer signable), if one was pending'),
+  signature: ActSignatureView,
+});
+export const ReassignView = z.object({ run: RunView, from: z.string().nullable(), to: z.string(), approval: z.string().nullable().describe('the pending approval gate that now waits for the new reviewer'), signature: ActSignatureView });

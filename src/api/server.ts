@@ -19,6 +19,7 @@ import { registerConsole } from './console.js';
 import { registerReviewRoutes } from './routes-review.js';
 import { registerExceptionRoutes } from './routes-exceptions.js';
 import { registerRunRoutes } from './routes-runs.js';
+import { registerLifecycleRoutes } from './routes-lifecycle.js';
 import { registerSiteRoutes } from './routes-site.js';
 import { registerMetricsRoute } from './routes-metrics.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -117,6 +118,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
 
   registerRunRoutes(app, ctx);
   registerExceptionRoutes(app, ctx);
+  registerLifecycleRoutes(app, ctx);
   registerSiteRoutes(app, ctx);
   if (o.metrics) {
     registerMetricsRoute(app, o.metrics.metrics, { tokenFile: o.metrics.tokenFile });

@@ -1,5 +1,5 @@
 /**
- * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts,
+ * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts, routes-lifecycle.ts,
  * routes-site.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
@@ -34,6 +34,10 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   // routes-exceptions.ts: review by exception
   [`GET ${T}/runs/{id}/exceptions`]: READERS,
   [`POST ${T}/exceptions/{id}/close`]: ['process_engineer', 'qa_reviewer'],
+  // routes-lifecycle.ts: the ways out of the states a run stops in
+  [`POST ${T}/runs/{id}/resume`]: ['process_engineer', 'qa_reviewer'],
+  [`POST ${T}/runs/{id}/abort`]: ['process_engineer', 'qa_reviewer'],
+  [`POST ${T}/runs/{id}/reassign`]: ['qa_reviewer', 'admin'],
   [`GET ${T}/approvals`]: ['process_engineer', 'qa_reviewer', 'auditor'],
   [`POST ${T}/approvals/{id}`]: ['process_engineer', 'qa_reviewer'],
   [`GET ${T}/models`]: READERS,

@@ -356,7 +356,7 @@ export class RunEngine {
    * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (final already, or being aborted), LK_APPROVAL_FORBIDDEN (not a
    *   reviewer or QA role), LK_VALIDATION (no reason). Nothing is written then.
    */
-  async abort(tenant: string, id: string, a: { signer: Signer; reason: string }): Promise<{ run: RunView; reverted: RevertOutcome[]; signature: ActSignature; approvalWithdrawn: string | null }> {
+  async abort(tenant: string, id: string, a: { signer: Signer; reason: string }): Promise<{ run: RunView; reverted: ReleaseAbort['reverted']; signature: ActSignature; approvalWithdrawn: string | null }> {
     const run = this.runs.run(tenant, id);
     if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
     if (TERMINAL_RUN.has(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status} already; only a run that is not final is aborted`, { status: run.status, run: id });
@@ -401,7 +401,7 @@ export class RunEngine {
         });
       });
       await this.writeAbortPackage(id, { user: a.signer.user, name: a.signer.name, role: a.signer.role, at: new Date(at).toISOString(), reason: why, from: from.status, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted), recordHash: signature.recordHash, signature: signature.signature, keyId: signature.keyId });
-      return { run: this.get(tenant, id), reverted, signature, approvalWithdrawn: withdrawn };
+      return { run: this.get(tenant, id), reverted: revertSummary(reverted), signature, approvalWithdrawn: withdrawn };
     } finally {
       this.lifecycleBusy.delete(id);
     }

@@ -63,7 +63,7 @@ export function personProblem(people: PeopleLookup, user: string, tenant: string
   if (!p) return `${user} is not a user of this site`;
   if (!p.active) return `${user} is disabled or locked out`;
   if (!p.tenants.includes(tenant)) return `${user} does not work for ${tenant}`;
-  if (!roles.includes(p.role)) return `${user} is a ${p.role}, not a ${what} (${roles.join(', ')})`;
+  if (!roles.includes(p.role)) return `${user} holds the role ${p.role}, not a ${what} role (${roles.join(', ')})`;
   return null;
 }
 
