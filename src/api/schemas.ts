@@ -255,7 +255,7 @@ const signingPassword = text(1, 1024).optional().describe('the signed-in person\
 export const ResumeBody = z.strictObject({ reason: lifecycleReason });
 export const AbortBody = z.strictObject({ reason: lifecycleReason, password: signingPassword });
 export const ReassignBody = z.strictObject({
-  to: z.string().regex(/^(?!agent\.)(?!system$)[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a person\'s user id (e.g. m.rossi)').describe('the new QA reviewer: an active user holding a QA role for the tenant'),
+  to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a person\'s user id (e.g. m.rossi)').describe('the new QA reviewer: an active user holding a QA role for the tenant'),
   reason: lifecycleReason, password: signingPassword,
 });
 /** The Part 11 signature of an abort or a reassignment (src/engine/run/lifecycle.ts). */

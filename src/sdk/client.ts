@@ -11,7 +11,7 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  AbortedRun, ApprovalList, Attendance, ReassignedReviewer, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -300,6 +300,34 @@ export class LinekeeperClient {
    */
   closeException(id: string, c: ExceptionClosure): Promise<ClosedException> {
     return this.#tenantCall<ClosedException>('POST', `/exceptions/${encodeURIComponent(id)}/close`, { body: { comment: c.comment, ...(c.deviation ? { deviation: c.deviation } : {}), ...(c.password !== undefined ? { password: c.password } : {}) } });
+  }
+
+  /**
+   * POST /runs/{id}/resume: resume a HELD or INTERRUPTED run as the signed-in process engineer or QA reviewer;
+   * the step that stopped runs again from its start.
+   * @throws LinekeeperError LK_RUN_STATE (not HELD or INTERRUPTED), LK_FORBIDDEN / LK_APPROVAL_FORBIDDEN, LK_VALIDATION (no reason), LK_NOT_FOUND.
+   */
+  resumeRun(id: string, o: { reason: string }): Promise<RunRecord> {
+    return this.#tenantCall<RunRecord>('POST', `/runs/${encodeURIComponent(id)}/resume`, { body: { reason: o.reason } });
+  }
+
+  /**
+   * POST /runs/{id}/abort: abort a run that is not final, signed with the password: the line goes to its last
+   * known-good recipe (each PLC's read-back in `reverted`), a pending approval is withdrawn, the run ends ABORTED
+   * with a "not a release" package.
+   * @throws LinekeeperError LK_REAUTH_FAILED / LK_REAUTH_REQUIRED (nothing done), LK_RUN_STATE (final already), LK_FORBIDDEN / LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
+   */
+  abortRun(id: string, o: { reason: string; password?: string }): Promise<AbortedRun> {
+    return this.#tenantCall<AbortedRun>('POST', `/runs/${encodeURIComponent(id)}/abort`, { body: { reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}) } });
+  }
+
+  /**
+   * POST /runs/{id}/reassign: name another QA reviewer for a run that is not final, signed with the password, by a
+   * role of the bundle's approvers.reassign; the new reviewer must be an active user with a QA role for the tenant.
+   * @throws LinekeeperError LK_REVIEWER_INVALID, LK_REAUTH_FAILED, LK_RUN_STATE, LK_FORBIDDEN / LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
+   */
+  reassignReviewer(id: string, o: { to: string; reason: string; password?: string }): Promise<ReassignedReviewer> {
+    return this.#tenantCall<ReassignedReviewer>('POST', `/runs/${encodeURIComponent(id)}/reassign`, { body: { to: o.to, reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}) } });
   }
 
   /** GET /models: cards, validation status, pinned sites. */

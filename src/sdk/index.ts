@@ -11,5 +11,5 @@ export { Channel, type ToolCallStreamOptions } from './events.js';
 export { Run, type StreamOptions } from './run.js';
 export type {
   ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
-  StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure,
+  StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure, AbortedRun, ReassignedReviewer,
 } from './types.js';

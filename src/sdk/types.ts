@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type {
   ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
-  ExceptionList as ExceptionListSchema, CloseExceptionView,
+  ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView,
 } from '../api/schemas.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
@@ -31,6 +31,10 @@ export type RunException = ExceptionList['items'][number];
 export type ClosedException = z.output<typeof CloseExceptionView>;
 /** Closing an exception: the comment is required; the password re-authenticates (a signature for critical and major ones). */
 export interface ExceptionClosure { comment: string; deviation?: string; password?: string }
+/** An aborted run: the run (ABORTED), each PLC's revert as read back, the gate withdrawn, and the signature of the abort. */
+export type AbortedRun = z.output<typeof AbortView>;
+/** A reassigned QA reviewer: old, new, the gate that now waits for the new one, and the signature. */
+export type ReassignedReviewer = z.output<typeof ReassignView>;
 export type ModelList = z.output<typeof ModelListSchema>;
 /** A model status change as signed: from, to, the audit entry and the signature manifestation. */
 export type ModelChange = z.output<typeof ModelChangeView>;

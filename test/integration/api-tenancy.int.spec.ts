@@ -62,6 +62,12 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return { to: 'shadow', changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
     case 'POST /v1/tenants/{tenant}/exceptions/{id}/close':
       return { comment: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/runs/{id}/resume':
+      return { reason: 'tenancy probe' };
+    case 'POST /v1/tenants/{tenant}/runs/{id}/abort':
+      return { reason: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/runs/{id}/reassign':
+      return { to: String(held[t].run.record['qa_reviewer']), reason: 'tenancy probe', password: passwords.get(user) };
     case 'POST /v1/tenants/{tenant}/models/{id}/retire':
       return { changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
     default:

@@ -51,6 +51,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   let runId: string;
   let approval: string;
   let first: SpawnedCli;
+  let second: string;
 
   it('without a session: exit 77 (LK_UNAUTHENTICATED) and how to sign in; nothing is started or signed', async () => {
     const nobody = home();
@@ -212,5 +213,28 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(out.out).toBe('signed out: o.operator at ' + node.url + ' (session ended on the daemon)\n');
     expect(() => statSync(join(operator, 'linekeeper', 'session.json'))).toThrow();
     expect((await cli(operator, ['runs', 'watch', run.id])).code).toBe(77);
+    second = run.id;
+  });
+
+  it('runs resume|reassign|abort: refusals print the code and change nothing; abort (password on stdin) ends the run ABORTED, the PLCs read back on LKG, not a release', async () => {
+    const pe = home();
+    expect((await cli(pe, ['login', '--user', 'p.bianchi'], { input: password('p.bianchi') })).code).toBe(0);
+    const resume = await cli(pe, ['runs', 'resume', second, '--reason', 'nothing to resume']);
+    expect(resume.code).toBe(1);
+    expect(resume.err).toMatch(/only a HELD or INTERRUPTED run resumes \[LK_RUN_STATE\]/);
+    const reassign = await cli(qa, ['runs', 'reassign', second, '--to', 'a.ricci', '--reason', 'on leave'], { input: password('m.rossi') });
+    expect(reassign.code).toBe(1);
+    expect(reassign.err).toMatch(/a\.ricci holds the role auditor, not a QA reviewer role .*\[LK_REVIEWER_INVALID\]/);
+    expect((await call(node.url, 'GET', `${A}/runs/${second}`, { token: auditor })).body.approvalGate.reviewer).toBe('m.rossi');
+
+    const abort = await cli(pe, ['runs', 'abort', second, '--reason', 'started at L1 by mistake'], { input: password('p.bianchi') });
+    expect(abort.code, abort.err).toBe(0);
+    expect(abort.out).toMatch(new RegExp(`^${second} ABORTED: aborted by p\\.bianchi: started at L1 by mistake$`, 'm'));
+    expect(abort.out).toMatch(/^signed by Paolo Bianchi \(p\.bianchi\) at /m);
+    expect(abort.out).toMatch(/^PLCs on their last known-good recipe, verified by read-back: 7\/7$/m);
+    expect(abort.out).toMatch(/^not a release: .*release\.json$/m);
+    const run = await call(node.url, 'GET', `${A}/runs/${second}`, { token: auditor });
+    expect(run.body.status).toBe('ABORTED');
+    for (const eq of ['blender', 'fluidbed', 'press', 'coater', 'nir', 'vision', 'plc']) expect([eq, node.daemon.simulator!.plant.supervisor(eq).state]).toEqual([eq, 'LOST']);
   });
 });

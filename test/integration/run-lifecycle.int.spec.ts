@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSitePublicKey } from '../../src/audit/index.js';
 import { verifySignature, type ActSignature } from '../../src/engine/run/approval.js';
 import { artefactFile } from '../../src/models/registry.js';
+import { LinekeeperClient, LinekeeperError } from '../../src/sdk/index.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { flat, pdfPages } from '../helpers/pdf-text.js';
 import { auditOfRun, toolLogOf } from '../helpers/run-site.js';
@@ -232,7 +233,13 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     // the line is free: the next batch starts
     const next = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: request('B-3003') } });
     expect(next.status, JSON.stringify(next.body)).toBe(201);
-    const stop = await call(url, 'POST', `${A}/runs/${next.body.id}/abort`, { token: tok('p.bianchi'), body: { reason: 'end of the test shift', password: pw('p.bianchi') } });
-    expect(stop.body.run?.status, JSON.stringify(stop.body)).toBe('ABORTED');
+    // the typed SDK takes the same ways out
+    const sdk = new LinekeeperClient({ url, user: 'p.bianchi', password: pw('p.bianchi') });
+    const notHeld = await sdk.resumeRun(next.body.id, { reason: 'nothing holds it' }).then(() => null, (e: unknown) => e);
+    expect(notHeld).toBeInstanceOf(LinekeeperError);
+    expect((notHeld as LinekeeperError).code).toBe('LK_RUN_STATE');
+    const stop = await sdk.abortRun(next.body.id, { reason: 'end of the test shift', password: pw('p.bianchi') });
+    expect(stop.run.status).toBe('ABORTED');
+    expect(stop.signature).toMatchObject({ decision: 'abort', user: 'p.bianchi' });
   });
 });

@@ -307,6 +307,37 @@ class Client:
             body["deviation"] = deviation
         return self._tenant_json("POST", f"/exceptions/{_q(exception_id)}/close", body=body)
 
+    def resume_run(self, run_id: str, reason: str) -> Json:
+        """POST /runs/{id}/resume: resume a HELD or INTERRUPTED run as the signed-in process engineer or QA reviewer;
+        the step that stopped runs again from its start (fresh readings and decisions, no write replayed).
+
+        :raises LinekeeperError: LK_RUN_STATE, LK_FORBIDDEN, LK_APPROVAL_FORBIDDEN, LK_VALIDATION, LK_NOT_FOUND.
+        """
+        return self._tenant_json("POST", f"/runs/{_q(run_id)}/resume", body={"reason": reason})
+
+    def abort_run(self, run_id: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /runs/{id}/abort: abort a run that is not final, signed with the password: the line goes to its last
+        known-good recipe (each PLC's read-back in ``reverted``), a pending approval is withdrawn, the run ends
+        ABORTED with a "not a release" package.
+
+        :raises LinekeeperError: LK_REAUTH_FAILED, LK_REAUTH_REQUIRED, LK_RUN_STATE, LK_FORBIDDEN, LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
+        """
+        body: Json = {"reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/runs/{_q(run_id)}/abort", body=body)
+
+    def reassign_reviewer(self, run_id: str, to: str, reason: str, password: Optional[str] = None) -> Json:
+        """POST /runs/{id}/reassign: name another QA reviewer for a run that is not final, signed with the password;
+        the new reviewer must be an active user holding a QA role for the tenant.
+
+        :raises LinekeeperError: LK_REVIEWER_INVALID, LK_REAUTH_FAILED, LK_RUN_STATE, LK_FORBIDDEN, LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
+        """
+        body: Json = {"to": to, "reason": reason}
+        if password is not None:
+            body["password"] = password
+        return self._tenant_json("POST", f"/runs/{_q(run_id)}/reassign", body=body)
+
     def models(self) -> Json:
         """GET /models: cards, validation status, pinned sites."""
         return self._tenant_json("GET", "/models")

@@ -1,5 +1,5 @@
 /**
- * `linekeeper runs list|show|watch`: a tenant's runs — their steps, tool-call log and genealogy. Signed in
+ * `linekeeper runs list|show|watch|exceptions` (and `resume|abort|reassign`, runs-lifecycle.ts): a tenant's runs — their steps, tool-call log and genealogy. Signed in
  * (`linekeeper login`), list and show ask the running daemon over its REST API; with `--offline`, `--data` or
  * `--config`, or without a session, they read the data directory instead: the database is opened read-only
  * (beside a running daemon, or on a copy an auditor was given) and nothing is written. `watch` follows a run
@@ -21,6 +21,7 @@ import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView, type Ap
 import type { ApiRun, LogLine } from '../run-transcript.js';
 import { connect, readSession } from '../session.js';
 import { registerWatch } from './run.js';
+import { registerRunLifecycle } from './runs-lifecycle.js';
 
 interface Common {
   tenant?: string;
@@ -167,4 +168,5 @@ export function registerRuns(program: Command): void {
       process.stdout.write(`${opts.json ? JSON.stringify(list, null, 2) : formatExceptions(list)}\n`);
     });
   registerWatch(runs);
+  registerRunLifecycle(runs);
 }
