@@ -5,6 +5,7 @@ import { useEffect, useMemo, useRef, useState } from '../vendor/hooks.js';
 import { api, followRun } from './api.js';
 import { Escalations } from './escalations.js';
 import { ExceptionsPanel } from './exceptions.js';
+import { RunActions } from './run-actions.js';
 import { Badge, ErrorNote, fmt, html, short, time } from './ui.js';
 
 const SAMPLE = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
@@ -153,6 +154,7 @@ export function RunPage({ s, id }) {
       <p role="status" aria-live="polite" data-testid="run-status">Status: <${Badge} status=${run.status} />${run.reason ? ` — ${run.reason}` : ''}
         ${gate?.status === 'pending' ? html` · <a href="#/approvals">approvals</a>` : null}
         ${gate?.signature ? html` · <span data-testid="manifestation">${gate.status} by ${gate.signature.name} (${gate.signature.user}), ${time(gate.signature.timestamp)}, “${gate.signature.meaning}”</span>` : null}</p>
+      <${RunActions} s=${s} run=${run} onChange=${() => api('GET', `/runs/${id}`).then(setRun).catch(setError)} />
       <p><a href=${`#/genealogy/${id}`}>Genealogy plot and release package</a></p>
       <h2>Steps <small>(${run.plan.text})</small></h2>
       <table class="steps"><caption class="sr">Steps of the run</caption>

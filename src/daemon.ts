@@ -395,10 +395,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
-      // the people a batch record names are checked at intake where linekeeper holds the site's people: its
-      // local identities, which exist with the API; a site whose people sign in through its identity provider
-      // has no list here to check against (their role is checked when they sign)
-      ...(opts.api && !config.api.oidc ? { people: peopleOf(new UserStore(events.store.db)) } : {}),
+      // the people a batch record names are checked at intake against the site's local identities, which exist
+      // with the API; where people also sign in through an identity provider, someone not local is not known here
+      // (their role is checked when they sign)
+      ...(opts.api ? { people: peopleOf(new UserStore(events.store.db), config.api.oidc !== undefined) } : {}),
     });
     mqttLine = startLineMqtt({
       loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
@@ -529,9 +529,10 @@ function delay(ms: number): Promise<void> {
 }
 
 /** The site's local identities as the run engine asks them: who a user id is, and whether they may act now. */
-function peopleOf(users: UserStore): PeopleLookup {
+function peopleOf(users: UserStore, sso: boolean): PeopleLookup {
   return (id) => {
     const u = users.get(id);
-    return u ? { id: u.id, name: u.name, role: u.role, tenants: u.tenants, active: !u.disabled && u.lockedAt === null } : null;
+    if (!u) return sso ? undefined : null;
+    return { id: u.id, name: u.name, role: u.role, tenants: u.tenants, active: !u.disabled && u.lockedAt === null };
   };
 }

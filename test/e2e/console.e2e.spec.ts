@@ -8,7 +8,7 @@
  * axe-core checks every page (no serious or critical violation); a screenshot of each page is saved under
  * .tmp/console-screenshots/. First load is measured (navigation timing) and printed, never asserted.
  */
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -78,6 +78,9 @@ beforeAll(async () => {
       timeScale: 300, tablets: 30_000, pollMs: 100,
       site: (yaml, dir) => {
         writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [idp.jwk] }));
+        // a second batch of the tenant, for the run a process engineer aborts from its page
+        const rec = JSON.parse(readFileSync(join(dir, 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>;
+        writeFileSync(join(dir, 'batches', 'acme-pharma', 'B-3101.json'), JSON.stringify({ ...rec, batch: 'B-3101', mes_ref: 'MES-2026-11-3101' }));
         return `${yaml}\napi:\n  oidc:\n    issuer: ${ISSUER}\n    audience: ${AUDIENCE}\n    jwks_file: jwks.json\n    algorithms: [ES256]\n    role_map: { lk-qa: qa_reviewer }\n    tenants: [acme-pharma]\n`;
       },
     }),
@@ -316,6 +319,38 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.locator('.card h2').first().waitFor();
     expect(await page.locator('.card').count()).toBeGreaterThanOrEqual(3);
     await check('12-models');
+    await signOut();
+  });
+
+  it('a process engineer aborts a run from its page: a reason and the password; a wrong password changes nothing; ABORTED with each PLC read back on LKG', async () => {
+    const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    const started = await call(node.url, 'POST', `${A}/runs`, { token: op, body: { request: 'run batch B-3101 on line-3, keep weight and hardness on target' } });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const id = started.body.id as string;
+    await signInAs('p.bianchi');
+    await page.goto(`${node.url}/console#/runs/${id}`);
+    await page.getByTestId('run-abort').waitFor();
+    // a running run is not resumed; a process engineer does not reassign the QA reviewer
+    expect(await page.getByTestId('run-resume').count()).toBe(0);
+    expect(await page.getByTestId('run-reassign').count()).toBe(0);
+    await page.getByTestId('run-abort').click();
+    const d = page.locator('#run-abort');
+    await d.getByLabel(/Reason/).fill('granulate lot recalled by the supplier');
+    await d.getByLabel(/Password/).fill('not his password');
+    await d.getByRole('button', { name: 'Abort run (sign)' }).click();
+    await page.getByTestId('nothing-done').waitFor();
+    expect(await d.getByRole('alert').textContent()).toContain('LK_REAUTH_FAILED');
+    expect((await call(node.url, 'GET', `${A}/runs/${id}`, { token: await auditor() })).body.status).not.toBe('ABORTED');
+    await d.getByLabel(/Password/).fill(node.passwords.get('p.bianchi')!);
+    await d.getByRole('button', { name: 'Abort run (sign)' }).click();
+    const result = page.getByTestId('abort-result');
+    await result.waitFor({ timeout: 120_000 });
+    expect(await result.textContent()).toMatch(/ABORTED — not a release\. Signed by Paolo Bianchi \(p\.bianchi\)/);
+    expect(await result.locator('li[data-ok="true"]').count()).toBe(7);
+    await check('12b-run-aborted');
+    await d.getByRole('button', { name: 'Close' }).click();
+    await poll(() => page.getByTestId('run-status').textContent()).toContain('ABORTED');
+    expect(await page.getByTestId('run-abort').count()).toBe(0);
     await signOut();
   });
 

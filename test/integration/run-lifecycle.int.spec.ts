@@ -38,6 +38,23 @@ async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined |
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+/**
+ * Re-arm every PLC as a person at the HMI would. The simulated watchdog accepts it only with a heartbeat inside its
+ * time-out on the scaled clock, which a loaded machine can miss at one instant: asked again until it holds.
+ */
+async function rearmAll(): Promise<void> {
+  const plant = node.daemon.simulator!.plant;
+  for (const eq of PLCS) {
+    await waitFor(`${eq} to re-arm`, async () => {
+      try {
+        plant.setSupervisorState(eq, 'ATTENDED');
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'LK_PLC_NO_HEARTBEAT') throw err;
+      }
+      return plant.supervisor(eq).state === 'ATTENDED';
+    }, 60_000, 20);
+  }
+}
 const auditOf = (run: string) => [...auditOfRun(node.daemon.store, T, run).values()];
 
 const view = async (id: string): Promise<{ status: string; steps: { seq: string; name: string; status: string; attempt: number; detail: string }[]; approvalGate: { id: string | null; status: string; reviewer: string | null }; reason: string | null; release: { json: string; pdf: string } | null }> =>
@@ -105,7 +122,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
 
     // the model is restored (a person put the validated artefact back), then the process engineer resumes
     writeFileSync(twin, original);
-    for (const eq of PLCS) plant.setSupervisorState(eq, 'ATTENDED');
+    await rearmAll();
     const r = await call(url, 'POST', `${A}/runs/${held}/resume`, { token: tok('p.bianchi'), body: { reason: 'twin artefact restored from the validated copy; PLCs re-armed at the HMI' } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.status).toBe('RUNNING');
@@ -179,7 +196,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
 
   it('a run aborted mid-compression ends ABORTED with every PLC on LKG (read back), a "not a release" package and its line free', async () => {
     const plant = node.daemon.simulator!.plant;
-    for (const eq of PLCS) if (plant.supervisor(eq).state !== 'ATTENDED') plant.setSupervisorState(eq, 'ATTENDED');
+    await rearmAll();
     const started = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: request('B-3002') } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const id = started.body.id as string;

@@ -22,8 +22,12 @@ export interface Person {
   readonly active: boolean;
 }
 
-/** Who the site's identities say a user id is; null when nobody has that id. */
-export type PeopleLookup = (id: string) => Person | null;
+/**
+ * Who the site's identities say a user id is; null when nobody has that id; undefined when linekeeper cannot
+ * tell (a site whose people also sign in through its identity provider: someone not among the local users may
+ * still be a person of the provider, whose role is known only when they sign in).
+ */
+export type PeopleLookup = (id: string) => Person | null | undefined;
 
 type Approvers = NonNullable<PolicyBundle['content']['approvers']>;
 
@@ -58,8 +62,9 @@ export function qaReviewerOf(run: Pick<RunRecord, 'record' | 'data'>): string | 
  * Why `user` cannot be named for `roles` of `tenant`, or null when they can: an active user of the site's
  * identities who works for the tenant and holds one of the roles.
  */
-export function personProblem(people: PeopleLookup, user: string, tenant: string, roles: readonly string[], what: string): string | null {
+export function personProblem(people: PeopleLookup, user: string, tenant: string, roles: readonly string[], what: string, unknown: 'accept' | 'refuse' = 'refuse'): string | null {
   const p = people(user);
+  if (p === undefined) return unknown === 'accept' ? null : `${user} is not a local user, and the role of a person of the identity provider is known only when they sign in`;
   if (!p) return `${user} is not a user of this site`;
   if (!p.active) return `${user} is disabled or locked out`;
   if (!p.tenants.includes(tenant)) return `${user} does not work for ${tenant}`;
@@ -83,7 +88,8 @@ export function checkNamedPeople(record: Record<string, unknown>, tenant: string
   for (const f of fields) {
     const user = record[f.field];
     if (typeof user !== 'string') continue;
-    const problem = personProblem(people, user, tenant, f.roles, f.what);
+    // someone only the identity provider knows is checked when they sign (their role comes with their token)
+    const problem = personProblem(people, user, tenant, f.roles, f.what, 'accept');
     if (problem) {
       throw new LkError('LK_BATCH_RECORD_INVALID', `${tenant}/${batch}: ${f.field}: ${problem}; the MES record must name a person who can sign`, {
         source: `${tenant}/${batch}`, field: f.field, user, issues: [{ path: f.field, message: problem }],
