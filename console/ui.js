@@ -11,7 +11,7 @@ const TONE = {
   RUNNING: ['info', '▶'], live: ['info', '●'], shadow: ['info', '◐'], draft: ['muted', '○'], PENDING: ['muted', '○'], pending: ['warn', '‖'],
   APPROVAL: ['warn', '‖'], WAITING: ['warn', '‖'], connecting: ['warn', '…'], reconnecting: ['warn', '↻'],
   error: ['bad', '✕'], FAILED: ['bad', '✕'], REJECTED: ['bad', '✕'], rejected: ['bad', '✕'], LOST: ['bad', '⚠'], disconnected: ['bad', '✕'], INTERRUPTED: ['bad', '⚠'],
-  retired: ['muted', '⊘'], SKIPPED: ['muted', '–'], call: ['muted', '→'],
+  retired: ['muted', '⊘'], SKIPPED: ['muted', '–'], call: ['muted', '→'], ABORTED: ['bad', '⊘'], withdrawn: ['muted', '⊘'], HELD: ['warn', '‖'],
 };
 
 /** A status as glyph + word; the colour only repeats what the text already says. */

@@ -31,7 +31,7 @@ export const emptyState = (): TranscriptState => ({ lastEventId: 0, printed: [],
 
 const SEQ_OF: ReadonlyMap<string, string> = new Map(composePlan().map((s) => [s.name, s.seq]));
 /** Step outcomes a line is printed for (RUNNING is the progress display's; APPROVAL is the gate's own line). */
-const OUTCOMES: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'SKIPPED', 'HELD', 'INTERRUPTED']);
+const OUTCOMES: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'SKIPPED', 'HELD', 'INTERRUPTED', 'ABORTED']);
 /** Step outcomes after which the step's log says nothing more until a person acts. */
 const STOPPED: ReadonlySet<string> = new Set(['HELD', 'INTERRUPTED']);
 /** Run statuses that wait for a person without a line in the log saying so. */
