@@ -61,12 +61,14 @@ function ActionDialog({ act, run, onDone, onClose }) {
 /** The buttons the signed-in person may use on this run now, and their dialogs. `onChange` reloads the run. */
 export function RunActions({ s, run, onChange }) {
   const [act, setAct] = useState(null);
-  if (FINAL.includes(run.status)) return null;
+  // a dialog open when the run became final stays until it is closed (the abort's outcome is shown in it)
+  const open = !FINAL.includes(run.status);
+  if (!open && !act) return null;
   const role = s.user.role;
-  const mayResume = STEERS.includes(role) && (run.status === 'HELD' || run.status === 'INTERRUPTED');
-  const mayAbort = STEERS.includes(role);
-  const mayReassign = REASSIGNS.includes(role);
-  if (!mayResume && !mayAbort && !mayReassign) return null;
+  const mayResume = open && STEERS.includes(role) && (run.status === 'HELD' || run.status === 'INTERRUPTED');
+  const mayAbort = open && STEERS.includes(role);
+  const mayReassign = open && REASSIGNS.includes(role);
+  if (!mayResume && !mayAbort && !mayReassign && !act) return null;
   return html`<div class="actions run-actions" role="group" aria-label="Act on this run">
     ${mayResume ? html`<button type="button" data-testid="run-resume" onClick=${() => setAct('resume')}>Resume…</button>` : null}
     ${mayReassign ? html`<button type="button" data-testid="run-reassign" onClick=${() => setAct('reassign')}>Reassign QA reviewer…</button>` : null}
