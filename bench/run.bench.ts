@@ -39,7 +39,7 @@ import { report } from './lib.js';
 const TIME_SCALE = 600;
 const POLL_MS = 50;
 const T = 'acme-pharma';
-const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'HELD', 'INTERRUPTED']);
+const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'ABORTED', 'HELD', 'INTERRUPTED']);
 
 if (process.argv[2] === 'seed') {
   // the child: the demo models of the first start, fitted and validated in the data directory

@@ -6,6 +6,7 @@
  * enforces the roles again; the API audits what only it sees (an act refused to the person who tried).
  */
 import type { z } from 'zod';
+import { TERMINAL_RUN, type RunStatus } from '../domain/run.js';
 import { reassignRoles, steeringRoles } from '../engine/run/lifecycle.js';
 import type { RunView as EngineRunView } from '../engine/run/types.js';
 import { LkError } from '../errors.js';
@@ -59,7 +60,7 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     const { tenant, id } = req.params;
     // refusals that need no password first: no such run (R1), a final one
     const run = engine.get(tenant, id);
-    if (['SUCCEEDED', 'FAILED', 'REJECTED', 'ABORTED'].includes(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status} already; only a run that is not final is aborted`, { status: run.status, run: id });
+    if (TERMINAL_RUN.has(run.status as RunStatus)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status} already; only a run that is not final is aborted`, { status: run.status, run: id });
     // who may abort is checked before the password is asked for
     const roles = steeringRoles(ctx.daemon.policy.bundle);
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.abort', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is aborted by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
