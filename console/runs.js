@@ -168,5 +168,5 @@ export function RunPage({ s, id }) {
       <section id="log-detail" class="reasoning" aria-label="Reasoning of the chosen entry" aria-live="polite"><h3>Reasoning</h3><${Reasoning} line=${selected} /></section>
     </div>
     <${Escalations} s=${s} />
-    ${run?.release ? html`<p>Release package: sha256 of release.json <code>${short(run.release.sha256.json)}</code></p>` : null}`;
+    ${run?.release ? html`<p>${run.status === 'ABORTED' || run.status === 'REJECTED' ? 'Package (not a release)' : 'Release package'}: sha256 of release.json <code>${short(run.release.sha256.json)}</code></p>` : null}`;
 }

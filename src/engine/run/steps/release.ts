@@ -34,7 +34,7 @@ async function writePackage(ctx: StepContext, engine: RunEngine, abort?: Release
     { run: run.id, batch: run.batch, events: input.genealogy.length, signatures: input.signatures.length },
     () => writeReleasePackage(engine.options.store, dir, input),
     (p) => ({
-      summary: `release package sha256 ${p.sha256.json.slice(0, 12)}… (json), ${p.sha256.pdf.slice(0, 12)}… (pdf); audit head #${p.auditHead.seq} ${p.auditHead.hash.slice(0, 12)}… checkpointed`,
+      summary: `${abort ? 'package of the aborted batch (not a release)' : 'release package'} sha256 ${p.sha256.json.slice(0, 12)}… (json), ${p.sha256.pdf.slice(0, 12)}… (pdf); audit head #${p.auditHead.seq} ${p.auditHead.hash.slice(0, 12)}… checkpointed`,
       result: { dir: p.dir, sha256: p.sha256, auditHead: p.auditHead, checkpoint: { seq: p.checkpoint.seq, keyId: p.checkpoint.key_id } },
     }),
   );
