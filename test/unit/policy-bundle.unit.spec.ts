@@ -33,6 +33,14 @@ describe('policy bundle: load and compile', () => {
     expect(loadPolicyBundle(dir, { site, lastAccepted: null }).bundle.version).not.toBe(bundle.version);
   });
 
+  it('approvers.reassign is optional: absent, the content has no such key (the version stays what it was); set, it is in the content and changes the version', () => {
+    expect('reassign' in bundle.content.approvers).toBe(false);
+    const dir = bundleCopy({ 'bundle.yaml': (t) => t.replace('  change: [qa_reviewer]\n', '  change: [qa_reviewer]\n  reassign: [qa_reviewer]\n') });
+    const b = loadPolicyBundle(dir, { site, lastAccepted: null }).bundle;
+    expect(b.content.approvers.reassign).toEqual(['qa_reviewer']);
+    expect(b.version).not.toBe(bundle.version);
+  });
+
   it('DesignSpace.approved gives unit-aware limits narrower than the instrument range', () => {
     const ds = bundle.designSpace.approved('ir-family-a', 'round-10mm-ff');
     const mf = ds.setpoints['press.MainForce']!;
