@@ -185,6 +185,11 @@ class RunThroughTheSdkTest(unittest.TestCase):
         print(f"run {run.id} {status}", flush=True)
         self.assertEqual(status, "SUCCEEDED")
         self.assertEqual((signature["user"], signature["decision"], signature["run"]), (QA, "approve", run.id))
+        # a released run has no way out left to take: resume, abort and reassign are refused by code, nothing changes
+        self.assertEqual(refusal(lambda: qa.resume_run(run.id, "nothing to resume")).code, "LK_RUN_STATE")
+        self.assertEqual(refusal(lambda: qa.abort_run(run.id, "too late", ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_RUN_STATE")
+        self.assertEqual(refusal(lambda: qa.reassign_reviewer(run.id, "a.ricci", "on leave", ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_RUN_STATE")
+        self.assertEqual(qa.get_run(run.id)["status"], "SUCCEEDED")
         # the first stream dropped after DROP_AFTER events; the SDK resumed naming the last line it had
         print(f"stream requests {transport.streams}", flush=True)
         self.assertGreaterEqual(len(transport.streams), 2)
