@@ -4,7 +4,8 @@
  * RUN_HELD and is resumed by a process engineer (the step runs again, the run reaches its gate); its QA reviewer
  * is reassigned (refused when the target is an auditor); the run at its gate is aborted (the gate withdrawn and
  * no longer signable); a run aborted mid-compression ends ABORTED with every PLC on its last known-good recipe
- * as the simulator reads it back, a "not a release" package, and its line free for the next run.
+ * as the simulator reads it back, a "not a release" package, and its line free for the next run, whose QA
+ * reviewer an administrator reassigns before its gate (the gate then waits for the new reviewer).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -248,8 +249,21 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     const twice = await call(url, 'POST', `${A}/runs/${id}/abort`, { token: tok('p.bianchi'), body: { reason: 'again', password: pw('p.bianchi') } });
     expect([twice.status, twice.body.code]).toEqual([409, 'LK_RUN_STATE']);
     // the line is free: the next batch starts
+    await rearmAll();
     const next = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: request('B-3003') } });
     expect(next.status, JSON.stringify(next.body)).toBe(201);
+    // its QA reviewer is reassigned before the gate: the gate, once reached, waits for the new one
+    const early = await call(url, 'POST', `${A}/runs/${next.body.id}/reassign`, { token: tok('d.marino'), body: { to: 'q.russo', reason: 'm.rossi on leave this week', password: pw('d.marino') } });
+    expect(early.status, JSON.stringify(early.body)).toBe(200);
+    expect([early.body.from, early.body.to, early.body.approval]).toEqual(['m.rossi', 'q.russo', null]);
+    const gated = await waitFor('B-3003 at its gate', async () => {
+      const x = await view(next.body.id);
+      return (x.status === 'APPROVAL' || x.status === 'HELD' || x.status === 'FAILED') && x;
+    }, 480_000, 500);
+    expect(gated.status, gated.reason ?? '').toBe('APPROVAL');
+    expect(gated.approvalGate).toMatchObject({ status: 'pending', reviewer: 'q.russo' });
+    const waits = (await call(url, 'GET', `${A}/approvals`, { token: tok('q.russo') })).body.items.find((i: { id: string }) => i.id === gated.approvalGate.id);
+    expect(waits.reviewer).toBe('q.russo');
     // the typed SDK takes the same ways out
     const sdk = new LinekeeperClient({ url, user: 'p.bianchi', password: pw('p.bianchi') });
     const notHeld = await sdk.resumeRun(next.body.id, { reason: 'nothing holds it' }).then(() => null, (e: unknown) => e);
