@@ -10,7 +10,7 @@ import { decide as compressDecide, PRESS_SETPOINTS, type CompressFillInput } fro
 import { decide as confDecide } from '../../../agents/quality-conf.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
-import { arbitrate, type ArbitrationRequest } from '../../../arbitration/index.js';
+import { contestOutcome, contestText, type ArbitrationRequest } from '../../../arbitration/index.js';
 import { json } from '../../json.js';
 import type { StepHandler } from '../types.js';
 import { convertUnit } from '../../../domain/units.js';
@@ -143,13 +143,19 @@ export const compress: StepHandler = async (ctx, engine) => {
         contests++;
         // the orchestrator's round: two requests for one setpoint, decided on the quality attributes
         const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
-        const res = arbitrate(reqs, engine.options.writer.arbitration(), ctx.now, bundleOf(engine), { product: run.product, tooling: run.tooling });
-        const declined = res.declined.map((d) => ({ agent: d.request.agent, setpoint: d.request.setpoint, score: d.score, reason: `${d.reason}${d.winner ? ` by ${d.winner.agent} (${d.winner.attribute}, score ${d.winner.score})` : ''}` }));
-        const winners = res.winners.map((w) => ({ agent: w.request.agent, attribute: w.request.attribute, score: w.score, value: w.valueInSetpointUnit }));
-        engine.options.store.tx((t) => {
-          t.audit.append({ tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json({ winners, declined, escalated: res.escalated }), reason: declined.map((d) => d.reason).join('; ') || 'no contest' });
+        // arbitrated against the owners and escalations in force and persisted by the writer with the round's audit
+        // entry: a deadlock is pending for a person (GET /arbitration/escalations) and holds the setpoint
+        const res = await engine.options.writer.contest({
+          tenant: run.tenant, product: run.product, tooling: run.tooling, requests: reqs,
+          audit: (r) => {
+            const o = contestOutcome('press.TurretSpeed', r);
+            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json({ outcome: o.kind, winners: r.winners, declined: r.declined, escalated: r.escalated }), reason: o.kind === 'won' ? o.declined.map((d) => d.reason).join('; ') || 'no contest' : o.kind === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : 'no contest' };
+          },
         });
-        ctx.event('arbitration', `press.TurretSpeed contested: ${winners.map((w) => `${w.agent} (${w.attribute}) wins`).join(', ')}; ${declined.map((d) => `${d.agent} declined, score ${d.score}: ${d.reason}`).join('; ')}`, { winners, declined, escalated: res.escalated }, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
+        const outcome = contestOutcome('press.TurretSpeed', res);
+        const declined = outcome.kind === 'won' ? outcome.declined.map((d) => ({ agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })) : [];
+        const winners = outcome.kind === 'won' && !outcome.winner.owner ? [{ agent: outcome.winner.agent, attribute: outcome.winner.attribute, score: outcome.winner.score, value: res.winners[0]?.valueInSetpointUnit ?? null }] : [];
+        ctx.event('arbitration', contestText(outcome), { outcome: outcome.kind, winners, declined, escalated: res.escalated }, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
         for (const d of res.declined) {
           if (d.request.agent !== 'agent.yield_takt') continue;
           const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
@@ -158,7 +164,6 @@ export const compress: StepHandler = async (ctx, engine) => {
           ] as Parameters<typeof replan>, null, 'agent.yield_takt');
           ctx.event('recommendation', `agent.yield_takt re-plans: ${plan.action} (${plan.detail})`, { replan: plan }, { agent: 'agent.yield_takt' });
         }
-        for (const e of res.escalated) ctx.event('arbitration', `press.TurretSpeed deadlock escalated to a person (score ${e.score})`, { escalation: e }, { agent: 'agent.orchestrator' });
       } else if (raise) {
         await ctx.propose(toWrite(raise), 'press.write_setpoint');
       }
