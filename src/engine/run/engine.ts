@@ -22,6 +22,7 @@ import { canonical, sha256Hex, signRecord, type Signature, type Signer } from '.
 import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
+import { closeStepWaits } from './step-waits.js';
 import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
@@ -374,12 +375,12 @@ export class RunEngine {
       run = this.runs.runById(id)!;
     }
     for (;;) {
-      if (TERMINAL_RUN.has(run.status) || run.status === 'HELD' || run.status === 'INTERRUPTED') return;
+      if (TERMINAL_RUN.has(run.status) || run.status === 'HELD' || run.status === 'INTERRUPTED') return this.waitsEnded(id, null, 0, run.status);
       const steps = this.runs.steps(id);
       const step = steps.find((s) => s.status !== 'SUCCEEDED' && s.status !== 'SKIPPED' && s.status !== 'REJECTED');
       if (!step) {
         this.o.store.tx((t) => this.setRun(t, run, 'SUCCEEDED', null, 'system', 'every step succeeded'));
-        return;
+        return this.waitsEnded(id, null, 0, 'SUCCEEDED');
       }
       const plan = composePlan().find((p) => p.seq === step.seq)!;
       if (step.status === 'PENDING') {
@@ -395,7 +396,8 @@ export class RunEngine {
         const lost = this.lost.get(id) ?? modelLostOf(err);
         if (lost) {
           await this.failSafe(id, step, lost);
-          return;
+          await this.waitsEnded(id, step, ctx.attempt, 'HELD');
+          return this.waitsEnded(id, null, 0, 'HELD');
         }
         if (err instanceof StepAborted || signal.aborted) {
           const why = `linekeeper stopped during step ${step.seq} ${step.name}: ${String(signal.reason ?? (err as Error).message)}`;
@@ -406,12 +408,14 @@ export class RunEngine {
             if (s.status === 'RUNNING') this.setStep(t, cur, s, 'INTERRUPTED', 'system', why, { endedAt: this.o.clock.now() });
             if (cur.status === 'RUNNING') this.setRun(t, cur, 'INTERRUPTED', why, 'system', why);
           });
-          return;
+          await this.waitsEnded(id, step, ctx.attempt, 'INTERRUPTED');
+          return this.waitsEnded(id, null, 0, 'INTERRUPTED');
         }
         const msg = LkError.is(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
         this.o.log.error({ err, run: id, step: step.name }, 'step failed');
         result = { status: 'HELD', detail: `${step.name} stopped: ${msg}; the run is held for a person` };
       }
+      if (result.status !== 'APPROVAL') await this.waitsEnded(id, step, ctx.attempt, result.status);
       this.o.store.tx((t) => {
         const cur = this.runs.runById(id)!;
         const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
@@ -424,6 +428,21 @@ export class RunEngine {
       });
       run = this.runs.runById(id)!;
       if (result.status === 'REJECTED' && result.after) await result.after();
+    }
+  }
+
+  /**
+   * What a step (`step`) or the run (null) leaves waiting for a person when it ends: its pending moves are
+   * withdrawn and raised as MOVE_UNREVIEWED, its open deadlocks as ESCALATION_UNRESOLVED (step-waits.ts). A
+   * failure here is logged, never thrown: a move left pending is still refused by the policy (batch state).
+   */
+  private async waitsEnded(id: string, step: { seq: string; name: string } | null, attempt: number, how: string): Promise<void> {
+    const run = this.runs.runById(id);
+    if (!run) return;
+    try {
+      await closeStepWaits({ writer: this.o.writer, raise: (r, e) => this.raiseException(r, e), reviewer: (t, b) => this.batches(t, b)?.reviewer ?? null }, run, step, attempt, how);
+    } catch (err) {
+      this.o.log.error({ err, run: id, step: step?.name }, 'could not close what the step left waiting');
     }
   }
 
