@@ -391,7 +391,9 @@ export class GuardedWriter {
       });
       this.superseded(p, plan.supersede);
       this.pendingWrites.set(w.id, w);
-      return { ...base, status: 'pending', pending: { id: w.id, needs: w.needs } };
+      const waitsFor = w.needs === 'reviewer' ? (this.o.batches(p.tenant, p.batch)?.reviewer ?? null) : null;
+      const moves = p.moves.map((m, i) => ({ setpoint: m.setpoint, from: current.get(m.setpoint) ?? null, to: plan.decisions[i]?.valueInSetpointUnit ?? null, unit: plan.decisions[i]?.setpointUnit ?? null }));
+      return { ...base, status: 'pending', pending: { id: w.id, needs: w.needs, waitsFor, since: w.since, moves } };
     }
     return this.execute(p, plan, approving, (t) => {
       decided(t);
