@@ -215,7 +215,10 @@ describe('guarded writer on the simulator', () => {
     expect(second.vectorHash).not.toBe(first.vectorHash);
     expect(writer.pending().map((w) => w.id)).toEqual([second.pending!.id]);
     expect(entries({ kind: 'state_change' }).some((e) => e.action === 'setpoint.superseded' && (e.args as { pendingId: string }).pendingId === first.pending!.id)).toBe(true);
-    expect(await codeOf(writer.approve(first.pending!.id, { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_NOT_FOUND');
+    // the superseded write is withdrawn: an approval of it is refused with the stable code and the reason
+    expect(await codeOf(writer.approve(first.pending!.id, { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_MOVE_WITHDRAWN');
+    expect(writer.withdrawn(T, first.pending!.id)).toMatch(/^superseded by proposal /);
+    expect(await codeOf(writer.approve('pw_nosuchwrite', { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_NOT_FOUND');
     await writer.reject(second.pending!.id, qa, 'not now');
     expect(plant('press', 'MainForce')).toBe(18.5);
   });

@@ -3,7 +3,7 @@
  * process per person, the password on stdin).
  *
  * First, on a run persisted as the engine starts one (no execution behind it, so the test decides when what
- * happens): an L2 move of agent.compress_fill waits for the batch's reviewer, `linekeeper moves list` shows it and
+ * happens): an L2 move of agent.coat_dry waits for the batch's reviewer, `linekeeper moves list` shows it and
  * `moves approve` signs it like the console does — the simulator reads the new value back; a move superseded by
  * a newer proposal is withdrawn and cannot be signed (409 LK_MOVE_WITHDRAWN, from the CLI too), and so is one
  * still waiting when its run ends; a deadlock of two agents of equal rank (the owner of a setpoint against

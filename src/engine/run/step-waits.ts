@@ -25,9 +25,13 @@ export function moveOfStep(w: PendingWrite, run: string, seq: string | null): bo
   return seq === null || w.proposal.id.startsWith(`${run}:${seq}:`);
 }
 
-/** An escalation has a side (or a held request) of this run: request ids start with the run id. */
-export function escalationOfRun(e: Escalation, run: string): boolean {
-  return [...e.requests, ...(e.outranked ?? [])].some((r) => r.id.startsWith(`${run}:`));
+/**
+ * An escalation has a side (or a held request) of this run — of its step `seq` when given: the engine's request
+ * ids start with `<run>:<seq>:` (a proposal's with its id, a contest round's with the step's).
+ */
+export function escalationOfRun(e: Escalation, run: string, seq: string | null = null): boolean {
+  const prefix = seq === null ? `${run}:` : `${run}:${seq}:`;
+  return [...e.requests, ...(e.outranked ?? [])].some((r) => r.id.startsWith(prefix));
 }
 
 /** `press.MainForce 12 → 10.5 kN` for each move of a pending write. */
@@ -53,7 +57,7 @@ export async function closeStepWaits(d: StepWaitsDeps, run: RunRecord, step: { r
   }
   if (!step) return;
   for (const { tenant, escalation: e } of d.writer.escalations()) {
-    if (tenant !== run.tenant || !escalationOfRun(e, run.id)) continue;
+    if (tenant !== run.tenant || !escalationOfRun(e, run.id, step.seq)) continue;
     d.raise(run, {
       kind: 'ESCALATION_UNRESOLVED', key: `ESCALATION_UNRESOLVED:${e.setpoint}:${step.seq}:${attempt}`, step, by: 'agent.orchestrator', tag: e.setpoint,
       title: `ESCALATION_UNRESOLVED ${e.setpoint}: the deadlock between ${e.requests.map((r) => `${r.agent} (${requestedText(r.value)})`).join(' and ')} escalated at ${new Date(e.since).toISOString()} was not decided when ${where} ended; it holds the setpoint until a named person decides`,

@@ -142,7 +142,7 @@ export const compress: StepHandler = async (ctx, engine) => {
       if (raise && hold) {
         contests++;
         // the orchestrator's round: two requests for one setpoint, decided on the quality attributes
-        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
+        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${ctx.step.seq}:${ctx.attempt}:c${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
         // arbitrated against the owners and escalations in force and persisted by the writer with the round's audit
         // entry: a deadlock is pending for a person (GET /arbitration/escalations) and holds the setpoint
         const res = await engine.options.writer.contest({
