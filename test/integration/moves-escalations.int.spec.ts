@@ -27,6 +27,7 @@ import type { RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
+import { LinekeeperClient } from '../../src/sdk/index.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 import { waitFor } from '../helpers/run-site.js';
 
@@ -124,6 +125,10 @@ describe('moves and escalations on a run the test drives', { timeout: 120_000 },
     const r = await sign('p.bianchi', older.id, older.vectorHash);
     expect([r.status, r.body.code]).toEqual([409, 'LK_MOVE_WITHDRAWN']);
     expect(r.body.detail).toContain('superseded by proposal');
+    // the typed SDK says the same
+    const sdk = new LinekeeperClient({ url: node.url, user: 'p.bianchi', password: node.passwords.get('p.bianchi')! });
+    expect((await sdk.moves()).map((m) => m.id)).toContain(newer.id);
+    await expect(sdk.decideMove(older.id, { decision: 'approve', meaning: 'too late', password: node.passwords.get('p.bianchi')!, recordHash: older.vectorHash })).rejects.toMatchObject({ code: 'LK_MOVE_WITHDRAWN', status: 409 });
     const viaCli = await cli(engineer, ['moves', 'approve', older.id, '--meaning', 'too late'], { input: password('p.bianchi') });
     expect(viaCli.code).toBe(1);
     expect(viaCli.err).toContain('[LK_MOVE_WITHDRAWN]');
@@ -171,6 +176,8 @@ describe('moves and escalations on a run the test drives', { timeout: 120_000 },
     expect(exc[0].title).toContain('ESCALATION_UNRESOLVED press.TurretSpeed');
     expect(node.daemon.writer.escalations().map((e) => e.escalation.setpoint)).toEqual(['press.TurretSpeed']);
 
+    const viaSdk = await new LinekeeperClient({ url: node.url, user: 'o.operator', password: node.passwords.get('o.operator')! }).escalations();
+    expect(viaSdk.items.map((e) => [e.setpoint, e.holds, e.runs])).toEqual([['press.TurretSpeed', true, [run.id]]]);
     const shown = await cli(engineer, ['escalations', 'list']);
     expect(shown.code, shown.err).toBe(0);
     expect(shown.out).toContain('! deadlock on press.TurretSpeed waits for a person since');
