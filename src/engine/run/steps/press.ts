@@ -10,7 +10,7 @@ import { decide as compressDecide, PRESS_SETPOINTS, type CompressFillInput } fro
 import { decide as confDecide } from '../../../agents/quality-conf.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
-import { contestOutcome, contestText, type ArbitrationRequest } from '../../../arbitration/index.js';
+import { contestOutcome, contestText, type ArbitrationRequest, type ArbitrationResult } from '../../../arbitration/index.js';
 import { json } from '../../json.js';
 import type { StepHandler } from '../types.js';
 import { convertUnit } from '../../../domain/units.js';
@@ -148,14 +148,12 @@ export const compress: StepHandler = async (ctx, engine) => {
         const res = await engine.options.writer.contest({
           tenant: run.tenant, product: run.product, tooling: run.tooling, requests: reqs,
           audit: (r) => {
-            const o = contestOutcome('press.TurretSpeed', r);
-            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json({ outcome: o.kind, winners: r.winners, declined: r.declined, escalated: r.escalated }), reason: o.kind === 'won' ? o.declined.map((d) => d.reason).join('; ') || 'no contest' : o.kind === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : 'no contest' };
+            const rec = roundRecord(r);
+            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json(rec), reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest' };
           },
         });
-        const outcome = contestOutcome('press.TurretSpeed', res);
-        const declined = outcome.kind === 'won' ? outcome.declined.map((d) => ({ agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })) : [];
-        const winners = outcome.kind === 'won' && !outcome.winner.owner ? [{ agent: outcome.winner.agent, attribute: outcome.winner.attribute, score: outcome.winner.score, value: res.winners[0]?.valueInSetpointUnit ?? null }] : [];
-        ctx.event('arbitration', contestText(outcome), { outcome: outcome.kind, winners, declined, escalated: res.escalated }, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
+        const rec = roundRecord(res);
+        ctx.event('arbitration', contestText(contestOutcome('press.TurretSpeed', res)), rec, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
         for (const d of res.declined) {
           if (d.request.agent !== 'agent.yield_takt') continue;
           const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
@@ -180,6 +178,17 @@ export const compress: StepHandler = async (ctx, engine) => {
     await ctx.tick();
   }
 };
+
+/**
+ * What the audit trail and the genealogy keep of one turret-speed round: its one outcome, the winner (none when
+ * the owner keeps the setpoint or the round escalated), the losers with score and reason, and the escalation.
+ */
+function roundRecord(r: ArbitrationResult): { outcome: string; winners: { agent: string; attribute: string; score: number; value: number | null }[]; declined: { agent: string; setpoint: string; score: number; reason: string }[]; escalated: ArbitrationResult['escalated'] } {
+  const o = contestOutcome('press.TurretSpeed', r);
+  const winners = o.kind === 'won' && !o.winner.owner ? [{ agent: o.winner.agent, attribute: o.winner.attribute, score: o.winner.score, value: r.winners[0]?.valueInSetpointUnit ?? null }] : [];
+  const declined = o.kind === 'won' ? o.declined.map((d) => ({ agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })) : [];
+  return { outcome: o.kind, winners, declined, escalated: r.escalated };
+}
 
 /** Samples that fix the centre line of an attribute the batch record gives no target for (hardness, thickness). */
 const BASELINE_SAMPLES = 10;
