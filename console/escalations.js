@@ -56,7 +56,8 @@ export function Escalations({ s }) {
     ${items && items.length === 0 ? html`<p class="quiet">No deadlock waits for a person.</p>` : null}
     ${(items ?? []).map((e) => html`<article class="card" data-escalation=${e.id}>
       <h3>${e.setpoint} <${Badge} status="pending" label="deadlock: equal rank, different targets" /></h3>
-      <p>Rank ${e.rank} (score ${e.score}) · pending since ${time(e.since)}</p>
+      <p>Rank ${e.rank} (score ${e.score}) · pending since ${time(e.since)} · <strong>the setpoint is held</strong>: no agent moves it until a person decides (never by time)${e.runs?.length ? html` · run ${e.runs.map((r) => html`<a href=${`#/runs/${r}`}>${r}</a> `)}` : null}</p>
+      ${e.outranked?.length ? html`<p class="quiet">Held with it (lower rank, declined when decided): ${e.outranked.map((o) => `${o.agent} → ${o.target}`).join(', ')}</p>` : null}
       <table><caption class="sr">Sides of the deadlock on ${e.setpoint}</caption>
         <thead><tr><th scope="col">Agent</th><th scope="col">Target</th><th scope="col">Serves</th><th scope="col">Why</th><th scope="col">Asked</th></tr></thead>
         <tbody>${e.sides.map((sd) => html`<tr><td>${sd.agent}</td><td class="num">${sd.target}</td><td>${sd.attribute}</td><td>${sd.justification}</td><td>${time(sd.at)}</td></tr>`)}</tbody>

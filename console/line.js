@@ -3,9 +3,11 @@
 // never by colour alone.
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { Escalations } from './escalations.js';
+import { PendingMoves } from './moves.js';
 import { Badge, ErrorNote, fmt, html, time, unit } from './ui.js';
 
-export function LinePage() {
+export function LinePage({ s }) {
   const [line, setLine] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
@@ -41,5 +43,7 @@ export function LinePage() {
           <thead><tr><th scope="col">Tag</th><th scope="col">Value</th><th scope="col">Quality</th></tr></thead>
           <tbody>${Object.entries(e.values).map(([tag, v]) => html`<tr><td>${tag.slice(e.id.length + 1)}</td><td class="num">${fmt(v.value)} ${unit(v.unit)}</td><td>${v.quality}</td></tr>`)}</tbody></table>`}
       </section>`)}</div>
-      <p class="quiet">Updated ${time(new Date().toISOString())}.</p>` : html`<p>Loading…</p>`}`;
+      <p class="quiet">Updated ${time(new Date().toISOString())}.</p>` : html`<p>Loading…</p>`}
+    <${PendingMoves} />
+    ${s ? html`<${Escalations} s=${s} />` : null}`;
 }

@@ -4,6 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from '../vendor/hooks.js';
 import { api, followRun } from './api.js';
 import { Escalations } from './escalations.js';
+import { PendingMoves } from './moves.js';
 import { ExceptionsPanel } from './exceptions.js';
 import { RunActions } from './run-actions.js';
 import { Badge, ErrorNote, fmt, html, short, time } from './ui.js';
@@ -167,6 +168,7 @@ export function RunPage({ s, id }) {
       <${LogList} lines=${lines} version=${version} selected=${selected?.id} onSelect=${(l) => setSelected(selected?.id === l.id ? null : l)} />
       <section id="log-detail" class="reasoning" aria-label="Reasoning of the chosen entry" aria-live="polite"><h3>Reasoning</h3><${Reasoning} line=${selected} /></section>
     </div>
+    <${PendingMoves} run=${id} />
     <${Escalations} s=${s} />
     ${run?.release ? html`<p>${run.status === 'ABORTED' || run.status === 'REJECTED' ? 'Package (not a release)' : 'Release package'}: sha256 of release.json <code>${short(run.release.sha256.json)}</code></p>` : null}`;
 }

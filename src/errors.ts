@@ -66,6 +66,7 @@ export const ERRORS = {
   LK_NEEDS_QA: { status: 409, title: 'Waits for a named QA reviewer' },
   LK_AUTONOMY_CHANGE: { status: 403, title: 'Autonomy change is not permitted' },
   LK_APPROVAL_STALE: { status: 409, title: 'Approval does not match the pending setpoint vector' },
+  LK_MOVE_WITHDRAWN: { status: 409, title: 'The setpoint move was withdrawn (superseded, or its step or run ended) and can no longer be signed' },
   // runs
   LK_LINE_BUSY: { status: 409, title: 'Another run is active on this line' },
   LK_RUN_STATE: { status: 409, title: 'The run or step cannot make this transition' },

@@ -60,7 +60,8 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
  * @throws LkError LK_APPROVAL_FORBIDDEN (audited: a role that approves nothing, `needs_qa` by anyone but QA, an
  *   L2 review by someone other than the batch's assigned reviewer or QA, the run's starter), LK_VALIDATION (no
  *   `recordHash`), LK_APPROVAL_STALE (it is not the pending vector's, or the bundle in force computes another),
- *   LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED, LK_NOT_FOUND (superseded or decided meanwhile).
+ *   LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED, LK_MOVE_WITHDRAWN (superseded, or its step or run ended, meanwhile),
+ *   LK_NOT_FOUND (decided meanwhile).
  */
 export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: string, w: PendingWrite, body: Decision): Promise<z.output<typeof WriteDecisionView>> {
   const { engine, writer, store } = ctx.daemon;
@@ -82,6 +83,11 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
   }
   if (body.recordHash !== w.vectorHash) throw new LkError('LK_APPROVAL_STALE', `the pending vector is ${w.vectorHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: w.id });
   await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: w.id });
+  // withdrawn while the password was checked (its step ended, a newer proposal): nothing is signed
+  if (!writer.pending().some((x) => x.id === w.id)) {
+    const why = writer.withdrawn(tenant, w.id);
+    throw why === null ? new LkError('LK_NOT_FOUND', `no pending write ${w.id}`, { approval: w.id }) : new LkError('LK_MOVE_WITHDRAWN', `move ${w.id} was withdrawn (${why}): it can no longer be signed`, { approval: w.id, reason: why });
+  }
 
   const meaning = body.meaning.trim();
   const signature = signRecord(store.audit.siteKey(), {

@@ -20,7 +20,7 @@ export interface ApiDaemon {
    * Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time); pending
    * arbitration deadlocks and a person's decision of one.
    */
-  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve'>;
+  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve' | 'withdrawn'>;
   readonly store: Store;
   readonly loaded: LoadedConfig;
   /** The policy bundle in force, or null (every write is then denied). */

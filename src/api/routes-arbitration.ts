@@ -29,8 +29,16 @@ export function targetText(v: RequestedValue): string {
 const iso = (ms: number): string => new Date(ms).toISOString();
 const side = (r: ArbitrationRequest) => ({ requestId: r.id, agent: r.agent, target: targetText(r.value), attribute: r.attribute, justification: r.justification, at: iso(r.at) });
 
+/** The runs of the requests: the run engine's request ids start with the run id. */
+function runsOf(e: Escalation): string[] {
+  return [...new Set([...e.requests, ...(e.outranked ?? [])].flatMap((r) => /^(run_[0-9a-f]{20}):/.exec(r.id)?.[1] ?? []))];
+}
+
 function view(e: Escalation): z.output<typeof EscalationView> {
-  return { id: e.setpoint, setpoint: e.setpoint, reason: e.reason, score: e.score, rank: e.score >= 2 ? 'quality' : 'throughput', since: iso(e.since), sides: e.requests.map(side) };
+  return {
+    id: e.setpoint, setpoint: e.setpoint, reason: e.reason, score: e.score, rank: e.score >= 2 ? 'quality' : 'throughput', since: iso(e.since),
+    sides: e.requests.map(side), outranked: (e.outranked ?? []).map(side), runs: runsOf(e), holds: true,
+  };
 }
 
 export function registerArbitrationRoutes(app: Api, ctx: ApiContext): void {

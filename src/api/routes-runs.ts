@@ -137,6 +137,10 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
     const user = userOf(req);
     const { tenant, id } = req.params;
     const write = ctx.daemon.writer.pending().find((w) => w.id === id && w.proposal.tenant === tenant);
-    return write ? decideWrite(ctx, user, tenant, write, req.body) : decideRelease(ctx, user, tenant, id, req.body);
+    if (write) return decideWrite(ctx, user, tenant, write, req.body);
+    // a move withdrawn (superseded, its step or run ended) is refused before any password is asked: nothing is signed
+    const withdrawn = id.startsWith('pw_') ? ctx.daemon.writer.withdrawn(tenant, id) : null;
+    if (withdrawn !== null) throw new LkError('LK_MOVE_WITHDRAWN', `move ${id} was withdrawn (${withdrawn}): it can no longer be signed`, { approval: id, reason: withdrawn });
+    return decideRelease(ctx, user, tenant, id, req.body);
   });
 }

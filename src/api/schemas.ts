@@ -216,6 +216,9 @@ const EscalationSide = z.object({
 export const EscalationView = z.object({
   id: z.string().describe('the setpoint: one deadlock per setpoint at a time'), setpoint: z.string(), reason: z.literal('DEADLOCK_EQUAL_RANK'),
   score: z.number().int(), rank: z.enum(['quality', 'throughput']), since: iso, sides: z.array(EscalationSide),
+  outranked: z.array(EscalationSide).describe('lower-ranked requests held with the deadlock: declined, naming the winner, when a person decides'),
+  runs: z.array(z.string()).describe('the runs whose agents asked (from the request ids)'),
+  holds: z.literal(true).describe('no agent moves the setpoint while the deadlock waits; it is never resolved by time'),
 });
 export const EscalationList = z.object({ items: z.array(EscalationView) });
 export const EscalationParams = z.strictObject({ tenant, id: text(1, 200) });

@@ -16,6 +16,10 @@
  * A true deadlock (equal rank, different targets) escalates to a human and
  * stays pending: no path here resolves it by time. Only a human
  * ({@link resolveEscalation}) or a strictly higher-ranked request ends it.
+ * One contest gives one outcome: a winner with its declined losers, or an
+ * escalation — never both. A lower-ranked request in a deadlocked contest is
+ * not declined without a winner: it is held with the escalation (`outranked`)
+ * and declined, naming the winner, when the person decides.
  */
 import { type ArbitrationAttribute, QUALITY_ATTRIBUTES, type ReasonCode, type RequestedValue, THROUGHPUT_ATTRIBUTES } from '../domain/policy.js';
 import { LkError } from '../errors.js';
@@ -51,7 +55,13 @@ export interface Ownership {
 export interface Escalation {
   readonly setpoint: string;
   readonly score: number;
+  /** The deadlocked sides (equal rank), the latest request per agent. */
   readonly requests: readonly ArbitrationRequest[];
+  /**
+   * Lower-ranked requests of the contested setpoint while it is held (the latest per agent): they cannot win the
+   * deadlock and are declined, naming the winner, when it is decided. Absent in escalations stored before it existed.
+   */
+  readonly outranked?: readonly ArbitrationRequest[];
   readonly reason: 'DEADLOCK_EQUAL_RANK';
   readonly since: number;
 }
@@ -94,6 +104,8 @@ export interface ArbitrationResult {
   /** Escalations created or extended in this call (all pending ones stay in `state`). */
   readonly escalated: readonly Escalation[];
   readonly state: ArbitrationState;
+  /** The time the round was decided at (an escalation opened by it has `since` equal to it). */
+  readonly at: number;
 }
 
 export const EMPTY_ARBITRATION: ArbitrationState = Object.freeze({ owners: Object.freeze({}), escalations: Object.freeze({}) });
@@ -178,7 +190,9 @@ export function resolveEscalation(
   const out = new Collector(state, now, bundle.content.ownershipWindowMs);
   out.escalations.delete(setpoint);
   out.win({ request: chosen, score: esc.score, value });
-  for (const r of esc.requests) if (r !== chosen) out.decline({ request: r, score: esc.score, value: Number.NaN }, 'HUMAN_DECISION', { request: chosen, score: esc.score }, now + bundle.content.ownershipWindowMs);
+  const until = now + bundle.content.ownershipWindowMs;
+  for (const r of esc.requests) if (r !== chosen) out.decline({ request: r, score: esc.score, value: Number.NaN }, 'HUMAN_DECISION', { request: chosen, score: esc.score }, until);
+  for (const r of esc.outranked ?? []) out.decline({ request: r, score: scoreOf(r.attribute) ?? 0, value: Number.NaN }, 'OUTRANKED', { request: chosen, score: esc.score }, until);
   return out.result();
 }
 
@@ -212,6 +226,18 @@ function supersede(list: Valid[], out: Collector): Valid[] {
   return latest.sort(byAtThenId);
 }
 
+/** `held` with `incoming` added: one request per agent, the newer replacing the earlier (a request already held stays). */
+function join(held: readonly ArbitrationRequest[], incoming: readonly ArbitrationRequest[]): ArbitrationRequest[] {
+  const out = [...held];
+  for (const r of incoming) {
+    if (out.some((x) => x.id === r.id)) continue;
+    const i = out.findIndex((x) => x.agent === r.agent);
+    if (i >= 0) out[i] = r;
+    else out.push(r);
+  }
+  return out;
+}
+
 class Collector {
   readonly winners: Winner[] = [];
   readonly declined: Declined[] = [];
@@ -242,24 +268,31 @@ class Collector {
   }
 
   /** Decide one setpoint from its latest request per agent. */
-  settle(setpoint: string, list: Valid[]): void {
+  settle(setpoint: string, latest: Valid[]): void {
+    let list = latest;
     const top = Math.max(...list.map((v) => v.score));
     const esc = this.escalations.get(setpoint);
     if (esc) {
       if (top <= esc.score) {
-        // the deadlock stays with the human; equal rank joins it, lower rank cannot win it
-        const known = new Set(esc.requests.map((r) => r.id));
-        const joined = list.filter((v) => v.score === esc.score && !known.has(v.request.id)).map((v) => v.request);
-        for (const v of list) if (v.score < esc.score) this.decline(v, 'OUTRANKED', null, null);
-        const next = { ...esc, requests: [...esc.requests, ...joined] };
+        // the deadlock stays with the human and holds the setpoint: equal rank joins it as a side, lower rank is
+        // held with it (it cannot win it); an agent's newer request replaces its earlier one (no side grows without end)
+        const sides = join(esc.requests, list.filter((v) => v.score === esc.score).map((v) => v.request));
+        const outranked = join(esc.outranked ?? [], list.filter((v) => v.score < esc.score).map((v) => v.request));
+        const next: Escalation = { ...esc, requests: sides, ...(outranked.length > 0 ? { outranked } : {}) };
         this.escalations.set(setpoint, next);
         this.escalated.push(next);
         return;
       }
-      // a strictly higher rank decides by rule 1: the deadlocked requests lose to it
+      // a strictly higher rank decides by rule 1: the deadlocked requests (and those held with them) contest with
+      // their rank and lose to whatever this contest gives — a winner, named in their decline, or a new escalation
       this.escalations.delete(setpoint);
-      const best = list.filter((v) => v.score === top);
-      for (const r of esc.requests) this.decline({ request: r, score: esc.score, value: Number.NaN }, 'OUTRANKED', best.length === 1 ? best[0]! : null, null);
+      const carried = [...esc.requests.map((r) => ({ request: r, score: esc.score })), ...(esc.outranked ?? []).map((r) => ({ request: r, score: scoreOf(r.attribute) ?? 0 }))];
+      const agents = new Set(list.map((v) => v.request.agent));
+      for (const c of carried) {
+        // an agent that asked again in this round stands by its new request: its held one is superseded by it
+        if (agents.has(c.request.agent)) this.decline({ ...c, value: Number.NaN }, 'SUPERSEDED', list.find((v) => v.request.agent === c.request.agent)!, null);
+        else list = [...list, { ...c, value: Number.NaN }];
+      }
     }
     let owner = this.owners.get(setpoint);
     if (owner && owner.expiresAt <= this.now) {
@@ -285,11 +318,12 @@ class Collector {
     const first = best.find((v) => v.standing) ?? best[0]!;
     const eps = boundEpsilon(first.value, first.value);
     if (best.length > 1 && best.some((v) => Math.abs(v.value - first.value) > eps)) {
-      const esc: Escalation = { setpoint, score: top, requests: best.map((v) => v.request), reason: 'DEADLOCK_EQUAL_RANK', since: this.now };
+      // one outcome: the escalation. Lower ranks are held with it, not declined without a winner
+      const outranked = lower.filter((v) => !v.standing).map((v) => v.request);
+      const esc: Escalation = { setpoint, score: top, requests: best.map((v) => v.request), ...(outranked.length > 0 ? { outranked } : {}), reason: 'DEADLOCK_EQUAL_RANK', since: this.now };
       this.escalations.set(setpoint, esc);
       this.escalated.push(esc);
       this.owners.delete(setpoint);
-      for (const v of lower) if (!v.standing) this.decline(v, 'OUTRANKED', null, null);
       return;
     }
     const ownerHolds = first.standing === true && owner !== null;
@@ -311,6 +345,7 @@ class Collector {
       declined: this.declined,
       refused: this.refused,
       escalated: this.escalated,
+      at: this.now,
       state: { owners: Object.fromEntries(this.owners), escalations: Object.fromEntries(this.escalations) },
     };
   }

@@ -7,7 +7,7 @@
 import { formatDuration } from '../domain/run.js';
 import { LkError } from '../errors.js';
 import type { DaemonClient } from './client.js';
-import { header, RunTranscript, type ApiRun, type LogLine, type TranscriptState } from './run-transcript.js';
+import { header, RunTranscript, type ApiRun, type Escalation, type LogLine, type TranscriptState } from './run-transcript.js';
 
 export interface AttachOptions {
   readonly client: DaemonClient;
@@ -137,7 +137,13 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
     beat();
     timers.push(setInterval(beat, o.presenceMs ?? 30_000));
   }
-  timers.push(setInterval(() => void serial(async () => print(t.poll(await refresh()))).catch(() => undefined), o.pollMs ?? 5000));
+  // deadlocks of this run that wait for a person have no log line while they wait: they are asked for at each look
+  const escalations = (): Promise<Escalation[]> =>
+    o.client.json<{ items: Escalation[] }>('GET', `/v1/tenants/${encodeURIComponent(o.tenant)}/arbitration/escalations`).then((r) => r.items, () => []);
+  timers.push(setInterval(() => void serial(async () => {
+    print(t.poll(await refresh()));
+    print(t.escalations(o.run.id, await escalations()));
+  }).catch(() => undefined), o.pollMs ?? 5000));
   if (o.renew) {
     let warnedRenew = false;
     const renew = o.renew;

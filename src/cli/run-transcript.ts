@@ -10,12 +10,47 @@
  * line seen, the step outcomes printed) is what a re-attachment resumes from, so nothing prints twice.
  */
 import type { z } from 'zod';
-import type { RunView, ToolCallLine } from '../api/schemas.js';
+import type { EscalationView, RunView, ToolCallLine } from '../api/schemas.js';
 import { composePlan, formatDuration } from '../domain/run.js';
 import { safeText } from '../engine/genealogy-text.js';
 
 export type ApiRun = z.output<typeof RunView>;
 export type LogLine = z.output<typeof ToolCallLine>;
+export type Escalation = z.output<typeof EscalationView>;
+
+type PendingMove = { id?: unknown; needs?: unknown; waitsFor?: unknown; since?: unknown; moves?: { setpoint?: unknown; from?: unknown; to?: unknown; unit?: unknown }[] };
+
+function pendingOf(l: LogLine): PendingMove | null {
+  const r = (l.result ?? {}) as { status?: unknown; pending?: PendingMove };
+  return r.status === 'pending' && r.pending && typeof r.pending.id === 'string' ? r.pending : null;
+}
+
+const num = (v: unknown): string => (typeof v === 'number' && Number.isFinite(v) ? String(+v.toPrecision(6)) : '?');
+
+/**
+ * `  waiting for p.bianchi: press.MainForce 12 → 10.5 kN (move pw_…, since …)` and how to decide it; '' when the
+ * line is not a move that waits.
+ */
+export function waitingLine(l: LogLine): string {
+  const p = pendingOf(l);
+  if (!p) return '';
+  const id = safeText(String(p.id));
+  const who = p.needs === 'qa' ? 'QA' : typeof p.waitsFor === 'string' ? safeText(p.waitsFor) : 'the batch\'s reviewer (none assigned)';
+  const what = (p.moves ?? []).map((m) => `${safeText(String(m.setpoint))} ${num(m.from)} → ${num(m.to)}${typeof m.unit === 'string' && m.unit !== '1' ? ` ${safeText(m.unit)}` : ''}`).join(', ') || '?';
+  const since = typeof p.since === 'number' ? new Date(p.since).toISOString() : l.at;
+  return [
+    `  waiting for ${who}: ${what} (move ${id} of ${safeText(l.agent)}, since ${since})`,
+    `    decide with: linekeeper moves approve ${id} --meaning "…"  |  linekeeper moves reject ${id} --meaning "…"`,
+  ].join('\n');
+}
+
+/** A deadlock waiting for a person: its sides and how to decide it. */
+export function escalationLines(e: Escalation): string[] {
+  return [
+    `! deadlock on ${safeText(e.setpoint)} waits for a person since ${e.since} (equal rank, ${e.rank}); the setpoint is held: ${e.sides.map((x) => `${safeText(x.agent)} wants ${safeText(x.target)} (${x.attribute}, ${x.requestId})`).join(' vs ')}`,
+    `    decide with: linekeeper escalations decide ${safeText(e.setpoint)} --choose <requestId> --reason "…"`,
+  ];
+}
 
 /** What a re-attachment needs to print nothing twice. */
 export interface TranscriptState {
@@ -117,6 +152,14 @@ export class RunTranscript {
     return out;
   }
 
+  /**
+   * The deadlocks waiting for a person (GET /arbitration/escalations) that involve this run, each printed once
+   * while it waits (again only if a new one opens for the same setpoint).
+   */
+  escalations(run: string, items: readonly Escalation[]): string[] {
+    return items.filter((e) => e.runs?.includes(run)).flatMap((e) => this.once(`esc/${e.setpoint}/${e.since}`, escalationLines(e).join('\n')));
+  }
+
   private once(key: string, text: string): string[] {
     if (this.printed.has(key)) return [];
     this.printed.add(key);
@@ -139,6 +182,8 @@ export class RunTranscript {
       const r = (l.result ?? {}) as { exception?: unknown; severity?: unknown };
       return [`! ${summary} — ${safeText(String(r.severity ?? '?'))}, ${safeText(String(r.exception ?? '?'))}`];
     }
+    // a setpoint move that waits for a person: whom, what, since when, and how to decide it
+    if (l.kind === 'ok' && l.tool.endsWith('.write_setpoint')) return this.once(`move/${pendingOf(l)?.id ?? ''}`, waitingLine(l)).filter(Boolean);
     if (l.tool !== 'approval.request') return [];
     if (l.kind === 'call') {
       const a = (l.args ?? {}) as { approval?: unknown; kind?: unknown; reviewer?: unknown; batch?: unknown };

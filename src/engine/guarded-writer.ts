@@ -13,7 +13,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WriteCapability, WriteResult } from '../../connectors/types.js';
-import { type ArbitrationResult, type ArbitrationState, type Escalation, resolveEscalation } from '../arbitration/index.js';
+import { type ArbitrationRequest, type ArbitrationResult, type ArbitrationState, type Escalation, arbitrate, resolveEscalation } from '../arbitration/index.js';
+import type { AuditEntryInput } from '../audit/index.js';
 import type { Approval, PolicyContext } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import type { PolicyBundle } from '../policy/index.js';
@@ -34,6 +35,17 @@ import type { GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, 
 export type { BatchContext, BatchRegistry, GuardedWriterOptions, PendingWrite, RecoveryReport, WriteOutcome, WriteProposal, WriteStatus } from './writer-types.js';
 
 type SignedApproval = Approval & { readonly vectorHash: string };
+/** Why a pending write left the queue without a decision (superseded, its step or run ended), by id. */
+type Withdrawal = { readonly tenant: string; readonly reason: string };
+/** One orchestrator round: requests for one setpoint, arbitrated against the state in force and persisted with its audit entry. */
+export interface ContestRound {
+  readonly tenant: string;
+  readonly product: string;
+  readonly tooling: string;
+  readonly requests: readonly ArbitrationRequest[];
+  /** The round's audit entry, from its result (committed with the state it leaves). */
+  readonly audit: (r: ArbitrationResult) => AuditEntryInput;
+}
 type Resolution = { readonly requestId: string; readonly by: { readonly person: string; readonly role: string }; readonly reason: string };
 type Inputs = { readonly current: ReadonlyMap<string, number | null>; readonly contexts: PolicyContext[] };
 /** A move of the vector sent to the equipment: its result, or null when the outcome of the write is unknown. */
@@ -51,6 +63,8 @@ export class GuardedWriter {
   private readonly caps = new Map<string, WriteCapability>();
   private readonly reader: SetpointReader;
   private readonly pendingWrites = new Map<string, PendingWrite>();
+  /** Pending writes withdrawn since start (older ones are found in the audit trail). */
+  private readonly withdrawnWrites = new Map<string, Withdrawal>();
   private readonly lastMoves: Map<string, LastMove>;
   private readonly state: WriterState;
   /** Pending writes whose approval was running when the process stopped (resolved by {@link recover}). */
@@ -145,7 +159,7 @@ export class GuardedWriter {
   approve(pendingId: string, approval: SignedApproval): Promise<WriteOutcome> {
     return this.serial(async () => {
       const pw = this.pendingWrites.get(pendingId);
-      if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
+      if (!pw) throw this.notPending(pendingId);
       if (approval.vectorHash !== pw.vectorHash) {
         throw new LkError('LK_APPROVAL_STALE', `approval is for vector ${approval.vectorHash.slice(0, 12)}…, the pending write is ${pw.vectorHash.slice(0, 12)}…`, { pendingId });
       }
@@ -180,7 +194,7 @@ export class GuardedWriter {
   reject(pendingId: string, by: { readonly person: string; readonly role: string }, reason: string): Promise<WriteOutcome> {
     return this.serial(async () => {
       const pw = this.pendingWrites.get(pendingId);
-      if (!pw) throw new LkError('LK_NOT_FOUND', `no pending write ${pendingId}`, { pendingId });
+      if (!pw) throw this.notPending(pendingId);
       this.o.store.tx((t) => {
         this.state.deletePending(t, pendingId);
         t.audit.append(entryFor(pw.proposal, {
@@ -191,6 +205,60 @@ export class GuardedWriter {
       this.pendingWrites.delete(pendingId);
       return { status: 'rejected', proposalId: pw.proposal.id, decisions: [], vectorHash: pw.vectorHash };
     });
+  }
+
+  /**
+   * Why the pending write `id` of `tenant` was withdrawn (superseded by a newer proposal, its step or its run
+   * ended), or null when it was not: a withdrawn move can no longer be signed (LK_MOVE_WITHDRAWN).
+   */
+  withdrawn(tenant: string, id: string): string | null {
+    const w = this.withdrawnWrites.get(id);
+    if (w) return w.tenant === tenant ? w.reason : null;
+    return this.state.withdrawnReason(tenant, id);
+  }
+
+  /**
+   * Withdraw every pending write `which` selects, each audited with the reason (`setpoint.withdrawn`) in the
+   * transaction that takes it off the queue: its step or run ended before a person decided. @returns them.
+   */
+  withdraw(which: (w: PendingWrite) => boolean, reason: string): Promise<PendingWrite[]> {
+    return this.serial(async () => {
+      const out = [...this.pendingWrites.values()].filter(which);
+      if (out.length === 0) return out;
+      this.o.store.tx((t) => {
+        for (const w of out) this.state.withdraw(t, w, reason);
+      });
+      for (const w of out) {
+        this.pendingWrites.delete(w.id);
+        this.withdrawnWrites.set(w.id, { tenant: w.proposal.tenant, reason });
+      }
+      return out;
+    });
+  }
+
+  /**
+   * One orchestrator round for a contested setpoint (two agents' requests), arbitrated against the owners and
+   * escalations in force and persisted: the state it leaves (a new owner, or an escalation that holds the
+   * setpoint for a person and appears in {@link escalations}) commits with the round's audit entry. Nothing is
+   * written to the equipment here. @throws LkError LK_POLICY_BUNDLE when no bundle is loaded; as {@link arbitrate}.
+   */
+  contest(round: ContestRound): Promise<ArbitrationResult> {
+    return this.serial(async () => {
+      const bundle = this.o.policy();
+      if (!bundle) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded');
+      const r = arbitrate(round.requests, this.arb, this.o.clock.now(), bundle, { product: round.product, tooling: round.tooling });
+      this.o.store.tx((t) => {
+        const e = t.audit.append(round.audit(r));
+        this.keepArb(t, r.state, round.tenant, e.seq);
+      });
+      return r;
+    });
+  }
+
+  private notPending(id: string): LkError {
+    const w = this.withdrawnWrites.get(id);
+    if (w) return new LkError('LK_MOVE_WITHDRAWN', `move ${id} was withdrawn (${w.reason}): it can no longer be signed`, { pendingId: id, reason: w.reason });
+    return new LkError('LK_NOT_FOUND', `no pending write ${id}`, { pendingId: id });
   }
 
   /**
@@ -321,9 +389,11 @@ export class GuardedWriter {
         this.state.putPending(t, w, t.audit.append(plan.entry).seq);
         this.settle(t, approving, 'pending');
       });
-      for (const v of plan.supersede) this.pendingWrites.delete(v.id);
+      this.superseded(p, plan.supersede);
       this.pendingWrites.set(w.id, w);
-      return { ...base, status: 'pending', pending: { id: w.id, needs: w.needs } };
+      const waitsFor = w.needs === 'reviewer' ? (this.o.batches(p.tenant, p.batch)?.reviewer ?? null) : null;
+      const moves = p.moves.map((m, i) => ({ setpoint: m.setpoint, from: current.get(m.setpoint) ?? null, to: plan.decisions[i]?.valueInSetpointUnit ?? null, unit: plan.decisions[i]?.setpointUnit ?? null }));
+      return { ...base, status: 'pending', pending: { id: w.id, needs: w.needs, waitsFor, since: w.since, moves } };
     }
     return this.execute(p, plan, approving, (t) => {
       decided(t);
@@ -376,7 +446,7 @@ export class GuardedWriter {
         if (i === 0) first(t);
         return t.audit.intent(plan.intents[i]!);
       });
-      if (i === 0) for (const v of plan.supersede) this.pendingWrites.delete(v.id);
+      if (i === 0) this.superseded(p, plan.supersede);
       let result: WriteResult;
       try {
         if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${m.setpoint}`);
@@ -444,6 +514,14 @@ export class GuardedWriter {
       this.lastMoves.set(move.setpoint, moved);
     }
     return { ...base, status: status(), results: done.flatMap((d) => (d.result ? [d.result] : [])), error };
+  }
+
+  /** After the commit that declined them: superseded pending writes leave the queue and count as withdrawn. */
+  private superseded(by: WriteProposal, victims: readonly PendingWrite[]): void {
+    for (const v of victims) {
+      this.pendingWrites.delete(v.id);
+      this.withdrawnWrites.set(v.id, { tenant: v.proposal.tenant, reason: `superseded by proposal ${by.id} of ${by.agent}` });
+    }
   }
 
   private capFor(setpoint: string): WriteCapability | undefined {

@@ -30,7 +30,7 @@ export interface LastMove {
 }
 
 export class WriterState {
-  private readonly st: Record<'pending' | 'putPending' | 'delPending' | 'approving' | 'moves' | 'putMove', Statement>;
+  private readonly st: Record<'pending' | 'putPending' | 'delPending' | 'approving' | 'moves' | 'putMove' | 'withdrawn', Statement>;
 
   /** @throws LkError LK_STORE_MIGRATION when the store has no engine tables (schema older than 3). */
   constructor(store: Store) {
@@ -47,6 +47,11 @@ export class WriterState {
       delPending: db.prepare('DELETE FROM pending_write WHERE id = ?'),
       approving: db.prepare('UPDATE pending_write SET approving = ? WHERE id = ?'),
       moves: db.prepare('SELECT setpoint, value, at FROM setpoint_last_move'),
+      // a withdrawal is known by its audit entry (the row is gone); searched from the time the id was drawn at
+      withdrawn: db.prepare(
+        `SELECT reason FROM audit_entry WHERE tenant = ? AND ts >= ? AND kind = 'state_change'
+           AND action IN ('setpoint.withdrawn', 'setpoint.superseded') AND instr(args, ?) > 0 ORDER BY seq LIMIT 1`,
+      ).pluck(),
       putMove: db.prepare(
         `INSERT INTO setpoint_last_move (setpoint, value, at, tenant, audit_seq) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (setpoint) DO UPDATE SET value = excluded.value, at = excluded.at, tenant = excluded.tenant, audit_seq = excluded.audit_seq`,
@@ -111,6 +116,25 @@ export class WriterState {
       this.deletePending(t, w.id);
       t.audit.append(entryFor(w.proposal, { kind: 'state_change', action: 'setpoint.superseded', args: json({ pendingId: w.id, vectorHash: w.vectorHash, supersededBy: by.id }), reason: `superseded by proposal ${by.id} of ${by.agent}` }));
     }
+  }
+
+  /** Its step or run ended before a person decided: the row goes, audited with the reason, inside `t`. */
+  withdraw(t: TxContext, w: PendingWrite, reason: string): void {
+    this.deletePending(t, w.id);
+    t.audit.append(entryFor(w.proposal, { actor: 'system', kind: 'state_change', action: 'setpoint.withdrawn', args: json({ pendingId: w.id, vectorHash: w.vectorHash, needs: w.needs, since: w.since }), reason }));
+  }
+
+  /**
+   * The reason a pending write of `tenant` was withdrawn or superseded, from the audit trail; null when it was
+   * not (or the id is not one the writer draws: \`pw_<base-36 ms>_<hex>\`, whose time bounds the search).
+   */
+  withdrawnReason(tenant: string, id: string): string | null {
+    const m = /^pw_([0-9a-z]{1,12})_[0-9a-f]{8}$/.exec(id);
+    const ms = m ? parseInt(m[1]!, 36) : Number.NaN;
+    if (!Number.isFinite(ms) || ms > 8.64e15) return null;
+    // a day's margin: the trail's clock and the writer's may differ a little, never by that much
+    const reason = this.st.withdrawn.get(tenant, new Date(Math.max(0, ms - 86_400_000)).toISOString(), `"${id}"`) as string | null | undefined;
+    return reason === undefined ? null : (reason ?? 'withdrawn');
   }
 
   /** An approved write ended (`close`: the row goes) or did not run (the row waits again), audited inside `t`. */

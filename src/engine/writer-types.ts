@@ -53,7 +53,15 @@ export interface WriteOutcome {
   readonly proposalId: string;
   readonly decisions: readonly Decision[];
   readonly vectorHash: string | null;
-  readonly pending?: { readonly id: string; readonly needs: 'qa' | 'reviewer' };
+  /**
+   * The write waits for a person: its id (as GET /approvals lists it), whom it waits for (`waitsFor`: the batch's
+   * assigned reviewer, null for QA or when none is assigned), since when, and each move from what the equipment
+   * held to the value asked, in the setpoint's unit.
+   */
+  readonly pending?: {
+    readonly id: string; readonly needs: 'qa' | 'reviewer'; readonly waitsFor?: string | null; readonly since?: number;
+    readonly moves?: readonly { readonly setpoint: string; readonly from: number | null; readonly to: number | null; readonly unit: string | null }[];
+  };
   readonly results?: readonly WriteResult[];
   readonly declined?: readonly Declined[];
   readonly escalation?: Escalation;

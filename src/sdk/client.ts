@@ -11,7 +11,7 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  AbortedRun, ApprovalList, Attendance, ReassignedReviewer, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -286,6 +286,34 @@ export class LinekeeperClient {
    */
   approve(id: string, d: Decision): Promise<Signature> {
     return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password } });
+  }
+
+  /** The setpoint moves waiting for a person (GET /approvals, kind setpoint_write): whom, what, since when. */
+  async moves(): Promise<PendingMove[]> {
+    return (await this.approvals()).items.filter((a) => a.kind === 'setpoint_write');
+  }
+
+  /**
+   * POST /approvals/{id} for a waiting move: approve or reject it as the signed-in person, re-authenticated with
+   * the password, bound to the vector hash the reviewer saw (`recordHash` from {@link moves}).
+   * @throws LinekeeperError LK_MOVE_WITHDRAWN (superseded, or its step or run ended: nothing signed),
+   *   LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
+   */
+  decideMove(id: string, d: MoveDecision): Promise<MoveDecided> {
+    return this.#tenantCall<MoveDecided>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password, recordHash: d.recordHash } });
+  }
+
+  /** GET /arbitration/escalations: the deadlocks waiting for a person; each holds its setpoint until one decides. */
+  escalations(): Promise<EscalationList> {
+    return this.#tenantCall<EscalationList>('GET', '/arbitration/escalations');
+  }
+
+  /**
+   * POST /arbitration/escalations/{setpoint}: decide a deadlock as the signed-in person with a reason (audited).
+   * @throws LinekeeperError LK_NOT_FOUND (none pending), LK_VALIDATION (not a side, no reason), LK_FORBIDDEN.
+   */
+  decideEscalation(setpoint: string, d: { choose: string; reason: string }): Promise<EscalationDecided> {
+    return this.#tenantCall<EscalationDecided>('POST', `/arbitration/escalations/${encodeURIComponent(setpoint)}`, { body: { choose: d.choose, reason: d.reason } });
   }
 
   /** GET /runs/{id}/exceptions: the run's exceptions with their evidence and status, and its specification table. */

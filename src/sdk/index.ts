@@ -12,4 +12,5 @@ export { Run, type StreamOptions } from './run.js';
 export type {
   ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
   StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure, AbortedRun, ReassignedReviewer,
+  PendingMove, MoveDecision, MoveDecided, EscalationList, Escalation, EscalationDecided,
 } from './types.js';

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type {
   ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
-  ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView,
+  ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView, EscalationList as EscalationListSchema, EscalationDecisionView, WriteDecisionView,
 } from '../api/schemas.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
@@ -22,6 +22,17 @@ export type RunPage = z.output<typeof RunPageSchema>;
 export type ToolCallLine = z.output<typeof ToolCallLineSchema>;
 export type Genealogy = z.output<typeof GenealogyView>;
 export type ApprovalList = z.output<typeof ApprovalListSchema>;
+/** A setpoint move waiting for a person (an item of GET /approvals of kind `setpoint_write`). */
+export type PendingMove = ApprovalList['items'][number];
+/** Deciding a waiting move: the signature binds to `recordHash`, the vector hash GET /approvals showed. */
+export interface MoveDecision { decision: 'approve' | 'reject'; meaning: string; password: string; recordHash: string }
+/** A signed move decision and what the guarded writer did with it. */
+export type MoveDecided = z.output<typeof WriteDecisionView>;
+/** Arbitration deadlocks waiting for a person (they hold their setpoint). */
+export type EscalationList = z.output<typeof EscalationListSchema>;
+export type Escalation = EscalationList['items'][number];
+/** A deadlock decided: who, why, the winner and the declined sides. */
+export type EscalationDecided = z.output<typeof EscalationDecisionView>;
 /** A Part 11 signature: identity, meaning, time, bound to the record hash. */
 export type Signature = z.output<typeof SignatureView>;
 /** A run's exceptions (deviations) with their evidence and status, and its specification table. */

@@ -14,6 +14,7 @@ import { queryAudit } from '../../src/audit/index.js';
 import { ManualClock } from '../../src/clock.js';
 import type { Attendance } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
+import { WriterState } from '../../src/engine/writer-state.js';
 import { GuardedWriter, type BatchContext, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import { type AutonomyState, type PolicyBundle, changeAutonomy, initialAutonomy } from '../../src/policy/index.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
@@ -215,7 +216,14 @@ describe('guarded writer on the simulator', () => {
     expect(second.vectorHash).not.toBe(first.vectorHash);
     expect(writer.pending().map((w) => w.id)).toEqual([second.pending!.id]);
     expect(entries({ kind: 'state_change' }).some((e) => e.action === 'setpoint.superseded' && (e.args as { pendingId: string }).pendingId === first.pending!.id)).toBe(true);
-    expect(await codeOf(writer.approve(first.pending!.id, { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_NOT_FOUND');
+    // the superseded write is withdrawn: an approval of it is refused with the stable code and the reason
+    expect(await codeOf(writer.approve(first.pending!.id, { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_MOVE_WITHDRAWN');
+    expect(writer.withdrawn(T, first.pending!.id)).toMatch(/^superseded by proposal /);
+    // after a restart the writer knows it from the audit trail (the row is gone), and only for its tenant
+    expect(new WriterState(store).withdrawnReason(T, first.pending!.id)).toMatch(/^superseded by proposal /);
+    expect(new WriterState(store).withdrawnReason('borealis-bio', first.pending!.id)).toBeNull();
+    expect(new WriterState(store).withdrawnReason(T, second.pending!.id)).toBeNull();
+    expect(await codeOf(writer.approve('pw_nosuchwrite', { by: 'q.russo', role: 'qa_reviewer', kind: 'qa', vectorHash: first.vectorHash! }))).toBe('LK_NOT_FOUND');
     await writer.reject(second.pending!.id, qa, 'not now');
     expect(plant('press', 'MainForce')).toBe(18.5);
   });

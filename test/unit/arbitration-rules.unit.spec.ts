@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type ArbitrationRequest, type ArbitrationState, EMPTY_ARBITRATION, arbitrate, resolveEscalation } from '../../src/arbitration/index.js';
+import { contestOutcome, contestText } from '../../src/arbitration/outcome.js';
 import { T0, bundle } from './policy-helpers.js';
 import { codeOf } from '../helpers/codes.js';
 
@@ -132,29 +133,33 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
   const b = req('pot', 'agent.compress_fill', 'potency', '55 {rev}/min');
   const dead = arbitrate([a, b, raise], EMPTY_ARBITRATION, T0, bundle, scope);
 
-  it('two requests of equal rank with different targets escalate; the lower rank is declined at once', () => {
+  it('two requests of equal rank with different targets escalate; the lower rank is held with the escalation, not declined without a winner', () => {
     expect(dead.winners).toEqual([]);
     expect(dead.escalated).toHaveLength(1);
     expect(dead.escalated[0]).toMatchObject({ setpoint: 'press.TurretSpeed', reason: 'DEADLOCK_EQUAL_RANK', score: 2, since: T0 });
     expect(dead.escalated[0]!.requests.map((r) => r.id).sort()).toEqual(['cu', 'pot']);
-    expect(dead.declined.map((d) => [d.request.id, d.reason])).toEqual([['r-yield', 'OUTRANKED']]);
+    expect(dead.escalated[0]!.outranked?.map((r) => r.id)).toEqual(['r-yield']);
+    expect(dead.declined).toEqual([]);
   });
 
-  it('stays pending however much time passes; later equal-rank requests join it', () => {
+  it('stays pending however much time passes; later equal-rank requests join it, one side per agent (its latest request)', () => {
     let state: ArbitrationState = dead.state;
     for (const later of [W, 10 * W, 1000 * W]) {
-      const r = arbitrate([req(`x${later}`, 'agent.quality_potency', 'potency', '50 {rev}/min', T0 + later)], state, T0 + later, bundle, scope);
+      const r = arbitrate([req(`x${later}`, 'agent.quality_potency', 'potency', '50 {rev}/min', T0 + later), req(`y${later}`, 'agent.yield_takt', 'takt', '66 {rev}/min', T0 + later)], state, T0 + later, bundle, scope);
       expect(r.winners).toEqual([]);
+      expect(r.declined).toEqual([]);
+      expect(r.escalated.map((e) => e.since)).toEqual([T0]);
       expect(r.state.escalations['press.TurretSpeed']).toBeDefined();
       state = r.state;
     }
-    expect(state.escalations['press.TurretSpeed']!.requests).toHaveLength(5);
+    expect(state.escalations['press.TurretSpeed']!.requests.map((r) => r.id)).toEqual(['cu', 'pot', `x${1000 * W}`]);
+    expect(state.escalations['press.TurretSpeed']!.outranked?.map((r) => r.id)).toEqual([`y${1000 * W}`]);
   });
 
-  it('a named reviewer resolves it: the chosen request wins and owns the setpoint, the others are declined as HUMAN_DECISION', () => {
+  it('a named reviewer resolves it: the chosen request wins and owns the setpoint, the other sides are declined as HUMAN_DECISION, the lower rank as OUTRANKED by the winner', () => {
     const r = resolveEscalation(dead.state, 'press.TurretSpeed', { requestId: 'pot', by: { person: 'q.russo', role: 'qa_reviewer' }, reason: 'potency trend' }, T0 + 60_000, bundle);
     expect(r.winners.map((w) => w.request.id)).toEqual(['pot']);
-    expect(r.declined.map((d) => [d.request.id, d.reason])).toEqual([['cu', 'HUMAN_DECISION']]);
+    expect(r.declined.map((d) => [d.request.id, d.reason, d.winner?.requestId])).toEqual([['cu', 'HUMAN_DECISION', 'pot'], ['r-yield', 'OUTRANKED', 'pot']]);
     expect(r.state.escalations['press.TurretSpeed']).toBeUndefined();
     expect(r.state.owners['press.TurretSpeed']).toMatchObject({ agent: 'agent.compress_fill', since: T0 + 60_000 });
   });
@@ -181,5 +186,56 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
   it('refuses duplicate request ids and a non-finite clock (LK_VALIDATION)', () => {
     expect(codeOf(() => arbitrate([a, a], EMPTY_ARBITRATION, T0, bundle, scope))).toBe('LK_VALIDATION');
     expect(codeOf(() => arbitrate([a], EMPTY_ARBITRATION, Number.NaN, bundle, scope))).toBe('LK_VALIDATION');
+  });
+});
+
+describe('one contest, one outcome: a winner and its declined losers, or an escalation — never both', () => {
+  const attrs = ['content_uniformity', 'potency', 'dissolution', 'defect_rate', 'yield', 'energy', 'takt'] as const;
+  const agents = ['agent.quality_conf', 'agent.yield_takt', 'agent.compress_fill', 'agent.quality_potency'] as const;
+  const spec = fc.record({ agent: fc.constantFrom(...agents), attribute: fc.constantFrom(...attrs), rpm: fc.integer({ min: 30, max: 70 }), dt: fc.integer({ min: 0, max: 5000 }) });
+
+  it('holds for any rounds, with or without an owner or an escalation already pending (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(spec, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 2 * W }), (rounds, gap) => {
+        let state: ArbitrationState = EMPTY_ARBITRATION;
+        rounds.forEach((round, k) => {
+          const now = T0 + k * gap;
+          const rs = round.map((s, i) => req(`k${k}r${i}`, s.agent, s.attribute, `${s.rpm} {rev}/min`, now - s.dt));
+          const r = arbitrate(rs, state, now, bundle, scope);
+          const escalated = r.escalated.some((e) => e.setpoint === 'press.TurretSpeed');
+          const contested = r.declined.filter((d) => d.reason !== 'SUPERSEDED');
+          if (escalated) {
+            expect(r.winners).toEqual([]);
+            expect(contested).toEqual([]);
+            // the escalation holds the setpoint: nobody owns it meanwhile
+            expect(r.state.owners['press.TurretSpeed']).toBeUndefined();
+          }
+          // a decline always names who won (or the owner that holds the setpoint), never "declined by no one"
+          for (const d of contested) expect(d.winner).not.toBeNull();
+          expect(contestText(contestOutcome('press.TurretSpeed', r))).not.toMatch(/contested: ;|: ;/);
+          state = r.state;
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the outcome reads as one line: the escalation with both sides and what is held; a win with its losers', () => {
+    const a = req('cu', 'agent.quality_conf', 'content_uniformity', '45 {rev}/min');
+    const b = req('pot', 'agent.compress_fill', 'potency', '55 {rev}/min');
+    const dead = arbitrate([a, b, raise], EMPTY_ARBITRATION, T0, bundle, scope);
+    const o = contestOutcome('press.TurretSpeed', dead);
+    expect(o).toMatchObject({ kind: 'escalated', opened: true });
+    expect(contestText(o)).toBe(
+      'press.TurretSpeed contested: deadlock of equal rank (quality) between agent.quality_conf (content_uniformity) 45 {rev}/min and agent.compress_fill (potency) 55 {rev}/min: escalated to a person; '
+      + 'the setpoint is held until a named person decides; held with it, lower rank: agent.yield_takt (takt) 60 {rev}/min',
+    );
+    const again = arbitrate([req('cu2', 'agent.quality_conf', 'content_uniformity', '44 {rev}/min', T0 + 5)], dead.state, T0 + 5, bundle, scope);
+    expect(contestOutcome('press.TurretSpeed', again)).toMatchObject({ kind: 'escalated', opened: false });
+    expect(contestText(contestOutcome('press.TurretSpeed', again))).toContain(`still held by the deadlock escalated at ${new Date(T0).toISOString()}`);
+    const won = arbitrate([raise, hold], EMPTY_ARBITRATION, T0, bundle, scope);
+    expect(contestText(contestOutcome('press.TurretSpeed', won))).toBe(
+      'press.TurretSpeed contested: agent.quality_conf (content_uniformity, score 2) wins with 45 {rev}/min; agent.yield_takt declined (requested 60 {rev}/min, score 1): OUTRANKED by agent.quality_conf (content_uniformity, score 2), re-plans by other means',
+    );
   });
 });

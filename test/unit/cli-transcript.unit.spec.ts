@@ -162,3 +162,41 @@ describe('errors of the daemon and exit codes', () => {
     expect(exitCodeFor(new ProblemError('LK_FROM_THE_FUTURE', 418, 'x'))).toBe(1);
   });
 });
+
+describe('what waits for a person, in the transcript', () => {
+  const pendingLine = (id: string, over: Record<string, unknown> = {}): LogLine => line('compress.press', 'ok', 'press.write_setpoint', {
+    agent: 'agent.compress_fill', summary: 'pending (L2_NEEDS_REVIEW): press.MainForce=10.5 kN',
+    result: { status: 'pending', pending: { id, needs: 'reviewer', waitsFor: 'p.bianchi', since: Date.parse('2026-11-20T10:05:00.000Z'), moves: [{ setpoint: 'press.MainForce', from: 12, to: 10.5, unit: 'kN' }], ...over } },
+  });
+
+  it('a move that waits says whom it waits for, what, since when and how to decide it — once, also across a re-attachment', () => {
+    const t = new RunTranscript();
+    const first = t.line(pendingLine('pw_mi0abc_0011aabb'), view(4));
+    expect(first.join('\n')).toContain('  waiting for p.bianchi: press.MainForce 12 → 10.5 kN (move pw_mi0abc_0011aabb of agent.compress_fill, since 2026-11-20T10:05:00.000Z)');
+    expect(first.join('\n')).toContain('linekeeper moves approve pw_mi0abc_0011aabb');
+    const again = new RunTranscript(t.state);
+    expect(again.line({ ...pendingLine('pw_mi0abc_0011aabb'), id: nextId + 1 })).toEqual([]);
+    // QA, and a move that was written: QA named, nothing printed for the written one
+    expect(t.line(pendingLine('pw_mi0abd_0011aabc', { needs: 'qa', waitsFor: null })).join('\n')).toContain('waiting for QA: press.MainForce');
+    expect(t.line(line('compress.press', 'ok', 'press.write_setpoint', { result: { status: 'written' } }))).toEqual([]);
+  });
+
+  it('a deadlock of this run is printed once while it waits, with its sides and how to decide it; another run\'s is not', () => {
+    const t = new RunTranscript();
+    const esc = {
+      id: 'press.TurretSpeed', setpoint: 'press.TurretSpeed', reason: 'DEADLOCK_EQUAL_RANK' as const, score: 2, rank: 'quality' as const, since: '2026-11-20T10:06:00.000Z',
+      sides: [
+        { requestId: 'run_0123456789abcdef0123:3:1', agent: 'agent.quality_conf', target: '40 {rev}/min', attribute: 'content_uniformity', justification: '', at: '2026-11-20T10:06:00.000Z' },
+        { requestId: 'run_0123456789abcdef0123:05:1:2:press.TurretSpeed', agent: 'agent.compress_fill', target: '44 {rev}/min', attribute: 'content_uniformity', justification: '', at: '2026-11-20T10:01:00.000Z' },
+      ],
+      outranked: [], runs: ['run_0123456789abcdef0123'], holds: true as const,
+    };
+    const out = t.escalations('run_0123456789abcdef0123', [esc]);
+    expect(out).toHaveLength(1);
+    expect(out[0]).toContain('! deadlock on press.TurretSpeed waits for a person since 2026-11-20T10:06:00.000Z');
+    expect(out[0]).toContain('agent.quality_conf wants 40 {rev}/min');
+    expect(out[0]).toContain('linekeeper escalations decide press.TurretSpeed --choose');
+    expect(t.escalations('run_0123456789abcdef0123', [esc])).toEqual([]);
+    expect(new RunTranscript().escalations('run_ffffffffffffffffffff', [esc])).toEqual([]);
+  });
+});

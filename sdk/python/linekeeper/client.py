@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .errors import Issue, LinekeeperError
 from .events import ToolCallStream
@@ -291,6 +291,30 @@ class Client:
         :raises LinekeeperError: LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN.
         """
         return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body={"decision": decision, "meaning": meaning, "password": password})
+
+    def moves(self) -> List[Json]:
+        """The setpoint moves waiting for a person (GET /approvals, kind setpoint_write): whom, what, since when."""
+        return [a for a in self.approvals()["items"] if a.get("kind") == "setpoint_write"]
+
+    def decide_move(self, move_id: str, decision: str, meaning: str, password: str, record_hash: str) -> Json:
+        """POST /approvals/{id} for a waiting move, signed by the signed-in person and bound to the vector hash seen.
+
+        :raises LinekeeperError: LK_MOVE_WITHDRAWN (superseded, or its step or run ended: nothing signed),
+            LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
+        """
+        body = {"decision": decision, "meaning": meaning, "password": password, "recordHash": record_hash}
+        return self._tenant_json("POST", f"/approvals/{_q(move_id)}", body=body)
+
+    def escalations(self) -> Json:
+        """GET /arbitration/escalations: deadlocks waiting for a person; each holds its setpoint until one decides."""
+        return self._tenant_json("GET", "/arbitration/escalations")
+
+    def decide_escalation(self, setpoint: str, choose: str, reason: str) -> Json:
+        """POST /arbitration/escalations/{setpoint}: decide a deadlock with a reason (audited with who decided).
+
+        :raises LinekeeperError: LK_NOT_FOUND (none pending), LK_VALIDATION (not a side, no reason), LK_FORBIDDEN.
+        """
+        return self._tenant_json("POST", f"/arbitration/escalations/{_q(setpoint)}", body={"choose": choose, "reason": reason})
 
     def exceptions(self, run_id: str) -> Json:
         """GET /runs/{id}/exceptions: the run's exceptions with their evidence and status, and its specification table."""

@@ -8,6 +8,7 @@ import { registerDoctor } from './doctor.js';
 import { registerExceptions } from './exceptions.js';
 import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
+import { registerMoves } from './moves.js';
 import { registerPolicy } from './policy.js';
 import { registerReplay } from './replay.js';
 import { registerRun } from './run.js';
@@ -23,6 +24,7 @@ export function registerAll(program: Command): void {
   registerLogin(program);
   registerRun(program);
   registerApprove(program);
+  registerMoves(program);
   registerConfig(program);
   registerDoctor(program);
   registerBackup(program);

@@ -26,6 +26,7 @@ import type { RevertOutcome } from '../lkg-revert.js';
 import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
+import { closeStepWaits } from './step-waits.js';
 import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
@@ -400,6 +401,9 @@ export class RunEngine {
           data: json({ from: from.status, user: a.signer.user, reason: why, reverted: revertSummary(reverted), approvalWithdrawn: withdrawn, recordHash: signature.recordHash }),
         });
       });
+      // what the run left waiting for a person (moves, deadlocks) is withdrawn and recorded like at any run end
+      if (current) await this.waitsEnded(id, current, current.attempt, 'ABORTED');
+      await this.waitsEnded(id, null, 0, 'ABORTED');
       await this.writeAbortPackage(id, { user: a.signer.user, name: a.signer.name, role: a.signer.role, at: new Date(at).toISOString(), reason: why, from: from.status, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted), recordHash: signature.recordHash, signature: signature.signature, keyId: signature.keyId });
       return { run: this.get(tenant, id), reverted: revertSummary(reverted), signature, approvalWithdrawn: withdrawn };
     } finally {
@@ -563,12 +567,12 @@ export class RunEngine {
       run = this.runs.runById(id)!;
     }
     for (;;) {
-      if (TERMINAL_RUN.has(run.status) || run.status === 'HELD' || run.status === 'INTERRUPTED') return;
+      if (TERMINAL_RUN.has(run.status) || run.status === 'HELD' || run.status === 'INTERRUPTED') return this.waitsEnded(id, null, 0, run.status);
       const steps = this.runs.steps(id);
       const step = steps.find((s) => s.status !== 'SUCCEEDED' && s.status !== 'SKIPPED' && s.status !== 'REJECTED');
       if (!step) {
         this.o.store.tx((t) => this.setRun(t, run, 'SUCCEEDED', null, 'system', 'every step succeeded'));
-        return;
+        return this.waitsEnded(id, null, 0, 'SUCCEEDED');
       }
       const plan = composePlan().find((p) => p.seq === step.seq)!;
       if (step.status === 'PENDING') {
@@ -584,7 +588,8 @@ export class RunEngine {
         const lost = this.lost.get(id) ?? modelLostOf(err);
         if (lost) {
           await this.failSafe(id, step, lost);
-          return;
+          await this.waitsEnded(id, step, ctx.attempt, 'HELD');
+          return this.waitsEnded(id, null, 0, 'HELD');
         }
         // an abort closes the step and the run itself (abort below), with the person and the signature
         if (signal.reason instanceof RunAbortStop) return;
@@ -597,12 +602,14 @@ export class RunEngine {
             if (s.status === 'RUNNING') this.setStep(t, cur, s, 'INTERRUPTED', 'system', why, { endedAt: this.o.clock.now() });
             if (cur.status === 'RUNNING') this.setRun(t, cur, 'INTERRUPTED', why, 'system', why);
           });
-          return;
+          await this.waitsEnded(id, step, ctx.attempt, 'INTERRUPTED');
+          return this.waitsEnded(id, null, 0, 'INTERRUPTED');
         }
         const msg = LkError.is(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
         this.o.log.error({ err, run: id, step: step.name }, 'step failed');
         result = { status: 'HELD', detail: `${step.name} stopped: ${msg}; the run is held for a person` };
       }
+      if (result.status !== 'APPROVAL') await this.waitsEnded(id, step, ctx.attempt, result.status);
       this.o.store.tx((t) => {
         const cur = this.runs.runById(id)!;
         const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
@@ -616,6 +623,21 @@ export class RunEngine {
       run = this.runs.runById(id)!;
       if (result.status === 'HELD') this.raiseHeld(run, step, result.detail);
       if (result.status === 'REJECTED' && result.after) await result.after();
+    }
+  }
+
+  /**
+   * What a step (`step`) or the run (null) leaves waiting for a person when it ends: its pending moves are
+   * withdrawn and raised as MOVE_UNREVIEWED, its open deadlocks as ESCALATION_UNRESOLVED (step-waits.ts). A
+   * failure here is logged, never thrown: a move left pending is still refused by the policy (batch state).
+   */
+  private async waitsEnded(id: string, step: { seq: string; name: string } | null, attempt: number, how: string): Promise<void> {
+    const run = this.runs.runById(id);
+    if (!run) return;
+    try {
+      await closeStepWaits({ writer: this.o.writer, raise: (r, e) => this.raiseException(r, e), reviewer: (t, b) => this.batches(t, b)?.reviewer ?? null }, run, step, attempt, how);
+    } catch (err) {
+      this.o.log.error({ err, run: id, step: step?.name }, 'could not close what the step left waiting');
     }
   }
 

@@ -10,7 +10,7 @@ import { decide as compressDecide, PRESS_SETPOINTS, type CompressFillInput } fro
 import { decide as confDecide } from '../../../agents/quality-conf.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
-import { arbitrate, type ArbitrationRequest } from '../../../arbitration/index.js';
+import { contestOutcome, contestText, type ArbitrationRequest, type ArbitrationResult } from '../../../arbitration/index.js';
 import { json } from '../../json.js';
 import type { StepHandler } from '../types.js';
 import { convertUnit } from '../../../domain/units.js';
@@ -142,14 +142,18 @@ export const compress: StepHandler = async (ctx, engine) => {
       if (raise && hold) {
         contests++;
         // the orchestrator's round: two requests for one setpoint, decided on the quality attributes
-        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
-        const res = arbitrate(reqs, engine.options.writer.arbitration(), ctx.now, bundleOf(engine), { product: run.product, tooling: run.tooling });
-        const declined = res.declined.map((d) => ({ agent: d.request.agent, setpoint: d.request.setpoint, score: d.score, reason: `${d.reason}${d.winner ? ` by ${d.winner.agent} (${d.winner.attribute}, score ${d.winner.score})` : ''}` }));
-        const winners = res.winners.map((w) => ({ agent: w.request.agent, attribute: w.request.attribute, score: w.score, value: w.valueInSetpointUnit }));
-        engine.options.store.tx((t) => {
-          t.audit.append({ tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json({ winners, declined, escalated: res.escalated }), reason: declined.map((d) => d.reason).join('; ') || 'no contest' });
+        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${ctx.step.seq}:${ctx.attempt}:c${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
+        // arbitrated against the owners and escalations in force and persisted by the writer with the round's audit
+        // entry: a deadlock is pending for a person (GET /arbitration/escalations) and holds the setpoint
+        const res = await engine.options.writer.contest({
+          tenant: run.tenant, product: run.product, tooling: run.tooling, requests: reqs,
+          audit: (r) => {
+            const rec = roundRecord(r);
+            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json(rec), reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest' };
+          },
         });
-        ctx.event('arbitration', `press.TurretSpeed contested: ${winners.map((w) => `${w.agent} (${w.attribute}) wins`).join(', ')}; ${declined.map((d) => `${d.agent} declined, score ${d.score}: ${d.reason}`).join('; ')}`, { winners, declined, escalated: res.escalated }, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
+        const rec = roundRecord(res);
+        ctx.event('arbitration', contestText(contestOutcome('press.TurretSpeed', res)), rec, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
         for (const d of res.declined) {
           if (d.request.agent !== 'agent.yield_takt') continue;
           const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
@@ -158,7 +162,6 @@ export const compress: StepHandler = async (ctx, engine) => {
           ] as Parameters<typeof replan>, null, 'agent.yield_takt');
           ctx.event('recommendation', `agent.yield_takt re-plans: ${plan.action} (${plan.detail})`, { replan: plan }, { agent: 'agent.yield_takt' });
         }
-        for (const e of res.escalated) ctx.event('arbitration', `press.TurretSpeed deadlock escalated to a person (score ${e.score})`, { escalation: e }, { agent: 'agent.orchestrator' });
       } else if (raise) {
         await ctx.propose(toWrite(raise), 'press.write_setpoint');
       }
@@ -175,6 +178,17 @@ export const compress: StepHandler = async (ctx, engine) => {
     await ctx.tick();
   }
 };
+
+/**
+ * What the audit trail and the genealogy keep of one turret-speed round: its one outcome, the winner (none when
+ * the owner keeps the setpoint or the round escalated), the losers with score and reason, and the escalation.
+ */
+function roundRecord(r: ArbitrationResult): { outcome: string; winners: { agent: string; attribute: string; score: number; value: number | null }[]; declined: { agent: string; setpoint: string; score: number; reason: string }[]; escalated: ArbitrationResult['escalated'] } {
+  const o = contestOutcome('press.TurretSpeed', r);
+  const winners = o.kind === 'won' && !o.winner.owner ? [{ agent: o.winner.agent, attribute: o.winner.attribute, score: o.winner.score, value: r.winners[0]?.valueInSetpointUnit ?? null }] : [];
+  const declined = o.kind === 'won' ? o.declined.map((d) => ({ agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })) : [];
+  return { outcome: o.kind, winners, declined, escalated: r.escalated };
+}
 
 /** Samples that fix the centre line of an attribute the batch record gives no target for (hardness, thickness). */
 const BASELINE_SAMPLES = 10;

@@ -1,0 +1,94 @@
+/**
+ * `linekeeper moves list|approve|reject`: setpoint moves that wait for a person (an L2 move for the batch's
+ * assigned reviewer, a move outside the design space for QA), decided from the command line exactly as the
+ * console does it — through POST /approvals/{id}, signed by the signed-in person with the password typed now
+ * (re-authentication at signing, never an argument) and a meaning, bound to the vector hash shown by GET
+ * /approvals. A withdrawn move (superseded, or its step or run ended) is refused: LK_MOVE_WITHDRAWN.
+ *
+ * `linekeeper escalations list|decide`: arbitration deadlocks that wait for a person (they hold their setpoint
+ * until one decides), and the decision with a reason (audited with who and why).
+ */
+import type { Command } from 'commander';
+import type { z } from 'zod';
+import type { ApprovalList, EscalationDecisionView, EscalationList, WriteDecisionView } from '../../api/schemas.js';
+import { safeText } from '../../engine/genealogy-text.js';
+import { LkError } from '../../errors.js';
+import { readPassword } from '../prompt.js';
+import { escalationLines } from '../run-transcript.js';
+import { connect } from '../session.js';
+import { manifestation } from './approve.js';
+
+type Item = z.output<typeof ApprovalList>['items'][number];
+type WriteDecision = z.output<typeof WriteDecisionView>;
+type Escalations = z.output<typeof EscalationList>;
+type Decided = z.output<typeof EscalationDecisionView>;
+
+interface Conn { tenant?: string; url?: string; json?: boolean }
+
+const val = (v: unknown): string => (typeof v === 'object' && v !== null && 'value' in v ? `${String((v as { value: unknown }).value)} ${String((v as { unit?: unknown }).unit ?? '')}`.trim() : String(v));
+
+/** `pw_…  waits for p.bianchi since …  agent.compress_fill: press.MainForce → 10.5 kN  (run …, batch …)`. */
+export function moveLine(m: Item): string {
+  const d = m.detail as { agent?: unknown; moves?: { setpoint?: unknown; value?: unknown }[]; reasons?: unknown[] };
+  const who = m.needs === 'qa' ? 'QA' : (m.reviewer ?? 'the batch\'s reviewer (none assigned)');
+  const what = (d.moves ?? []).map((x) => `${safeText(String(x.setpoint))} → ${safeText(val(x.value))}`).join(', ');
+  return `${m.id}  waits for ${safeText(who)} since ${m.requestedAt}  ${safeText(String(d.agent ?? '?'))}: ${what}  (run ${m.run ?? '-'}, batch ${safeText(m.batch ?? '-')}; ${(d.reasons ?? []).map(String).join(', ')})`;
+}
+
+const connOpts = (c: Command): Command =>
+  c.option('--tenant <id>', 'tenant (default: the session\'s)').option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)').option('--json', 'print JSON');
+
+export function registerMoves(program: Command): void {
+  const moves = program.command('moves').description('setpoint moves that wait for a person: list them, approve or reject one (signed, like the console)');
+  connOpts(moves.command('list').description('moves waiting for a person (an L2 move for the batch\'s reviewer, one outside the design space for QA): whom, what, since when'))
+    .option('--run <id>', 'only the moves of this run')
+    .action(async (opts: Conn & { run?: string }) => {
+      const { client, tenant } = connect(opts, Date.now());
+      const items = (await client.json<z.output<typeof ApprovalList>>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/approvals`)).items
+        .filter((a) => a.kind === 'setpoint_write' && (opts.run === undefined || a.run === opts.run));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ items }, null, 2)}\n`);
+      else process.stdout.write(items.length === 0 ? 'no move waits for a person\n' : `${items.map(moveLine).join('\n')}\n`);
+    });
+  for (const decision of ['approve', 'reject'] as const) {
+    connOpts(moves.command(decision).description(`${decision} a waiting move as the signed-in person: prompts for your password (re-authentication at signing) and prints the signature${decision === 'approve' ? ' and what the guarded writer did' : ''}`))
+      .argument('<move_id>', 'the move (pw_…), as `moves list`, `run` and `runs watch` print it')
+      .requiredOption('--meaning <text>', `what your signature means, e.g. "${decision === 'approve' ? 'reviewed: weight back to target' : 'rejected: hardness already at its limit'}"`)
+      .action(async (id: string, opts: Conn & { meaning: string }) => {
+        const { session, client, tenant } = connect(opts, Date.now());
+        const base = `/v1/tenants/${encodeURIComponent(tenant)}/approvals`;
+        // the exact vector the signature binds to, as the daemon shows it now; a move no longer listed is answered by the route
+        const item = (await client.json<z.output<typeof ApprovalList>>('GET', base)).items.find((a) => a.id === id);
+        if (item && item.kind !== 'setpoint_write') throw new LkError('LK_VALIDATION', `${id} is a ${item.kind}: sign it with linekeeper approve`);
+        process.stderr.write(`linekeeper: signing as ${safeText(session.name)} (${session.user}, ${session.role}): ${decision} ${item ? moveLine(item) : id}\nlinekeeper: meaning: ${safeText(opts.meaning)}\n`);
+        const password = await readPassword(`password for ${session.user} (re-authentication at signing): `);
+        const out = await client.json<WriteDecision>('POST', `${base}/${encodeURIComponent(id)}`, { decision, meaning: opts.meaning, password, ...(item?.recordHash ? { recordHash: item.recordHash } : {}) });
+        if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+        else {
+          const o = out.outcome;
+          process.stdout.write(`${manifestation(out.signature)}\nmove ${id}: ${o.status}${o.reasons.length ? ` (${o.reasons.join(', ')})` : ''}${o.error ? ` — ${o.error.code}: ${safeText(o.error.message)}` : ''}\n`);
+        }
+      });
+  }
+
+  const esc = program.command('escalations').description('arbitration deadlocks that wait for a person (they hold their setpoint): list them, decide one with a reason');
+  connOpts(esc.command('list').description('deadlocks of equal rank waiting for a person: both sides, what is held, since when'))
+    .action(async (opts: Conn) => {
+      const { client, tenant } = connect(opts, Date.now());
+      const l = await client.json<Escalations>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/arbitration/escalations`);
+      if (opts.json) process.stdout.write(`${JSON.stringify(l, null, 2)}\n`);
+      else process.stdout.write(l.items.length === 0 ? 'no deadlock waits for a person\n' : `${l.items.map((e) => [...escalationLines(e), ...(e.runs.length ? [`    runs: ${e.runs.join(', ')}`] : [])].join('\n')).join('\n')}\n`);
+    });
+  connOpts(esc.command('decide').description('decide a deadlock as the signed-in person (a process engineer or QA reviewer), with a reason: the chosen side owns the setpoint, the others are declined; nothing is written to the equipment'))
+    .argument('<setpoint>', 'the escalation (its setpoint), as `escalations list` prints it')
+    .requiredOption('--choose <request_id>', 'the request id of the side that wins')
+    .requiredOption('--reason <text>', 'why (audited with your name)')
+    .action(async (id: string, opts: Conn & { choose: string; reason: string }) => {
+      const { client, tenant } = connect(opts, Date.now());
+      const out = await client.json<Decided>('POST', `/v1/tenants/${encodeURIComponent(tenant)}/arbitration/escalations/${encodeURIComponent(id)}`, { choose: opts.choose, reason: opts.reason });
+      if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      else {
+        process.stdout.write(`decided ${safeText(out.setpoint)} by ${out.decidedBy} (${out.role}): ${safeText(out.winner.agent)} wins with ${safeText(out.winner.target)} — ${safeText(out.reason)}\n`);
+        for (const d of out.declined) process.stdout.write(`  declined: ${safeText(d.agent)} ${safeText(d.target)} (${d.reason})\n`);
+      }
+    });
+}
