@@ -158,7 +158,7 @@ export class RunEngine {
     this.o.checkRecord(record, site);
     const busy = this.runs.activeOnLine(req.line);
     if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
-    assertLineReady(this.o, input.tenant, req.line);
+    assertLineReady(this.o, this.runs, input.tenant, req.line);
     const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
     const id = `run_${randomBytes(10).toString('hex')}`;
     const now = this.o.clock.now();

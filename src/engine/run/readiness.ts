@@ -3,8 +3,8 @@
  * state as their tags last reported it, each connection's state, the tenant's models as the registry gives them
  * now, the policy bundle in force). Before a run starts the engine asks it, and refuses with
  * `409 LK_LINE_NOT_READY` listing every reason; `GET /line/readiness`, `linekeeper line readiness` and the
- * console's line page show the same list. Another run on the line stays `LK_LINE_BUSY` (the run store's lock),
- * so it is not judged here.
+ * console's line page show the same list (with another run on the line as `LINE_BUSY`; `start` refuses that
+ * with `LK_LINE_BUSY` first, the run store's lock).
  *
  * What is not known is not ready: a PLC whose supervisor state has not been read (its connection never came up)
  * is refused like a LOST one, because a run must not start on equipment whose watchdog state nobody has seen.
@@ -12,7 +12,7 @@
 import { LkError } from '../../errors.js';
 
 /** Stable, machine-readable reasons; the text beside each is for people. */
-export type NotReadyCode = 'PLC_LOST' | 'PLC_STATE_UNKNOWN' | 'PLC_NOT_SUPERVISED' | 'CONNECTION_DOWN' | 'MODEL_INVALID' | 'POLICY_BUNDLE_MISSING';
+export type NotReadyCode = 'LINE_BUSY' | 'PLC_LOST' | 'PLC_STATE_UNKNOWN' | 'PLC_NOT_SUPERVISED' | 'CONNECTION_DOWN' | 'MODEL_INVALID' | 'POLICY_BUNDLE_MISSING';
 
 export interface NotReadyReason {
   readonly code: NotReadyCode;
@@ -28,6 +28,8 @@ export interface ReadinessSnapshot {
   /** The first model of the tenant the registry refuses (missing, corrupt, not validated, not pinned…), or null. */
   readonly model: { readonly kind: string; readonly code: string; readonly message: string } | null;
   readonly policyBundle: boolean;
+  /** The run active on the line (its id null when it is another tenant's: R9), or null. `start` refuses a busy line with LK_LINE_BUSY before it judges readiness. */
+  readonly activeRun?: { readonly id: string | null; readonly status: string } | null;
 }
 
 export interface Readiness {
@@ -35,9 +37,10 @@ export interface Readiness {
   readonly reasons: readonly NotReadyReason[];
 }
 
-/** Judge a snapshot: every reason the line is not ready, in a stable order (PLCs, connections, models, policy). */
+/** Judge a snapshot: every reason the line is not ready, in a stable order (another run, PLCs, connections, models, policy). */
 export function judgeReadiness(s: ReadinessSnapshot): Readiness {
   const reasons: NotReadyReason[] = [];
+  if (s.activeRun) reasons.push({ code: 'LINE_BUSY', subject: 'line', message: `the line runs ${s.activeRun.id ?? 'another tenant\'s run'} (${s.activeRun.status}); one run at a time per line` });
   const down = new Set(s.connections.filter((c) => c.state !== 'connected').map((c) => c.id));
   for (const p of s.plcs) {
     if (!p.supervised) {

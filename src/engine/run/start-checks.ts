@@ -14,7 +14,7 @@ import type { RunStore } from '../../store/run-store.js';
 import type { RunEngineOptions } from './types.js';
 
 /** The snapshot the readiness judgement reads: PLC supervisor states, connections, the tenant's models, the policy bundle. */
-export function gatherReadiness(o: RunEngineOptions, tenant: string): ReadinessSnapshot {
+export function gatherReadiness(o: RunEngineOptions & { readonly runs: Pick<RunStore, 'activeOnLine'> }, tenant: string): ReadinessSnapshot {
   const views = o.line?.supervision() ?? new Map<string, { state?: string }>();
   const unsupervised = o.line?.unsupervised() ?? new Set<string>();
   const plcs = o.line
@@ -29,19 +29,21 @@ export function gatherReadiness(o: RunEngineOptions, tenant: string): ReadinessS
   } catch (err) {
     model = { kind: 'models', code: LkError.is(err) ? err.code : 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) };
   }
-  return { plcs, connections: o.line?.connections() ?? [], model, policyBundle: o.policy() !== null };
+  const active = o.runs.activeOnLine(o.site.line.id);
+  const activeRun = active ? { id: active.tenant === tenant ? active.id : null, status: active.status } : null;
+  return { plcs, connections: o.line?.connections() ?? [], model, policyBundle: o.policy() !== null, activeRun };
 }
 
 /** Is the line ready for a run of `tenant`'s batch now? */
-export function lineReadiness(o: RunEngineOptions, tenant: string): Readiness {
+export function lineReadiness(o: RunEngineOptions & { readonly runs: Pick<RunStore, 'activeOnLine'> }, tenant: string): Readiness {
   return judgeReadiness(gatherReadiness(o, tenant));
 }
 
 /**
  * @throws LkError LK_LINE_NOT_READY listing every reason (detail.reasons) when the line is not ready.
  */
-export function assertLineReady(o: RunEngineOptions, tenant: string, line: string): void {
-  const r = lineReadiness(o, tenant);
+export function assertLineReady(o: RunEngineOptions, runs: RunStore, tenant: string, line: string): void {
+  const r = lineReadiness({ ...o, runs }, tenant);
   if (!r.ready) throw notReadyError(line, r);
 }
 
