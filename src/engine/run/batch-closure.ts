@@ -48,7 +48,7 @@ export function batchClosedError(run: RunRecord, archived: readonly KeptRecord[]
 /** The audit entry of a record archived by the run that ingested it (committed with `run.start`). */
 export function archivedEntry(tenant: string, run: string, batch: string, kept: KeptRecord, recordSha256: string, by: string): AuditEntryInput {
   return {
-    tenant, actor: by, kind: 'state_change', action: 'mes.record.archived', subject: { run, batch, tool: 'mes.read_batch_record' },
+    tenant, actor: by, kind: 'state_change', action: 'mes.record.archived', subject: { run, batch },
     new: { file: kept.file, sha256: kept.sha256, recordSha256 },
     reason: `batch record ${batch} ingested by ${run}: moved out of the MES inbox into the archive with its hash`,
   };
@@ -80,7 +80,7 @@ export function screenInboxRecord(d: IntakeDeps, tenant: string, batch: string, 
   const archived = d.intake.archived(tenant, batch);
   // the run's own record, by the hash of its bytes when the archive holds it
   const same = archived.some((a) => a.sha256 === sha);
-  const subject = { run: closed.id, batch, tool: 'mes.read_batch_record' };
+  const subject = { run: closed.id, batch };
   if (same) {
     if (!d.intake.removeFromInbox(tenant, batch, sha)) return { kind: 'absent' };
     d.store.audit.append({
