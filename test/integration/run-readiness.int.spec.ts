@@ -150,11 +150,14 @@ describe('a run starts only on a ready line', () => {
       const r = await call(node.url, 'GET', `${A}/line/readiness`, { token: tok('o.operator') });
       return r.body.ready === false ? r.body : undefined;
     }, 100);
-    expect(lost.reasons).toEqual([{ code: 'PLC_LOST', subject: 'blender', message: expect.stringContaining('linekeeper line rearm blender') }]);
+    // on a loaded machine another PLC's own watchdog may have reverted it too (a heartbeat late past its timeout):
+    // then it is listed as well, the very case readiness exists for; the blender is listed in any case
+    expect(lost.reasons).toContainEqual({ code: 'PLC_LOST', subject: 'blender', message: expect.stringContaining('linekeeper line rearm blender') });
+    expect(lost.reasons.every((x: { code: string }) => x.code === 'PLC_LOST')).toBe(true);
     const runs = runCount();
     const r = await start('B-1043');
     expect([r.status, r.body.code]).toEqual([409, 'LK_LINE_NOT_READY']);
-    expect(r.body.reasons).toEqual([expect.objectContaining({ code: 'PLC_LOST', subject: 'blender' })]);
+    expect(r.body.reasons).toContainEqual(expect.objectContaining({ code: 'PLC_LOST', subject: 'blender' }));
     expect(r.body.detail).toContain('blender');
     expect(runCount()).toBe(runs);
     // the record was not ingested: still in the inbox
@@ -163,7 +166,8 @@ describe('a run starts only on a ready line', () => {
     signInCli('o.operator', 'Olga Operator', 'operator');
     const cli = await runCli('line', 'readiness');
     expect(cli.code).toBe(1);
-    expect(cli.out).toMatch(/^line line-3: not ready for a run \(1 reason\)\n {2}✗ PLC_LOST +blender +blender is LOST/);
+    expect(cli.out).toMatch(/^line line-3: not ready for a run \(\d+ reasons?\)\n/);
+    expect(cli.out).toMatch(/^ {2}✗ PLC_LOST +blender +blender is LOST/m);
   });
 
   it('an operator may not re-arm; a re-arm needs a reason; nothing re-arms by itself', async () => {
@@ -186,8 +190,14 @@ describe('a run starts only on a ready line', () => {
     expect(node.daemon.simulator!.plant.supervisor('blender').state).toBe('ATTENDED');
     const rearm = entries('plc.rearm');
     // intent and outcome, both with the person; the intent with the reason
-    expect(rearm.map((e) => e.actor)).toEqual(['p.bianchi', 'p.bianchi']);
+    expect(rearm.map((e) => [e.actor, e.subject?.setpoint])).toEqual([['p.bianchi', 'blender.SupervisorState'], ['p.bianchi', 'blender.SupervisorState']]);
     expect(rearm[0]).toMatchObject({ subject: { setpoint: 'blender.SupervisorState' }, reason: 'blender inspected after the revert; LKG recipe confirmed, supervision may resume', new: 'ATTENDED' });
+    // any other PLC its own watchdog reverted meanwhile (a loaded machine) is re-armed the same way, by the same person
+    const others = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => id !== 'blender' && node.daemon.simulator!.plant.supervisor(id).state === 'LOST');
+    for (const id of others) {
+      const o = await call(node.url, 'POST', `${A}/line/equipment/${id}/rearm`, { token: tok('p.bianchi'), body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
+      expect([o.status, o.body.state], JSON.stringify(o.body)).toEqual([200, 'ATTENDED']);
+    }
     await until(async () => ((await call(node.url, 'GET', `${A}/line/readiness`, { token: tok('o.operator') })).body.ready === true ? true : undefined), 100);
     // re-arming a PLC that is ATTENDED is refused: nothing to re-arm
     const twice = await call(node.url, 'POST', `${A}/line/equipment/blender/rearm`, { token: tok('p.bianchi'), body: { reason: 'again' } });
@@ -196,6 +206,6 @@ describe('a run starts only on a ready line', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     // order on the chain: the refusal changed nothing, the re-arm came before the run's start
     const started = entries('run.start').find((e) => e.subject?.run === r.body.id)!;
-    expect(rearm.at(-1)!.seq).toBeLessThan(started.seq);
+    expect(entries('plc.rearm').at(-1)!.seq).toBeLessThan(started.seq);
   });
 });
