@@ -35,11 +35,11 @@ export function stateName(v: Sample['value']): string {
  * A lane failure of the command as the capability reports it: exception replies (the unit answered and
  * refused) become LK_WRITE_FAILED naming the exception; a malformed reply leaves the outcome unknown.
  */
-function commandError(err: unknown, tag: string): LkError {
-  if (!LkError.is(err)) return new LkError('LK_CONN_UNAVAILABLE', `${tag}: LKG command failed: ${String((err as Error)?.message ?? err)}`, { tag, outcome: 'unknown' }, { cause: err });
+function commandError(err: unknown, tag: string, what: string): LkError {
+  if (!LkError.is(err)) return new LkError('LK_CONN_UNAVAILABLE', `${tag}: ${what} failed: ${String((err as Error)?.message ?? err)}`, { tag, outcome: 'unknown' }, { cause: err });
   if (err.code === 'LK_MODBUS_PROTOCOL') return new LkError('LK_CONN_UNAVAILABLE', `${tag}: ${err.message}`, { tag, status: err.code, outcome: 'unknown' }, { cause: err });
   if (err.code.startsWith('LK_MODBUS_')) {
-    return new LkError('LK_WRITE_FAILED', `${tag}: equipment refused the LKG command (${err.code})`, { ...(err.detail ?? {}), tag, status: err.code }, { cause: err });
+    return new LkError('LK_WRITE_FAILED', `${tag}: equipment refused the ${what} (${err.code})`, { ...(err.detail ?? {}), tag, status: err.code }, { cause: err });
   }
   return err;
 }
@@ -70,7 +70,7 @@ async function commandState(host: LkgHost, equipment: string, target: 'LOST' | '
   try {
     await host.lane(e.unitId).writeRegisters(e.address, regs);
   } catch (err) {
-    throw commandError(err, tag);
+    throw commandError(err, tag, target === 'LOST' ? 'LKG command' : 're-arm command');
   }
   const ids = LKG_READBACK_TAGS.map((n) => `${equipment}.${n}`).filter((id) => host.tags.has(id));
   const samples = await host.read(ids);
