@@ -18,6 +18,8 @@ export interface RearmDeps {
   readonly policy: () => PolicyBundle | null;
   /** Each PLC's supervisor state as its tags last reported it. */
   readonly supervision: () => ReadonlyMap<string, { readonly state?: string }>;
+  /** The tenant whose run is active on the line, or null. */
+  readonly activeTenant: () => string | null;
 }
 
 export interface RearmInput {
@@ -36,7 +38,8 @@ export function rearmRoles(bundle: PolicyBundle | null): readonly string[] {
 /**
  * Re-arm a LOST PLC as a named person.
  * @throws LkError LK_NOT_FOUND (no such equipment, or it has no supervisor state), LK_VALIDATION (no reason),
- *   LK_FORBIDDEN (a role the bundle does not name), LK_CONFLICT (the PLC reports ATTENDED: nothing to re-arm),
+ *   LK_FORBIDDEN (a role the bundle does not name), LK_LINE_BUSY (the line runs another tenant's batch: its own
+ *   people decide about its equipment, R9), LK_CONFLICT (the PLC reports ATTENDED: nothing to re-arm),
  *   the equipment's refusal (LK_WRITE_FAILED, LK_CONN_UNAVAILABLE, LK_CONN_TIMEOUT…), or LK_PLC_LOST when the PLC
  *   accepted the command and still reports LOST. Each attempt that reaches the equipment is audited.
  */
@@ -47,6 +50,8 @@ export async function rearmPlc(d: RearmDeps, i: RearmInput): Promise<LkgCommandR
   if (reason.length < 3) throw new LkError('LK_VALIDATION', 'a re-arm needs its reason in words', { issues: [{ path: 'body.reason', message: 'required' }] });
   const roles = rearmRoles(d.policy());
   if (!roles.includes(i.role)) throw new LkError('LK_FORBIDDEN', `a PLC is re-armed by ${roles.join(', ')} (the policy bundle's approvers.reviewer), not ${i.role}`, { role: i.role, roles: [...roles] });
+  const active = d.activeTenant();
+  if (active !== null && active !== i.tenant) throw new LkError('LK_LINE_BUSY', `the line runs another tenant's batch: ${eq.id} is re-armed by that tenant's people`, { equipment: eq.id });
   const state = d.supervision().get(eq.id)?.state;
   if (state === 'ATTENDED') throw new LkError('LK_CONFLICT', `${eq.id} is ATTENDED: there is nothing to re-arm`, { equipment: eq.id, state });
   const out = await d.writer.rearm(eq.id, { tenant: i.tenant, actor: i.person, reason });

@@ -55,7 +55,7 @@ function signInCli(user: string, name: string, role: string): void {
 beforeAll(async () => {
   node = await startApiNode({ timeScale: 600, tablets: 8_000, pollMs: 100 });
   node.daemon.simulator!.plant.on((e) => void plantEvents.push(e));
-  for (const u of ['o.operator', 'p.bianchi', 'm.rossi']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
+  for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
   presence = setInterval(() => void call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') }), 5_000);
   home = mkdtempSync(join(tmpdir(), 'lk-readiness-cli-'));
   process.env['XDG_CONFIG_HOME'] = home;
@@ -210,5 +210,9 @@ describe('a run starts only on a ready line', () => {
     // order on the chain: the refusal changed nothing, the re-arm came before the run's start
     const started = entries('run.start').find((e) => e.subject?.run === r.body.id)!;
     expect(entries('plc.rearm').at(-1)!.seq).toBeLessThan(started.seq);
+    // while acme's batch runs, another tenant's process engineer does not re-arm the line's equipment (R9)
+    const foreign = await call(node.url, 'POST', '/v1/tenants/borealis-bio/line/equipment/blender/rearm', { token: tok('l.conti'), body: { reason: 'not my batch' } });
+    expect([foreign.status, foreign.body.code]).toEqual([409, 'LK_LINE_BUSY']);
+    expect(JSON.stringify(foreign.body)).not.toContain(r.body.id);
   });
 });
