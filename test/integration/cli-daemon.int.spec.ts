@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -209,6 +209,9 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     const next = { ...(JSON.parse(readFileSync(join(node.dir, 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>), batch: 'B-1043', mes_ref: 'MES-2026-11-1043' };
     writeFileSync(join(inbox, '.B-1043.json.tmp'), JSON.stringify(next));
     renameSync(join(inbox, '.B-1043.json.tmp'), join(inbox, 'B-1043.json'));
+    // a PLC that its own watchdog reverted meanwhile (a loaded machine) is re-armed by a process engineer first: no
+    // run starts on a line with a LOST PLC
+    await rearmLostPlcs(node, 'acme-pharma', await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!));
     const started = await cli(operator, ['run', REQUEST.replace('B-1042', 'B-1043'), '--json', '--autonomy', 'L1']);
     expect(started.code, started.err).toBe(0);
     const run = JSON.parse(started.out) as { id: string; autonomy: string; plan: { steps: number; gates: number } };

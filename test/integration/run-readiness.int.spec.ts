@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iterateAudit } from '../../src/audit/index.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import { saveSession } from '../../src/cli/session.js';
-import { call, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { runCli } from '../helpers/cli.js';
 import { waitFor } from '../helpers/run-site.js';
 
@@ -196,12 +196,8 @@ describe('a run starts only on a ready line', () => {
     expect(rearm.map((e) => [e.actor, e.subject?.setpoint])).toEqual([['p.bianchi', 'blender.SupervisorState'], ['p.bianchi', 'blender.SupervisorState']]);
     expect(rearm[0]).toMatchObject({ subject: { setpoint: 'blender.SupervisorState' }, reason: 'blender inspected after the revert; LKG recipe confirmed, supervision may resume', new: 'ATTENDED' });
     // any other PLC its own watchdog reverted meanwhile (a loaded machine) is re-armed the same way, by the same person
-    const others = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => id !== 'blender' && node.daemon.simulator!.plant.supervisor(id).state === 'LOST');
-    for (const id of others) {
-      const o = await call(node.url, 'POST', `${A}/line/equipment/${id}/rearm`, { token: tok('p.bianchi'), body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
-      expect([o.status, o.body.state], JSON.stringify(o.body)).toEqual([200, 'ATTENDED']);
-    }
-    await until(async () => ((await call(node.url, 'GET', `${A}/line/readiness`, { token: tok('o.operator') })).body.ready === true ? true : undefined), 100);
+    const others = await rearmLostPlcs(node, T, tok('p.bianchi'));
+    expect(others).not.toContain('blender');
     // re-arming a PLC that is ATTENDED is refused: nothing to re-arm
     const twice = await call(node.url, 'POST', `${A}/line/equipment/blender/rearm`, { token: tok('p.bianchi'), body: { reason: 'again' } });
     expect([twice.status, twice.body.code]).toEqual([409, 'LK_CONFLICT']);
