@@ -56,7 +56,7 @@ export function registerLineRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => {
     const user = userOf(req);
     const r = await rearmPlc(
-      { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, supervision: d.supervision, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null },
+      { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null },
       { tenant: req.params.tenant, equipment: req.params.unit, person: user.id, role: user.role, reason: req.body.reason },
     );
     return {

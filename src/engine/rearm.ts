@@ -10,14 +10,15 @@ import type { SiteConfig } from '../config/schema.js';
 import { LkError } from '../errors.js';
 import type { PolicyBundle } from '../policy/index.js';
 import type { GuardedWriter } from './guarded-writer.js';
-import type { LkgCommandResult } from '../../connectors/types.js';
+import type { LkgCommandResult, Sample } from '../../connectors/types.js';
+import { stateName } from '../supervision/plc-watch.js';
 
 export interface RearmDeps {
   readonly site: SiteConfig;
   readonly writer: Pick<GuardedWriter, 'rearm'>;
   readonly policy: () => PolicyBundle | null;
-  /** Each PLC's supervisor state as its tags last reported it. */
-  readonly supervision: () => ReadonlyMap<string, { readonly state?: string }>;
+  /** Read tags from the equipment now (the engine's batched read): the state is read, not taken from a subscription that may lag a revert. */
+  readonly read: (tags: readonly string[]) => Promise<readonly Sample[]>;
   /** The tenant whose run is active on the line, or null. */
   readonly activeTenant: () => string | null;
 }
@@ -52,7 +53,8 @@ export async function rearmPlc(d: RearmDeps, i: RearmInput): Promise<LkgCommandR
   if (!roles.includes(i.role)) throw new LkError('LK_FORBIDDEN', `a PLC is re-armed by ${roles.join(', ')} (the policy bundle's approvers.reviewer), not ${i.role}`, { role: i.role, roles: [...roles] });
   const active = d.activeTenant();
   if (active !== null && active !== i.tenant) throw new LkError('LK_LINE_BUSY', `the line runs another tenant's batch: ${eq.id} is re-armed by that tenant's people`, { equipment: eq.id });
-  const state = d.supervision().get(eq.id)?.state;
+  const [sample] = await d.read([`${eq.id}.SupervisorState`]);
+  const state = sample?.quality === 'good' ? stateName(sample.value) : undefined;
   if (state === 'ATTENDED') throw new LkError('LK_CONFLICT', `${eq.id} is ATTENDED: there is nothing to re-arm`, { equipment: eq.id, state });
   const out = await d.writer.rearm(eq.id, { tenant: i.tenant, actor: i.person, reason });
   if (!out.ok) throw new LkError(out.error.code as ConstructorParameters<typeof LkError>[0], `${eq.id} was not re-armed: ${out.error.message}`, { equipment: eq.id, refusal: out.error.code });

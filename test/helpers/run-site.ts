@@ -137,7 +137,7 @@ export function toolLogOf(d: Daemon, tenant: string, run: string, open = false):
 export async function rearmLostPlcs(d: Daemon, tenant: string, by = { user: 'p.bianchi', role: 'process_engineer' }): Promise<string[]> {
   const plant = d.simulator!.plant;
   const lost = d.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
-  const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, supervision: () => d.supervision(), activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null };
+  const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null };
   for (const id of lost) await rearmPlc(deps, { tenant, equipment: id, person: by.user, role: by.role, reason: `${id} reverted by its own watchdog; checked, supervision may resume` });
   await waitFor('the line ready for a run', () => lineReadiness({ ...d.engine.options, runs: d.engine.runs }, tenant).ready, 30_000);
   return lost;
