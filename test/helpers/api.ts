@@ -200,6 +200,8 @@ export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string
   const plant = node.daemon.simulator!.plant;
   const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   for (const id of lost) {
+    // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
+    await until(async () => { const s = plant.supervisor(id); return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2 ? true : undefined; }, 100);
     const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
     if (r.status !== 200) throw new Error(`re-arm of ${id}: ${r.status} ${JSON.stringify(r.body)}`);
   }

@@ -138,7 +138,14 @@ export async function rearmLostPlcs(d: Daemon, tenant: string, by = { user: 'p.b
   const plant = d.simulator!.plant;
   const lost = d.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null };
+  // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
+  for (const id of lost) await waitFor(`heartbeats of ${id} to arrive`, () => heartbeating(d.simulator!.plant.supervisor(id)), 60_000);
   for (const id of lost) await rearmPlc(deps, { tenant, equipment: id, person: by.user, role: by.role, reason: `${id} reverted by its own watchdog; checked, supervision may resume` });
   await waitFor('the line ready for a run', () => lineReadiness({ ...d.engine.options, runs: d.engine.runs }, tenant).ready, 30_000);
   return lost;
+}
+
+/** The PLC saw a heartbeat within half its watchdog timeout (wall clock, the simulator's). */
+export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; readonly watchdogTimeoutMs: number }): boolean {
+  return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2;
 }
