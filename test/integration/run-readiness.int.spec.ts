@@ -17,7 +17,7 @@ import type { AuditEntry } from '../../src/audit/entry.js';
 import { saveSession } from '../../src/cli/session.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { runCli } from '../helpers/cli.js';
-import { waitFor } from '../helpers/run-site.js';
+import { heartbeating, waitFor } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const A = `/v1/tenants/${T}`;
@@ -187,6 +187,9 @@ describe('a run starts only on a ready line', () => {
 
   it('a process engineer re-arms the blender from the CLI with a reason (audited), and then the run starts', async () => {
     signInCli('p.bianchi', 'Paolo Bianchi', 'process_engineer');
+    // the PLC refuses a re-arm while no heartbeat arrives (its rule; on a loaded machine linekeeper's heartbeats can
+    // be late for a while after a revert): the person re-arms once they reach it
+    await waitFor('heartbeats to reach the blender', () => heartbeating(node.daemon.simulator!.plant.supervisor('blender')), 60_000);
     const cli = await runCli('line', 'rearm', 'blender', '--reason', 'blender inspected after the revert; LKG recipe confirmed, supervision may resume');
     expect(cli.code, `${cli.err} ${JSON.stringify({ plantEvents, sup: node.daemon.loaded.config.equipment.map((e) => [e.id, node.daemon.simulator!.plant.supervisor(e.id)]), now: Date.now() })}`).toBe(0);
     expect(cli.out).toMatch(/^re-armed: blender ATTENDED \(verified by read-back\) by p\.bianchi \(process_engineer\)/);
