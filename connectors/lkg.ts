@@ -42,3 +42,11 @@ export function lkgResult(equipment: string, r: SupervisorReadback, at: number):
   const verified = r.state === 'LOST' && r.activeRecipe !== null && r.activeRecipe === r.lkgRecipe;
   return Object.freeze({ equipment, state: r.state, activeRecipe: r.activeRecipe, lkgRecipe: r.lkgRecipe, revertCount: r.revertCount, verified, at });
 }
+
+/**
+ * The result of a commanded re-arm (SupervisorState := ATTENDED, Modbus 0). Verified only when the equipment
+ * says ATTENDED afterwards: a PLC without heartbeats refuses the re-arm and stays LOST.
+ */
+export function rearmResult(equipment: string, r: SupervisorReadback, at: number): LkgCommandResult {
+  return Object.freeze({ equipment, state: r.state, activeRecipe: r.activeRecipe, lkgRecipe: r.lkgRecipe, revertCount: r.revertCount, verified: r.state === 'ATTENDED', at });
+}

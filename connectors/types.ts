@@ -143,6 +143,13 @@ export interface WriteCapability {
    * LK_MODBUS_* code of the refusal).
    */
   commandLkg(equipment: string): Promise<LkgCommandResult>;
+  /**
+   * Re-arm a LOST equipment for supervision (SupervisorState := ATTENDED, Modbus 0) and read back its supervisor
+   * tags; `verified` when it then reports ATTENDED. The PLC decides: it refuses while no heartbeat arrives
+   * (LK_WRITE_FAILED whose detail.status names the refusal). Only the guarded writer calls it, for a named person.
+   * Throws as {@link commandLkg} does.
+   */
+  commandRearm(equipment: string): Promise<LkgCommandResult>;
 }
 
 export interface Connector {

@@ -38,6 +38,8 @@ import { GuardedWriter } from './engine/guarded-writer.js';
 import { createRunEngine } from './engine/run/compose.js';
 import type { PeopleLookup } from './engine/run/lifecycle.js';
 import { UserStore } from './store/user-store.js';
+import { screenInboxRecord } from './engine/run/batch-closure.js';
+import { BATCH_ID_RE } from './domain/batch-record.js';
 import { ensureDemoModels } from './models/demo.js';
 import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
@@ -392,6 +394,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const embedded = simulator;
     engine = createRunEngine({
       store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
+      supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
       processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
@@ -412,6 +415,22 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         events.store.audit.onCheckpoint((c) => m.checkpoint(c)),
       );
       log.info({ url: config.mqtt!.url, group: config.mqtt!.group_id, node: config.mqtt!.edge_node_id }, 'Sparkplug B publishing to the plant broker (store-and-forward)');
+    }
+    // a record that arrives for a closed batch is not ingested: refused (or dropped as a duplicate), audited
+    {
+      const e = engine;
+      const m = mes;
+      const screen = (tenant: string, batch: string): void => {
+        try {
+          screenInboxRecord({ store: events.store, runs: e.runs, intake: m.intake }, tenant, batch, clock.now());
+        } catch (err) {
+          log.error({ err, tenant, batch }, 'could not screen an MES inbox record');
+        }
+      };
+      for (const t of config.tenants) for (const l of m.list(t.id)) if (BATCH_ID_RE.test(l.batch)) screen(t.id, l.batch);
+      unhook.push(m.watch((c) => {
+        if (c.kind !== 'removed' && BATCH_ID_RE.test(c.batch) && config.tenants.some((t) => t.id === c.tenant)) screen(c.tenant, c.batch);
+      }));
     }
     const rec = engine.recover();
     if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');

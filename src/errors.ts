@@ -69,6 +69,8 @@ export const ERRORS = {
   LK_MOVE_WITHDRAWN: { status: 409, title: 'The setpoint move was withdrawn (superseded, or its step or run ended) and can no longer be signed' },
   // runs
   LK_LINE_BUSY: { status: 409, title: 'Another run is active on this line' },
+  LK_LINE_NOT_READY: { status: 409, title: 'The line is not ready for a run (detail.reasons lists why)' },
+  LK_BATCH_CLOSED: { status: 409, title: 'The batch was run already and its run ended (released, rejected, aborted or failed); a re-run is a new batch id from the MES' },
   LK_RUN_STATE: { status: 409, title: 'The run or step cannot make this transition' },
   LK_APPROVAL_FORBIDDEN: { status: 403, title: 'This person may not sign this approval' },
   LK_APPROVAL_DECIDED: { status: 409, title: 'The approval was decided already' },

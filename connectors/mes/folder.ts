@@ -1,17 +1,21 @@
 /**
  * The embedded default MES: an inbox folder, `<dataDir>/mes/inbox/<tenant>/<batch>.json`,
  * one batch record per file, written there by a person or a site export.
- * linekeeper only reads it: an invalid record is listed as invalid and left
- * where it is, unchanged. Write a record atomically (a hidden temporary name
- * in the same folder, then rename): hidden files are not read.
+ * An invalid record is listed as invalid and left where it is, unchanged.
+ * Write a record atomically (a hidden temporary name in the same folder, then
+ * rename): hidden files are not read. Once a run has ingested a record it
+ * leaves the inbox for `<dataDir>/mes/archive/` with its hash (archive.ts);
+ * `read` still serves it from there, so the run's own steps read what it
+ * started with.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { BATCH_ID_RE, type BatchRecord, batchRecordSiteIssues, parseBatchRecord } from '../../src/domain/batch-record.js';
 import type { SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import { assertTenantId, documentNames, isRealDir, parseJson, readDocument, tenantField } from '../inbox/files.js';
 import { folderLifecycle } from '../inbox/source.js';
+import { folderIntake, type MesIntake } from './archive.js';
 import type { MesChange, MesListing, MesSource } from './source.js';
 
 export interface FolderMesOptions {
@@ -37,6 +41,8 @@ export interface FolderMes extends MesSource {
   readonly inboxDir: string;
   /** {@link MesSource.read} with the file and the SHA-256 of the bytes read; throws the same errors. */
   readEntry(tenant: string, batch: string): MesEntry;
+  /** The archive of ingested records and the folder of refused ones (archive.ts). */
+  readonly intake: MesIntake;
 }
 
 /** The inbox folder of a data directory. */
@@ -53,15 +59,15 @@ function assertBatchId(batch: unknown): asserts batch is string {
 }
 
 /** Read and validate one record file; every failure as a value, so `list` can report it and `read` throw it. */
-function load(root: string, tenant: string, batch: string, site: SiteConfig | undefined): Loaded {
-  const file = `${tenant}/${batch}.json`;
+function load(root: string, tenant: string, batch: string, site: SiteConfig | undefined, archived?: string): Loaded {
+  const file = archived ?? `${tenant}/${batch}.json`;
   const fail = (code: 'LK_NOT_FOUND' | 'LK_BATCH_RECORD_INVALID', message: string, sha256: string | null = null, detail?: Record<string, unknown>): Loaded => ({
     ok: false,
     error: new LkError(code, code === 'LK_NOT_FOUND' ? message : `${file}: ${message}`, { tenant, batch, file, ...detail }),
     sha256,
   });
-  if (!isRealDir(join(root, tenant))) return fail('LK_NOT_FOUND', `no batch record ${batch} for tenant ${tenant}`);
-  const r = readDocument(join(root, tenant, `${batch}.json`));
+  if (!archived && !isRealDir(join(root, tenant))) return fail('LK_NOT_FOUND', `no batch record ${batch} for tenant ${tenant}`);
+  const r = readDocument(archived ? join(dirname(root), archived) : join(root, tenant, `${batch}.json`));
   if (!r.ok) return r.reason === 'missing' ? fail('LK_NOT_FOUND', `no batch record ${batch} for tenant ${tenant}`) : fail('LK_BATCH_RECORD_INVALID', r.message);
   const json = parseJson(r.bytes);
   if (!json.ok) return fail('LK_BATCH_RECORD_INVALID', json.message, r.sha256);
@@ -97,6 +103,7 @@ export function openFolderMes(dataDir: string, opts: FolderMesOptions = {}): Fol
   const root = mesInboxDir(dataDir);
   mkdirSync(root, { recursive: true });
   const life = folderLifecycle(root, 'MES inbox', opts);
+  const intake = folderIntake(dirname(root));
   const open = life.assertOpen;
 
   const readEntry = (tenant: string, batch: string): MesEntry => {
@@ -104,12 +111,22 @@ export function openFolderMes(dataDir: string, opts: FolderMesOptions = {}): Fol
     assertTenantId(tenant);
     assertBatchId(batch);
     const l = load(root, tenant, batch, opts.site);
-    if (!l.ok) throw l.error;
-    return l.entry;
+    if (l.ok) return l.entry;
+    // an ingested record left the inbox for the archive: its run (and a resume of it) reads it there
+    if (l.error.code === 'LK_NOT_FOUND') {
+      const newest = intake.archived(tenant, batch).map((k) => ({ k, at: statSync(join(dirname(root), k.file)).mtimeMs })).sort((a, b) => a.at - b.at).at(-1);
+      if (newest) {
+        const a = load(root, tenant, batch, opts.site, newest.k.file);
+        if (!a.ok) throw a.error;
+        return a.entry;
+      }
+    }
+    throw l.error;
   };
 
   return {
     inboxDir: root,
+    intake,
     list(tenant: string): MesListing[] {
       open();
       assertTenantId(tenant);

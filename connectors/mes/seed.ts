@@ -18,9 +18,10 @@ export interface SeededRecord {
 }
 
 /**
- * Copy the sample records into the inbox of `dataDir` when it holds no record
- * at all (any tenant); otherwise copy nothing, so a record a person removed
- * after its batch ran does not come back at the next start. Every sample is
+ * Copy the sample records into the inbox of `dataDir` when neither the inbox
+ * nor the archive of ingested records holds a record at all (any tenant);
+ * otherwise copy nothing, so a record a person removed, or a run ingested,
+ * does not come back at the next start. Every sample is
  * validated before anything is copied, and each copy appears atomically and
  * never replaces a file (hard link of a hidden temporary: fails on an
  * existing name, which is then left alone). Returns what it copied.
@@ -32,6 +33,8 @@ export function seedInbox(dataDir: string, samplesDir: string): SeededRecord[] {
   const inbox = mesInboxDir(dataDir);
   mkdirSync(inbox, { recursive: true });
   if (tenantDirs(inbox).some((t) => documentNames(inbox, t).length > 0)) return [];
+  const archive = join(inbox, '..', 'archive');
+  if (isRealDir(archive) && tenantDirs(archive).some((t) => documentNames(archive, t).length > 0)) return [];
 
   const samples: { tenant: string; batch: string; file: string; bytes: Buffer }[] = [];
   for (const tenant of tenantDirs(samplesDir)) {

@@ -21,7 +21,7 @@ import { UnitLane, type Backoff } from './lane.js';
 import { buildTagTable, describeTag, isWritable, planReads, type ReadBlock, type TagEntry } from './plan.js';
 import { PollGroup } from './poller.js';
 import { startHeartbeats } from './heartbeat.js';
-import { commandLkg } from './lkg.js';
+import { commandLkg, commandRearm } from './lkg.js';
 
 export interface ModbusConnectorOptions {
   readonly connection: ModbusConnectionConfig;
@@ -262,7 +262,7 @@ class ModbusTcpConnector implements ModbusConnector {
     if (this.writerClaimed) throw new LkError('LK_WRITER_CLAIMED', `write capability of ${this.id} already claimed`);
     this.writerClaimed = true;
     const lkgHost = { tags: this.tags, clock: this.clock, lane: (unitId: number) => this.lanes.get(unitId)!, read: (tags: readonly string[]) => this.read(tags) };
-    return { connectorId: this.id, write: (tag, value) => this.write(tag, value), commandLkg: (equipment) => commandLkg(lkgHost, equipment) };
+    return { connectorId: this.id, write: (tag, value) => this.write(tag, value), commandLkg: (equipment) => commandLkg(lkgHost, equipment), commandRearm: (equipment) => commandRearm(lkgHost, equipment) };
   }
 
   /**

@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../../src/clock.js';
 import { LkError } from '../../src/errors.js';
-import { countOf, LKG_READBACK_TAGS, lkgResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
+import { countOf, LKG_READBACK_TAGS, lkgResult, rearmResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
 import type { LkgCommandResult, Sample } from '../types.js';
 import { encode } from './codec.js';
 import type { UnitLane } from './lane.js';
@@ -35,11 +35,11 @@ export function stateName(v: Sample['value']): string {
  * A lane failure of the command as the capability reports it: exception replies (the unit answered and
  * refused) become LK_WRITE_FAILED naming the exception; a malformed reply leaves the outcome unknown.
  */
-function commandError(err: unknown, tag: string): LkError {
-  if (!LkError.is(err)) return new LkError('LK_CONN_UNAVAILABLE', `${tag}: LKG command failed: ${String((err as Error)?.message ?? err)}`, { tag, outcome: 'unknown' }, { cause: err });
+function commandError(err: unknown, tag: string, what: string): LkError {
+  if (!LkError.is(err)) return new LkError('LK_CONN_UNAVAILABLE', `${tag}: ${what} failed: ${String((err as Error)?.message ?? err)}`, { tag, outcome: 'unknown' }, { cause: err });
   if (err.code === 'LK_MODBUS_PROTOCOL') return new LkError('LK_CONN_UNAVAILABLE', `${tag}: ${err.message}`, { tag, status: err.code, outcome: 'unknown' }, { cause: err });
   if (err.code.startsWith('LK_MODBUS_')) {
-    return new LkError('LK_WRITE_FAILED', `${tag}: equipment refused the LKG command (${err.code})`, { ...(err.detail ?? {}), tag, status: err.code }, { cause: err });
+    return new LkError('LK_WRITE_FAILED', `${tag}: equipment refused the ${what} (${err.code})`, { ...(err.detail ?? {}), tag, status: err.code }, { cause: err });
   }
   return err;
 }
@@ -52,21 +52,30 @@ function commandError(err: unknown, tag: string): LkError {
  *   register), LK_CODEC (its codec cannot hold 1; nothing sent), LK_CONN_TIMEOUT / LK_CONN_UNAVAILABLE
  *   (detail.outcome 'unknown' when it may have been applied), LK_WRITE_FAILED (an exception reply, detail.status the LK_MODBUS_* code).
  */
-export async function commandLkg(host: LkgHost, equipment: string): Promise<LkgCommandResult> {
+export function commandLkg(host: LkgHost, equipment: string): Promise<LkgCommandResult> {
+  return commandState(host, equipment, 'LOST');
+}
+
+/** Write SupervisorState := 0 (ATTENDED) and read the supervisor registers back; throws as {@link commandLkg}. */
+export function commandRearm(host: LkgHost, equipment: string): Promise<LkgCommandResult> {
+  return commandState(host, equipment, 'ATTENDED');
+}
+
+async function commandState(host: LkgHost, equipment: string, target: 'LOST' | 'ATTENDED'): Promise<LkgCommandResult> {
   const tag = `${equipment}.${SUPERVISOR_STATE_TAG}`;
   const e = host.tags.get(tag);
   if (!e || e.config.kind !== 'supervisor') throw new LkError('LK_TAG_UNKNOWN', `${equipment} has no supervisor tag ${SUPERVISOR_STATE_TAG}`, { tag, equipment });
   if (e.table !== 'holding') throw new LkError('LK_TAG_NOT_WRITABLE', `${tag} is an input register`, { tag });
-  const regs = encode(e.config, MODBUS_SUPERVISOR_STATE.LOST);
+  const regs = encode(e.config, MODBUS_SUPERVISOR_STATE[target]);
   try {
     await host.lane(e.unitId).writeRegisters(e.address, regs);
   } catch (err) {
-    throw commandError(err, tag);
+    throw commandError(err, tag, target === 'LOST' ? 'LKG command' : 're-arm command');
   }
   const ids = LKG_READBACK_TAGS.map((n) => `${equipment}.${n}`).filter((id) => host.tags.has(id));
   const samples = await host.read(ids);
   const good = new Map(samples.filter((s) => s.quality === 'good').map((s) => [s.tag.slice(equipment.length + 1), s.value]));
-  return lkgResult(
+  return (target === 'LOST' ? lkgResult : rearmResult)(
     equipment,
     {
       state: good.has('SupervisorState') ? stateName(good.get('SupervisorState')!) : STATE_UNKNOWN,

@@ -14,7 +14,7 @@ import type { Clock } from '../../src/clock.js';
 import type { Logger } from '../../src/log.js';
 import type { OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import type { ConnectorEvent, LkgCommandResult, Sample, WriteCapability, WriteResult } from '../types.js';
-import { countOf, LKG_READBACK_TAGS, lkgResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
+import { countOf, LKG_READBACK_TAGS, lkgResult, rearmResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType, encodeForWrite, numericValue } from './values.js';
 
@@ -123,7 +123,16 @@ function channelError(err: unknown, tagId: string, what: string, sent: boolean):
  * Write was sent), or LK_WRITE_FAILED: the server refused (detail.status), or
  * the node is not a String (detail.sent false: nothing was sent).
  */
-export async function commandLkg(host: WriteHost, equipment: string): Promise<LkgCommandResult> {
+export function commandLkg(host: WriteHost, equipment: string): Promise<LkgCommandResult> {
+  return commandState(host, equipment, 'LOST');
+}
+
+/** Re-arm: write `ATTENDED` to the SupervisorState node and read the supervisor tags back; throws as {@link commandLkg}. */
+export function commandRearm(host: WriteHost, equipment: string): Promise<LkgCommandResult> {
+  return commandState(host, equipment, 'ATTENDED');
+}
+
+async function commandState(host: WriteHost, equipment: string, target: 'LOST' | 'ATTENDED'): Promise<LkgCommandResult> {
   const tagId = `${equipment}.${SUPERVISOR_STATE_TAG}`;
   const tag = host.tags.get(tagId);
   if (!tag || tag.kind !== 'supervisor') throw new LkError('LK_TAG_UNKNOWN', `${equipment} has no supervisor tag ${SUPERVISOR_STATE_TAG} on ${host.id}`, { tag: tagId, equipment });
@@ -133,16 +142,16 @@ export async function commandLkg(host: WriteHost, equipment: string): Promise<Lk
     throw channelError(err, tagId, 'reading the DataType', false);
   });
   if (dataType !== DataType.String) {
-    throw new LkError('LK_WRITE_FAILED', `${tagId}: the node's DataType is ${DataType[dataType] ?? dataType}, not String; LOST was not sent`, { tag: tagId, status: 'BadTypeMismatch', sent: false });
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: the node's DataType is ${DataType[dataType] ?? dataType}, not String; ${target} was not sent`, { tag: tagId, status: 'BadTypeMismatch', sent: false });
   }
   let status: StatusCode;
   try {
-    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.String, value: 'LOST' } } });
+    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.String, value: target } } });
   } catch (err) {
-    throw channelError(err, tagId, 'the LKG command', true);
+    throw channelError(err, tagId, target === 'LOST' ? 'the LKG command' : 'the re-arm command', true);
   }
   if (!status.isGood()) {
-    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the LKG command (${status.name})`, { tag: tagId, status: status.name, equipment });
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the ${target === 'LOST' ? 'LKG' : 're-arm'} command (${status.name})`, { tag: tagId, status: status.name, equipment });
   }
   const tags = LKG_READBACK_TAGS.map((n) => host.tags.get(`${equipment}.${n}`));
   const values = new Map<string, Sample['value']>();
@@ -158,7 +167,7 @@ export async function commandLkg(host: WriteHost, equipment: string): Promise<Lk
     host.logger.warn({ equipment, err: (err as Error)?.message }, 'LKG command sent, read-back failed');
   }
   const state = values.get('SupervisorState');
-  return lkgResult(
+  return (target === 'LOST' ? lkgResult : rearmResult)(
     equipment,
     {
       state: typeof state === 'string' ? state : STATE_UNKNOWN,
@@ -176,6 +185,7 @@ export function writeCapability(host: WriteHost): WriteCapability {
     connectorId: host.id,
     write: (tag: string, value: number) => writeSetpoint(host, tag, value),
     commandLkg: (equipment: string) => commandLkg(host, equipment),
+    commandRearm: (equipment: string) => commandRearm(host, equipment),
   });
 }
 

@@ -18,9 +18,9 @@ export interface ApiDaemon {
   readonly engine: RunEngine;
   /**
    * Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time); pending
-   * arbitration deadlocks and a person's decision of one.
+   * arbitration deadlocks and a person's decision of one; a person's re-arm of a LOST PLC.
    */
-  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve' | 'withdrawn'>;
+  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve' | 'withdrawn' | 'rearm'>;
   readonly store: Store;
   readonly loaded: LoadedConfig;
   /** The policy bundle in force, or null (every write is then denied). */

@@ -21,6 +21,8 @@ export const Problem = z
     code: z.string().regex(/^LK_[A-Z0-9_]+$/),
     instance: z.string().describe('the path of the request'),
     issues: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('every invalid field of a refused request'),
+    reasons: z.array(z.object({ code: z.string(), subject: z.string(), message: z.string() })).optional().describe('LK_LINE_NOT_READY: every reason the line is not ready (stable codes: PLC_LOST, PLC_STATE_UNKNOWN, PLC_NOT_SUPERVISED, CONNECTION_DOWN, MODEL_INVALID, POLICY_BUNDLE_MISSING, LINE_BUSY)'),
+    closed: z.object({ batch: z.string(), run: z.string(), status: z.string() }).optional().describe('LK_BATCH_CLOSED: the batch, the run that closed it and its final status'),
   })
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof Problem>;
@@ -61,18 +63,30 @@ function pathOf(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
+/** The machine-readable members a refusal carries beside its text: the reasons a line is not ready, what closed a batch. */
+function extensionsOf(err: LkError): Partial<Pick<Problem, 'reasons' | 'closed'>> {
+  const d = err.detail ?? {};
+  if (err.code === 'LK_LINE_NOT_READY' && Array.isArray(d['reasons'])) {
+    return { reasons: (d['reasons'] as Record<string, unknown>[]).map((r) => ({ code: String(r['code']), subject: String(r['subject']), message: String(r['message']) })) };
+  }
+  if (err.code === 'LK_BATCH_CLOSED' && typeof d['batch'] === 'string' && typeof d['run'] === 'string' && typeof d['status'] === 'string') {
+    return { closed: { batch: d['batch'], run: d['run'], status: d['status'] } };
+  }
+  return {};
+}
+
 /** The problem body for any error thrown in a route, a hook or by fastify itself. */
 export function toProblem(err: unknown, req: Pick<FastifyRequest, 'url'>): { problem: Problem; internal: boolean } {
   const instance = pathOf(req.url);
-  const make = (code: ErrorCode, detail: string, issues?: Issue[]): Problem => ({
-    type: `urn:linekeeper:error:${code}`, title: ERRORS[code].title, status: ERRORS[code].status, detail, code, instance, ...(issues && issues.length > 0 ? { issues } : {}),
+  const make = (code: ErrorCode, detail: string, issues?: Issue[], more: Partial<Pick<Problem, 'reasons' | 'closed'>> = {}): Problem => ({
+    type: `urn:linekeeper:error:${code}`, title: ERRORS[code].title, status: ERRORS[code].status, detail, code, instance, ...(issues && issues.length > 0 ? { issues } : {}), ...more,
   });
   if (LkError.is(err)) {
     const code = err.code;
     const raw = (err as LkError).detail?.['issues'];
     const issues = Array.isArray(raw) ? raw.filter((i): i is Issue => typeof i?.path === 'string' && typeof i?.message === 'string') : undefined;
     const internal = ERRORS[code].status >= 500 && code === 'LK_INTERNAL';
-    return { problem: make(code, internal ? 'internal error; the daemon log has the details' : (err as Error).message, issues), internal };
+    return { problem: make(code, internal ? 'internal error; the daemon log has the details' : (err as Error).message, issues, extensionsOf(err)), internal };
   }
   const fe = err as FastifyError;
   if (Array.isArray(fe?.validation)) {

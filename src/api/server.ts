@@ -21,6 +21,7 @@ import { registerExceptionRoutes } from './routes-exceptions.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerLifecycleRoutes } from './routes-lifecycle.js';
 import { registerSiteRoutes } from './routes-site.js';
+import { registerLineRoutes } from './routes-line.js';
 import { registerMetricsRoute } from './routes-metrics.js';
 import type { Metrics } from '../ops/metrics.js';
 import { registerAuthRoutes } from './routes-auth.js';
@@ -120,6 +121,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   registerExceptionRoutes(app, ctx);
   registerLifecycleRoutes(app, ctx);
   registerSiteRoutes(app, ctx);
+  registerLineRoutes(app, ctx);
   if (o.metrics) {
     registerMetricsRoute(app, o.metrics.metrics, { tokenFile: o.metrics.tokenFile });
     o.metrics.metrics.setSources({ sseClients: () => streams.size });

@@ -23,8 +23,11 @@ export function problemError(status: number, body: unknown, what: string): Error
   const detail = typeof p.detail === 'string' && p.detail.length > 0 ? p.detail : typeof p.title === 'string' ? p.title : `${what}: HTTP ${status}`;
   const code = typeof p.code === 'string' ? p.code : null;
   if (code !== null && code in ERRORS) {
-    const hint = code === 'LK_UNAUTHENTICATED' ? { hint: 'sign in again: linekeeper login' } : {};
-    return new LkError(code as ErrorCode, detail, { status, ...hint, ...(Array.isArray(p.issues) ? { issues: p.issues } : {}) });
+    const hint = code === 'LK_UNAUTHENTICATED' ? { hint: 'sign in again: linekeeper login' }
+      : code === 'LK_LINE_NOT_READY' ? { hint: 'linekeeper line readiness lists each reason; a process engineer re-arms a LOST PLC: linekeeper line rearm <unit> --reason "…"' }
+        : {};
+    const reasons = (body as { reasons?: unknown } | null)?.reasons;
+    return new LkError(code as ErrorCode, detail, { status, ...hint, ...(Array.isArray(p.issues) ? { issues: p.issues } : {}), ...(Array.isArray(reasons) ? { reasons } : {}) });
   }
   if (code !== null && /^LK_[A-Z0-9_]+$/.test(code)) return new ProblemError(code, status, detail);
   // not a problem body of linekeeper (a proxy's page, a crash): the status says what it can

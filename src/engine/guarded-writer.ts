@@ -313,6 +313,30 @@ export class GuardedWriter {
     return out;
   }
 
+  /**
+   * A named person re-arms a LOST equipment (SupervisorState := ATTENDED) in the writer's queue, with its audit
+   * intent (`plc.rearm`, the person and the reason) and outcome (what the equipment reports after it). The PLC
+   * decides: it refuses while no heartbeat arrives. The surface checks who may do this (src/engine/rearm.ts).
+   */
+  rearm(equipment: string, cause: RevertCause & { readonly actor: string }): Promise<RevertOutcome> {
+    return this.serial(async () => {
+      const conn = this.o.site.equipment.find((e) => e.id === equipment)?.connection;
+      const cap = conn ? this.caps.get(conn) : undefined;
+      const subject = { setpoint: `${equipment}.SupervisorState`, ...(cause.run ? { run: cause.run } : {}), ...(cause.batch ? { batch: cause.batch } : {}) };
+      const intent = this.o.store.audit.intent({ tenant: cause.tenant, actor: cause.actor, action: 'plc.rearm', subject, reason: cause.reason, old: 'LOST', new: 'ATTENDED' });
+      let out: RevertOutcome;
+      try {
+        if (!cap) throw new LkError('LK_TAG_UNKNOWN', `no connector serves ${equipment}`);
+        out = { equipment, ok: true, result: await cap.commandRearm(equipment) };
+      } catch (err) {
+        out = { equipment, ok: false, error: LkError.is(err) ? { code: err.code, message: err.message } : { code: 'LK_WRITE_FAILED', message: String(err) } };
+      }
+      const closing = out.ok ? { new: json(out.result.state) } : { reason: out.error.code };
+      this.o.store.audit.outcome(intent, { actor: cause.actor, action: 'plc.rearm', subject, result: json(out), ...closing });
+      return out;
+    });
+  }
+
   /** Resolves when every write, approval and rejection queued so far has finished (and its outcome is audited). */
   idle(): Promise<void> {
     return this.queue.then(() => undefined);

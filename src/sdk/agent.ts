@@ -189,7 +189,7 @@ export interface Agent {
   /**
    * Start a run of `batch` on `line` toward the agent's goal (POST /runs); follow it with `run.stream()`.
    * @throws LinekeeperError LK_VALIDATION (line, batch, goal, autonomy, no client), and what the daemon refuses:
-   *   LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND (no such batch), LK_FORBIDDEN.
+   *   LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_LINE_NOT_READY, LK_BATCH_CLOSED, LK_NOT_FOUND (no such batch), LK_FORBIDDEN.
    */
   start(line: string, batch: string, o?: StartOptions): Promise<Run>;
 }

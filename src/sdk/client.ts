@@ -11,8 +11,8 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
-  Simulation, TokenInfo, ToolCallLine,
+  AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, LineReadiness, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  Rearmed, Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
 /** `fetch` or anything with its signature (a proxy agent, a test's transport). */
@@ -238,7 +238,7 @@ export class LinekeeperClient {
 
   /**
    * POST /runs: start a run from a free-text request and the batch record in the MES; its plan in `run.record`.
-   * @throws LinekeeperError LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND (no such batch), LK_FORBIDDEN.
+   * @throws LinekeeperError LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_LINE_NOT_READY (the problem's `reasons`), LK_BATCH_CLOSED (the batch ran already), LK_NOT_FOUND (no such batch), LK_FORBIDDEN.
    */
   async startRun(o: { request: string; autonomy?: Autonomy }): Promise<Run> {
     const record = await this.#tenantCall<RunRecord>('POST', '/runs', { body: { request: o.request, ...(o.autonomy ? { autonomy: o.autonomy } : {}) } });
@@ -391,6 +391,19 @@ export class LinekeeperClient {
   /** GET /line: equipment, connections, PLC supervisor state. */
   line(): Promise<Line> {
     return this.#tenantCall<Line>('GET', '/line');
+  }
+
+  /** GET /line/readiness: is the line ready for a run, and every reason it is not (what startRun refuses with LK_LINE_NOT_READY). */
+  lineReadiness(): Promise<LineReadiness> {
+    return this.#tenantCall<LineReadiness>('GET', '/line/readiness');
+  }
+
+  /**
+   * POST /line/equipment/{unit}/rearm: re-arm a LOST PLC as the signed-in process engineer, with a reason (audited).
+   * @throws LinekeeperError LK_FORBIDDEN (not a role the policy bundle names), LK_NOT_FOUND, LK_CONFLICT (ATTENDED already), LK_WRITE_FAILED (the PLC refused: no heartbeat).
+   */
+  rearm(unit: string, o: { reason: string }): Promise<Rearmed> {
+    return this.#tenantCall<Rearmed>('POST', `/line/equipment/${encodeURIComponent(unit)}/rearm`, { body: o });
   }
 
   /** GET /audit: the tenant's audit trail by batch, run, agent, tool, reviewer, time; one page. */

@@ -8,6 +8,7 @@ import type {
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
   ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView, EscalationList as EscalationListSchema, EscalationDecisionView, WriteDecisionView,
 } from '../api/schemas.js';
+import type { ReadinessView, RearmView } from '../api/routes-line.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -52,6 +53,10 @@ export type ModelChange = z.output<typeof ModelChangeView>;
 export type Simulation = z.output<typeof SimulationView>;
 export type Attendance = z.output<typeof AttendanceView>;
 export type Line = z.output<typeof LineView>;
+/** Is the line ready for a run: every reason it is not (stable codes), empty when ready. */
+export type LineReadiness = z.output<typeof ReadinessView>;
+/** A PLC re-armed by a named person: the state it reports after the command, who and why. */
+export type Rearmed = z.output<typeof RearmView>;
 export type AuditPage = z.output<typeof AuditPageView>;
 export type AuditFilter = Partial<Omit<z.input<typeof AuditQuery>, 'limit' | 'cursor'>> & { limit?: number; cursor?: string };
 export type DesignSpaceRecord = z.output<typeof DesignSpaceView>;

@@ -117,6 +117,7 @@ export class RunStore {
       getRun: db.prepare('SELECT * FROM run WHERE tenant = ? AND id = ?'),
       getRunAny: db.prepare('SELECT * FROM run WHERE id = ?'),
       listRuns: db.prepare('SELECT * FROM run WHERE tenant = ? AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?'),
+      runsOfBatch: db.prepare('SELECT * FROM run WHERE tenant = ? AND batch = ? ORDER BY created_at DESC, id DESC'),
       activeOnLine: db.prepare("SELECT * FROM run WHERE line = ? AND status IN ('PENDING','RUNNING','APPROVAL','HELD','INTERRUPTED')"),
       unfinished: db.prepare("SELECT * FROM run WHERE status IN ('PENDING','RUNNING','APPROVAL') ORDER BY created_at"),
       setStatus: db.prepare('UPDATE run SET status = ?, reason = ?, updated_at = ?, ended_at = ? WHERE id = ?'),
@@ -184,6 +185,11 @@ export class RunStore {
   runs(tenant: string, limit: number, cursor?: { createdAt: number; id: string }): RunRecord[] {
     const at = cursor?.createdAt ?? Number.MAX_SAFE_INTEGER;
     return (this.st.listRuns!.all(tenant, at, at, cursor?.id ?? '\uffff', limit) as RunRow[]).map(toRun);
+  }
+
+  /** Every run of a tenant's batch, newest first (a batch normally has one). */
+  runsOfBatch(tenant: string, batch: string): RunRecord[] {
+    return (this.st.runsOfBatch!.all(tenant, batch) as RunRow[]).map(toRun);
   }
 
   activeOnLine(line: string): RunRecord | null {

@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts, routes-lifecycle.ts,
- * routes-site.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-line.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -45,6 +45,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`POST ${T}/twin/simulate`]: ['process_engineer', 'qa_reviewer'],
   [`POST ${T}/attendance`]: ['operator'],
   [`GET ${T}/line`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
+  // routes-line.ts: readiness before a run (everyone who sees the line), and the re-arm of a LOST PLC by a process engineer
+  [`GET ${T}/line/readiness`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
+  [`POST ${T}/line/equipment/{unit}/rearm`]: ['process_engineer'],
   [`GET ${T}/audit`]: ['auditor', 'qa_reviewer'],
   // routes-review.ts: what the review console needs beyond the runs
   [`GET ${T}/audit/export`]: ['auditor', 'qa_reviewer'],

@@ -189,3 +189,22 @@ export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 20
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * Re-arm, as the process engineer `by` (signed in with `token`), every PLC of the line that is LOST, then wait until
+ * the line is ready for a run of `tenant`. A PLC whose own watchdog reverted it (a heartbeat late past its timeout
+ * on a loaded machine) stays LOST until a person re-arms it, and no run starts meanwhile: a test that starts a run
+ * after another has run does what a site does. Returns the equipment re-armed.
+ */
+export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string): Promise<string[]> {
+  const plant = node.daemon.simulator!.plant;
+  const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
+  for (const id of lost) {
+    // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
+    await until(async () => { const s = plant.supervisor(id); return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2 ? true : undefined; }, 100);
+    const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
+    if (r.status !== 200) throw new Error(`re-arm of ${id}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100);
+  return lost;
+}

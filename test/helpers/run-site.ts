@@ -12,6 +12,8 @@ import { iterateAudit } from '../../src/audit/index.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import { defaultConfigFile } from '../../src/config/load.js';
 import type { Daemon } from '../../src/daemon.js';
+import { rearmPlc } from '../../src/engine/rearm.js';
+import { lineReadiness } from '../../src/engine/run/start-checks.js';
 import { LkError } from '../../src/errors.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -123,4 +125,27 @@ export function toolLogOf(d: Daemon, tenant: string, run: string, open = false):
   });
   expect(rows.length % 2 === 1).toBe(open);
   return rows;
+}
+
+/**
+ * Re-arm, as the process engineer `by`, every PLC of the line that is LOST, through the same path as the REST route
+ * (src/engine/rearm.ts: the guarded writer, audited with the person and the reason), then wait until the line is
+ * ready for a run of `tenant`. A PLC whose own watchdog reverted it (a heartbeat late past its timeout on a loaded
+ * machine, seen after a run's end) stays LOST until a person re-arms it, and no run starts meanwhile: a test that
+ * starts a run after another one does what a site does. Returns the equipment re-armed.
+ */
+export async function rearmLostPlcs(d: Daemon, tenant: string, by = { user: 'p.bianchi', role: 'process_engineer' }): Promise<string[]> {
+  const plant = d.simulator!.plant;
+  const lost = d.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
+  const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null };
+  // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
+  for (const id of lost) await waitFor(`heartbeats of ${id} to arrive`, () => heartbeating(d.simulator!.plant.supervisor(id)), 60_000);
+  for (const id of lost) await rearmPlc(deps, { tenant, equipment: id, person: by.user, role: by.role, reason: `${id} reverted by its own watchdog; checked, supervision may resume` });
+  await waitFor('the line ready for a run', () => lineReadiness({ ...d.engine.options, runs: d.engine.runs }, tenant).ready, 30_000);
+  return lost;
+}
+
+/** The PLC saw a heartbeat within half its watchdog timeout (wall clock, the simulator's). */
+export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; readonly watchdogTimeoutMs: number }): boolean {
+  return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2;
 }

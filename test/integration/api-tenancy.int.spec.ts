@@ -68,6 +68,8 @@ function bodyFor(op: Operation, user: string, t: Tenant): unknown {
       return { reason: 'tenancy probe', password: passwords.get(user) };
     case 'POST /v1/tenants/{tenant}/runs/{id}/reassign':
       return { to: String(held[t].run.record['qa_reviewer']), reason: 'tenancy probe', password: passwords.get(user) };
+    case 'POST /v1/tenants/{tenant}/line/equipment/{unit}/rearm':
+      return { reason: 'tenancy probe' };
     case 'POST /v1/tenants/{tenant}/models/{id}/retire':
       return { changeRef: 'CC-TENANCY-1', reason: 'tenancy probe', password: passwords.get(user) };
     default:
@@ -87,7 +89,7 @@ function idsFor(op: Operation, t: Tenant): string[] {
 const madeUp = (id: string): string => (/-v[0-9]+$/.test(id) ? 'nosuch-model-v9' : id.startsWith('exc_') ? 'exc_ffffffffffffffff' : id.startsWith('run_') ? 'run_ffffffffffffffffffff' : id.startsWith('pw_') ? 'pw_zzzz_ffffffff' : 'apr_ffffffffffffffff');
 
 function request(op: Operation, pathTenant: string, id: string, user: string, bodyTenant: Tenant): Promise<Reply> {
-  const path = op.path.replace('{tenant}', pathTenant).replace('{id}', id);
+  const path = op.path.replace('{tenant}', pathTenant).replace('{id}', id).replace('{unit}', 'press');
   const body = bodyFor(op, user, bodyTenant);
   return call(node.url, op.method, path, { token: tokens.get(user)!, ...(body !== undefined ? { body } : {}) });
 }

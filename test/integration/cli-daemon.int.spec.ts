@@ -5,11 +5,11 @@
  * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
  * rest, nothing twice. Without a session the CLI exits 77; refusals print the daemon's detail and code.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -200,8 +200,20 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(offline.out).toBe(online.out);
   });
 
-  it('run --json prints the started run and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
-    const started = await cli(operator, ['run', REQUEST, '--json', '--autonomy', 'L1']);
+  it('a released batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
+    const again = await cli(operator, ['run', REQUEST, '--json']);
+    expect(again.code).toBe(1);
+    expect(again.err).toContain(`batch B-1042 was run already: ${runId} ended SUCCEEDED (released)`);
+    expect(again.err).toContain('[LK_BATCH_CLOSED]');
+    // the next batch comes from the MES with its own id (a copy of the sample under B-1043, written as an exporter does)
+    const inbox = join(node.dir, 'data', 'mes', 'inbox', 'acme-pharma');
+    const next = { ...(JSON.parse(readFileSync(join(node.dir, 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>), batch: 'B-1043', mes_ref: 'MES-2026-11-1043' };
+    writeFileSync(join(inbox, '.B-1043.json.tmp'), JSON.stringify(next));
+    renameSync(join(inbox, '.B-1043.json.tmp'), join(inbox, 'B-1043.json'));
+    // a PLC that its own watchdog reverted meanwhile (a loaded machine) is re-armed by a process engineer first: no
+    // run starts on a line with a LOST PLC
+    await rearmLostPlcs(node, 'acme-pharma', await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!));
+    const started = await cli(operator, ['run', REQUEST.replace('B-1042', 'B-1043'), '--json', '--autonomy', 'L1']);
     expect(started.code, started.err).toBe(0);
     const run = JSON.parse(started.out) as { id: string; autonomy: string; plan: { steps: number; gates: number } };
     expect(run).toMatchObject({ autonomy: 'L1', plan: { steps: 10, gates: 1 } });

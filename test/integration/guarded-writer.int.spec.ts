@@ -89,7 +89,7 @@ async function withPressDouble(
       id: real.id,
       protocol: real.protocol,
       read: (tags: readonly string[]) => real.read(tags),
-      claimWriter: (): WriteCapability => ({ connectorId: real.id, write: (tag: string, value: number) => write(cap, tag, value), commandLkg: (equipment: string) => cap.commandLkg(equipment) }),
+      claimWriter: (): WriteCapability => ({ connectorId: real.id, write: (tag: string, value: number) => write(cap, tag, value), commandLkg: (equipment: string) => cap.commandLkg(equipment), commandRearm: (equipment: string) => cap.commandRearm(equipment) }),
     } as unknown as Connector;
     await body(new GuardedWriter({ batches: batchOf, store, site: sim.config.config, connectors: [double], clock, policy: () => bundle, autonomy: () => autonomy, attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }), twin, models }));
   } finally {

@@ -141,6 +141,22 @@ describe('commandLkg over OPC UA (press)', () => {
     await closed.close();
     expect(sim.plant.supervisor('coater').state).toBe('ATTENDED');
   });
+
+  it('re-arm (commandRearm) while heartbeats arrive: ATTENDED, verified by read-back', async () => {
+    // (whether a PLC refuses a re-arm without heartbeats is the PLC's rule, tested with the simulator's watchdog in
+    // sim-watchdog; this simulator's watchdog is 10 min long, and a supervisory write gave the press its grace)
+    expect(sim.plant.supervisor('press').state).toBe('LOST');
+    const beat = sim.plant.supervisor('press').heartbeat;
+    c.startHeartbeat();
+    try {
+      await waitFor(() => sim.plant.supervisor('press').heartbeat !== beat, 30_000);
+      expect(await w.commandRearm('press')).toMatchObject({ equipment: 'press', state: 'ATTENDED', verified: true });
+      expect(sim.plant.supervisor('press').state).toBe('ATTENDED');
+      expect(await rejectionCode(w.commandRearm('nosuch'))).toBe('LK_TAG_UNKNOWN');
+    } finally {
+      c.stopHeartbeat();
+    }
+  });
 });
 
 describe('commandLkg over Modbus TCP (blender, unit 1)', () => {
@@ -234,5 +250,23 @@ describe('commandLkg over Modbus TCP (blender, unit 1)', () => {
       await other.close();
     }
     expect(sim.plant.supervisor('fluidbed')).toMatchObject({ state: 'ATTENDED', revertCount: 0 });
+  });
+
+  it('re-arm (commandRearm) while heartbeats arrive: ATTENDED, verified by read-back, on the LKG recipe still', async () => {
+    // (the refusal without heartbeats is shown over OPC UA above: this simulator's watchdog is 10 min long, and
+    // the blender had heartbeats in the first test)
+    expect(sim.plant.supervisor('blender').state).toBe('LOST');
+    const beat = sim.plant.supervisor('blender').heartbeat;
+    c.startHeartbeat();
+    try {
+      await waitFor(() => sim.plant.supervisor('blender').heartbeat !== beat, 30_000);
+      const r = await w.commandRearm('blender');
+      expect(r).toMatchObject({ equipment: 'blender', state: 'ATTENDED', verified: true, activeRecipe: sim.plant.supervisor('blender').lkg.number });
+      expect(sim.plant.supervisor('blender').state).toBe('ATTENDED');
+      // the LKG recipe stays until a supervisory write moves a setpoint: a re-arm moves nothing
+      expect(sim.plant.setpoints('blender')).toEqual(sim.plant.supervisor('blender').lkg.setpoints);
+    } finally {
+      c.stopHeartbeat();
+    }
   });
 });

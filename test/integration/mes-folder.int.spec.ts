@@ -223,3 +223,58 @@ describe('folder MES: watch', () => {
     expect(w.seen).toEqual([]);
   });
 });
+
+describe('folder MES: the archive of ingested records and the refused folder', () => {
+  it('archives a record byte for byte under its hash, leaves the inbox only when removed with that hash, and still serves it from the archive', () => {
+    const mes = open();
+    const f = put('acme-pharma', 'B-1042.json', sample('acme-pharma/B-1042.json'));
+    const bytes = readFileSync(f);
+    const record = mes.read('acme-pharma', 'B-1042');
+    const kept = mes.intake.archive('acme-pharma', 'B-1042');
+    expect(kept).toEqual({ file: `archive/acme-pharma/B-1042.${sha(bytes).slice(0, 12)}.json`, sha256: sha(bytes) });
+    expect(readFileSync(join(dataDir, 'mes', kept.file))).toEqual(bytes);
+    // idempotent: the same bytes keep the same name, and the inbox is untouched until removed
+    expect(mes.intake.archive('acme-pharma', 'B-1042')).toEqual(kept);
+    expect(existsSync(f)).toBe(true);
+    expect(mes.intake.removeFromInbox('acme-pharma', 'B-1042', 'f'.repeat(64))).toBe(false);
+    expect(mes.intake.removeFromInbox('acme-pharma', 'B-1042', kept.sha256)).toBe(true);
+    expect(existsSync(f)).toBe(false);
+    expect(mes.list('acme-pharma')).toEqual([]);
+    // the run that ingested it (and a resume of it) reads the archived record
+    expect(mes.read('acme-pharma', 'B-1042')).toEqual(record);
+    expect(mes.intake.archived('acme-pharma', 'B-1042')).toEqual([kept]);
+    // another tenant has no such archived batch (R1)
+    expect(codeOf(() => mes.read('borealis-bio', 'B-1042'))).toBe('LK_NOT_FOUND');
+    expect(mes.intake.archived('borealis-bio', 'B-1042')).toEqual([]);
+  });
+
+  it('moves a refused record out of the inbox only when its bytes are the ones judged; the archive is not touched', () => {
+    const mes = open();
+    put('acme-pharma', 'B-1042.json', sample('acme-pharma/B-1042.json'));
+    const kept = mes.intake.archive('acme-pharma', 'B-1042');
+    mes.intake.removeFromInbox('acme-pharma', 'B-1042', kept.sha256);
+    const changed = { ...sample('acme-pharma/B-1042.json'), mes_ref: 'MES-EDITED-AFTER-RELEASE' };
+    const f = put('acme-pharma', 'B-1042.json', changed);
+    const bytes = readFileSync(f);
+    expect(mes.intake.inboxSha('acme-pharma', 'B-1042')).toBe(sha(bytes));
+    expect(mes.intake.refuse('acme-pharma', 'B-1042', kept.sha256)).toBeNull();
+    expect(existsSync(f)).toBe(true);
+    const refused = mes.intake.refuse('acme-pharma', 'B-1042', sha(bytes));
+    expect(refused).toEqual({ file: `refused/acme-pharma/B-1042.${sha(bytes).slice(0, 12)}.json`, sha256: sha(bytes) });
+    expect(readFileSync(join(dataDir, 'mes', refused!.file))).toEqual(bytes);
+    expect(existsSync(f)).toBe(false);
+    expect(mes.intake.archived('acme-pharma', 'B-1042')).toEqual([kept]);
+    expect(mes.read('acme-pharma', 'B-1042').mes_ref).toBe(sample('acme-pharma/B-1042.json')['mes_ref']);
+  });
+
+  it('seeds nothing into an empty inbox once the archive holds an ingested record', () => {
+    const mes = open();
+    seedInbox(dataDir, SAMPLES);
+    for (const [t, b] of [['acme-pharma', 'B-1042'], ['borealis-bio', 'B-2001']] as const) {
+      const kept = mes.intake.archive(t, b);
+      mes.intake.removeFromInbox(t, b, kept.sha256);
+    }
+    expect(seedInbox(dataDir, SAMPLES)).toEqual([]);
+    expect(existsSync(join(inbox, 'acme-pharma', 'B-1042.json'))).toBe(false);
+  });
+});

@@ -27,7 +27,7 @@ import { silentLogger } from '../../src/log.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import { codeOf } from '../helpers/codes.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
-import { auditOfRun, countAction, errorOf, makeRunSite, SPEC_TOOLS, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
+import { auditOfRun, countAction, errorOf, makeRunSite, rearmLostPlcs, SPEC_TOOLS, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const T = 'acme-pharma';
@@ -357,6 +357,8 @@ describe('a released batch: B-1042', () => {
 
 describe('a rejected batch: B-1043', () => {
   it('a reject ends the run REJECTED, step 10 SKIPPED, with the genealogy and the rejection package written all the same', async () => {
+    // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
+    await rearmLostPlcs(d, T);
     const run = d.engine.start({ tenant: T, request: request('B-1043'), by: OPERATOR });
     const waiting = await settle(run.id, 'APPROVAL');
     const approval = waiting.approvalGate.id!;
@@ -392,6 +394,8 @@ describe('durability: B-1044 across clean stops', () => {
   let beforeResume: { steps: ReturnType<Daemon['engine']['runs']['steps']>; calls: ToolCallRecord[] };
 
   it('a stop during a RUNNING step leaves the run INTERRUPTED with the step and the reason; no step or tool call is lost or duplicated', async () => {
+    // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
+    await rearmLostPlcs(d, T);
     id = d.engine.start({ tenant: T, request: request('B-1044'), by: OPERATOR }).id;
     await waitFor('step 04 granulate.dry to run', () => view(id).steps[3]!.status === 'RUNNING');
     const stepsBefore = d.engine.runs.steps(id);
@@ -477,6 +481,8 @@ describe('durability: B-1044 across clean stops', () => {
 
 describe('separation of duties: B-1045', () => {
   it('the person who started the run cannot sign its release, even as its named QA reviewer; the run keeps waiting', async () => {
+    // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
+    await rearmLostPlcs(d, T);
     const run = d.engine.start({ tenant: T, request: request('B-1045'), by: QA.user });
     const v = await settle(run.id, 'APPROVAL');
     const approval = v.approvalGate.id!;

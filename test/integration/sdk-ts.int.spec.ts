@@ -284,6 +284,12 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     expect(sim.ranked.length + sim.discarded.length).toBe(8);
     expect((await lk.attendance())).toMatchObject({ operator: 'o.operator', attended: true });
     expect((await pb.line())).toMatchObject({ line: 'line-3', busy: false });
+    // readiness and the re-arm of a LOST PLC: an operator may not re-arm; an equipment the line lacks is 404
+    const readiness = await lk.lineReadiness();
+    expect(readiness.line).toBe('line-3');
+    expect(readiness.ready).toBe(readiness.reasons.length === 0);
+    expect(await refusal(lk.rearm('blender', { reason: 'an operator may not' }))).toMatchObject({ code: 'LK_FORBIDDEN', status: 403 });
+    expect(await refusal(pb.rearm('nosuch', { reason: 'no such unit' }))).toMatchObject({ code: 'LK_NOT_FOUND', status: 404 });
     const page = await auditor.audit({ run: runId, reviewer: 'm.rossi', limit: 50 });
     expect(page.items.map((e) => e.action)).toContain('approval.decide');
     expect(await refusal(pb.audit({ run: runId }))).toMatchObject({ code: 'LK_FORBIDDEN', status: 403 });

@@ -253,7 +253,7 @@ class Client:
     def start_run(self, request: str, autonomy: Optional[str] = None) -> Run:
         """POST /runs: start a run from a free-text request and the batch record in the MES.
 
-        :raises LinekeeperError: LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND, LK_FORBIDDEN.
+        :raises LinekeeperError: LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_LINE_NOT_READY, LK_BATCH_CLOSED, LK_NOT_FOUND, LK_FORBIDDEN.
         """
         body: Json = {"request": request}
         if autonomy is not None:
@@ -399,6 +399,18 @@ class Client:
     def line(self) -> Json:
         """GET /line: equipment, connections, PLC supervisor state."""
         return self._tenant_json("GET", "/line")
+
+    def line_readiness(self) -> Json:
+        """GET /line/readiness: is the line ready for a run (``ready``), and every reason it is not (``reasons``:
+        ``code``, ``subject``, ``message``) — what start_run refuses with LK_LINE_NOT_READY."""
+        return self._tenant_json("GET", "/line/readiness")
+
+    def rearm(self, unit: str, *, reason: str) -> Json:
+        """POST /line/equipment/{unit}/rearm: re-arm a LOST PLC as the signed-in process engineer, with a reason (audited).
+
+        :raises LinekeeperError: LK_FORBIDDEN, LK_NOT_FOUND, LK_CONFLICT (ATTENDED already), LK_WRITE_FAILED (the PLC refused: no heartbeat).
+        """
+        return self._tenant_json("POST", f"/line/equipment/{urllib.parse.quote(unit, safe='')}/rearm", body={"reason": reason})
 
     def audit(self, *, batch: Optional[str] = None, run: Optional[str] = None, agent: Optional[str] = None, tool: Optional[str] = None,
               setpoint: Optional[str] = None, reviewer: Optional[str] = None, actor: Optional[str] = None, kind: Optional[str] = None,

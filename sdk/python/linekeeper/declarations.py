@@ -261,7 +261,7 @@ class Agent:
         ``autonomy`` (default the agent's) caps every agent of the run; it never raises a level.
 
         :raises LinekeeperError: LK_VALIDATION (line, batch, goal, autonomy, no client), and what the daemon
-            refuses: LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_NOT_FOUND, LK_FORBIDDEN.
+            refuses: LK_RUN_REQUEST_INVALID, LK_RUN_REQUEST_LOOSENS, LK_LINE_BUSY, LK_LINE_NOT_READY, LK_BATCH_CLOSED, LK_NOT_FOUND, LK_FORBIDDEN.
         """
         request, level = self._compose(line, batch, goal, autonomy)
         return client_of(client).start_run(request, level)

@@ -6,6 +6,7 @@ import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
 import { registerDoctor } from './doctor.js';
 import { registerExceptions } from './exceptions.js';
+import { registerLine } from './line.js';
 import { registerLogin } from './login.js';
 import { registerModels } from './models.js';
 import { registerMoves } from './moves.js';
@@ -35,6 +36,7 @@ export function registerAll(program: Command): void {
   registerTwin(program);
   registerModels(program);
   registerRuns(program);
+  registerLine(program);
   registerExceptions(program);
   registerReplay(program);
   registerUsers(program);

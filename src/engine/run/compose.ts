@@ -3,7 +3,7 @@
  * guarded writer, the MES and LIMS folders, the model registry and the way phases start on this line.
  */
 import type { LimsSource } from '../../../connectors/lims/index.js';
-import type { MesSource } from '../../../connectors/mes/index.js';
+import type { MesIntake, MesSource } from '../../../connectors/mes/index.js';
 import type { Connector } from '../../../connectors/types.js';
 import type { Clock } from '../../clock.js';
 import type { LoadedConfig } from '../../config/load.js';
@@ -30,7 +30,10 @@ export interface ComposeOptions {
   readonly connectors: readonly Connector[];
   /** Tag id → connector id. */
   readonly served: ReadonlyMap<string, string>;
-  readonly mes: MesSource;
+  readonly mes: MesSource & { readonly intake?: MesIntake };
+  /** Each PLC's supervisor view and the PLCs refused supervision, for the readiness check before a run. */
+  readonly supervision?: () => ReadonlyMap<string, { readonly state?: string }>;
+  readonly unsupervised?: () => ReadonlySet<string>;
   readonly lims?: LimsSource;
   readonly log: Logger;
   readonly policy: () => PolicyBundle | null;
@@ -59,6 +62,11 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     read,
     connection,
     mes: o.mes,
+    line: {
+      supervision: o.supervision ?? (() => new Map()),
+      unsupervised: o.unsupervised ?? (() => new Set()),
+      connections: () => o.connectors.map((c) => ({ id: c.id, state: c.health().state })),
+    },
     ...(o.lims ? { lims: o.lims } : {}),
     sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),
     policy: o.policy,

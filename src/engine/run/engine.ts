@@ -27,6 +27,7 @@ import { closeException, markerOf, raiseException, type CloseInput, type Excepti
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
 import { closeStepWaits } from './step-waits.js';
+import { assertBatchOpen, assertLineReady, ingestedEntry, keepIngested, releaseInbox } from './start-checks.js';
 import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
@@ -154,8 +155,10 @@ export class RunEngine {
    * Start a run: parse the request, read the batch record from the MES, compose the plan and persist it
    * (audited), then execute it in the background.
    * @throws LkError LK_RUN_REQUEST_INVALID / LK_RUN_REQUEST_LOOSENS for a bad request; LK_NOT_FOUND when the
-   *   MES has no such batch for the tenant or the line is not this site's; LK_BATCH_RECORD_INVALID; LK_LINE_BUSY
-   *   when another run is active on the line. Nothing is written then.
+   *   MES has no such batch for the tenant or the line is not this site's; LK_BATCH_CLOSED when the batch ran
+   *   already (batch-closure.ts); LK_BATCH_RECORD_INVALID; LK_LINE_BUSY when another run is active on the line;
+   *   LK_LINE_NOT_READY (readiness.ts) listing why. Nothing is written then (a changed record of a closed batch
+   *   is refused and audited).
    */
   start(input: StartRunInput): RunView {
     if (this.stopped) throw new LkError('LK_CONFLICT', 'the run engine is stopping');
@@ -163,18 +166,21 @@ export class RunEngine {
     if (!site.tenants.some((t) => t.id === input.tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${input.tenant}`);
     const req = this.o.parseRequest(input.request);
     if (req.line !== site.line.id) throw new LkError('LK_NOT_FOUND', `line ${req.line} is not supervised here (this node supervises ${site.line.id})`, { line: req.line });
+    assertBatchOpen(this.o, this.runs, input.tenant, req.batch);
     const record = this.o.mes.read(input.tenant, req.batch);
     this.o.checkRecord(record, site);
     // the people the record names must be able to sign: a QA reviewer nobody can be blocks the line at its gate
     if (this.o.people) checkNamedPeople(record as Record<string, unknown>, input.tenant, this.o.people, this.o.policy());
     const busy = this.runs.activeOnLine(req.line);
     if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    assertLineReady(this.o, this.runs, input.tenant, req.line);
     const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
     const id = `run_${randomBytes(10).toString('hex')}`;
     const now = this.o.clock.now();
     const plan = composePlan();
     const recordJson = record as unknown as Record<string, unknown>;
     const limits = this.o.effectiveLimits(req, record, this.o.policy());
+    const kept = keepIngested(this.o, input.tenant, req.batch);
     this.o.store.tx((t) => {
       try {
         this.runs.insertRun(t, {
@@ -188,7 +194,10 @@ export class RunEngine {
       t.audit.append(this.entry({ tenant: input.tenant, id, batch: req.batch }, input.by, 'run.start', {
         args: json({ request: req.text, goal: req.goal, autonomy, plan: planSummary(plan).text, batchRecordSha256: sha256Hex(canonical(recordJson)), limits }),
       }));
+      const archived = ingestedEntry(kept, input.tenant, id, req.batch, sha256Hex(canonical(recordJson)), input.by);
+      if (archived) t.audit.append(archived);
     });
+    releaseInbox(this.o, input.tenant, req.batch, kept);
     this.presence(input.by);
     this.launch(id);
     return this.view(this.runs.runById(id)!);

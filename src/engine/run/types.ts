@@ -1,5 +1,6 @@
 /** Types of the run engine's public surface and of its steps. */
 import type { Sample } from '../../../connectors/types.js';
+import type { MesIntake } from '../../../connectors/mes/index.js';
 import type { Clock } from '../../clock.js';
 import type { SiteConfig } from '../../config/schema.js';
 import type { StepName, StepStatus } from '../../domain/run.js';
@@ -25,9 +26,19 @@ export interface ParsedRequest {
   readonly objectives?: readonly string[];
 }
 
-/** Where batch records come from (connectors/mes). */
+/** Where batch records come from (connectors/mes); `intake` keeps ingested records and refuses changed ones (batch-closure.ts). */
 export interface BatchRecordSource {
   read(tenant: string, batch: string): unknown;
+  readonly intake?: MesIntake;
+}
+
+/** What the line reports for the readiness judgement before a run (readiness.ts); absent, no PLC or connection is judged. */
+export interface LineState {
+  /** Each PLC's supervisor view as its tags last reported it. */
+  supervision(): ReadonlyMap<string, { readonly state?: string }>;
+  /** PLCs linekeeper refused to supervise (their watchdog times out before the next heartbeat). */
+  unsupervised(): ReadonlySet<string>;
+  connections(): readonly { readonly id: string; readonly state: string }[];
 }
 
 /**
@@ -71,6 +82,8 @@ export interface RunEngineOptions {
   /** State of the connection serving a tag (a lost unit gets no proposals). */
   readonly connection?: (tag: string) => string | undefined;
   readonly mes: BatchRecordSource;
+  /** The line's supervisor and connection states, for the readiness check before a run. */
+  readonly line?: LineState;
   /** QC results of the batch from the LIMS, joined at release (optional: a site without one releases on in-line evidence and QA's signature). */
   readonly lims?: { results(tenant: string, batch: string): readonly { test: string; result: number | string; unit?: string; status: string; lims_ref: string }[] };
   readonly sequencer: LineSequencer;
