@@ -21,7 +21,7 @@ import { TWIN_FIDELITY } from '../../../models/golden.js';
 import { ModelLost } from '../model-watch.js';
 import { proposeAll, toWrite } from './blend-dry.js';
 import { FIDELITY_ATTRIBUTES, fidelityText, pressFidelity, type PressFidelity } from './press-fidelity.js';
-import { bundleOf, limitsOf, moveTowardCandidate, num, recordAt, runLimits } from './common.js';
+import { bundleOf, limitsOf, num, recordAt, runLimits } from './common.js';
 
 export const COMPRESS_DECIDE_PMIN = 5;
 export const COMPRESS_TIMEOUT_PMIN = 24 * 60;
@@ -33,7 +33,6 @@ export const compress: StepHandler = async (ctx, engine) => {
   await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
   ctx.event('step', 'phase COMPRESS started on the line');
   const twin = engine.options.models.twin(run.tenant);
-  await moveTowardCandidate(ctx, engine, 'agent.compress_fill', 'press.write_setpoint', PRESS_SETPOINTS, 'content_uniformity', 'recipe: toward the rehearsed candidate');
   const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
   const targets = {
@@ -51,8 +50,30 @@ export const compress: StepHandler = async (ctx, engine) => {
   // OOS / OOT monitor that raises an exception the moment one leaves its limits or its trend
   const samples: PressSamples = { weightMg: [], hardnessN: [], thicknessMm: [] };
   const monitored = monitoredAttributes(ctx, targets);
+  // the limits in force for the press's in-process attributes, in the genealogy once, so a chart of each attribute
+  // can draw them (weight, hardness, thickness from the batch record; capping from the run's threshold)
+  const inProcessLimits: Record<string, { min?: number; max: number; unit: string }> = { 'press.CappingRate': { max: cappingThresholdPct, unit: '%' } };
+  for (const m of monitored) inProcessLimits[m.tag] = { min: m.limits.min, max: m.limits.max, unit: m.unit };
+  ctx.event('step', `in-process limits: ${Object.entries(inProcessLimits).map(([tag, l]) => `${tag} ${l.min !== undefined ? `${+l.min.toPrecision(4)}–` : '≤ '}${+l.max.toPrecision(4)} ${l.unit}`).join(', ')}`, { limits: inProcessLimits }, { agent: 'agent.orchestrator' });
   let monitor: MonitorState = initialMonitor();
   const excursions = new Map<string, number>();
+  // the first move, before any tablet is measured: compress_fill rehearses one step from the recipe on the fitted
+  // twin alone (no measured bias yet; the twin's fidelity against this press is judged at every round below)
+  let firstWritten = 0;
+  {
+    const r0 = await ctx.readings(PRESS_SETPOINTS);
+    const cur0: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
+    for (const sp of PRESS_SETPOINTS) {
+      const v = r0.get(sp)?.value;
+      if (v !== undefined) cur0[sp] = v;
+    }
+    if (PRESS_SETPOINTS.every((sp) => cur0[sp] !== undefined && ds[sp])) {
+      const first = ctx.agent('compress_fill.decide', compressDecide, {
+        now: ctx.now, seed: run.seed, weights: [], hardness: [], capping: [], current: cur0 as Record<(typeof PRESS_SETPOINTS)[number], number>, targets, cappingThresholdPct, model: twin.ref, params: twin.model.params, validRanges: twin.model.validRanges, designSpace: ds, blindStart: true,
+      }, twin.ref);
+      firstWritten = (await proposeAll(ctx, first, 'press.write_setpoint')).written;
+    }
+  }
   // the cameras' counters run whenever the turret turns (before this step too): the batch's counts are what they
   // counted from here to the end of compression (counters are 32-bit and wrap)
   const cams0 = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
@@ -69,7 +90,7 @@ export const compress: StepHandler = async (ctx, engine) => {
   let last = ctx.processNow;
   let lastDecision = last;
   const start = last;
-  let written = 0;
+  let written = firstWritten;
   let contests = 0;
   let decisions = 0;
   for (;;) {
