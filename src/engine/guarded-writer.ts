@@ -456,7 +456,7 @@ export class GuardedWriter {
  * A setpoint's last move as the rate-of-change check sees it: its time shifted so that `now − at` is the process
  * time elapsed since it (wall time × the process time scale). Unchanged on a real line (scale 1).
  */
-function inProcessTime(last: LastMove | undefined, now: number, scale = 1): LastMove | undefined {
+export function inProcessTime(last: LastMove | undefined, now: number, scale = 1): LastMove | undefined {
   if (!last || !(scale > 0) || scale === 1 || !Number.isFinite(scale)) return last;
   return { ...last, at: now - (now - last.at) * scale };
 }
