@@ -37,7 +37,7 @@ export interface PressFidelity extends Fidelity {
 
 /**
  * Judge the twin at the press's setpoints in force. Pure: the caller passes the readings and the model.
- * An attribute with fewer than {@link FIDELITY_MIN_N} readings is listed with its n and not judged.
+ * An attribute with fewer than {@link FIDELITY_MIN_N} readings is listed as not judged (n 0).
  */
 export function pressFidelity(params: Readonly<ProcessParams>, setpoints: Readonly<Record<'press.FillDepth' | 'press.MainForce' | 'press.PreForce' | 'press.TurretSpeed', number>>, measured: PressMeasured, acceptance: TwinFidelity): PressFidelity {
   const out = pressModel({ fillDepthMm: setpoints['press.FillDepth'], mainForceKn: setpoints['press.MainForce'], preForceKn: setpoints['press.PreForce'], turretRpm: setpoints['press.TurretSpeed'] }, params.press);
