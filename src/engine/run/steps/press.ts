@@ -81,6 +81,8 @@ export const compress: StepHandler = async (ctx, engine) => {
   let hardness: AgentReading[] = [];
   let capping: AgentReading[] = [];
   let thickness: AgentReading[] = [];
+  // the batch's latest weights whatever the setpoints: content uniformity (quality_conf) is the batch's, moves and all
+  const recentWeights: AgentReading[] = [];
   // the setpoint vector the kept readings were taken at: what the agents and the fidelity check judge is what the
   // press makes at the setpoints in force, so any change (an agent's move, a takt move, an LKG revert) starts afresh
   let sampledAt: string | null = null;
@@ -108,7 +110,7 @@ export const compress: StepHandler = async (ctx, engine) => {
       capping = [];
       thickness = [];
     }
-    for (const [tag, xs] of [['press.TabletWeight', weights], ['press.Hardness', hardness], ['press.CappingRate', capping], ['press.Thickness', thickness]] as const) {
+    for (const [tag, xs] of [['press.TabletWeight', weights], ['press.Hardness', hardness], ['press.CappingRate', capping], ['press.Thickness', thickness], ['press.TabletWeight', recentWeights]] as const) {
       const x = r.get(tag);
       if (x) {
         xs.push({ ...x });
@@ -187,7 +189,7 @@ export const compress: StepHandler = async (ctx, engine) => {
       const cf = ctx.agent('compress_fill.decide', compressDecide, {
         now: ctx.now, seed: run.seed + decisions, weights, hardness, capping, current: cur, targets, cappingThresholdPct, model: twin.ref, params: twin.model.params, validRanges: twin.model.validRanges, designSpace: ds,
       }, twin.ref);
-      const qc = ctx.agent('quality_conf.decide', confDecide, { now: ctx.now, weights, turretSpeed: cur['press.TurretSpeed'], targets: { weightMg: targets.weightMg, weightRsdMaxPct }, params: twin.model.params, ...(typeof blendRsd === 'number' ? { blendRsdPct: blendRsd } : {}) }, twin.ref, 'agent.quality_conf');
+      const qc = ctx.agent('quality_conf.decide', confDecide, { now: ctx.now, weights: recentWeights, turretSpeed: cur['press.TurretSpeed'], targets: { weightMg: targets.weightMg, weightRsdMaxPct }, params: twin.model.params, ...(typeof blendRsd === 'number' ? { blendRsdPct: blendRsd } : {}) }, twin.ref, 'agent.quality_conf');
       const target = planned ?? out;
       const yt = ctx.agent('yield_takt.decide', taktDecide, { now: ctx.now, outputTabletsPerHour: out, targetTabletsPerHour: target, turretSpeed: cur['press.TurretSpeed'], designSpace: ds['press.TurretSpeed'] }, null, 'agent.yield_takt');
       const raise = yt.proposals[0];
