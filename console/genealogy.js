@@ -1,16 +1,19 @@
-// The genealogy of a run as one time-aligned plot (uPlot, made for thousands of points per series): the
-// measurements of the sensor snapshots, the setpoints as written and read back, and the actions, approvals,
-// QC results and arbitration as marked events on their own lane. Drag to zoom, double-click or "Reset zoom" to
+// The genealogy of a run: first one chart per in-process attribute (weight, hardness, thickness, capping) with its
+// specification limits and excursions (attributes.js), then one time-aligned plot (uPlot, made for thousands of
+// points per series) of the other measurements of the sensor snapshots, the setpoints as written and read back,
+// and the actions, approvals, QC results and arbitration as marked events on their own lane. Drag to zoom, double-click or "Reset zoom" to
 // return; the buttons zoom from the keyboard. The same events are listed in a table below (the plot's text
 // alternative), and the release package can be downloaded.
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import uPlot from '../vendor/uplot.js';
 import { api, download } from './api.js';
+import { ATTRIBUTES, AttributeCharts } from './attributes.js';
 import { Badge, ErrorNote, html, short, time } from './ui.js';
 
 const KINDS = ['step', 'recommendation', 'action', 'response', 'arbitration', 'approval', 'qc', 'watchdog'];
 const PALETTE = ['#1b5e9e', '#b03a2e', '#1e7b4a', '#7d3c98', '#a04000', '#117a8b', '#5d6d7e', '#9a7d0a', '#c0392b', '#2e4053'];
 const DASH = [[], [6, 3], [2, 2], [8, 2, 2, 2]];
+const ATTRIBUTE_TAGS = new Set(ATTRIBUTES.map((a) => a.tag));
 
 /** Series from the events: measurement tags (sensor), setpoints (read back), and one lane of event markers. */
 function toPlot(events) {
@@ -27,7 +30,8 @@ function toPlot(events) {
     xs.push(Date.parse(e.at) / 1000);
     rows.push(e);
     if (e.kind === 'sensor' && e.data && typeof e.data === 'object') {
-      for (const [tag, r] of Object.entries(e.data)) if (typeof r?.value === 'number') add(tag, r.unit, i, r.value);
+      // the press's quality attributes have charts of their own, with their limits
+      for (const [tag, r] of Object.entries(e.data)) if (typeof r?.value === 'number' && !ATTRIBUTE_TAGS.has(tag)) add(tag, r.unit, i, r.value);
     } else if (e.kind === 'response' && e.tag && typeof e.data?.readBack === 'number') {
       add(`${e.tag} (setpoint)`, e.data.unit ?? '', i, e.data.readBack);
     }
@@ -52,7 +56,7 @@ function Plot({ g }) {
     scales.lane = { range: [0, KINDS.length + 1] };
     const opts = {
       width: Math.max(600, el.current.clientWidth || 900), height: 380,
-      title: `Batch ${g.batch}: measurements, setpoints and events`,
+      title: `Batch ${g.batch}: other measurements, setpoints and events`,
       scales,
       cursor: { drag: { x: true, y: false } },
       series: [{ label: 'time (UTC)' }, ...p.keys.map((k, i) => (k === 'events'
@@ -87,9 +91,14 @@ export function GenealogyPage({ s, id }) {
   const [g, setG] = useState(null);
   const [error, setError] = useState(null);
   const [got, setGot] = useState(null);
+  const [table, setTable] = useState(null);
   useEffect(() => {
     if (!id) api('GET', '/runs?limit=50').then((p) => setRuns(p.items)).catch(setError);
-    else api('GET', `/runs/${id}/genealogy`).then(setG).catch(setError);
+    else {
+      api('GET', `/runs/${id}/genealogy`).then(setG).catch(setError);
+      // the specification table (every in-process sample it judged), once the run reached its gate
+      api('GET', `/runs/${id}/exceptions`).then((l) => setTable(l.specTable)).catch(setError);
+    }
   }, [id]);
   const get = (file) => download(`/runs/${id}/release?file=${file}`, `release.${file}`).then(setGot).catch(setError);
   if (!id) {
@@ -99,6 +108,9 @@ export function GenealogyPage({ s, id }) {
   return html`<h1 tabindex="-1">Genealogy of ${g?.batch ?? ''} <small>${id}</small></h1>
     <${ErrorNote} error=${error} />
     ${g ? html`<p>Status <${Badge} status=${g.status} /> · <a href=${`#/runs/${id}`}>run detail</a></p>
+      <h2>In-process attributes against their limits</h2>
+      <${AttributeCharts} events=${g.events} table=${table} />
+      <h2>Setpoints, other measurements and events</h2>
       ${g.events.length ? html`<${Plot} g=${g} />` : html`<p>No events yet.</p>`}
       <h2>Release package</h2>
       ${g.release ? html`<ul class="downloads">

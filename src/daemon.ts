@@ -336,6 +336,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...registrySources(events.store, loaded.dataDir, config.site.id),
       batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
       attendance: () => engine?.attended() ?? null,
+      // rates of change are judged in process time: the embedded simulator runs it time_scale times faster
+      ...(simulator ? { processTimeScale: simulator.plant.timeScale } : {}),
     });
     // after connect, before ready: close intents a crash left open with what the equipment holds now
     const recovered = await writer.recover();

@@ -114,7 +114,9 @@ export interface SimulatorFaults {
   restartOpcUa(opts?: { downtimeMs?: number }): Promise<void>;
   /** Raise the camera station's defect rates (% per class; `{}` ends it). Throws LK_VALIDATION. See Plant.injectDefects. */
   injectDefects(rates: DefectRates): void;
-  /** Undo mutes, delays and injected defects. */
+  /** Move the press's true parameters by factors (a plant the twin no longer describes; `{}` ends it). See Plant.skewPress. */
+  skewPress(factors: Readonly<Record<string, number>>): void;
+  /** Undo mutes, delays, injected defects and a press skew. */
   clear(): void;
 }
 
@@ -225,8 +227,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       await faults.startOpcUa();
     },
     injectDefects: (rates) => plant.injectDefects(rates),
+    skewPress: (factors) => plant.skewPress(factors),
     clear() {
       plant.injectDefects({});
+      plant.skewPress({});
       for (const e of config.equipment) {
         if (e.protocol !== 'modbus') continue;
         modbus.muteUnit(e.unit_id, false);

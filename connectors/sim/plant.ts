@@ -71,6 +71,7 @@ export class Plant {
   private readonly driftState: DriftState = initialDrift();
   private effective: TrueParameters;
   private injected: DefectRates = Object.freeze({});
+  private pressSkew: Readonly<Record<string, number>> = Object.freeze({});
 
   constructor(opts: PlantOptions) {
     const scale = opts.timeScale ?? 1;
@@ -154,7 +155,7 @@ export class Plant {
     this.processMs += dtMs;
     if (this.driftRng) {
       stepDrift(this.driftState, dtMs, this.driftRng);
-      this.effective = applyDrift(this.truth, this.driftState);
+      this.effective = this.skewed(applyDrift(this.truth, this.driftState));
     }
     const line = this.lineView();
     const ctx = this.feedContext();
@@ -352,6 +353,33 @@ export class Plant {
   setBatchPhase(phase: string): void {
     this.phase = phase;
     for (const u of this.units.values()) if (u.cfg.type === 'plc') this.measure(u.cfg.id);
+  }
+
+  /**
+   * Move the press away from its true parameters by factors (`{ sigma0: 1.4 }`: tablets 40 % stronger at the same
+   * force) — a fault hook for tests: a plant the fitted twin no longer describes (model fidelity, R8); `{}` ends it.
+   * Throws LK_VALIDATION for a parameter the press does not have or a factor that is not a positive finite number.
+   */
+  skewPress(factors: Readonly<Record<string, number>>): void {
+    for (const [k, f] of Object.entries(factors)) {
+      if (!Object.hasOwn(this.truth.press, k)) throw new LkError('LK_VALIDATION', `the press has no parameter "${k}"`, { parameter: k });
+      if (!(typeof f === 'number' && Number.isFinite(f) && f > 0)) throw new LkError('LK_VALIDATION', `skew of ${k} must be a positive finite factor, got ${String(f)}`, { parameter: k });
+    }
+    this.pressSkew = Object.freeze({ ...factors });
+    this.effective = this.skewed(this.driftRng ? applyDrift(this.truth, this.driftState) : this.truth);
+  }
+
+  /** Factors set by {@link skewPress}. */
+  pressSkewFactors(): Readonly<Record<string, number>> {
+    return this.pressSkew;
+  }
+
+  private skewed(p: TrueParameters): TrueParameters {
+    const keys = Object.keys(this.pressSkew);
+    if (keys.length === 0) return p;
+    const press = { ...p.press } as Record<string, number>;
+    for (const k of keys) press[k] = press[k]! * this.pressSkew[k]!;
+    return { ...p, press: press as unknown as TrueParameters['press'] };
   }
 
   /**

@@ -69,6 +69,12 @@ export interface CompressFillInput {
   /** The twin's valid ranges (its model card). */
   validRanges: Partial<Record<SetpointId, Range>>;
   designSpace: Record<PressSetpointId, DesignLimit>;
+  /**
+   * The start of compression, before any tablet is measured: with no readings at all, the first move is rehearsed
+   * on the fitted twin alone (no measured bias). Without it (or with any reading) the agent needs its minimum
+   * samples at the current setpoints.
+   */
+  blindStart?: boolean;
 }
 
 export interface CompressFillVerdict {
@@ -147,8 +153,10 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
     designSpace: space,
   };
   const none = (why: string, candidates: CandidateConsidered[] = []): AgentOutput<CompressFillVerdict> => plain({ proposals: [], verdict, trace: { inputs, candidates, why } });
+  const blind = input.blindStart === true && weights.length === 0 && hardness.length === 0 && capping.length === 0;
+  if (blind) (inputs as Record<string, unknown>)['blindStart'] = true;
 
-  if (weights.length < MIN_WEIGHTS || hardness.length < MIN_HARDNESS) {
+  if (!blind && (weights.length < MIN_WEIGHTS || hardness.length < MIN_HARDNESS)) {
     return none(`too few samples at the current setpoints (${weights.length} weights, ${hardness.length} hardness; need ${MIN_WEIGHTS} and ${MIN_HARDNESS}): no move proposed`);
   }
   if (!(current['press.TurretSpeed'] > 0)) return none('the turret is stopped: nothing to steer, no move proposed');
@@ -176,6 +184,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   if (best === hold || (!holdOverCapping && hold.cand.score - best.cand.score < DEADBAND)) {
     hold.cand.chosen = true;
     const gain = hold.cand.score - best.cand.score;
+    if (blind) return none(`holding at the start of compression: the twin predicts ${fmt(hold.cand.predicted['tabletWeightMg'] ?? Number.NaN, 1)} mg, ${fmt(hold.cand.predicted['hardnessN'] ?? Number.NaN, 0)} N at the current setpoints; the best move improves the score by ${fmt(gain, 3)}, under the deadband ${DEADBAND}`, candidates);
     return none(
       `holding: weight ${fmt(wMean!, 1)} mg (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)}), hardness ${fmt(hMean!, 0)} N (${fmt(hMin, 0)}–${fmt(hMax, 0)}), ` +
         `predicted capping ${fmt(hold.cand.predicted['cappingRiskPct'] ?? 0)} %; the best move improves the score by ${fmt(gain, 3)}, under the deadband ${DEADBAND}`,
@@ -199,10 +208,12 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   };
   const attribute = attributeOf(hold, best);
   const justification =
-    `Measured weight ${fmt(wMean!, 1)} mg (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)}), hardness ${fmt(hMean!, 0)} N (${fmt(hMin, 0)}–${fmt(hMax, 0)} N)` +
+    (blind
+      ? `No tablet measured yet at the start of compression (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)} mg, hardness ${fmt(hMin, 0)}–${fmt(hMax, 0)} N); the twin predicts ${fmt(hold.cand.predicted['tabletWeightMg'] ?? Number.NaN, 1)} mg, ${fmt(hold.cand.predicted['hardnessN'] ?? Number.NaN, 0)} N at the current setpoints`
+      : `Measured weight ${fmt(wMean!, 1)} mg (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)}), hardness ${fmt(hMean!, 0)} N (${fmt(hMin, 0)}–${fmt(hMax, 0)} N)`) +
     (holdOverCapping ? `, predicted capping ${fmt(hold.cand.predicted['cappingRiskPct'] ?? 0)} % over the ${fmt(threshold, 2)} % threshold` : '') +
     `. ${moves.map((m) => `${m.setpoint} ${fmt(current[m.setpoint as PressSetpointId])} → ${fmt(m.value)} ${m.unit}`).join(', ')}: ` +
-    `the fitted twin (${model.id} v${model.version}, offset by the measured bias) predicts ${fmt(predicted['tabletWeightMg']!, 1)} mg, ${fmt(predicted['hardnessN']!, 0)} N, ` +
+    `the fitted twin (${model.id} v${model.version}, ${blind ? 'alone: no measured bias yet' : 'offset by the measured bias'}) predicts ${fmt(predicted['tabletWeightMg']!, 1)} mg, ${fmt(predicted['hardnessN']!, 0)} N, ` +
     `capping ${fmt(predicted['cappingRiskPct']!)} % (threshold ${fmt(threshold, 2)} %); best of ${candidates.length} candidates, score ${fmt(best.cand.score, 3)} against ${hold.ok ? fmt(hold.cand.score, 3) : 'holding over the threshold'}.`;
   const proposal: Proposal = {
     agent: AGENT,

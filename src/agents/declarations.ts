@@ -40,14 +40,14 @@ export const AGENTS: Readonly<Record<AgentRole, AgentDeclaration>> = Object.free
     'Compress and fill',
     'Keep tablet weight and hardness on target with predicted capping risk under the site threshold, by small fill-depth and compression-force moves rehearsed on the twin.',
     ['twin.simulate', 'press.read_force_curve', 'press.write_setpoint'],
-    'L2',
+    'L3',
   ),
   coat_dry: d(
     'coat_dry',
     'Coat and dry',
     'Reach the target coat weight gain without over-wetting (spray load within the pan’s drying capacity) or spray-drying.',
     ['twin.simulate', 'coater.write_setpoint'],
-    'L2',
+    'L3',
   ),
   defect_inspect: d(
     'defect_inspect',

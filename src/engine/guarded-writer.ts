@@ -437,7 +437,7 @@ export class GuardedWriter {
     const modelRecord = modelRecordOf(this.o.models, p);
     const contexts = p.moves.map((m) => {
       const computed = { modelRecord, ...(capping && isPressMove(bundle, m.setpoint) ? { capping } : {}) };
-      return decisionContext(this.o, p, m.setpoint, now, current, this.lastMoves.get(m.setpoint), approval, bundle, computed);
+      return decisionContext(this.o, p, m.setpoint, now, current, inProcessTime(this.lastMoves.get(m.setpoint), now, this.o.processTimeScale), approval, bundle, computed);
     });
     return { current, contexts };
   }
@@ -552,4 +552,13 @@ export class GuardedWriter {
     const conn = this.reader.connectionOf.get(setpoint);
     return conn ? this.caps.get(conn) : undefined;
   }
+}
+
+/**
+ * A setpoint's last move as the rate-of-change check sees it: its time shifted so that `now − at` is the process
+ * time elapsed since it (wall time × the process time scale). Unchanged on a real line (scale 1).
+ */
+export function inProcessTime(last: LastMove | undefined, now: number, scale = 1): LastMove | undefined {
+  if (!last || !(scale > 0) || scale === 1 || !Number.isFinite(scale)) return last;
+  return { ...last, at: now - (now - last.at) * scale };
 }

@@ -118,4 +118,11 @@ export interface GuardedWriterOptions {
    * (MODEL_MISSING).
    */
   readonly models?: (tenant: string, id: string) => ModelStatusView | null;
+  /**
+   * How many times faster process time runs than the wall clock (the embedded simulator's `time_scale`; 1, the
+   * default, on a real line). A design space's `max_rate_per_min` limits how fast the process may be moved, so the
+   * time since a setpoint's last move is judged in process time: on a fast-forwarded plant a move five process
+   * minutes after the last is five minutes after it for the rate, not the half second of wall time it took.
+   */
+  readonly processTimeScale?: number;
 }

@@ -12,7 +12,7 @@
  * each criterion and its verdict — goes into the promotion's audit entry.
  */
 import { LkError } from '../errors.js';
-import type { AcceptanceCriterion, ModelCard } from '../twin/card.js';
+import type { AcceptanceCriterion, FidelityCriterion, ModelCard } from '../twin/card.js';
 import { evaluateTwin, TWIN_ATTRIBUTES } from '../twin/fit.js';
 import { nirScore } from '../twin/nir/pls.js';
 import { outOfRange, type SetpointVector } from '../twin/setpoints.js';
@@ -43,6 +43,22 @@ export const SITE_LIMITS: Readonly<Record<ModelKind, Readonly<Record<string, Acc
   }),
   'nir-pls': Object.freeze({ rmsep: { max: 2 } }),
   'vision-softmax': Object.freeze({ 'precision.min': { min: 0.85 }, 'recall.min': { min: 0.85 } }),
+});
+
+/**
+ * The twin's run-time acceptance against the plant (R8, card section `fidelity`): the largest residual of the mean
+ * measured at the setpoints in force against the twin's prediction there, beyond which the model counts as lost for
+ * the run. Sized from what the plant may do while the model is right: granulate bulk density wanders about 1.5 % (1 SD)
+ * from hour to hour, which moves weight, thickness and hardness together, and a press sample scatters about 1 % in
+ * weight, 3 % in hardness and 10 % (relative) in capping rate. Weight and thickness 5 % and hardness 10 % are over
+ * three of those SDs; capping 1 percentage point is two thirds of the site's capping threshold. A card without a
+ * `fidelity` section is judged by these.
+ */
+export const TWIN_FIDELITY: Readonly<Record<string, Readonly<FidelityCriterion>>> = Object.freeze({
+  tabletWeightMg: Object.freeze({ maxRelResidualPct: 5 }),
+  hardnessN: Object.freeze({ maxRelResidualPct: 10 }),
+  thicknessMm: Object.freeze({ maxRelResidualPct: 5 }),
+  cappingPct: Object.freeze({ maxAbsResidual: 1 }),
 });
 
 export interface CriterionResult {

@@ -28,7 +28,7 @@ import { NOMINAL_PARAMS } from '../twin/params.js';
 import { classifyFeatures, frameSetFeatures, precisionRecall, trainVisionOnFeatures, type VisionArtefact } from '../twin/vision/classifier.js';
 import { DEFECT_CLASSES, forEachFrameSet, HEIGHT, WIDTH, type DefectClass } from '../twin/vision/frames.js';
 import type { TwinArtefact } from './artefacts.js';
-import { SITE_LIMITS } from './golden.js';
+import { SITE_LIMITS, TWIN_FIDELITY } from './golden.js';
 import { defaultGoldenDir } from './golden-data.js';
 import { registerModel, type ModelKind, type ModelSummary, type RegisterInput } from './registry.js';
 
@@ -76,6 +76,7 @@ export function buildTwin(tenant: string, seed: number, designSpace?: Readonly<D
     ...fit.card,
     metrics: { ...fit.card.metrics, ...Object.fromEntries(Object.entries(heldOut).map(([k, r]) => [`rmsep.${k}`, r.rmse])) },
     acceptance: criteria('twin'),
+    fidelity: Object.fromEntries(Object.entries(TWIN_FIDELITY).map(([k, v]) => [k, { ...v }])),
   };
   const artefact: TwinArtefact = { kind: 'twin', params: fit.params, validRanges: fit.card.validRanges };
   return { analyte: 'process', family: 'twin', kind: 'twin', artefact, card };

@@ -20,6 +20,12 @@ export interface AcceptanceCriterion {
   min?: number;
 }
 
+/** A run-time acceptance of one attribute (the shape src/quality/fidelity.ts judges). */
+export interface FidelityCriterion {
+  maxAbsResidual?: number;
+  maxRelResidualPct?: number;
+}
+
 export interface ModelCard {
   /** `<analyte-or-attribute>` and `<family>` of the model id `<analyte>-<family>-v<n>`. */
   analyte: string;
@@ -44,6 +50,14 @@ export interface ModelCard {
    * model is fitted, before it is evaluated; a card without them cannot be promoted.
    */
   acceptance?: Record<string, AcceptanceCriterion>;
+  /**
+   * Run-time acceptance of the model against the plant (R8, "loss of the model"): per attribute the twin
+   * predicts and the line measures (`tabletWeightMg`, `hardnessN`, `thicknessMm`, `cappingPct`), the largest
+   * residual (mean measured at the setpoints in force − prediction at those setpoints) under which the model
+   * may still steer. Beyond it the model counts as lost for the run. Absolute in the attribute's unit and/or
+   * relative in % of the prediction; both, when given, must hold.
+   */
+  fidelity?: Record<string, FidelityCriterion>;
   /** Inputs the model was fitted over; outside them a prediction is flagged, never extrapolated silently. */
   validRanges: Record<string, Range>;
   limitations: string[];

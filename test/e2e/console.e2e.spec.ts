@@ -284,6 +284,20 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await plot.locator('canvas').waitFor();
     expect(Number(await plot.getAttribute('data-points'))).toBeGreaterThan(10);
     expect(Number(await plot.getAttribute('data-series'))).toBeGreaterThan(2);
+    // one chart per in-process attribute, each with its specification limits drawn as lines (from the batch record
+    // B-1042 and the run's capping threshold) and its excursions counted
+    const charts = page.getByTestId('attribute-chart');
+    await charts.first().locator('canvas').waitFor();
+    const shown = await charts.evaluateAll((els) => els.map((e) => ({ tag: e.getAttribute('data-attribute'), lines: Number(e.getAttribute('data-limit-lines')), limits: JSON.parse(e.getAttribute('data-limits') ?? 'null') as (number | null)[], n: Number(e.getAttribute('data-n')), excursions: Number(e.getAttribute('data-excursions')), canvas: e.querySelector('canvas') !== null })));
+    expect(shown.map((c) => [c.tag, c.lines, c.limits.map((x) => (x === null ? null : +x.toFixed(3))), c.canvas])).toEqual([
+      ['press.TabletWeight', 2, [285, 315], true],
+      ['press.Hardness', 2, [80, 150], true],
+      ['press.Thickness', 2, [2.6, 3.4], true],
+      ['press.CappingRate', 1, [null, 1.5], true],
+    ]);
+    for (const c of shown) expect(c.n, c.tag!).toBeGreaterThan(0);
+    await expect.poll(() => charts.nth(1).locator('.u-legend').textContent()).toContain('upper limit 150 N');
+    expect(await charts.nth(1).locator('figcaption').textContent()).toContain(shown[1]!.excursions > 0 ? `${shown[1]!.excursions} outside the limits` : 'none outside the limits');
     await page.getByRole('button', { name: 'Zoom in' }).click();
     const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download release.json' }).click()]);
     expect(dl.suggestedFilename()).toBe('B-1042-release.json');

@@ -1,6 +1,6 @@
 /**
- * Review by exception in tests that go on to release a batch: the demo plant's batch raises exceptions (its
- * hardness and weight start out of specification), and a release waits until a QA reviewer has closed each
+ * Review by exception in tests that go on to release a batch: a batch may raise exceptions (an excursion, a
+ * trend, a PLC that lapsed), and a release waits until a QA reviewer has closed each
  * with a comment. These close every open one as the named reviewer would — in process through the engine, or
  * over the REST API with the reviewer's token and password — and return how many they closed.
  */

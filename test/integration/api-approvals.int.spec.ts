@@ -8,6 +8,7 @@
  * site key; the write then reaches the simulator through the writer, or nothing moves. Batch releases keep
  * their rules on the same route.
  */
+import { setAutonomy } from '../../src/store/autonomy-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
@@ -156,6 +157,9 @@ describe('an L2 move waits for the batch\'s reviewer', () => {
     setStatus(node.daemon, runA.id, 'FAILED', 'test: the next run');
     const runB = seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'o.operator' });
     await present();
+    // the bundle has coat_dry at L3 (CC-2026-0219); the site puts it back to L2 (lowering needs no role), so its
+    // airflow move, low-risk and inside the design space, waits for the batch's reviewer
+    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { agent: 'agent.coat_dry', to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'coating moves reviewed for this campaign' });
     const w = await queueWrite(node.daemon, { run: runB, agent: 'agent.coat_dry', setpoint: 'coater.Airflow', from: 1500, to: 1600, unit: 'm3/h' });
     expect(w.needs).toBe('reviewer');
     const r = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the airflow move' });

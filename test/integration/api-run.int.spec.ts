@@ -52,6 +52,17 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(r.body.steps.map((s: { seq: string }) => s.seq)).toEqual(['01', '02', '03', '04', '05', '06', '07', '08', '09', '10']);
     // the operator stays attended while the run goes on (R5), as the console would keep them
     presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }), 5000);
+    // the L3 agents keep the demo batch in specification; for an excursion the release must wait on, someone at the
+    // press's HMI sets the main force to 15 kN once compression has started (an OOS the twin predicts, not a lost model)
+    void (async (): Promise<void> => {
+      for (let i = 0; i < 3000; i++) {
+        if (node.daemon.engine.get('acme-pharma', runId).steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
+          node.daemon.simulator!.plant.writeSetpoints('press', { MainForce: 15 });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const second = await call(url, 'POST', `${A}/runs`, { token: tok('p.bianchi'), body: { request: REQUEST } });
     expect(second.status).toBe(409);
     expect(second.body.code).toBe('LK_LINE_BUSY');

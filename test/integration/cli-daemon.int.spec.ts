@@ -82,7 +82,21 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   });
 
   it('run: the plan, twin and policy lines, each step with ok and its duration in order, the approval-required line; Ctrl-C detaches and the run waits', async () => {
+    // the agents at L3 keep the demo batch in specification; to see an excursion reach the transcript, someone at
+    // the press's HMI sets the main force to 15 kN once compression has started (tablets far over 150 N), which the
+    // twin predicts as well as the press makes it: an OOS, not a lost model, and compress_fill then steers back
+    const disturbed = (async (): Promise<void> => {
+      for (let i = 0; i < 3000; i++) {
+        const run = node.daemon.engine.list('acme-pharma', 1)[0];
+        if (run?.steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
+          node.daemon.simulator!.plant.writeSetpoints('press', { MainForce: 15 });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     first = await cli(operator, ['run', REQUEST], { until: /^approval required: .*$/m });
+    await disturbed;
     expect(first.code, first.err).toBe(0);
     const lines = first.out.split('\n');
     runId = /^run (run_[0-9a-f]+) started: batch B-1042 on line-3 for acme-pharma/.exec(lines[0]!)![1]!;

@@ -14,6 +14,8 @@ import { LkError } from '../../src/errors.js';
 import { StepAborted, StepContext, type StepHost } from '../../src/engine/run/step-context.js';
 import type { GuardedWriter } from '../../src/engine/guarded-writer.js';
 import { silentLogger } from '../../src/log.js';
+import { raiseException } from '../../src/engine/run/exceptions.js';
+import { ExceptionStore } from '../../src/store/exception-store.js';
 import { RunStore, type RunRecord } from '../../src/store/run-store.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { auditOfRun } from '../helpers/run-site.js';
@@ -103,5 +105,49 @@ describe('StepContext.propose', () => {
     expect(proposed).toBe(0);
     expect(runs.toolCalls(run.id)).toEqual([]);
     expect(runs.events(run.id)).toEqual([]);
+  });
+});
+
+describe('StepContext: a connection lost during a step', () => {
+  it('raises one CONNECTION_LOST per outage of a unit (major by the defaults table) with its evidence; its return is a genealogy event', async () => {
+    const run = newRun();
+    const exceptions = new ExceptionStore(store);
+    const deps = { store, runs, exceptions, policy: () => null, notify: () => undefined };
+    let blender = 'connected';
+    const h: StepHost = { ...host, connection: (tag) => (tag.startsWith('blender.') ? blender : tag.startsWith('press.') ? 'connected' : undefined), raise: (r, e) => raiseException(deps, r, e, clock.now()) };
+    const ctx = new StepContext(h, run, composePlan()[2]!, new AbortController().signal, {});
+    const tags = ['blender.Revolutions', 'blender.Speed', 'press.Hardness'];
+    await ctx.readings(tags);
+    expect(exceptions.ofRun(run.id)).toEqual([]);
+    // first outage: seen at three reads, raised once
+    blender = 'reconnecting';
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1_000);
+      await ctx.readings(tags);
+    }
+    blender = 'connected';
+    clock.advance(1_000);
+    await ctx.readings(tags);
+    // a second outage is a second exception
+    blender = 'lost';
+    await ctx.samples(['blender.Revolutions']);
+    await ctx.readings(tags);
+    const xs = exceptions.ofRun(run.id);
+    expect(xs.map((e) => [e.kind, e.severity, e.key, e.step, e.status])).toEqual([
+      ['CONNECTION_LOST', 'major', 'CONNECTION_LOST:blender:03:1:1', '03 blend.uniformity', 'open'],
+      ['CONNECTION_LOST', 'major', 'CONNECTION_LOST:blender:03:1:2', '03 blend.uniformity', 'open'],
+    ]);
+    expect(xs[0]!.evidence).toMatchObject({ equipment: 'blender', state: 'reconnecting', outage: 1, tags: ['blender.Revolutions', 'blender.Speed'] });
+    expect(xs[1]!.evidence).toMatchObject({ equipment: 'blender', state: 'lost', outage: 2 });
+    // each is a tool call of the run (call, ok) and the return of the first is in the genealogy, in order
+    expect(runs.toolCalls(run.id).filter((r) => r.tool === 'exception.raise').map((r) => r.kind)).toEqual(['call', 'ok', 'call', 'ok']);
+    const ev = runs.events(run.id).map((e) => [e.kind, e.summary.split(':')[0]]);
+    expect(ev).toEqual([['exception', 'major CONNECTION_LOST'], ['watchdog', 'blender'], ['exception', 'major CONNECTION_LOST']]);
+    expect(runs.events(run.id)[1]!.summary).toMatch(/^blender: connection back \(reconnecting for 3 s\)$/);
+    // the press stayed connected throughout: nothing raised for it; a new attempt of the step counts afresh
+    expect(xs.some((e) => (e.evidence as { equipment: string }).equipment === 'press')).toBe(false);
+    const again = new StepContext(h, run, composePlan()[2]!, new AbortController().signal, {}, 2);
+    await again.readings(tags);
+    expect(exceptions.ofRun(run.id).map((e) => e.key).filter((k) => !xs.some((x) => x.key === k))).toEqual(['CONNECTION_LOST:blender:03:2:1']);
   });
 });

@@ -44,6 +44,21 @@ describe('linekeeper sim', () => {
     expect(out.trimEnd().split('\n')).toHaveLength(1);
   });
 
+  it('refuses a malformed press skew as a usage error (exit 2), and a parameter the press does not have by name', async () => {
+    const run = async (arg: string): Promise<{ code: number | null; err: string }> => {
+      const child = spawn(process.execPath, ['--import', 'tsx', bin, 'sim', '--skew-press', arg, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+      return { code, err };
+    };
+    expect((await run('sigma0')).code).toBe(2);
+    expect((await run('sigma0=-1')).code).toBe(2);
+    const unknown = await run('sigma0=1.4,hardness=2');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.err).toMatch(/the press has no parameter "hardness"/);
+  });
+
   it('refuses a bad port with a usage error (exit 2)', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', bin, 'sim', '--modbus-port', '70000'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));

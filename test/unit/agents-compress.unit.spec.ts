@@ -41,6 +41,27 @@ describe('agent.compress_fill', () => {
     expect(p.trace.candidates.map((c) => c.chosen)).toEqual([false, true]);
   });
 
+  it('at the start of compression, before any tablet is measured, rehearses the first move on the twin alone', () => {
+    // hard tablets at the recipe: the twin alone (no bias) chooses one step toward the centre of the hardness band
+    const cur = at({ 'press.MainForce': 14 });
+    expect(twin(cur).hardnessN).toBeGreaterThan(150);
+    const none = { weights: [], hardness: [], capping: [] };
+    const out = decide(pressInput(cur, { ...none, blindStart: true }));
+    expect(out.proposals).toHaveLength(1);
+    const p = out.proposals[0]!;
+    const force = p.moves.find((m) => m.setpoint === 'press.MainForce')!;
+    expect(force.value).toBeLessThan(14);
+    expect(force.value).toBeGreaterThanOrEqual(14 - 1.5 - 1e-9);
+    expect(p.predicted!['hardnessN']!).toBeLessThan(twin(cur).hardnessN);
+    expect(p.justification).toMatch(/^No tablet measured yet/);
+    expect(p.justification).toMatch(/alone: no measured bias yet/);
+    expect((out.trace.inputs as { blindStart?: boolean }).blindStart).toBe(true);
+    // without the flag, or with any reading at all, the minimum samples still apply
+    expect(decide(pressInput(cur, none)).proposals).toEqual([]);
+    const some = pressInput(cur, { blindStart: true });
+    expect(decide({ ...some, weights: some.weights.slice(0, 2), hardness: some.hardness.slice(0, 1), capping: [] }).trace.why).toMatch(/too few samples/);
+  });
+
   it('weight high: moves FillDepth down', () => {
     const p = decide(pressInput(at({ 'press.FillDepth': 9.1 }))).proposals[0]!;
     expect(p.moves.find((m) => m.setpoint === 'press.FillDepth')!.value).toBeLessThan(9.1);

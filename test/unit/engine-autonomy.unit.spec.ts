@@ -59,8 +59,10 @@ describe('persisted autonomy levels', () => {
   });
 
   it('raises one level at a time from the level in force, with a permitted role and a change reference', () => {
-    const from = autonomyLevels(store.db, bundle, A, 'press.MainForce').agent; // L2 in the shipped bundle
-    expect(from).toBe('L2');
+    // L3 in the shipped bundle (CC-2026-0219): a person lowers it to L2 (no role needed), then a QA reviewer raises it again
+    expect(autonomyLevels(store.db, bundle, A, 'press.MainForce').agent).toBe('L3');
+    setAutonomy(store, bundle, { agent: A, to: 'L2', by: { person: 'l.verdi', role: 'operator' }, reason: 'shadow the press after a tooling change' });
+    expect(codeOf(() => setAutonomy(store, bundle, { agent: A, to: 'L3', by: { person: 'p.costa', role: 'process_engineer' }, changeRef: 'CC-2026-0179' }))).toBe('LK_AUTONOMY_CHANGE');
     const ev = setAutonomy(store, bundle, { agent: A, to: 'L3', by: qa, changeRef: 'CC-2026-0180', reason: 'qualified' });
     expect(ev).toMatchObject({ type: 'autonomy_raised', from: 'L2', to: 'L3' });
     const row = autonomyRows(store.db)[0]!;
@@ -83,7 +85,7 @@ describe('persisted autonomy levels', () => {
   });
 
   it('lowering needs no role or change reference; an unchanged level writes nothing', () => {
-    expect(setAutonomy(store, bundle, { agent: A, to: 'L0', by: { person: 'l.verdi', role: 'operator' }, reason: 'drift' })).toMatchObject({ type: 'autonomy_lowered', from: 'L2', to: 'L0' });
+    expect(setAutonomy(store, bundle, { agent: A, to: 'L0', by: { person: 'l.verdi', role: 'operator' }, reason: 'drift' })).toMatchObject({ type: 'autonomy_lowered', from: 'L3', to: 'L0' });
     const head = store.audit.head(SITE_TENANT).seq;
     expect(setAutonomy(store, bundle, { agent: A, to: 'L0', by: { person: 'l.verdi', role: 'operator' } })).toMatchObject({ type: 'autonomy_unchanged', auditSeq: null });
     expect(store.audit.head(SITE_TENANT).seq).toBe(head);

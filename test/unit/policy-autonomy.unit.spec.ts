@@ -9,17 +9,21 @@ const pe = { person: 'p.costa', role: 'process_engineer' };
 
 describe('autonomy levels per agent and per setpoint', () => {
   const s0 = initialAutonomy(bundle);
+  // the shipped bundle graduated compress_fill to L3 (CC-2026-0219); a site that lowered it to L2 again raises it from there
+  const l2 = changeAutonomy(s0, { target: { agent: 'agent.compress_fill' }, to: 'L2', at: T0 - 1 }, bundle).state;
 
   it('starts agents at the bundle level and every new agent at L0 (shadow)', () => {
-    expect(s0.agents['agent.compress_fill']).toBe('L2');
+    expect(s0.agents['agent.compress_fill']).toBe('L3');
+    expect(s0.agents['agent.coat_dry']).toBe('L3');
+    expect(s0.agents['agent.blend_dispense']).toBe('L1');
     expect(autonomyFor(s0, 'agent.brand_new', 'press.MainForce')).toEqual({ agent: 'L0', setpoint: 'L3', effective: 'L0' });
     expect(autonomyFor(s0, 'agent.compress_fill', 'plc.LineSpeedFactor').effective).toBe('L1');
   });
 
   it('raises one level with a named person of a permitted role and a change reference, recording who and why', () => {
-    const r = changeAutonomy(s0, { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-2026-0150', reason: '30 shadow batches clean', at: T0 }, bundle);
+    const r = changeAutonomy(l2, { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-2026-0150', reason: '30 shadow batches clean', at: T0 }, bundle);
     expect(r.state.agents['agent.compress_fill']).toBe('L3');
-    expect(s0.agents['agent.compress_fill']).toBe('L2'); // pure: the old state is untouched
+    expect(l2.agents['agent.compress_fill']).toBe('L2'); // pure: the old state is untouched
     expect(r.event).toMatchObject({ type: 'autonomy_raised', from: 'L2', to: 'L3', by: qa, changeRef: 'CC-2026-0150', at: T0, bundleVersion: bundle.version });
   });
 
@@ -29,7 +33,7 @@ describe('autonomy levels per agent and per setpoint', () => {
     expect(codeOf(() => changeAutonomy(s0, { ...base, by: undefined }, bundle))).toBe('LK_AUTONOMY_CHANGE');
     expect(codeOf(() => changeAutonomy(s0, { ...base, by: { person: ' ', role: 'qa_reviewer' } }, bundle))).toBe('LK_AUTONOMY_CHANGE');
     expect(codeOf(() => changeAutonomy(s0, { ...base, changeRef: undefined }, bundle))).toBe('LK_AUTONOMY_CHANGE');
-    expect(codeOf(() => changeAutonomy(s0, { ...base, target: { agent: 'agent.compress_fill' }, to: 'L3', by: pe }, bundle))).toBe('LK_AUTONOMY_CHANGE');
+    expect(codeOf(() => changeAutonomy(l2, { ...base, target: { agent: 'agent.compress_fill' }, to: 'L3', by: pe }, bundle))).toBe('LK_AUTONOMY_CHANGE');
     expect(codeOf(() => changeAutonomy(s0, { ...base, to: 'L2', by: qa }, bundle))).toBe('LK_AUTONOMY_CHANGE');
     expect(codeOf(() => changeAutonomy(s0, { ...base, to: 'L4' as never, by: qa }, bundle))).toBe('LK_AUTONOMY_CHANGE');
   });

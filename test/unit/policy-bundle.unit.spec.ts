@@ -88,7 +88,7 @@ describe('policy bundle: load and compile', () => {
     const bad = bundleCopy({ 'setpoints.yaml': (t) => `${t}\n  - { id: broken\n` });
     expect(codeOf(() => loadPolicyBundle(bad, { site }))).toBe('LK_POLICY_BUNDLE');
     expect(messageOf(() => loadPolicyBundle(bad, { site }))).toMatch(/setpoints\.yaml:\d+:/);
-    const unknown = bundleCopy({ 'agents.yaml': (t) => t.replace('    autonomy: L2\n    allow: [press.FillDepth', '    autonomy: L2\n    alow: []\n    allow: [press.FillDepth') });
+    const unknown = bundleCopy({ 'agents.yaml': (t) => t.replace('    autonomy: L3\n    allow: [press.FillDepth', '    autonomy: L3\n    alow: []\n    allow: [press.FillDepth') });
     expect(messageOf(() => loadPolicyBundle(unknown, { site }))).toMatch(/agents\.yaml:\d+: agents\["agent\.compress_fill"\]\.alow: unknown key "alow"/);
     const stray = bundleCopy();
     writeFileSync(join(stray, 'design-space-v2.yaml'), 'design_spaces: []\n');
@@ -133,7 +133,7 @@ describe('policy bundle: change control', () => {
 
   it('accepts the first bundle and an unchanged one, reporting the change record for the audit trail', () => {
     const first = loadPolicyBundle(policyDir, { site, lastAccepted: null }).changeControl;
-    expect(first).toMatchObject({ kind: 'initial', previousVersion: null, changeRef: 'CC-2026-0213', approver: { name: 'm.rossi', role: 'qa_reviewer' } });
+    expect(first).toMatchObject({ kind: 'initial', previousVersion: null, changeRef: 'CC-2026-0219', approver: { name: 'm.rossi', role: 'qa_reviewer' } });
     expect(loadPolicyBundle(policyDir, { site, lastAccepted: accepted }).changeControl.kind).toBe('unchanged');
   });
 

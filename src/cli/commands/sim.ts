@@ -5,8 +5,7 @@
  * — so a script can start it on free ports and read where it listens; logs go to stderr.
  */
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { createLogger, parseLogLevel } from '../../log.js';
 import { integer, positive } from '../option-parsers.js';
@@ -33,7 +32,20 @@ interface SimOptions {
   data?: string;
   printRegisterMap?: boolean | string;
   logLevel?: string;
+  skewPress?: Record<string, number>;
 }
+
+/** `sigma0=1.4,bulkDensity=1.05` → factors on the press's true parameters (the plant checks the names). */
+const factors = (v: string): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const part of v.split(',')) {
+    const m = /^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*([0-9.eE+-]+)\s*$/.exec(part);
+    const f = m ? Number(m[2]) : Number.NaN;
+    if (!m || !(Number.isFinite(f) && f > 0)) throw new InvalidArgumentError(`"${part}" is not <parameter>=<positive factor>`);
+    out[m[1]!] = f;
+  }
+  return out;
+};
 
 const port = (v: string): number => {
   const n = Number(v);
@@ -53,6 +65,7 @@ export function registerSim(program: Command): void {
     .option('--watchdog-timeout-ms <ms>', 'PLC watchdog timeout, wall ms (default: config simulator.watchdog_timeout_ms)', positive)
     .option('--data <dir>', 'folder for the server PKI (default: a temp dir removed at exit)')
     .option('--log-level <level>', 'log level on stderr (default: config log.level)')
+    .option('--skew-press <parameter=factor,...>', 'for fault tests only: run the press on its true parameters times these factors (e.g. sigma0=1.4: tablets 40 % stronger than the fitted twin predicts)', factors)
     .option('--print-register-map [file]', 'print (or write) the Modbus register map (Markdown) and exit')
     .action(async (opts: SimOptions) => {
       const loaded = loadConfig(opts.config);
@@ -74,6 +87,15 @@ export function registerSim(program: Command): void {
         dataDir: opts.data,
         log,
       });
+      if (opts.skewPress) {
+        try {
+          sim.faults.skewPress(opts.skewPress);
+        } catch (err) {
+          await sim.close();
+          throw err;
+        }
+        log.warn({ skew: opts.skewPress }, 'fault test: the press runs on skewed true parameters (a plant the fitted twin no longer describes)');
+      }
       process.stdout.write(`${sim.endpointsJson()}\n`);
       log.info({ opcua: sim.opcuaUrl, modbus: sim.modbusEndpoint, timeScale: sim.plant.timeScale, seed: sim.plant.truth.seed }, 'simulator running');
       await new Promise<void>((resolve) => {

@@ -5,6 +5,7 @@
  * which the engine treats as a lost model (R8).
  */
 import { nirModelOf, twinModelOf, visionModelOf } from '../../models/artefacts.js';
+import { TWIN_FIDELITY } from '../../models/golden.js';
 import { loadValidated } from '../../models/registry.js';
 import type { Store } from '../../store/store.js';
 import type { ModelAccess } from './types.js';
@@ -12,8 +13,11 @@ import type { ModelAccess } from './types.js';
 export function registryModels(store: Pick<Store, 'db'>, dataDir: string, site: string): ModelAccess {
   return {
     twin(tenant) {
-      const m = twinModelOf(loadValidated(store, dataDir, tenant, site, 'process', 'twin'));
-      return { ref: { id: m.id, version: m.version }, model: m };
+      const loaded = loadValidated(store, dataDir, tenant, site, 'process', 'twin');
+      const m = twinModelOf(loaded);
+      // the card's run-time acceptance against the plant (R8); a card without one is judged by the site's
+      const card = loaded.model.card.fidelity;
+      return { ref: { id: m.id, version: m.version }, model: m, fidelity: card ? { from: 'card', acceptance: card } : { from: 'site', acceptance: TWIN_FIDELITY } };
     },
     potency(tenant) {
       const m = nirModelOf(loadValidated(store, dataDir, tenant, site, 'potency', 'pls'));

@@ -55,6 +55,9 @@ export class StepContext {
   private proposals = 0;
   /** Vectors the writer answered in this step without writing them (recommended, pending, denied…). */
   private readonly unanswered = new Set<string>();
+  /** Units whose connection is down now (one CONNECTION_LOST per outage), and how many outages each had in this step. */
+  private readonly down = new Map<string, { since: number; state: string }>();
+  private readonly outages = new Map<string, number>();
 
   constructor(
     private readonly h: StepHost,
@@ -149,6 +152,7 @@ export class StepContext {
 
   /** Good-quality numeric readings of `tags` now; a tag that is bad or not numeric is left out. */
   async readings(tags: readonly string[]): Promise<Map<string, Reading>> {
+    this.watchConnections(tags);
     const samples = await this.h.read(tags);
     const out = new Map<string, Reading>();
     for (const s of samples) {
@@ -159,7 +163,44 @@ export class StepContext {
 
   /** Raw samples (spectra, frames, strings) of `tags`. */
   samples(tags: readonly string[]): Promise<Sample[]> {
+    this.watchConnections(tags);
     return this.h.read(tags);
+  }
+
+  /**
+   * The connections serving the units of `tags`, as the step reads them: a connection that is not `connected` is a
+   * CONNECTION_LOST exception of this step, once per outage (raised when the step first finds it down, with the
+   * state and the tags it could not read); its return is a genealogy event, and a later drop is a new outage.
+   */
+  private watchConnections(tags: readonly string[]): void {
+    const units = new Map<string, string[]>();
+    for (const tag of tags) {
+      const eq = tag.split('.')[0]!;
+      const xs = units.get(eq);
+      if (xs) xs.push(tag);
+      else units.set(eq, [tag]);
+    }
+    for (const [eq, xs] of units) {
+      const state = this.h.connection(xs[0]!);
+      if (state === undefined) continue;
+      const was = this.down.get(eq);
+      if (state === 'connected') {
+        if (was) {
+          this.down.delete(eq);
+          this.event('watchdog', `${eq}: connection back (${was.state} for ${Math.round((this.now - was.since) / 1000)} s)`, { equipment: eq, state, downMs: this.now - was.since });
+        }
+        continue;
+      }
+      if (was) continue;
+      this.down.set(eq, { since: this.now, state });
+      const n = (this.outages.get(eq) ?? 0) + 1;
+      this.outages.set(eq, n);
+      this.exception({
+        kind: 'CONNECTION_LOST', key: `CONNECTION_LOST:${eq}:${this.step.seq}:${this.attempt}:${n}`, by: 'agent.orchestrator', tag: xs[0]!,
+        title: `CONNECTION_LOST ${eq}: connection ${state} during ${this.step.seq} ${this.step.name}; its readings are missing and no move is sent to it until it is back`,
+        evidence: { equipment: eq, state, outage: n, tags: xs, at: new Date(this.now).toISOString(), processTime: this.processNow },
+      });
+    }
   }
 
   /** Wait one poll period of wall time. @throws StepAborted when the engine stops. */
@@ -193,6 +234,7 @@ export class StepContext {
     const { run } = this;
     // no proposal for a unit whose connection is lost: its PLC is on its own (and on LKG once its watchdog fires)
     const units = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))];
+    this.watchConnections(p.moves.map((m) => m.setpoint));
     const down = units.filter((eq) => {
       const st = this.h.connection(p.moves.find((m) => m.setpoint.startsWith(`${eq}.`))!.setpoint);
       return st !== undefined && st !== 'connected';

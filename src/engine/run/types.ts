@@ -8,6 +8,7 @@ import type { Logger } from '../../log.js';
 import type { PolicyBundle } from '../../policy/index.js';
 import type { Store } from '../../store/store.js';
 import type { NirModel } from '../../twin/nir/pls.js';
+import type { FidelityCriterion } from '../../twin/card.js';
 import type { TwinModel } from '../../twin/simulate.js';
 import type { VisionArtefact } from '../../twin/vision/classifier.js';
 import type { GuardedWriter } from '../guarded-writer.js';
@@ -62,9 +63,15 @@ export interface ModelRef {
  * the engine treats as a lost model (R8).
  */
 export interface ModelAccess {
-  twin(tenant: string): { readonly ref: ModelRef; readonly model: TwinModel };
+  twin(tenant: string): { readonly ref: ModelRef; readonly model: TwinModel; readonly fidelity?: TwinFidelity };
   potency(tenant: string): { readonly ref: ModelRef; readonly model: NirModel; readonly rmsepPct: number };
   defects(tenant: string): { readonly ref: ModelRef; readonly model: VisionArtefact };
+}
+
+/** The twin's run-time acceptance against the plant (R8): its card's `fidelity` section, or the site's when the card has none. */
+export interface TwinFidelity {
+  readonly from: 'card' | 'site';
+  readonly acceptance: Readonly<Record<string, Readonly<FidelityCriterion>>>;
 }
 
 export interface RunEngineOptions {

@@ -17,8 +17,11 @@ import { convertUnit } from '../../../domain/units.js';
 import { initialMonitor, observe, type MonitorLimits, type MonitorState } from '../../../quality/index.js';
 import type { PressSamples } from '../quality.js';
 import type { StepContext } from '../step-context.js';
+import { TWIN_FIDELITY } from '../../../models/golden.js';
+import { ModelLost } from '../model-watch.js';
 import { proposeAll, toWrite } from './blend-dry.js';
-import { bundleOf, limitsOf, moveTowardCandidate, num, recordAt, runLimits } from './common.js';
+import { FIDELITY_ATTRIBUTES, fidelityText, pressFidelity, type PressFidelity } from './press-fidelity.js';
+import { bundleOf, limitsOf, num, recordAt, runLimits } from './common.js';
 
 export const COMPRESS_DECIDE_PMIN = 5;
 export const COMPRESS_TIMEOUT_PMIN = 24 * 60;
@@ -30,7 +33,6 @@ export const compress: StepHandler = async (ctx, engine) => {
   await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
   ctx.event('step', 'phase COMPRESS started on the line');
   const twin = engine.options.models.twin(run.tenant);
-  await moveTowardCandidate(ctx, engine, 'agent.compress_fill', 'press.write_setpoint', PRESS_SETPOINTS, 'content_uniformity', 'recipe: toward the rehearsed candidate');
   const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
   const targets = {
@@ -48,19 +50,49 @@ export const compress: StepHandler = async (ctx, engine) => {
   // OOS / OOT monitor that raises an exception the moment one leaves its limits or its trend
   const samples: PressSamples = { weightMg: [], hardnessN: [], thicknessMm: [] };
   const monitored = monitoredAttributes(ctx, targets);
+  // the limits in force for the press's in-process attributes, in the genealogy once, so a chart of each attribute
+  // can draw them (weight, hardness, thickness from the batch record; capping from the run's threshold)
+  const inProcessLimits: Record<string, { min?: number; max: number; unit: string }> = { 'press.CappingRate': { max: cappingThresholdPct, unit: '%' } };
+  for (const m of monitored) inProcessLimits[m.tag] = { min: m.limits.min, max: m.limits.max, unit: m.unit };
+  ctx.event('step', `in-process limits: ${Object.entries(inProcessLimits).map(([tag, l]) => `${tag} ${l.min !== undefined ? `${+l.min.toPrecision(4)}–` : '≤ '}${+l.max.toPrecision(4)} ${l.unit}`).join(', ')}`, { limits: inProcessLimits }, { agent: 'agent.orchestrator' });
   let monitor: MonitorState = initialMonitor();
   const excursions = new Map<string, number>();
+  // the first move, before any tablet is measured: compress_fill rehearses one step from the recipe on the fitted
+  // twin alone (no measured bias yet; the twin's fidelity against this press is judged at every round below)
+  let firstWritten = 0;
+  {
+    const r0 = await ctx.readings(PRESS_SETPOINTS);
+    const cur0: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
+    for (const sp of PRESS_SETPOINTS) {
+      const v = r0.get(sp)?.value;
+      if (v !== undefined) cur0[sp] = v;
+    }
+    if (PRESS_SETPOINTS.every((sp) => cur0[sp] !== undefined && ds[sp])) {
+      const first = ctx.agent('compress_fill.decide', compressDecide, {
+        now: ctx.now, seed: run.seed, weights: [], hardness: [], capping: [], current: cur0 as Record<(typeof PRESS_SETPOINTS)[number], number>, targets, cappingThresholdPct, model: twin.ref, params: twin.model.params, validRanges: twin.model.validRanges, designSpace: ds, blindStart: true,
+      }, twin.ref);
+      firstWritten = (await proposeAll(ctx, first, 'press.write_setpoint')).written;
+    }
+  }
   // the cameras' counters run whenever the turret turns (before this step too): the batch's counts are what they
   // counted from here to the end of compression (counters are 32-bit and wrap)
   const cams0 = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
   let weights: AgentReading[] = [];
   let hardness: AgentReading[] = [];
   let capping: AgentReading[] = [];
+  let thickness: AgentReading[] = [];
+  // the batch's latest weights whatever the setpoints: content uniformity (quality_conf) is the batch's, moves and all
+  const recentWeights: AgentReading[] = [];
+  // the setpoint vector the kept readings were taken at: what the agents and the fidelity check judge is what the
+  // press makes at the setpoints in force, so any change (an agent's move, a takt move, an LKG revert) starts afresh
+  let sampledAt: string | null = null;
+  let fidelityChecks = 0;
+  let lastFidelity: PressFidelity | null = null;
   let tablets = 0;
   let last = ctx.processNow;
   let lastDecision = last;
   const start = last;
-  let written = 0;
+  let written = firstWritten;
   let contests = 0;
   let decisions = 0;
   for (;;) {
@@ -70,7 +102,15 @@ export const compress: StepHandler = async (ctx, engine) => {
     const out = r.get('press.Output')?.value ?? 0;
     tablets += (out * (now - last)) / 3_600_000;
     last = now;
-    for (const [tag, xs] of [['press.TabletWeight', weights], ['press.Hardness', hardness], ['press.CappingRate', capping]] as const) {
+    const vector = PRESS_SETPOINTS.map((sp) => { const v = r.get(sp)?.value; return v === undefined ? '?' : String(+v.toPrecision(6)); }).join('|');
+    if (vector !== sampledAt) {
+      sampledAt = vector;
+      weights = [];
+      hardness = [];
+      capping = [];
+      thickness = [];
+    }
+    for (const [tag, xs] of [['press.TabletWeight', weights], ['press.Hardness', hardness], ['press.CappingRate', capping], ['press.Thickness', thickness], ['press.TabletWeight', recentWeights]] as const) {
       const x = r.get(tag);
       if (x) {
         xs.push({ ...x });
@@ -113,7 +153,7 @@ export const compress: StepHandler = async (ctx, engine) => {
       return {
         status: 'SUCCEEDED',
         detail: `Pressed ${Math.round(tablets).toLocaleString('en')} tablets; last weights ${mean.toFixed(1)} mg on a ${targets.weightMg} mg target, hardness ${avg(hardness).toFixed(0)} N (${targets.hardnessMinN}–${targets.hardnessMaxN} N), capping ${avg(capping).toFixed(2)} % under ${cappingThresholdPct} %; ${decisions} agent rounds, ${written} moves written, ${contests} turret-speed contests arbitrated on quality.`,
-        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests, inspected, rejected, samples } },
+        data: { compress: { tablets: Math.round(tablets), weightMeanMg: mean, hardnessMeanN: avg(hardness), cappingMeanPct: avg(capping), written, contests, inspected, rejected, samples, fidelity: { checks: fidelityChecks, last: lastFidelity } } },
       };
     }
     const current: Partial<Record<(typeof PRESS_SETPOINTS)[number], number>> = {};
@@ -131,10 +171,25 @@ export const compress: StepHandler = async (ctx, engine) => {
         result: Object.fromEntries([...f].map(([k, v]) => [k, v.value])),
       }));
       const cur = current as Record<(typeof PRESS_SETPOINTS)[number], number>;
+      // R8: does the twin still describe this plant at the setpoints in force? If not, it is lost for this run
+      const fid = pressFidelity(twin.model.params, cur, { weights, hardness, thickness, capping }, twin.fidelity ?? { from: 'site', acceptance: TWIN_FIDELITY });
+      fidelityChecks++;
+      lastFidelity = fid;
+      ctx.event('fidelity', `${twin.ref.id} v${twin.ref.version} against the press: ${fidelityText(fid)}${fid.ok ? '' : ' — beyond the card\'s acceptance'}`, { model: twin.ref, ...fid }, { agent: 'agent.orchestrator' });
+      if (!fid.ok) {
+        const out = fid.residuals.filter((x) => !x.ok);
+        const raised = ctx.exception({
+          kind: 'MODEL_FIDELITY', key: `MODEL_FIDELITY:${twin.ref.id}`, by: 'agent.orchestrator', tag: FIDELITY_ATTRIBUTES.find((a) => a.attribute === out[0]?.attribute)?.tag ?? 'press.Hardness',
+          title: `MODEL_FIDELITY ${twin.ref.id} v${twin.ref.version}: ${out.map((x) => x.reason).join('; ')}`,
+          evidence: { model: twin.ref, acceptanceFrom: fid.acceptanceFrom, setpoints: fid.setpoints, residuals: fid.residuals, tablets: Math.round(tablets) },
+        });
+        // once per run: after a person resumed a run whose model was lost, its agents stay at L0 and the step goes on
+        if (raised) throw new ModelLost('twin', 'LK_MODEL_FIDELITY', `${twin.ref.id} v${twin.ref.version} no longer predicts the press at the setpoints in force (${out.map((x) => x.attribute).join(', ')} beyond the card's acceptance)`);
+      }
       const cf = ctx.agent('compress_fill.decide', compressDecide, {
         now: ctx.now, seed: run.seed + decisions, weights, hardness, capping, current: cur, targets, cappingThresholdPct, model: twin.ref, params: twin.model.params, validRanges: twin.model.validRanges, designSpace: ds,
       }, twin.ref);
-      const qc = ctx.agent('quality_conf.decide', confDecide, { now: ctx.now, weights, turretSpeed: cur['press.TurretSpeed'], targets: { weightMg: targets.weightMg, weightRsdMaxPct }, params: twin.model.params, ...(typeof blendRsd === 'number' ? { blendRsdPct: blendRsd } : {}) }, twin.ref, 'agent.quality_conf');
+      const qc = ctx.agent('quality_conf.decide', confDecide, { now: ctx.now, weights: recentWeights, turretSpeed: cur['press.TurretSpeed'], targets: { weightMg: targets.weightMg, weightRsdMaxPct }, params: twin.model.params, ...(typeof blendRsd === 'number' ? { blendRsdPct: blendRsd } : {}) }, twin.ref, 'agent.quality_conf');
       const target = planned ?? out;
       const yt = ctx.agent('yield_takt.decide', taktDecide, { now: ctx.now, outputTabletsPerHour: out, targetTabletsPerHour: target, turretSpeed: cur['press.TurretSpeed'], designSpace: ds['press.TurretSpeed'] }, null, 'agent.yield_takt');
       const raise = yt.proposals[0];
@@ -165,14 +220,9 @@ export const compress: StepHandler = async (ctx, engine) => {
       } else if (raise) {
         await ctx.propose(toWrite(raise), 'press.write_setpoint');
       }
+      // what the agents judge next is what the press makes at its new setpoints (the readings start afresh there)
       const res = await proposeAll(ctx, cf, 'press.write_setpoint');
       written += res.written;
-      if (res.written > 0) {
-        // what the agents judge next is what the press makes at its new setpoints
-        weights = [];
-        hardness = [];
-        capping = [];
-      }
     }
     if (now - start > COMPRESS_TIMEOUT_PMIN * PMIN) return { status: 'HELD', detail: `${Math.round(tablets)} of ${batchTablets} tablets after ${COMPRESS_TIMEOUT_PMIN} process minutes: a person decides.` };
     await ctx.tick();
