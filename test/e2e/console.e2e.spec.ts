@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
@@ -338,6 +338,8 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
 
   it('a process engineer aborts a run from its page: a reason and the password; a wrong password changes nothing; ABORTED with each PLC read back on LKG', async () => {
     const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    // a PLC an earlier run's end left LOST (its own watchdog, on a loaded machine) is re-armed by a person first
+    await rearmLostPlcs(node, 'acme-pharma', await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!));
     const started = await call(node.url, 'POST', `${A}/runs`, { token: op, body: { request: 'run batch B-3101 on line-3, keep weight and hardness on target' } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const id = started.body.id as string;

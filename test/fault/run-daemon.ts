@@ -175,4 +175,25 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 process.on('SIGTERM', () => void stop('SIGTERM'));
 process.on('SIGINT', () => void stop('SIGINT'));
-if (!o['no-start']) start();
+/**
+ * The start at launch: a line with a LOST PLC is not ready (LK_LINE_NOT_READY) until a person re-arms it at the HMI
+ * (the harness does); the operator asks again until the line is ready, as one would.
+ */
+async function startWhenReady(): Promise<void> {
+  let said = false;
+  for (;;) {
+    try {
+      start();
+      return;
+    } catch (err) {
+      if (!LkError.is(err, 'LK_LINE_NOT_READY')) {
+        emit({ t: 'error', cmd: 'start', code: LkError.is(err) ? err.code : 'LK_INTERNAL', message: err instanceof Error ? err.message : String(err) });
+        return;
+      }
+      if (!said) emit({ t: 'waiting', cmd: 'start', code: err.code, message: err.message });
+      said = true;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+if (!o['no-start']) queue = queue.then(startWhenReady);

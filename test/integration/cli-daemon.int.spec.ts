@@ -89,7 +89,11 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
       for (let i = 0; i < 3000; i++) {
         const run = node.daemon.engine.list('acme-pharma', 1)[0];
         if (run?.steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
-          node.daemon.simulator!.plant.writeSetpoints('press', { MainForce: 15 });
+          // after compress_fill's first move (made before any tablet is measured), or it would overwrite the disturbance
+          const plant = node.daemon.simulator!.plant;
+          const recipe = plant.setpoints('press')['MainForce'];
+          for (let j = 0; j < 200 && plant.setpoints('press')['MainForce'] === recipe; j++) await new Promise((r) => setTimeout(r, 25));
+          plant.writeSetpoints('press', { MainForce: 15 });
           return;
         }
         await new Promise((r) => setTimeout(r, 50));

@@ -11,20 +11,21 @@
  * becomes ESCALATION_UNRESOLVED when its step ends and stays pending, and is decided by a named person with
  * `linekeeper escalations decide`.
  *
- * Last, a whole run of B-1042 to its approval gate, operator attended: compress_fill's L2 moves wait for
+ * Last, a whole run of B-1043 (B-1042 is closed by the seeded run: a batch runs once) to its approval gate, operator attended: compress_fill's L2 moves wait for
  * p.bianchi, `runs watch` prints each (whom, what, since), each is withdrawn by the time its step has ended and
  * cannot be signed afterwards (409 LK_MOVE_WITHDRAWN, nothing signed), the one left at the end of step 05 is a
  * MOVE_UNREVIEWED exception, the genealogy never says "contested: ;", and a deadlock the run left is listed with
  * it and decided by a person.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryAudit } from '../../src/audit/index.js';
 import { closeStepWaits } from '../../src/engine/run/step-waits.js';
 import type { RunRecord } from '../../src/store/run-store.js';
-import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { setAutonomy } from '../../src/store/autonomy-store.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
 import { LinekeeperClient } from '../../src/sdk/index.js';
@@ -33,7 +34,7 @@ import { waitFor } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const A = `/v1/tenants/${T}`;
-const REQUEST = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
+const REQUEST = 'run batch B-1043 on line-3, keep weight and hardness on target, capping risk under 1.5%';
 
 let node: ApiNode;
 const homes: string[] = [];
@@ -75,6 +76,11 @@ const present = () => call(node.url, 'POST', `${A}/attendance`, { token: tokens.
 beforeAll(async () => {
   node = await startApiNode({ timeScale: 600, tablets: 30_000, pollMs: 100 });
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
+  // the bundle graduated compress_fill and coat_dry to L3 (CC-2026-0219); this site reviews their moves (L2): lowering
+  // needs no role, as a site would do it for a campaign
+  for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
+    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { agent, to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'moves reviewed for this campaign' });
+  }
   engineer = home();
   operator = home();
   expect((await cli(engineer, ['login', '--user', 'p.bianchi'], { input: password('p.bianchi') })).code).toBe(0);
@@ -194,6 +200,13 @@ describe('moves and escalations on a run the test drives', { timeout: 120_000 },
 
 describe('a whole run to its gate: its L2 moves reach p.bianchi and are withdrawn when their step ends', { timeout: 300_000 }, () => {
   it('the moves are in the transcript, withdrawn by the end of their step, cannot be signed afterwards; the unreviewed one is an exception', async () => {
+    // the next batch from the MES (a copy of the sample under its own id, written as an exporter does), on a line a
+    // process engineer has re-armed if an earlier run's end left a PLC LOST
+    const inbox = join(node.dir, 'data', 'mes', 'inbox', T);
+    const next = { ...(JSON.parse(readFileSync(join(node.dir, 'batches', T, 'B-1042.json'), 'utf8')) as Record<string, unknown>), batch: 'B-1043', mes_ref: 'MES-2026-11-1043' };
+    writeFileSync(join(inbox, '.B-1043.json.tmp'), JSON.stringify(next));
+    renameSync(join(inbox, '.B-1043.json.tmp'), join(inbox, 'B-1043.json'));
+    await rearmLostPlcs(node, T, tokens.get('p.bianchi')!);
     const started = await call(node.url, 'POST', `${A}/runs`, { token: tokens.get('o.operator')!, body: { request: REQUEST } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const runId = started.body.id as string;

@@ -19,9 +19,8 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import type { RunView } from '../../src/engine/run/engine.js';
 import { silentLogger } from '../../src/log.js';
 import { autonomyLevels } from '../../src/store/autonomy-store.js';
-import { rearmAll } from '../fault/daemon-child.js';
 import { closeOpenExceptions, QA_SIGNER } from '../helpers/exceptions.js';
-import { auditOfRun, countAction, makeRunSite, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
+import { auditOfRun, countAction, makeRunSite, rearmLostPlcs, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const OPERATOR = 'o.operator';
@@ -40,8 +39,10 @@ const report = (line: string): void => {
   if (process.env['LK_REPORT']) process.stdout.write(`${line}\n`);
 };
 
-/** A person at the HMI re-arms every PLC a watchdog left LOST (once the daemon's heartbeats reach it again). */
-const rearm = (): Promise<void> => rearmAll(d.simulator!, 60_000);
+/** A process engineer re-arms every PLC a watchdog left LOST (audited), and the line is ready for the next run. */
+const rearm = async (): Promise<void> => {
+  await rearmLostPlcs(d, T);
+};
 
 async function settle(id: string, passing: readonly string[] = ['PENDING', 'RUNNING']): Promise<RunView> {
   return waitFor(`run ${id} to leave ${passing.join('/')}`, () => {

@@ -55,6 +55,12 @@ async function rearmAll(): Promise<void> {
       return plant.supervisor(eq).state === 'ATTENDED';
     }, 60_000, 20);
   }
+  // the daemon reads the PLCs' states from its subscriptions: wait until it sees every PLC supervised again (a held
+  // run may still keep the line busy: that one a person resumes or aborts)
+  await waitFor('the daemon to see every PLC supervised', async () => {
+    const r = (await call(url, 'GET', `${A}/line/readiness`, { token: tok('p.bianchi') })).body as { reasons: { code: string }[] };
+    return r.reasons.every((x) => x.code === 'LINE_BUSY');
+  }, 60_000, 100);
 }
 const auditOf = (run: string) => [...auditOfRun(node.daemon.store, T, run).values()];
 
@@ -79,7 +85,7 @@ beforeAll(async () => {
   url = node.url;
   await node.daemon.identity!.create({ id: 'q.russo', name: 'Quinto Russo', role: 'qa_reviewer', tenants: [T], password: pw('q.russo') }, 'd.marino', 'a second QA reviewer of the tenant');
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci', 'q.russo', 'd.marino']) tokens.set(u, await signIn(url, u, pw(u)));
-  presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }), 5000);
+  presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined), 5000);
 }, 120_000);
 
 afterAll(async () => {

@@ -17,6 +17,7 @@ import { Identity } from '../../src/api/identity.js';
 import { RunView } from '../../src/api/schemas.js';
 import { ManualClock } from '../../src/clock.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { composePlan, type StepName } from '../../src/domain/run.js';
 import { parseRunRequest } from '../../src/domain/run-request.js';
 import { RunEngine, type RunEngineOptions, type RunView as EngineRunView } from '../../src/engine/run/engine.js';
@@ -32,9 +33,14 @@ const B = 'borealis-bio';
 const loaded = loadConfig(defaultConfigFile());
 const records: Record<string, unknown> = {
   [`${A}/B-1042`]: JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'batches', A, 'B-1042.json'), 'utf8')),
+  // a second batch of the same product (a batch runs once: LK_BATCH_CLOSED), for the run the crash interrupts
+  [`${A}/B-1043`]: { ...JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'batches', A, 'B-1042.json'), 'utf8')), batch: 'B-1043' },
   [`${B}/B-2001`]: JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'batches', B, 'B-2001.json'), 'utf8')),
 };
 const clock = new ManualClock(Date.UTC(2026, 10, 23, 8));
+// the line must be ready for a run to start (LK_LINE_NOT_READY): the site's own bundle, and models that load
+const bundle = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle;
+const models = { twin: () => ({}), potency: () => ({}), defects: () => ({}) } as unknown as RunEngineOptions['models'];
 const dir = mkdtempSync(join(tmpdir(), 'lk-view-cache-'));
 
 /** The step under way, released by the test with the result it should return. */
@@ -55,8 +61,8 @@ function engineOn(store: Store): RunEngine {
     read: async () => [],
     mes: { read: (tenant, batch) => records[`${tenant}/${batch}`] },
     sequencer: { kind: 'simulator-operator', enter: async () => {} },
-    policy: () => null,
-    models: {} as RunEngineOptions['models'],
+    policy: () => bundle,
+    models,
     parseRequest: (text) => parseRunRequest(text) as unknown as ParsedRequest,
     checkRecord: () => {},
     effectiveLimits: () => ({}),
@@ -226,7 +232,7 @@ describe('GET /runs/{id} from the view cache', () => {
   });
 
   it('after a crash and a restart, GET shows what the store says', async () => {
-    const run = n1.engine.start({ tenant: A, request: 'run batch B-1042 on line-3', by: 'o.operator' }).id;
+    const run = n1.engine.start({ tenant: A, request: 'run batch B-1043 on line-3', by: 'o.operator' }).id;
     await waitFor('step 01 of the second run to run', () => waiting.has('01'));
     expect(status((await get(n1, 'p.bianchi', A, run)).text).status).toBe('RUNNING');
     // the process dies: no clean stop, the engine never learns; a new one opens the same data directory

@@ -33,7 +33,7 @@ function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>)
   const steps = SPEC_PLAN.map(([seq, name, agent, tool]) => ({ seq, name, agent, tool, status: seq === '10' ? 'RUNNING' : seq === '09' ? (status === 'approved' ? 'SUCCEEDED' : 'REJECTED') : 'SUCCEEDED', duration: '1s', detail: `${name} done` }));
   const signature = { user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'approved for release', decision: status === 'approved' ? 'approve' : 'reject', timestamp: '2026-11-20T11:58:03.120Z', recordHash: H('b'), signature: 'c2ln', keyId: 'k' };
   const engine = {
-    runs: { events: () => [], approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
+    runs: { events: () => [], runById: () => undefined, approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
     exceptions: { ofRun: () => [stored] },
     options: { site: { site: { id: 'site-ravenna' } } },
     view: () => ({ steps }),

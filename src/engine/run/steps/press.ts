@@ -30,8 +30,6 @@ const MAX_READINGS = 60;
 
 export const compress: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
-  await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
-  ctx.event('step', 'phase COMPRESS started on the line');
   const twin = engine.options.models.twin(run.tenant);
   const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
@@ -57,7 +55,7 @@ export const compress: StepHandler = async (ctx, engine) => {
   ctx.event('step', `in-process limits: ${Object.entries(inProcessLimits).map(([tag, l]) => `${tag} ${l.min !== undefined ? `${+l.min.toPrecision(4)}–` : '≤ '}${+l.max.toPrecision(4)} ${l.unit}`).join(', ')}`, { limits: inProcessLimits }, { agent: 'agent.orchestrator' });
   let monitor: MonitorState = initialMonitor();
   const excursions = new Map<string, number>();
-  // the first move, before any tablet is measured: compress_fill rehearses one step from the recipe on the fitted
+  // the first move, before the press starts (no tablet measured yet): compress_fill rehearses one step from the recipe on the fitted
   // twin alone (no measured bias yet; the twin's fidelity against this press is judged at every round below)
   let firstWritten = 0;
   {
@@ -74,6 +72,10 @@ export const compress: StepHandler = async (ctx, engine) => {
       firstWritten = (await proposeAll(ctx, first, 'press.write_setpoint')).written;
     }
   }
+  // the press is set up for the batch before it starts: its first tablets are pressed at the setpoints in force,
+  // not at the recipe the previous batch left (those would be start-up tablets outside the batch's limits)
+  await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
+  ctx.event('step', 'phase COMPRESS started on the line');
   // the cameras' counters run whenever the turret turns (before this step too): the batch's counts are what they
   // counted from here to the end of compression (counters are 32-bit and wrap)
   const cams0 = await ctx.readings(['vision.Inspected', 'vision.Rejected']);
