@@ -32,6 +32,7 @@ import { LkError } from './errors.js';
 import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
 import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
 import { Metrics } from './ops/metrics.js';
+import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';
 import { loadPolicyBundle } from './config/policy-bundle.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
@@ -71,6 +72,8 @@ export interface DaemonOptions {
   storage?: StorageGuardOptions;
   /** Export Node's process metrics (memory, CPU, event loop) too: once per process, so `serve` only. */
   processMetrics?: boolean;
+  /** The event-loop delay monitor's bound and window (default 250 ms in 5 s windows; docs/fail-safe.md). */
+  loopDelay?: { boundMs?: number; windowMs?: number };
   /** Scheduled backups and the WAL checkpoint timer (default on; tests of other things turn it off). */
   maintenance?: boolean;
 }
@@ -126,6 +129,8 @@ export interface Daemon {
   readonly demoUsers: readonly DemoUser[];
   /** The daemon's Prometheus metrics (its own registry). */
   readonly metrics: Metrics;
+  /** The event-loop delay: how late heartbeats could be (metrics, /readyz, doctor). */
+  readonly loopDelay: LoopDelayMonitor;
   /** Scheduled backups (`now()` takes one), when maintenance is on. */
   readonly backups: BackupSchedule | undefined;
   /**
@@ -187,7 +192,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
   const metrics = new Metrics({ processMetrics: opts.processMetrics === true });
   const unobserve = metrics.observeAudit(events.store);
-  metrics.setSources({ connectors: () => connectors, store: () => events.store, writerQueue: () => writer?.pending().length ?? 0, now: () => clock.now() });
+  const loopDelay = new LoopDelayMonitor({ ...opts.loopDelay, logger: log.child({ component: 'event-loop' }) }).start();
+  metrics.setSources({ loopDelay: () => loopDelay.snapshot(), connectors: () => connectors, store: () => events.store, writerQueue: () => writer?.pending().length ?? 0, now: () => clock.now() });
   let backups: BackupSchedule | undefined;
   let stopWal: (() => void) | undefined;
   const startMaintenance = (c: LoadedConfig): void => {
@@ -251,6 +257,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log.error({ err }, 'could not record the stop');
     }
     unobserve();
+    loopDelay.stop();
     if (mqttLine) {
       // the chains' last checkpoints go to the broker before it is told of the death
       try {
@@ -446,7 +453,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
       api = await createApi({
-        daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped,
+        daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped, loopDelay: () => loopDelay.snapshot(),
         metrics: { metrics, tokenFile: a.metrics_token_file },
         signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },
       });
@@ -522,7 +529,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
   return {
     get loaded() { return loaded; }, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
-    supervision: () => plcViews, api, identity, demoUsers, metrics, get backups() { return backups; }, reload,
+    supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload,
   };
 }
 

@@ -207,7 +207,15 @@ export const LineView = z.object({
   })),
 });
 export const AuditPageView = z.object({ items: z.array(z.record(z.string(), z.unknown())), next: z.string().optional() });
-export const Health = z.object({ status: z.enum(['ok', 'ready']), version: z.string() });
+export const Health = z.object({
+  status: z.enum(['ok', 'ready']), version: z.string(),
+  event_loop: z.object({
+    p99_ms: z.number(), max_ms: z.number().describe('worst delay of the last window: how late a PLC heartbeat could have been'),
+    worst_ms: z.number().describe('worst delay since start'), bound_ms: z.number(), window_ms: z.number(),
+    over_bound: z.number().describe('windows since start whose worst delay passed the bound (each is logged)'),
+    ok: z.boolean().describe('the last window stayed within the bound'),
+  }).optional().describe('the event-loop delay (GET /readyz only)'),
+});
 
 const EscalationSide = z.object({
   requestId: z.string(), agent: z.string(), target: z.string().describe('the value the agent asked for, with its unit'), attribute: z.string(),

@@ -29,6 +29,7 @@ import { registerAutonomyRoutes } from './routes-autonomy.js';
 import { registerArbitrationRoutes } from './routes-arbitration.js';
 import { registerModelRoutes } from './routes-models.js';
 import { Health } from './schemas.js';
+import type { LoopDelaySnapshot } from '../ops/loop-delay.js';
 import { RunStreams, type StreamOptions } from './sse.js';
 
 export interface ApiOptions {
@@ -42,6 +43,8 @@ export interface ApiOptions {
   readonly streams?: StreamOptions;
   /** Whether the daemon can serve (GET /readyz); default always. */
   readonly ready?: () => boolean;
+  /** The event-loop delay (src/ops/loop-delay.ts), reported by GET /readyz. */
+  readonly loopDelay?: () => LoopDelaySnapshot;
   /** The daemon's metrics: served at GET /metrics (loopback, or with the token in `tokenFile`). */
   readonly metrics?: { readonly metrics: Metrics; readonly tokenFile?: string | undefined };
   /** Sign-in throttling (default: 10 failures per address, 3 per account, in 60 s). */
@@ -113,7 +116,11 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers', response: { 200: Health } } }, async () => ({ status: 'ok' as const, version: VERSION }));
   app.get('/readyz', { schema: { tags: ['health'], summary: 'The daemon can serve requests', response: { 200: Health, ...problems } } }, async () => {
     if (o.ready && !o.ready()) throw new LkError('LK_NOT_READY', 'linekeeper is starting or stopping');
-    return { status: 'ready' as const, version: VERSION };
+    const d = o.loopDelay?.();
+    return {
+      status: 'ready' as const, version: VERSION,
+      ...(d ? { event_loop: { p99_ms: d.p99Ms, max_ms: d.maxMs, worst_ms: d.worstMs, bound_ms: d.boundMs, window_ms: d.windowMs, over_bound: d.overBound, ok: d.maxMs <= d.boundMs } } : {}),
+    };
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -20,8 +20,9 @@ import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdt
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportBundle, verifyBundle } from '../audit/bundle.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from '../audit/checkpoints.js';
+import { readSiteKey } from '../audit/keys.js';
 import { canonicalJson } from '../audit/entry.js';
-import { verifyStore } from '../audit/verify.js';
+import { verifyStore, type VerifyReport } from '../audit/verify.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { renderReleasePdf, type ReleasePdfOptions } from './release-pdf.js';
@@ -39,8 +40,9 @@ const sha256 = (b: Buffer | string): string => hash('sha256', b);
  *
  * Before anything is sealed, the tenant's chain is verified (database and checkpoint log) and the
  * exported bundle is verified again with the site key; the package's head is the bundle's, so the
- * head, the checkpoint and the bundle always agree. Synchronous: no other appender of this process
- * can slip an entry in between. Not inside `store.tx` (a checkpoint is signed after a commit).
+ * head, the checkpoint and the bundle always agree. Synchronous, on the caller's thread: tools and tests;
+ * the daemon uses {@link writeReleasePackageOffLoop} (release-offload.ts), which seals in a worker thread. Not
+ * inside `store.tx` (a checkpoint is signed after a commit).
  *
  * @throws LkError LK_CONFLICT when `dir` exists and is not an empty folder (nothing is changed);
  *   LK_VALIDATION for a bad input; LK_NOT_FOUND when the tenant has no audit chain;
@@ -49,22 +51,48 @@ const sha256 = (b: Buffer | string): string => hash('sha256', b);
  *   transaction or on a read-only store.
  */
 export function writeReleasePackage(store: Store, dir: string, releaseInput: ReleaseInput, opts: ReleasePackageOptions = {}): ReleasePackage {
+  const { target, input } = prepareReleasePackage(store, dir, releaseInput);
+  assertVerified(verifyStore(store, { tenant: input.tenant }), input.tenant);
+  // A fresh signed checkpoint at the current head (none when the head is already signed).
+  store.audit.checkpoint(input.tenant);
+  return sealReleasePackage(store, target, input, opts);
+}
+
+/**
+ * The checks made on the caller's thread before anything else: the input, the target (refused when taken), the
+ * tenant's chain, no open transaction. Writes nothing.
+ * @throws LkError LK_CONFLICT, LK_VALIDATION, LK_NOT_FOUND, LK_INTERNAL as {@link writeReleasePackage}.
+ */
+export function prepareReleasePackage(store: Store, dir: string, releaseInput: ReleaseInput): { target: string; input: ReleaseInput } {
   const input = parseReleaseInput(releaseInput);
   const target = resolve(dir);
   refuseExisting(target);
   const tenant = input.tenant;
   if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
   if (store.inTx()) throw new LkError('LK_INTERNAL', 'writeReleasePackage inside a transaction: its checkpoint could sign entries that then roll back');
+  return { target, input };
+}
 
-  const report = verifyStore(store, { tenant });
+/**
+ * Nothing is signed or sealed on a chain that does not verify.
+ * @throws LkError LK_AUDIT_BROKEN naming the first damage.
+ */
+export function assertVerified(report: VerifyReport, tenant: string): void {
   const chain = report.chains.find((c) => c.tenant === tenant);
   if (!report.ok || !chain?.ok) {
     const d = chain?.damage ?? report.problems[0];
     throw new LkError('LK_AUDIT_BROKEN', `audit chain "${tenant}" does not verify (${d?.kind ?? 'unknown'} at seq ${d?.seq ?? '-'}): no release package is sealed on it`, { tenant, damage: d });
   }
-  // A fresh signed checkpoint at the current head (none when the head is already signed).
-  store.audit.checkpoint(tenant);
+}
 
+/**
+ * Seal a package on a verified chain whose head was just checkpointed: export and re-verify the bundle, write
+ * release.json and release.pdf, fsync and rename into place. Reads the store only, so it runs as well on a
+ * read-only connection in a worker thread (the bundle then ends at the newest checkpoint already signed).
+ * @throws LkError LK_AUDIT_BROKEN when the bundle does not verify; LK_CONFLICT when the target is taken meanwhile.
+ */
+export function sealReleasePackage(store: Store, target: string, input: ReleaseInput, opts: ReleasePackageOptions = {}): ReleasePackage {
+  const tenant = input.tenant;
   mkdirSync(dirname(target), { recursive: true });
   const staging = mkdtempSync(join(dirname(target), `.${basename(target)}.staging-`));
   try {
@@ -127,7 +155,7 @@ function refuseExisting(target: string): void {
  * release.json say "this head, this checkpoint, this bundle" as one statement.
  */
 function anchorOf(store: Store, tenant: string, bundle: Buffer): { head: { seq: number; hash: string }; checkpoint: SignedCheckpoint; entries: number } {
-  const key = store.audit.siteKey();
+  const key = store.readonly ? readSiteKey(store.dataDir) : store.audit.siteKey();
   const text = bundle.toString('utf8');
   const r = verifyBundle(text, { publicKey: key });
   if (!r.ok || r.head === null || r.tenant !== tenant) {

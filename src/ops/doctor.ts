@@ -45,6 +45,8 @@ export interface DoctorProbes {
   statfs(path: string): { free: number; type: number };
   /** Resolve 'free', 'linekeeper' (in use by a linekeeper that answers /healthz) or 'in_use'. */
   port(host: string, port: number): Promise<'free' | 'linekeeper' | 'in_use'>;
+  /** The JSON body of GET /readyz of the linekeeper on host:port, or null when none answers. */
+  readyz(host: string, port: number): Promise<unknown>;
   now(): number;
 }
 
@@ -104,7 +106,11 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   checks.push(...(await endpointChecks(loaded, p, o.connectTimeoutMs ?? 2000)));
   checks.push(await certificateCheck(loaded, p.now(), o.certWarnDays ?? 30));
   checks.push(clockCheck(await p.timedatectl()));
-  checks.push(await portCheck(loaded, p));
+  const ports = await portCheck(loaded, p);
+  checks.push(ports);
+  if (ports.status === 'ok' && ports.message.endsWith('served by a running linekeeper')) {
+    checks.push(eventLoopCheck(await p.readyz(loaded.config.api.host, loaded.config.api.port)));
+  }
   return { status: worst(checks.map((c) => c.status)), checks };
 }
 
@@ -253,7 +259,27 @@ async function portCheck(loaded: LoadedConfig, p: DoctorProbes): Promise<CheckRe
   return { id: 'ports', status: 'fail', message: `${host}:${port} is in use by another program`, action: `find it (ss -ltnp 'sport = :${port}') or set api.port in the configuration` };
 }
 
+/**
+ * The running daemon's event-loop delay, as its GET /readyz reports it (src/ops/loop-delay.ts). The PLC heartbeats
+ * are written on that loop: a window whose worst delay passed the bound means heartbeats were that late.
+ */
+export function eventLoopCheck(body: unknown): CheckResult {
+  const e = (body as { event_loop?: { p99_ms?: unknown; max_ms?: unknown; worst_ms?: unknown; bound_ms?: unknown; over_bound?: unknown } } | null)?.event_loop;
+  if (!e || typeof e.max_ms !== 'number' || typeof e.bound_ms !== 'number') {
+    return { id: 'event_loop', status: 'warn', message: 'the running linekeeper does not report its event-loop delay (/readyz)', action: 'check the daemon answers GET /readyz; upgrade it if it is older than this CLI' };
+  }
+  const figures = `p99 ${String(e.p99_ms)} ms, max ${e.max_ms} ms in the last window (bound ${e.bound_ms} ms); worst since start ${String(e.worst_ms)} ms, ${String(e.over_bound)} windows over the bound`;
+  if (e.max_ms > e.bound_ms) {
+    return { id: 'event_loop', status: 'warn', message: `event loop held: ${figures}`, action: 'PLC heartbeats were late by as much: see the daemon log (component event-loop) for when, and what ran' };
+  }
+  return { id: 'event_loop', status: 'ok', message: `event loop: ${figures}` };
+}
+
 const defaultProbes: DoctorProbes = {
+  readyz: (host, port) =>
+    fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/readyz`, { signal: AbortSignal.timeout(2000) })
+      .then((r) => r.json() as Promise<unknown>, () => null)
+      .catch(() => null),
   tcp: (host, port, timeoutMs) =>
     new Promise((resolve) => {
       const s = connect({ host, port });

@@ -15,6 +15,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Connector } from '../../connectors/types.js';
 import type { AuditEntry } from '../audit/entry.js';
 import type { Store } from '../store/store.js';
+import type { LoopDelaySnapshot } from './loop-delay.js';
 
 /** The daemon's parts read at scrape time; each may be absent (a daemon without an API has no SSE clients). */
 export interface MetricSources {
@@ -23,6 +24,8 @@ export interface MetricSources {
   sseClients?: () => number;
   writerQueue?: () => number;
   now?: () => number;
+  /** The event-loop delay monitor (loop-delay.ts). */
+  loopDelay?: () => LoopDelaySnapshot | undefined;
 }
 
 const CONNECTOR_STATES = ['connecting', 'connected', 'lost', 'closed'] as const;
@@ -100,6 +103,19 @@ export class Metrics {
         if (!store) return;
         const rows = store.db.prepare(`SELECT s.status, COUNT(*) AS n FROM run_step s JOIN run r ON r.id = s.run WHERE r.status IN ${ACTIVE} GROUP BY s.status`).all() as { status: string; n: number }[];
         for (const r of rows) this.set({ status: r.status }, r.n);
+      },
+    });
+    let loopSeen = 0;
+    const loop = (): LoopDelaySnapshot | undefined => self.sources.loopDelay?.();
+    new Gauge({ name: 'linekeeper_event_loop_delay_p99_seconds', help: '99th percentile of the event-loop delay in the last window: how late PLC heartbeats could be', registers, collect() { this.set((loop()?.p99Ms ?? 0) / 1000); } });
+    new Gauge({ name: 'linekeeper_event_loop_delay_max_seconds', help: 'Worst event-loop delay in the last window', registers, collect() { this.set((loop()?.maxMs ?? 0) / 1000); } });
+    new Gauge({ name: 'linekeeper_event_loop_delay_bound_seconds', help: 'The bound past which an event-loop delay is logged and counted', registers, collect() { this.set((loop()?.boundMs ?? 0) / 1000); } });
+    new Counter({
+      name: 'linekeeper_event_loop_over_bound_total', help: 'Windows whose worst event-loop delay passed the bound', registers,
+      collect() {
+        const n = loop()?.overBound ?? 0;
+        if (n > loopSeen) this.inc(n - loopSeen);
+        loopSeen = Math.max(loopSeen, n);
       },
     });
     new Gauge({ name: 'linekeeper_sse_clients', help: 'Open server-sent event streams', registers, collect() { this.set(self.sources.sseClients?.() ?? 0); } });

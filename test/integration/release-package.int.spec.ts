@@ -20,6 +20,7 @@ import { checkpointLogFile, type SignedCheckpoint } from '../../src/audit/checkp
 import { keyFiles } from '../../src/audit/keys.js';
 import type { ManualClock } from '../../src/clock.js';
 import { writeReleasePackage } from '../../src/engine/release-package.js';
+import { writeReleasePackageOffLoop } from '../../src/engine/release-offload.js';
 import { renderReleasePdf } from '../../src/engine/release-pdf.js';
 import { parseReleaseInput, RELEASE_FILES, type ReleaseInput, type ReleasePackage, type ReleaseQuality, type ReleaseRecord } from '../../src/engine/release-types.js';
 import type { Store } from '../../src/store/store.js';
@@ -427,4 +428,38 @@ describe('release package on a damaged trail', () => {
       d.cleanup();
     }
   });
+});
+
+describe('release package sealed in a worker thread (the daemon\'s path: release-offload.ts)', () => {
+  it('is byte for byte the package written on the caller\'s thread, for the same head and clock', async () => {
+    const d = tempDir('lk-release-offload-');
+    try {
+      const { store: s, clock: c } = newStore(join(d.dir, 'data'));
+      for (let i = 1; i <= 6; i++) {
+        c.advance(10_000);
+        s.audit.append(entry(i, T));
+      }
+      const here = writeReleasePackage(s, join(d.dir, 'releases', 'here'), releaseInput({ quality: quality() }));
+      const there = await writeReleasePackageOffLoop(s, join(d.dir, 'releases', 'there'), releaseInput({ quality: quality() }));
+      expect(there.dir).toBe(join(d.dir, 'releases', 'there'));
+      expect([there.sha256, there.auditHead, there.checkpoint]).toEqual([here.sha256, here.auditHead, here.checkpoint]);
+      for (const f of [RELEASE_FILES.bundle, RELEASE_FILES.json, RELEASE_FILES.pdf]) {
+        expect(readFileSync(join(there.dir, f)).equals(readFileSync(join(here.dir, f))), f).toBe(true);
+      }
+      // the same refusals, raised on the caller's thread before anything is signed or written
+      await expect(writeReleasePackageOffLoop(s, there.dir, releaseInput())).rejects.toMatchObject({ code: 'LK_CONFLICT' });
+      // and a damaged trail, found in the worker, comes back as the same code; no folder appears
+      s.audit.append(entry(7, T));
+      const db = rawDb(join(d.dir, 'data'));
+      db.prepare("UPDATE audit_entry SET reason = 'nothing to see' WHERE tenant = ? AND seq = 2").run(T);
+      db.close();
+      const broken = join(d.dir, 'releases', 'broken');
+      await expect(writeReleasePackageOffLoop(s, broken, releaseInput())).rejects.toMatchObject({ code: 'LK_AUDIT_BROKEN' });
+      expect(existsSync(broken)).toBe(false);
+      expect(readdirSync(join(d.dir, 'releases')).sort()).toEqual(['here', 'there']);
+      s.close();
+    } finally {
+      d.cleanup();
+    }
+  }, 60_000);
 });

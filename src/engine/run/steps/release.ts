@@ -6,7 +6,7 @@
  * engine left in the run's data travel in the package and open its report (page 1 is the verdict).
  */
 import { join } from 'node:path';
-import { writeReleasePackage } from '../../release-package.js';
+import { writeReleasePackageOffLoop } from '../../release-offload.js';
 import type { GenealogyEvent, LosingRequest, ReleaseAbort, ReleaseInput, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
 import type { Signature } from '../approval.js';
@@ -32,7 +32,7 @@ async function writePackage(ctx: StepContext, engine: RunEngine, abort?: Release
   const pkg = await ctx.tool(
     'audit.write_release_package',
     { run: run.id, batch: run.batch, events: input.genealogy.length, signatures: input.signatures.length },
-    () => writeReleasePackage(engine.options.store, dir, input),
+    () => writeReleasePackageOffLoop(engine.options.store, dir, input),
     (p) => ({
       summary: `${abort ? 'package of the aborted batch (not a release)' : 'release package'} sha256 ${p.sha256.json.slice(0, 12)}… (json), ${p.sha256.pdf.slice(0, 12)}… (pdf); audit head #${p.auditHead.seq} ${p.auditHead.hash.slice(0, 12)}… checkpointed`,
       result: { dir: p.dir, sha256: p.sha256, auditHead: p.auditHead, checkpoint: { seq: p.checkpoint.seq, keyId: p.checkpoint.key_id } },
