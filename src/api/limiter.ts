@@ -3,7 +3,8 @@
  * starts at the first attempt. Past the limit the key is refused until its window ends — before the password
  * is checked, so a flood costs no scrypt work. Attempts still in flight (their password being hashed) count
  * toward the limit as if they had failed: 120 parallel guesses from one address used to pass the check
- * together, before the first had failed, and ran 120 hashes (issue 20). This slows guessing; the account lock-out (identity.ts) stops it.
+ * together, before the first had failed, and ran 120 hashes (issue 20). This slows guessing; the account
+ * lock-out (identity.ts) stops it.
  * Bounded memory: past `maxKeys` the oldest key is forgotten (an attacker rotating addresses gains nothing the
  * per-account limit and the lock-out do not take back). Time comes from the injected clock.
  */
