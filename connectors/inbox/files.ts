@@ -9,7 +9,7 @@
  * stays where it is, unchanged, for a person to look at.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, readdirSync } from 'node:fs';
+import { type Stats, closeSync, constants, fstatSync, lstatSync, openSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { TENANT_ID_RE } from '../../src/domain/batch-record.js';
 import { LkError } from '../../src/errors.js';
@@ -68,23 +68,39 @@ export type ReadResult =
   | { readonly ok: true; readonly bytes: Buffer; readonly sha256: string }
   | { readonly ok: false; readonly reason: 'missing' | 'not_a_file' | 'too_large' | 'unreadable'; readonly message: string };
 
+/** What a non-regular file is, in the words a person checking the folder would use. */
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'of another kind';
+}
+
 /**
  * Read one document without following a symbolic link (O_NOFOLLOW, and the
  * descriptor's own stat, so a file swapped between checks is still refused).
+ *
+ * The open is non-blocking (O_NONBLOCK): a FIFO or a device named like a
+ * document would otherwise hold the open — and with it the event loop, the API
+ * and the PLC heartbeats — until something writes to it. Only a regular file is
+ * read; O_NONBLOCK changes nothing for one.
  */
 export function readDocument(path: string): ReadResult {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0));
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { ok: false, reason: 'missing', message: 'file not found' };
     if (code === 'ELOOP') return { ok: false, reason: 'not_a_file', message: 'is a symbolic link (not followed)' };
+    // a FIFO or socket that cannot be opened for reading (ENXIO), a device that refuses a non-blocking open
+    if (code === 'ENXIO' || code === 'EAGAIN' || code === 'EWOULDBLOCK') return { ok: false, reason: 'not_a_file', message: `is not a regular file (${code})` };
     return { ok: false, reason: 'unreadable', message: `cannot be read (${code ?? 'error'})` };
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, reason: 'not_a_file', message: 'is not a regular file' };
+    if (!st.isFile()) return { ok: false, reason: 'not_a_file', message: `is ${kindOf(st)}, not a regular file: not read` };
     if (st.size > MAX_DOCUMENT_BYTES) return { ok: false, reason: 'too_large', message: `is ${st.size} bytes (more than ${MAX_DOCUMENT_BYTES})` };
     const buf = Buffer.alloc(st.size);
     let off = 0;

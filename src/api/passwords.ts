@@ -1,6 +1,12 @@
 /**
  * Password hashes of local users: scrypt from node:crypto (async, so the engine keeps the event loop), in the
  * stored form `scrypt$<log2 N>$<r>$<p>$<salt>$<key>`, compared in constant time.
+ *
+ * The async scrypt runs on libuv's thread pool, which the file system and DNS share, and each hash holds
+ * 32 MiB and a core for a while: a burst of sign-ins once took every core and the PLC heartbeats were late
+ * (issue 20). So at most {@link MAX_CONCURRENT_HASHES} hashes run at once, process-wide; the others wait
+ * their turn without holding anything. How many ran is counted ({@link passwordHashStats}) so that a throttle
+ * can be checked by what it let through, not by how long it took.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { LkError } from '../errors.js';
@@ -8,10 +14,43 @@ import { LkError } from '../errors.js';
 const KEY_LEN = 32;
 const MAX_LOG2N = 20;
 
-function scryptAsync(password: string, salt: Buffer, log2N: number, r: number, p: number): Promise<Buffer> {
+/** Hashes that may run at once in the process: one per core of a small edge node, leaving pool threads for files. */
+export const MAX_CONCURRENT_HASHES = 2;
+
+const stats = { started: 0, running: 0, peak: 0, waiting: 0 };
+const queue: (() => void)[] = [];
+
+/** Hashes started since the process began, running now, the most that ever ran at once, and waiting now. */
+export function passwordHashStats(): { readonly started: number; readonly running: number; readonly peak: number; readonly waiting: number } {
+  return { ...stats, waiting: queue.length };
+}
+
+async function turn(): Promise<void> {
+  if (stats.running < MAX_CONCURRENT_HASHES) {
+    stats.running++;
+    return;
+  }
+  // the slot is handed over by the hash that ends, so `running` never passes the bound
+  await new Promise<void>((resolve) => queue.push(resolve));
+}
+
+function leave(): void {
+  const next = queue.shift();
+  if (next) next();
+  else stats.running--;
+}
+
+async function scryptAsync(password: string, salt: Buffer, log2N: number, r: number, p: number): Promise<Buffer> {
   const N = 2 ** log2N;
   const opts: ScryptOptions = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 };
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LEN, opts, (err, key) => (err ? reject(err) : resolve(key))));
+  await turn();
+  stats.started++;
+  stats.peak = Math.max(stats.peak, stats.running);
+  try {
+    return await new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LEN, opts, (err, key) => (err ? reject(err) : resolve(key))));
+  } finally {
+    leave();
+  }
 }
 
 /** An scrypt hash in the stored form `scrypt$<log2 N>$<r>$<p>$<salt>$<key>` (async: the engine shares the event loop). */

@@ -1,6 +1,6 @@
 /**
  * Sign-in, renewal and sign-out (POST /v1/auth/token, /token/refresh, /logout). Sign-in is throttled per source
- * address and per account before any password is checked: past the limit the answer is 429 LK_RATE_LIMITED
+ * address and per account before any password is checked, attempts in flight counted with the failures: past the limit the answer is 429 LK_RATE_LIMITED
  * with Retry-After, and the first refusal of each window is audited on the site chain (every failed attempt
  * already is, by identity.ts, which also locks the account after its consecutive-failure limit).
  */
@@ -46,15 +46,16 @@ export function registerAuthRoutes(app: Api, identity: Identity, clock: Clock, l
       if (b.first) identity.auditThrottle({ user: req.body.user, address, limitedBy: what, retryAfterS: String(retryAfterS) });
       throw new LkError('LK_RATE_LIMITED', `too many failed sign-ins ${what === 'address' ? 'from this address' : 'for this account'}; retry in ${retryAfterS} s`, { retryAfterS, limitedBy: what });
     }
+    // in flight counts: parallel attempts cannot all pass the check above before the first has failed
+    const settle = [byAddress.begin(address), byAccount.begin(account)];
     try {
       const t = await identity.signIn(req.body.user, req.body.password, { address });
+      for (const s of settle) s(false);
       byAccount.clear(account);
       return view(t);
     } catch (err) {
-      if (LkError.is(err, 'LK_UNAUTHENTICATED') || LkError.is(err, 'LK_ACCOUNT_LOCKED')) {
-        byAddress.fail(address);
-        byAccount.fail(account);
-      }
+      const failed = LkError.is(err, 'LK_UNAUTHENTICATED') || LkError.is(err, 'LK_ACCOUNT_LOCKED');
+      for (const s of settle) s(failed);
       throw err;
     }
   });

@@ -10,7 +10,7 @@ import { twinModelOf } from '../models/artefacts.js';
 import { listModels, loadValidated } from '../models/registry.js';
 import { isAttended } from '../policy/attendance.js';
 import { twinDesignSpace } from '../twin/design-space.js';
-import { simulate } from '../twin/simulate.js';
+import { rehearse } from '../engine/rehearsal.js';
 import { EVERYONE, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
@@ -74,7 +74,8 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
     const model = twinModelOf(loadValidated(d.store, d.loaded.dataDir, tenant, config.site.id, 'process', 'twin'));
     const designSpace = twinDesignSpace(bundle.designSpace.approved(product, tooling).setpoints, `${product} × ${tooling}`);
     const seed = req.body.seed ?? 1;
-    const result = simulate(model, { candidates: req.body.candidates, horizon: req.body.horizon, seed, designSpace, cappingThresholdPct: bundle.content.cappingRiskThreshold * 100 });
+    // a large rehearsal runs on a worker thread: the loop that feeds the PLC heartbeats stays free
+    const result = await rehearse(model, { candidates: req.body.candidates, horizon: req.body.horizon, seed, designSpace, cappingThresholdPct: bundle.content.cappingRiskThreshold * 100 });
     const best = result.ranked[0];
     d.store.audit.append({
       tenant, actor: userOf(req).id, kind: 'tool_call', action: 'twin.simulate', subject: { tool: 'twin.simulate' },

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Identity } from '../../src/api/identity.js';
+import { MAX_CONCURRENT_HASHES, passwordHashStats } from '../../src/api/passwords.js';
 import { openStore } from '../../src/store/store.js';
 import { PASSWORD, req, RUN, siteActions, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
 
@@ -130,6 +131,35 @@ describe('sign-in throttling and lock-out', () => {
     for (const u of ['x.one', 'x.two', 'x.three', 'x.four', 'x.five']) expect((await signIn(a, u, 'nope nope nope', '10.0.0.7')).status).toBe(401);
     expect((await signIn(a, 'm.rossi', PASSWORD, '10.0.0.7')).body.code).toBe('LK_RATE_LIMITED');
     expect((await signIn(a, 'm.rossi', PASSWORD, '10.0.0.8')).status).toBe(200);
+  });
+
+  it('120 parallel wrong sign-ins from one client on the real listener: attempts in flight count, so no more hashes run than the address allows; the rest are 429 LK_RATE_LIMITED; after the window the right password works', async () => {
+    a = await startIdentityApi({ limits: { windowMs: 60_000, perAddress: 10, perAccount: 3 } });
+    const url = await a.api.listen('127.0.0.1', 0);
+    const users = ['m.rossi', 'o.operator', 'p.bianchi', 'd.marino']; // 4 × 3 per account > 10 per address
+    const before = passwordHashStats();
+    const replies = await Promise.all(Array.from({ length: 120 }, async (_, i) => {
+      const r = await fetch(`${url}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: users[i % 4], password: `wrong password ${i}` }) });
+      return { status: r.status, type: r.headers.get('content-type') ?? '', body: (await r.json()) as { code?: string } };
+    }));
+    const after = passwordHashStats();
+    // every password checked is one hash and one auth.failed entry: both say the same
+    expect(after.started - before.started).toBe(10);
+    expect(siteActions(a.store).filter((e) => e.action === 'auth.failed')).toHaveLength(10);
+    expect(after.peak).toBeLessThanOrEqual(MAX_CONCURRENT_HASHES);
+    expect(replies.filter((r) => r.status === 401).map((r) => r.body.code)).toEqual(Array(10).fill('LK_UNAUTHENTICATED'));
+    const limited = replies.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(110);
+    for (const r of limited) {
+      expect(r.body.code).toBe('LK_RATE_LIMITED');
+      expect(r.type).toMatch(/^application\/problem\+json/);
+    }
+    // within the window even the right password waits; after it, it works (nobody was locked by the burst)
+    const signInHttp = async (user: string) => (await fetch(`${url}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, password: PASSWORD }) })).status;
+    expect(await signInHttp('m.rossi')).toBe(429);
+    a.clock.advance(60_000);
+    expect(await signInHttp('m.rossi')).toBe(200);
+    expect(siteActions(a.store).filter((e) => e.action === 'auth.locked')).toHaveLength(0);
   });
 
   it('the lock-out still stops guessing: consecutive failures across windows lock the account (423), and enabling unlocks it', async () => {

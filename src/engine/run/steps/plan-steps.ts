@@ -5,7 +5,7 @@
  */
 import { evaluate } from '../../../policy/index.js';
 import { DEFAULT_CONTEXT, type BatchContext as TwinBatchContext } from '../../../twin/predict.js';
-import { simulate } from '../../../twin/simulate.js';
+import { rehearse as rehearseOnTwin } from '../../rehearsal.js';
 import { twinDesignSpace } from '../../../twin/design-space.js';
 import { canonical, sha256Hex } from '../approval.js';
 import type { StepHandler } from '../types.js';
@@ -56,7 +56,8 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const sim = await ctx.tool(
     'twin.simulate',
     { candidates: REHEARSAL_CANDIDATES, horizon: 'full batch', model: `${twin.ref.id}@${twin.ref.version}`, seed: run.seed },
-    () => simulate(twin.model, { candidates: REHEARSAL_CANDIDATES, horizon: 'full batch', seed: run.seed, designSpace: space, cappingThresholdPct, context }),
+    // the same path as the API's rehearsals: 64 candidates run here, a larger plan would go to a worker
+    () => rehearseOnTwin(twin.model, { candidates: REHEARSAL_CANDIDATES, horizon: 'full batch', seed: run.seed, designSpace: space, cappingThresholdPct, context }),
     (r) => {
       const best = r.ranked[0];
       return {
