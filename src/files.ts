@@ -3,7 +3,7 @@
  * checked at the boundary so that a wrong path is a clear `LK_*` error and a documented exit code — never a
  * raw Node error with a stack trace. I/O code: the pure modules never import this.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LkError, type ErrorCode } from './errors.js';
 
@@ -85,4 +85,14 @@ export function checkDataDirPath(dir: string): void {
     // ENOENT: created later (serve) or reported as "no database" (offline commands)
   }
   if (!isDir) throw new LkError('LK_DATA_DIR_NOT_A_DIRECTORY', `data directory ${dir}: is not a directory`, { dir });
+}
+
+/** fsync a file, or a folder so the names in it (a rename) are durable too. */
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { BATCH_ID_RE } from '../../src/domain/batch-record.js';
 import { LkError } from '../../src/errors.js';
 import { assertTenantId, readDocument } from '../inbox/files.js';
+import { fsyncPath } from '../../src/files.js';
 
 /** A record kept in the archive (or the refused folder). */
 export interface KeptRecord {
@@ -42,15 +43,6 @@ export interface MesIntake {
 }
 
 const short = (sha: string): string => sha.slice(0, 12);
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Write `bytes` as `dir/name`, appearing whole: hidden temporary, fsync, rename, fsync of the folder. */
 function writeWhole(dir: string, name: string, bytes: Buffer): void {

@@ -17,6 +17,7 @@
  */
 import { hash } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { fsyncPath } from '../files.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportBundle, verifyBundle } from '../audit/bundle.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from '../audit/checkpoints.js';
@@ -185,12 +186,3 @@ function writeDurable(file: string, bytes: Buffer): void {
   }
 }
 
-/** fsync a file, or a folder so the names in it (a rename) are durable too. */
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
