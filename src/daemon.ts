@@ -34,7 +34,8 @@ import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-chang
 import { Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';
-import { loadPolicyBundle } from './config/policy-bundle.js';
+import { readPolicyBundle } from './config/policy-bundle.js';
+import { signEmbeddedDefault } from './ops/policy-change.js';
 import { GuardedWriter } from './engine/guarded-writer.js';
 import { createRunEngine } from './engine/run/compose.js';
 import type { PeopleLookup } from './engine/run/lifecycle.js';
@@ -273,6 +274,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
 
   try {
+    // the embedded default's first start: its bundle is signed as the DEMO-SETUP change by the demo QA reviewer
+    // (created here, before the signature names them); any other unsigned bundle is refused by openPolicy
+    demoUsers = await signEmbeddedDefault(events.store, loaded, new Identity({ store: events.store, clock }));
     policy = openPolicy(events.store, loaded, log);
     const usesSim = config.connections.some((c) => c.endpoint === 'sim');
     // the embedded default's first start: the demo models, through the same golden gate and change control as a
@@ -448,7 +452,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
       identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, maxFailedAttempts: a.max_failed_attempts, ...(oidc ? { oidc } : {}) });
       if (usesSim && config.simulator.embedded) {
-        demoUsers = await ensureDemoUsers(identity, config.tenants.map((t) => t.id));
+        demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
         if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
       }
       const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
@@ -484,16 +488,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log.error({ reason, ...detail }, 'configuration reload refused; the configuration in force is kept');
     return { outcome: 'refused', reason };
   };
-  /** The policy bundle folder again: a new version under its own change control replaces the one in force. */
+  /** The policy bundle folder again: a new version, signed against the one in force, replaces it; anything else leaves it in force. */
   const reloadPolicy = (): string | undefined => {
     let version: string;
     try {
-      version = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted: null }).bundle.version;
+      version = readPolicyBundle(loaded.policyDir, loaded.config).version;
     } catch {
       version = '';
     }
     if (version !== '' && version === policy.bundle?.version) return undefined;
-    const next = openPolicy(events.store, loaded, log);
+    const next = openPolicy(events.store, loaded, log, { inForce: policy.bundle });
     if (!next.bundle) {
       log.error('the new policy bundle was refused: the bundle in force is kept');
       return undefined;

@@ -34,6 +34,15 @@ export interface LoadPolicyOptions {
  * @throws LkError(LK_POLICY_CHANGE_REF_REUSED) when the change reference already belongs to another accepted version.
  */
 export function loadPolicyBundle(dir: string, options: LoadPolicyOptions): LoadedPolicyBundle {
+  const bundle = readPolicyBundle(dir, options.site);
+  return { bundle, changeControl: checkChangeControl(bundle, options.lastAccepted, options.history ?? []) };
+}
+
+/**
+ * Load, validate and compile a bundle folder (no change control: the caller decides with the signature).
+ * @throws LkError(LK_POLICY_BUNDLE) as {@link loadPolicyBundle}.
+ */
+export function readPolicyBundle(dir: string, site: SiteConfig): PolicyBundle {
   const abs = resolve(dir);
   const shown = displayName(abs);
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
@@ -57,8 +66,7 @@ export function loadPolicyBundle(dir: string, options: LoadPolicyOptions): Loade
       throw new LkError('LK_POLICY_BUNDLE', `${join(shown, name)}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { dir: abs, file: name }, { cause: err });
     }
   }
-  const bundle = compilePolicyBundle(texts, options.site, shown);
-  return { bundle, changeControl: checkChangeControl(bundle, options.lastAccepted, options.history ?? []) };
+  return compilePolicyBundle(texts, site, shown);
 }
 
 function displayName(abs: string): string {

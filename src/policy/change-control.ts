@@ -30,13 +30,17 @@ export interface ChangeControlEvent {
 }
 
 /**
- * Decide whether `bundle` may replace the last accepted one.
+ * Decide whether `bundle` may replace the last accepted one. `signed` is the verified signature's change
+ * reference and signer (src/policy/signature.ts); they replace what CHANGE.yaml types.
  * `history` is every bundle ever accepted on this node (any order); the last accepted one need not be repeated in it.
  * @throws LkError(LK_POLICY_CHANGE_CONTROL) when the content changed but CHANGE.yaml still carries the last accepted change reference.
  * @throws LkError(LK_POLICY_CHANGE_REF_REUSED) when CHANGE.yaml names a reference an accepted bundle of another version carried.
  */
-export function checkChangeControl(bundle: PolicyBundle, lastAccepted: AcceptedBundle | null | undefined, history: readonly AcceptedBundle[] = []): ChangeControlEvent {
-  const ch = bundle.change;
+export function checkChangeControl(
+  bundle: PolicyBundle, lastAccepted: AcceptedBundle | null | undefined, history: readonly AcceptedBundle[] = [], signed?: { readonly change_ref: string; readonly approver: { readonly name: string; readonly role: string } },
+): ChangeControlEvent {
+  // a signed change: its change reference and its signer, not what CHANGE.yaml types
+  const ch = signed ? { ...bundle.change, change_ref: signed.change_ref, approver: signed.approver } : bundle.change;
   const base = { version: bundle.version, changeRef: ch.change_ref, approver: { ...ch.approver }, reason: ch.reason, date: ch.date };
   if (lastAccepted && lastAccepted.version === bundle.version) return { kind: 'unchanged', previousVersion: lastAccepted.version, ...base };
   if (lastAccepted && ch.change_ref === lastAccepted.changeRef) {

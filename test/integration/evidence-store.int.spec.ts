@@ -15,6 +15,7 @@ import { queryAudit } from '../../src/audit/query.js';
 import { verifyStore } from '../../src/audit/verify.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { openPolicy } from '../../src/engine/policy-gate.js';
+import { signTestBundle } from '../helpers/policy-sign.js';
 import { silentLogger } from '../../src/log.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
 // @ts-expect-error plain JavaScript on purpose (no types, no project imports)
@@ -149,7 +150,7 @@ describe('a data directory writable by others', () => {
 });
 
 describe('change control: a change reference belongs to exactly one bundle version', () => {
-  it('a bundle that replays an older version\'s change reference is refused, audited as policy.refused, and no bundle is in force', () => {
+  it('a bundle that replays an older version\'s change reference is refused, audited as policy.refused, and no bundle is in force', async () => {
     const shipped = join(defaultConfigFile(), '..', 'policy');
     const v2 = join(t.dir, 'policy-v2');
     const v3 = join(t.dir, 'policy-v3');
@@ -165,9 +166,16 @@ describe('change control: a change reference belongs to exactly one bundle versi
     const data = join(t.dir, 'policy-data');
     const store = openStore({ dataDir: data });
     try {
-      expect(openPolicy(store, loadConfig(siteConfig('p1', shipped)), silentLogger).event?.kind).toBe('initial');
-      expect(openPolicy(store, loadConfig(siteConfig('p2', v2)), silentLogger).event?.kind).toBe('changed');
-      const r = openPolicy(store, loadConfig(siteConfig('p3', v3)), silentLogger);
+      // each version signed (the real signing path), so that change control is what decides
+      const p1 = loadConfig(siteConfig('p1', shipped));
+      await signTestBundle(store, p1);
+      expect(openPolicy(store, p1, silentLogger).event?.kind).toBe('initial');
+      const p2 = loadConfig(siteConfig('p2', v2));
+      await signTestBundle(store, p2);
+      expect(openPolicy(store, p2, silentLogger).event?.kind).toBe('changed');
+      const p3 = loadConfig(siteConfig('p3', v3));
+      await signTestBundle(store, p3);
+      const r = openPolicy(store, p3, silentLogger);
       expect(r.bundle).toBeNull();
       expect(r.error?.code).toBe('LK_POLICY_CHANGE_REF_REUSED');
       const refused = queryAudit(store.db, 'site', {}, { limit: 100 }).entries.filter((e) => e.action === 'policy.refused');

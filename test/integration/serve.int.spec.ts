@@ -128,9 +128,9 @@ describe('linekeeper serve on the embedded default', () => {
     expect(again.stdout()).not.toContain('demo-users');
     again.child.kill('SIGTERM');
     expect(await exited(again.child, 15_000)).toBe(0);
-    expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.accepted', 'policy.loaded']);
+    expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.signed', 'policy.accepted', 'policy.loaded']);
 
-    // same change reference, different content: change control refuses it (fail closed)
+    // a changed bundle nobody signed (same change reference, different content) is refused (fail closed)
     const dir = mkdtempSync(join(tmpdir(), 'lk-serve-policy-'));
     try {
       cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
@@ -142,7 +142,7 @@ describe('linekeeper serve on the embedded default', () => {
       expect(changed.ready.policy).toBeNull();
       changed.child.kill('SIGTERM');
       expect(await exited(changed.child, 15_000)).toBe(0);
-      expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.accepted', 'policy.loaded', 'policy.refused']);
+      expect(siteActions(data).filter((a) => a.startsWith('policy.'))).toEqual(['policy.signed', 'policy.accepted', 'policy.loaded', 'policy.refused']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

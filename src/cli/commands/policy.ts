@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { autonomyRows, autonomyView } from '../../store/autonomy-store.js';
-import { readPassword } from '../prompt.js';
+import { readLine, readPassword } from '../prompt.js';
 import { connect } from '../session.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
@@ -183,6 +183,49 @@ export function registerPolicy(program: Command): void {
   );
 
   registerAutonomy(policy);
+  registerApply(policy);
+}
+
+function registerApply(policy: Command): void {
+  policy
+    .command('apply')
+    .description('Sign a policy bundle change: compile <dir>, show what it changes against the bundle in force, re-authenticate the approver (a role of approvers.change of the bundle in force), sign it with the site key, audit it with the diff, install it in the folder in force; then `systemctl reload linekeeper`')
+    .argument('<dir>', 'folder of the new bundle (not the folder in force)')
+    .requiredOption('--change <ref>', 'change reference of the approved change record (the change_ref of its CHANGE.yaml), e.g. CC-2026-0301')
+    .option('-c, --config <file>', 'site configuration file', defaultConfigFile())
+    .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
+    .option('--approver <user>', 'user id of the approver (asked for when not given); must be the approver CHANGE.yaml names')
+    .option('--dry-run', 'compile and show the diff only')
+    .option('--json', 'machine-readable output')
+    .action(async (dir: string, opts: { change: string; config: string; data?: string; approver?: string; dryRun?: boolean; json?: boolean }) => {
+      const cfg = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {});
+      const { applyPolicyChange, previewPolicyChange } = await import('../../ops/policy-change.js');
+      const store = openStore({ dataDir: cfg.dataDir });
+      try {
+        const p = previewPolicyChange(store, cfg, dir);
+        if (!opts.json) {
+          out(`policy bundle ${p.inForce ? `${p.inForce.version.slice(0, 12)}… (in force)` : '(none in force)'} → ${p.next.version.slice(0, 12)}… (${dir}), change ${opts.change}`);
+          for (const c of p.changes) out(`  ${c.text}`);
+          if (p.changes.length === 0) out('  (no change of content)');
+          out(`may sign: ${p.allowedRoles.join(', ')} (approvers.change of ${p.inForce ? 'the bundle in force' : 'this bundle: none is in force yet'})`);
+        }
+        if (opts.dryRun) {
+          if (opts.json) out(JSON.stringify({ inForce: p.inForce?.version ?? null, version: p.next.version, changes: p.changes, allowedRoles: p.allowedRoles }, null, 2));
+          return;
+        }
+        const approver = opts.approver ?? (await readLine('approver (user id): '));
+        if (!approver) throw new LkError('LK_VALIDATION', 'an approver is required');
+        const password = await readPassword(`password of ${approver} (signing policy change ${opts.change}): `);
+        const { Identity } = await import('../../api/identity.js');
+        const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: cfg.config.api.max_failed_attempts });
+        const r = await applyPolicyChange({ store, identity, loaded: cfg, dir, changeRef: opts.change, approver, password });
+        if (opts.json) return out(JSON.stringify({ version: r.version, auditSeq: r.seq, changes: r.changes }, null, 2));
+        out(`signed by ${approver} under ${opts.change} (site audit seq ${r.seq}); installed in ${cfg.policyDir} (previous kept as ${cfg.policyDir}.prev)`);
+        out('apply now: systemctl reload linekeeper (SIGHUP); the daemon loads it only with this signature');
+      } finally {
+        store.close();
+      }
+    });
 }
 
 /** A tag id as the configuration builds it: `<equipment>.<Tag>`. */
