@@ -14,7 +14,10 @@ import type { Logger } from '../log.js';
 import { readPolicyBundle } from '../config/policy-bundle.js';
 import { checkChangeControl, type AcceptedBundle, type ChangeControlEvent, type PolicyBundle } from '../policy/index.js';
 import { checkPolicySignature, type PolicySignature, type PolicySignaturePayload } from '../policy/signature.js';
-import { verifyBytes } from '../audit/keys.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSitePublicKey, verifyBytes, type PublicSiteKey } from '../audit/keys.js';
+import { DB_FILE, openStore } from '../store/store.js';
 import { UserStore } from '../store/user-store.js';
 import type { Store } from '../store/store.js';
 import { SITE_TENANT } from '../audit/entry.js';
@@ -49,6 +52,24 @@ export function findPolicySignature(store: Pick<Store, 'db'>, version: string): 
   return { seq: row.seq, payload: args.payload, signature: sig.value };
 }
 
+/**
+ * The verified signature of `bundle` on this node (see {@link checkPolicySignature}), against the last accepted
+ * version and, on a reload, the roles of the bundle in force.
+ * @throws LkError LK_POLICY_UNSIGNED, LK_POLICY_SIGNATURE_INVALID, LK_POLICY_SIGNER
+ */
+export function verifyPolicySignature(store: Pick<Store, 'db'>, key: PublicSiteKey, site: string, bundle: PolicyBundle, inForce: PolicyBundle | null): { record: PolicySignature & { seq: number }; payload: PolicySignaturePayload } {
+  const last = store.db.prepare('SELECT version FROM policy_acceptance ORDER BY id DESC LIMIT 1').pluck().get() as string | undefined;
+  const record = findPolicySignature(store, bundle.version);
+  const row = record ? new UserStore(store.db).get(record.payload.signer?.id ?? '') : null;
+  const payload = checkPolicySignature({
+    site, version: bundle.version, lastAccepted: last ?? null, record,
+    verify: (bytes, sig) => verifyBytes(key, bytes, sig), keyId: key.keyId,
+    signer: row ? { id: row.id, role: row.role, active: !row.disabled && row.lockedAt === null } : null,
+    inForceRoles: inForce ? inForce.content.approvers.change : null,
+  });
+  return { record: record!, payload };
+}
+
 export interface OpenPolicyOptions {
   /** The bundle in force in this process (a reload): its `approvers.change` must allow the signer too. */
   readonly inForce?: PolicyBundle | null;
@@ -65,16 +86,7 @@ export function openPolicy(store: Store, loaded: LoadedConfig, log: Logger, opts
   const last = lastAcceptedBundle(store);
   try {
     const bundle = readPolicyBundle(loaded.policyDir, loaded.config);
-    const record = findPolicySignature(store, bundle.version);
-    const key = store.audit.siteKey();
-    const users = new UserStore(store.db);
-    const signerRow = record ? users.get(record.payload.signer?.id ?? '') : null;
-    const signed = checkPolicySignature({
-      site: loaded.config.site.id, version: bundle.version, lastAccepted: last?.version ?? null, record,
-      verify: (bytes, sig) => verifyBytes(key, bytes, sig), keyId: key.keyId,
-      signer: signerRow ? { id: signerRow.id, role: signerRow.role, active: !signerRow.disabled && signerRow.lockedAt === null } : null,
-      inForceRoles: opts.inForce ? opts.inForce.content.approvers.change : null,
-    });
+    const { record, payload: signed } = verifyPolicySignature(store, store.audit.siteKey(), loaded.config.site.id, bundle, opts.inForce ?? null);
     const ev = checkChangeControl(bundle, last, acceptedBundles(store), { change_ref: signed.change_ref, approver: { name: signed.signer.id, role: signed.signer.role } });
     store.tx(({ db, audit }) => {
       if (ev.kind !== 'unchanged') {
@@ -123,4 +135,25 @@ function jsonDetail(d: Readonly<Record<string, unknown>>): Record<string, string
   const out: Record<string, string | number | boolean> = {};
   for (const [k, v] of Object.entries(d)) if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
   return out;
+}
+
+/**
+ * The signature status of the bundle in `loaded.policyDir` for `doctor` and `config check`, read-only: `ok` when
+ * a valid signature covers its version, `warn` before the first start (no store yet: the embedded default signs
+ * its own at first start, any other bundle needs `policy apply`), `fail` when the daemon would refuse it.
+ */
+export function policySignatureStatus(loaded: LoadedConfig, bundle: PolicyBundle): { status: 'ok' | 'warn' | 'fail'; text: string; code?: string } {
+  if (!existsSync(join(loaded.dataDir, DB_FILE))) return { status: 'warn', text: `not signed yet (no data in ${loaded.dataDir}): sign it with \`linekeeper policy apply\` (the embedded default signs its own at first start)` };
+  try {
+    const store = openStore({ dataDir: loaded.dataDir, readonly: true });
+    try {
+      const { payload: p, record } = verifyPolicySignature(store, loadSitePublicKey(loaded.dataDir), loaded.config.site.id, bundle, null);
+      const how = p.method === 'demo_setup' ? 'automatically at demo set-up by' : 'by';
+      return { status: 'ok', text: `signed ${how} ${p.signer.id} (${p.signer.role}) under ${p.change_ref} at ${p.signed_at} (site audit seq ${record.seq})` };
+    } finally {
+      store.close();
+    }
+  } catch (err) {
+    return { status: 'fail', text: LkError.is(err) ? `${err.message} [${err.code}]` : String(err), code: LkError.is(err) ? err.code : 'LK_POLICY_SIGNATURE_INVALID' };
+  }
 }

@@ -13,8 +13,8 @@ import { createServer, connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
-import { loadPolicyBundle } from '../config/policy-bundle.js';
-import { lastAcceptedBundle } from '../engine/policy-gate.js';
+import { readPolicyBundle } from '../config/policy-bundle.js';
+import { lastAcceptedBundle, policySignatureStatus } from '../engine/policy-gate.js';
 import { DB_FILE, openStore } from '../store/store.js';
 import { verifyStore } from '../audit/verify.js';
 
@@ -134,8 +134,11 @@ function policyCheck(loaded: LoadedConfig, hasDb: boolean): CheckResult {
     }
   }
   try {
-    const { bundle, changeControl } = loadPolicyBundle(loaded.policyDir, { site: loaded.config, lastAccepted });
-    return { id: 'policy', status: 'ok', message: `bundle ${bundle.version} valid (${changeControl.kind}, change ${changeControl.changeRef})` };
+    const bundle = readPolicyBundle(loaded.policyDir, loaded.config);
+    const sig = policySignatureStatus(loaded, bundle);
+    const message = `bundle ${bundle.version} valid against the configuration (${lastAccepted?.version === bundle.version ? 'in force' : lastAccepted ? 'not the accepted one' : 'none accepted yet'}); ${sig.text}`;
+    if (sig.status === 'ok') return { id: 'policy', status: 'ok', message };
+    return { id: 'policy', status: sig.status, message, action: `sign it: linekeeper policy apply <dir> --change <ref> (without a signed bundle every setpoint write is denied)` };
   } catch (err) {
     return { id: 'policy', status: 'fail', message: errText(err), action: `fix the bundle in ${loaded.policyDir} (and CHANGE.yaml for a new version): without it every setpoint write is denied` };
   }

@@ -7,16 +7,21 @@ import { LkError } from '../../errors.js';
 import { SiteConfig } from '../../config/schema.js';
 import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
 import { readLine, readPassword } from '../prompt.js';
+import { readPolicyBundle } from '../../config/policy-bundle.js';
+import { policySignatureStatus } from '../../engine/policy-gate.js';
 
 export function registerConfig(program: Command): void {
   const config = program.command('config').description('Validate and inspect the site configuration');
   config
     .command('check')
-    .description('Validate a site configuration file (the same validation `serve` runs at start); exits 78 on any error')
+    .description('Validate a site configuration file (the same validation `serve` runs at start; exits 78 on any error) and the policy bundle it names against its equipment (LK_POLICY_BUNDLE, exit 1); report the bundle\'s signature')
     .argument('[file]', 'configuration file', defaultConfigFile())
     .option('--json', 'print the validated configuration as JSON')
     .action((file: string, opts: { json?: boolean }) => {
       const loaded = loadConfig(file);
+      // the policy bundle the configuration names, against its equipment: every setpoint, agent, product
+      // and tooling it names must exist (LK_POLICY_BUNDLE naming file:line: path otherwise)
+      const bundle = readPolicyBundle(loaded.policyDir, loaded.config);
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(loaded.config, null, 2)}\n`);
         return;
@@ -27,6 +32,9 @@ export function registerConfig(program: Command): void {
         `${loaded.file}: ok — site ${c.site.id}, line ${c.line.id}, ${c.equipment.length} equipment, ${tags} tags, ` +
           `${c.connections.length} connections, ${c.tenants.length} tenants; sha256 ${loaded.hash}\n`,
       );
+      const sig = policySignatureStatus(loaded, bundle);
+      // reported, not failed: the daemon starts with an unsigned bundle refused (every write denied, audited)
+      process.stdout.write(`${loaded.policyDir}: ok — policy bundle ${bundle.version}, ${Object.keys(bundle.content.designSpaces).length} design spaces, ${Object.keys(bundle.content.agents).length} agents; signature: ${sig.status === 'fail' ? 'REFUSED — ' : ''}${sig.text}\n`);
     });
   config
     .command('apply')
