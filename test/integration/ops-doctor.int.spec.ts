@@ -55,7 +55,10 @@ describe('linekeeper doctor', () => {
     const r = await runDoctor({ configFile: cfg, connectTimeoutMs: 1000, probes: { timedatectl: synced } });
     const by = Object.fromEntries(r.checks.map((c) => [c.id, c]));
     expect(by['config']!.status).toBe('ok');
-    expect(by['policy']!.status).toBe('ok');
+    // valid against the configuration, but nothing has signed it yet (no data directory): a warning with what to do
+    expect(by['policy']!.status).toBe('warn');
+    expect(by['policy']!.message).toContain('not signed yet');
+    expect(by['policy']!.action).toContain('policy apply');
     expect(by['data_dir']!.status).toBe('ok');
     expect(by['endpoint:opcua-line']!.status).toBe('ok');
     expect(by['endpoint:modbus-line']!.status).toBe('fail');

@@ -15,6 +15,7 @@ import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { readPolicyBundle } from '../../src/config/policy-bundle.js';
 import { startDaemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { runDoctor } from '../../src/ops/doctor.js';
 import { applyPolicyChange, signPolicyBundle } from '../../src/ops/policy-change.js';
 import { evaluate, type PolicyBundle } from '../../src/policy/index.js';
 import { signatureBytes, type PolicySignaturePayload } from '../../src/policy/signature.js';
@@ -202,6 +203,13 @@ describe('policy apply', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('doctor reports the signature of the bundle in force', async () => {
+    const r = await runDoctor({ configFile: node.daemon.loaded.file, dataDir: node.daemon.loaded.dataDir, connectTimeoutMs: 500, probes: { timedatectl: async () => 'NTPSynchronized=yes\n' } });
+    const policy = r.checks.find((c) => c.id === 'policy')!;
+    expect(policy.status, policy.message).toBe('ok');
+    expect(policy.message).toMatch(/signed by m\.rossi \(qa_reviewer\) under CC-2026-0703/);
   });
 
   it('the bundle tampered with after signing is refused at SIGHUP and at start', async () => {
