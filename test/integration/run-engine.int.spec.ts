@@ -87,10 +87,10 @@ beforeAll(async () => {
   expect(d.simulator!.plant.read('press', 'TurretSpeed')).toBe(30);
   const bundle = d.policy.bundle!;
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
-    setAutonomy(d.store, bundle, { agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
+    setAutonomy(d.store, bundle, { tenant: T, agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
   }
-  expect(autonomyLevels(d.store.db, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
-  expect(autonomyLevels(d.store.db, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
+  expect(autonomyLevels(d.store.db, T, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
+  expect(autonomyLevels(d.store.db, T, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
   // the console's presence heartbeats: the operator stays attended (R5) whatever the daemon instance
   presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
 }, 120_000);

@@ -156,7 +156,7 @@ export class RunEngine {
    * (audited), then execute it in the background.
    * @throws LkError LK_RUN_REQUEST_INVALID / LK_RUN_REQUEST_LOOSENS for a bad request; LK_NOT_FOUND when the
    *   MES has no such batch for the tenant or the line is not this site's; LK_BATCH_CLOSED when the batch ran
-   *   already (batch-closure.ts); LK_BATCH_RECORD_INVALID; LK_LINE_BUSY when another run is active on the line;
+   *   already (batch-closure.ts); LK_BATCH_RECORD_INVALID; LK_LINE_BUSY when another run is active on the line (named only when it is the caller's tenant's);
    *   LK_LINE_NOT_READY (readiness.ts) listing why. Nothing is written then (a changed record of a closed batch
    *   is refused and audited).
    */
@@ -172,7 +172,11 @@ export class RunEngine {
     // the people the record names must be able to sign: a QA reviewer nobody can be blocks the line at its gate
     if (this.o.people) checkNamedPeople(record as Record<string, unknown>, input.tenant, this.o.people, this.o.policy());
     const busy = this.runs.activeOnLine(req.line);
-    if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    if (busy) {
+      // another tenant's run is none of this tenant's business (R1/R9): the line is busy, not whose run it is
+      if (busy.tenant !== input.tenant) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs another tenant's batch; one run at a time per line`, { line: req.line });
+      throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    }
     assertLineReady(this.o, this.runs, input.tenant, req.line);
     const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
     const id = `run_${randomBytes(10).toString('hex')}`;
@@ -705,7 +709,7 @@ export class RunEngine {
     if (bundle) {
       for (const agent of AGENTS_OF_MODEL[lost.kind]) {
         try {
-          setAutonomy(this.o.store, bundle, { agent, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: `model lost during ${run.id}: ${lost.code}` });
+          setAutonomy(this.o.store, bundle, { tenant: run.tenant, agent, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: `model lost during ${run.id}: ${lost.code}` });
           dropped.push(agent);
         } catch (err) {
           this.o.log.error({ err, agent }, 'could not drop an agent to L0');
