@@ -377,11 +377,11 @@ describe('a rejected batch: B-1043', () => {
     const rows = checkToolLog(run.id);
     expect(rows.filter((r) => r.tool === 'approval.request').map((r) => r.kind)).toEqual(['call', 'ok']);
     expect(rows.at(-1)!.tool).toBe('audit.write_release_package');
-    const pkg = (JSON.parse(readFileSync(v.release!.json, 'utf8')) as { input: { run: { status: string }; signatures: { decision: string }[]; genealogy: { kind: string }[] } }).input;
+    const pkg = (JSON.parse(readFileSync(d.engine.releaseFile(T, run.id, 'json')!, 'utf8')) as { input: { run: { status: string }; signatures: { decision: string }[]; genealogy: { kind: string }[] } }).input;
     expect(pkg.run.status).toBe('REJECTED');
     expect(pkg.signatures.map((s) => s.decision)).toEqual(['reject']);
     expect(pkg.genealogy.filter((e) => e.kind === 'approval')).toHaveLength(2);
-    const verify = spawnSync(process.execPath, [VERIFIER, v.release!.bundle, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
+    const verify = spawnSync(process.execPath, [VERIFIER, d.engine.releaseFile(T, run.id, 'bundle')!, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
     expect(verify.status, verify.stdout + verify.stderr).toBe(0);
     // the decision is final
     expect(codeOf(() => decideAs(approval, QA))).toBe('LK_APPROVAL_DECIDED');
@@ -475,7 +475,8 @@ describe('durability: B-1044 across clean stops', () => {
     const rows = checkToolLog(id);
     expect(rows.slice(0, calls.length)).toEqual(calls);
     expect(rows.filter((r) => r.tool === 'approval.request').map((r) => r.kind)).toEqual(['call', 'ok']);
-    expect(existsSync(done.release!.bundle)).toBe(true);
+    expect(done.release!.bundle).toBe(`/v1/tenants/${T}/runs/${id}/release?file=bundle`);
+    expect(existsSync(d.engine.releaseFile(T, id, 'bundle')!)).toBe(true);
   }, 120_000);
 });
 

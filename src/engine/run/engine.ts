@@ -7,6 +7,7 @@
  * until a named QA reviewer signs (R3); nothing releases a batch without that signature.
  */
 import { randomBytes } from 'node:crypto';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { AuditEntryInput } from '../../audit/index.js';
 import type { SiteConfig } from '../../config/schema.js';
 import type { Attendance } from '../../domain/policy.js';
@@ -213,6 +214,23 @@ export class RunEngine {
    */
   get(tenant: string, id: string): RunView {
     return this.frame(tenant, id).at(this.o.clock.now());
+  }
+
+  /**
+   * The file of the run's release package on this node (`json`, `pdf` or `bundle`), or null when the run has none or
+   * the file is not inside the data directory. Runs keep the paths relative to the data directory (older runs
+   * kept them absolute: both resolve here).
+   * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1).
+   */
+  releaseFile(tenant: string, id: string, file: 'json' | 'pdf' | 'bundle'): string | null {
+    this.get(tenant, id);
+    const kept = this.runs.runById(id)?.data['release'] as Record<string, unknown> | undefined;
+    const at = kept?.[file];
+    if (typeof at !== 'string') return null;
+    const root = resolve(this.o.dataDir);
+    const path = resolve(root, at);
+    const rel = relative(root, path);
+    return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? null : path;
   }
 
   /**
@@ -786,7 +804,7 @@ export class RunEngine {
         ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: new Date(gate.requestedAt).toISOString(), signature: gate.signature }
         : { id: null, step: '09', status: 'not_reached', reviewer: qaReviewerOf(run), recordHash: null, requestedAt: null, signature: null },
       genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
-      release: (run.data['release'] as RunView['release']) ?? null,
+      release: releaseView(run),
     };
     return { view, open };
   }
@@ -825,3 +843,11 @@ function seedOf(key: string): number {
 }
 
 export type { StepHandler, StepResult, PolicyBundle };
+
+/** The release package as the API shows it: download URLs and digests, never a path of the server (R1: nothing of the host). */
+function releaseView(run: RunRecord): RunView['release'] {
+  const kept = run.data['release'] as { sha256?: Record<string, string> } | undefined;
+  if (!kept) return null;
+  const url = (file: string): string => `/v1/tenants/${run.tenant}/runs/${run.id}/release?file=${file}`;
+  return { json: url('json'), pdf: url('pdf'), bundle: url('bundle'), sha256: { ...(kept.sha256 ?? {}) } };
+}
