@@ -32,6 +32,7 @@ import { assertBatchOpen, assertLineReady, ingestedEntry, keepIngested, releaseI
 import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
+import { releaseView } from './release-view.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';
@@ -843,11 +844,3 @@ function seedOf(key: string): number {
 }
 
 export type { StepHandler, StepResult, PolicyBundle };
-
-/** The release package as the API shows it: download URLs and digests, never a path of the server (R1: nothing of the host). */
-function releaseView(run: RunRecord): RunView['release'] {
-  const kept = run.data['release'] as { sha256?: Record<string, string> } | undefined;
-  if (!kept) return null;
-  const url = (file: string): string => `/v1/tenants/${run.tenant}/runs/${run.id}/release?file=${file}`;
-  return { json: url('json'), pdf: url('pdf'), bundle: url('bundle'), sha256: { ...(kept.sha256 ?? {}) } };
-}
