@@ -252,17 +252,17 @@ function registerAutonomy(policy: Command): void {
   data(autonomy.command('show').description('Print a tenant\'s levels in force: the bundle\'s, overridden by that tenant\'s persisted changes (who, when, change reference)'))
     .requiredOption('--tenant <id>', 'the tenant whose levels to print (levels are per tenant)')
     .action((opts: AutonomyOpts & { tenant: string }) => {
-    const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db, opts.tenant) : []));
-    if (opts.json) return out(JSON.stringify(view, null, 2));
-    out(`autonomy of ${opts.tenant} (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
-    const line = (k: string, v: object): string => {
-      const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
-      return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
-    };
-    for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
-    for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
-    for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
-  });
+      const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db, opts.tenant) : []));
+      if (opts.json) return out(JSON.stringify(view, null, 2));
+      out(`autonomy of ${opts.tenant} (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
+      const line = (k: string, v: object): string => {
+        const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
+        return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
+      };
+      for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
+      for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
+      for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
+    });
 
   autonomy
     .command('set')
