@@ -280,7 +280,9 @@ describe('a released batch: B-1042', () => {
     expect(rows.at(-1)!.tool).toBe('audit.write_release_package');
     expect([...new Set(rows.map((r) => r.tool))].sort()).toEqual([...SPEC_TOOLS].sort());
 
-    const rel = v.release!;
+    // the view gives download URLs (never a server path); the files are on this node under the data directory
+    expect(v.release).toMatchObject({ json: `/v1/tenants/${T}/runs/${run.id}/release?file=json`, pdf: `/v1/tenants/${T}/runs/${run.id}/release?file=pdf` });
+    const rel = { json: d.engine.releaseFile(T, run.id, 'json')!, pdf: d.engine.releaseFile(T, run.id, 'pdf')!, bundle: d.engine.releaseFile(T, run.id, 'bundle')! };
     for (const f of [rel.json, rel.pdf, rel.bundle]) expect(existsSync(f), f).toBe(true);
     const pkg = (JSON.parse(readFileSync(rel.json, 'utf8')) as { input: { run: { status: string }; signatures: { user: string; decision: string; signature: string }[]; losingRequests: { agent: string }[]; quality?: { specTable: { results: unknown[] }; exceptions: { id: string; status: string; closedBy?: { user: string; comment: string; deviation?: string } }[] } } }).input;
     expect(pkg.run.status).toBe('RELEASED');
