@@ -53,7 +53,7 @@ export function AutonomyPage({ s }) {
   };
   return html`<h1 tabindex="-1">Autonomy</h1>
     <${ErrorNote} error=${error} />
-    ${a ? html`<p class="quiet">Levels of this site under policy bundle <code>${a.bundleVersion.slice(0, 12)}…</code>. Raising to L1: ${a.raiseRoles.L1.join(', ')}; L2: ${a.raiseRoles.L2.join(', ')}; L3: ${a.raiseRoles.L3.join(', ')}.</p>
+    ${a ? html`<p class="quiet">Levels of ${s.tenant} (a change here governs this tenant's runs only) under policy bundle <code>${a.bundleVersion.slice(0, 12)}…</code>. Raising to L1: ${a.raiseRoles.L1.join(', ')}; L2: ${a.raiseRoles.L2.join(', ')}; L3: ${a.raiseRoles.L3.join(', ')}.</p>
       <h2>Agents</h2>
       <table><caption class="sr">Autonomy of each agent</caption><thead><tr><th scope="col">Agent</th><th scope="col">Level</th><th scope="col">Bundle level</th><th scope="col">Source</th><th scope="col">Change</th></tr></thead>
       <tbody>${Object.entries(a.agents).map(([id, x]) => row({ agent: id }, id, x.level, x.bundleLevel, x))}</tbody></table>

@@ -4,9 +4,9 @@
  * the bundle permits, with a change reference; lower always) is checked first; a raise is then signed: the
  * person re-authenticates (password, or a fresh SSO sign-in) and the audit entry carries the signature
  * manifestation. Lowering needs no password (it is the safe direction, and must stay quick). Levels are the
- * site's, audited on the site chain; the tenant of the path scopes who may call.
+ * tenant's (the tenant of the path): a change governs that tenant's runs, is audited on that tenant's chain and
+ * shows in that tenant's history only; the guard refuses another tenant's path (404) before any of it.
  */
-import { SITE_TENANT } from '../audit/entry.js';
 import { queryAudit } from '../audit/query.js';
 import { LkError } from '../errors.js';
 import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../store/autonomy-store.js';
@@ -29,14 +29,15 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
   app.get(`${BASE}/autonomy`, {
     onRequest: ctx.guard(READERS, 'read autonomy levels'),
     schema: { tags: ['autonomy'], summary: 'The autonomy levels in force: the bundle\'s, overridden by persisted changes (who, role, change reference, when)', security, params: TenantParams, response: { 200: AutonomyView, ...problems } },
-  }, async () => {
+  }, async (req) => {
     const b = bundle();
-    const history = queryAudit(d.store.db, SITE_TENANT, { kind: 'autonomy_change' }, { limit: 1000 }).entries.reverse().slice(0, 200).map((e) => {
+    const tenant = req.params.tenant;
+    const history = queryAudit(d.store.db, tenant, { kind: 'autonomy_change' }, { limit: 1000 }).entries.reverse().slice(0, 200).map((e) => {
       const args = (e.args ?? {}) as { role?: string; change_ref?: string };
       return { seq: e.seq, ts: e.ts, actor: e.actor, action: e.action, subject: e.subject ?? null, from: e.old ?? null, to: e.new ?? null, changeRef: args.change_ref ?? null, reason: e.reason ?? null, role: args.role ?? null };
     });
     const raiseRoles = Object.fromEntries(Object.entries(b.content.raiseRoles).map(([k, v]) => [k, [...(v as readonly string[])]]));
-    return { ...autonomyView(b, autonomyRows(d.store.db)), raiseRoles, history };
+    return { ...autonomyView(b, autonomyRows(d.store.db, tenant)), raiseRoles, history };
   });
 
   app.put(`${BASE}/autonomy`, {
@@ -52,7 +53,7 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
     if (agent === undefined && setpoint === undefined) throw new LkError('LK_VALIDATION', 'give agent, setpoint, or both', { issues: [{ path: 'body.agent', message: 'agent or setpoint is required' }] });
     if (agent !== undefined && !Object.hasOwn(b.content.agents, agent)) throw new LkError('LK_AUTONOMY_CHANGE', `"${agent}" is not an agent of this site`);
     const change: AutonomyRequest = {
-      ...(agent !== undefined ? { agent } : {}), ...(setpoint !== undefined ? { setpoint } : {}), to: level, by: { person: user.id, role: user.role },
+      tenant: req.params.tenant, ...(agent !== undefined ? { agent } : {}), ...(setpoint !== undefined ? { setpoint } : {}), to: level, by: { person: user.id, role: user.role },
       ...(changeRef !== undefined ? { changeRef } : {}), ...(reason !== undefined ? { reason } : {}), requireSignatureToRaise: true,
     };
     const preview = previewAutonomy(d.store, b, change);

@@ -1,17 +1,27 @@
 /**
  * What the review console needs beyond the run routes: the audit trail's export and its verify status, the
  * release package's files (autonomy is routes-autonomy.ts, a model's lifecycle routes-models.ts).
+ *
+ * An export is a copy of the records leaving the system and a verify is a check of their integrity, so each is
+ * itself recorded on the tenant's chain (`audit_access`, `audit.export` / `audit.verify`): who (and role), the
+ * format, the filter, how many entries, the last seq covered and the SHA-256 of the bytes handed out. The entry is
+ * appended after the content is computed — an export never contains its own record — and before it is sent: an
+ * export whose record cannot be written is not sent (fail-safe). Plain reads (GET /audit, the console's search)
+ * are not recorded on the chain: they change nothing, and a record per page would bury the trail in its own reads.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { CSV_COLUMNS, csvRow } from '../audit/export-csv.js';
 import { exportPdf } from '../audit/export-pdf.js';
 import { AuditFilter, bundleLines, iterateAudit, parseFilter, queryAudit, SITE_TENANT, verifyStore } from '../audit/index.js';
+import { json } from '../engine/json.js';
 import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
+import type { AuthUser } from './identity.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { Problem } from './problem.js';
 import { RunParams, TenantParams } from './schemas.js';
@@ -31,15 +41,24 @@ const ReleaseQuery = z.strictObject({ file: z.enum(['json', 'pdf', 'bundle']).de
 
 export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
   const d = ctx.daemon;
+  /** Record an export or a verify of `tenant`'s trail by `user`, after it was computed (see the file comment). */
+  const recordAccess = (tenant: string, user: AuthUser, action: 'audit.export' | 'audit.verify', args: Record<string, unknown>, result: Record<string, unknown>): number =>
+    d.store.tx(({ audit }) => audit.append({ tenant, actor: user.id, kind: 'audit_access', action, args: json({ role: user.role, ...args }), result: json(result) }).seq);
+  const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 
   app.get(`${BASE}/audit/export`, {
     onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'export the audit trail'),
     schema: { tags: ['audit'], summary: 'Export the tenant\'s audit trail (filtered as GET /audit): a JSONL bundle that verifies offline, CSV or a PDF report', security, params: TenantParams, querystring: ExportQuery, response: { ...problems } },
   }, async (req, res) => {
     const reply = res as unknown as FastifyReply;
+    const user = userOf(req);
     const { format, ...rest } = req.query;
     const tenant = req.params.tenant;
     const filter = parseFilter(rest);
+    const through = d.store.audit.head(tenant).seq;
+    const record = (bytes: Buffer | string, entries: number): void => {
+      recordAccess(tenant, user, 'audit.export', { format, filter }, { entries, through, bytes: Buffer.byteLength(bytes), sha256: sha256(bytes) });
+    };
     const stamp = new Date(ctx.clock.now()).toISOString().replace(/[:.]/g, '-');
     const name = `${tenant}-audit-${stamp}.${format}`;
     reply.header('content-disposition', `attachment; filename="${name}"`);
@@ -47,18 +66,29 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
       const dir = mkdtempSync(join(tmpdir(), 'lk-export-'));
       try {
         const file = join(dir, name);
-        await exportPdf({ db: d.store.db, dataDir: d.loaded.dataDir }, tenant, filter, file, { now: ctx.clock.now(), siteName: d.loaded.config.site.id });
-        return reply.type('application/pdf').send(readFileSync(file));
+        const pdf = await exportPdf({ db: d.store.db, dataDir: d.loaded.dataDir }, tenant, filter, file, { now: ctx.clock.now(), siteName: d.loaded.config.site.id });
+        const bytes = readFileSync(file);
+        record(bytes, pdf.entries);
+        return reply.type('application/pdf').send(bytes);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
     }
     if (format === 'csv') {
       let text = `${CSV_COLUMNS.join(',')}\r\n`;
-      for (const e of iterateAudit(d.store.db, tenant, filter)) text += csvRow(e);
+      let n = 0;
+      for (const e of iterateAudit(d.store.db, tenant, filter, { toSeq: through })) {
+        text += `${csvRow(e)}\r\n`; // one row per entry (RFC 4180 line ends), as the CLI writes it
+        n++;
+      }
+      record(text, n);
       return reply.type('text/csv; charset=utf-8').send(text);
     }
-    return reply.type('application/x-ndjson; charset=utf-8').send(`${[...bundleLines(d.store, tenant, filter)].join('\n')}\n`);
+    const lines = [...bundleLines(d.store, tenant, filter)];
+    const header = JSON.parse(lines[0]!) as { selected?: [number, number][] };
+    const text = `${lines.join('\n')}\n`;
+    record(text, (header.selected ?? []).reduce((n, [a, b]) => n + b - a + 1, 0));
+    return reply.type('application/x-ndjson; charset=utf-8').send(text);
   });
 
   app.get(`${BASE}/audit/verify`, {
@@ -66,11 +96,18 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
     schema: { tags: ['audit'], summary: 'Recompute the tenant\'s chain and checkpoints: whether it verifies, its head, the first damage', security, params: TenantParams, response: { 200: VerifyView, ...problems } },
   }, async (req) => {
     const tenant = req.params.tenant;
-    if (!d.store.audit.chains().includes(tenant)) return { tenant, ok: true, count: 0, head: { seq: 0, hash: '' }, checkpoints: 0, unanchored: 0, damage: null, keyId: null };
-    const r = verifyStore({ db: d.store.db, dataDir: d.loaded.dataDir }, { tenant });
-    const c = r.chains.find((x) => x.tenant === tenant);
-    const damage = c?.damage ?? r.problems[0] ?? null;
-    return { tenant, ok: r.ok, count: c?.count ?? 0, head: c?.head ?? { seq: 0, hash: '' }, checkpoints: c?.checkpoints ?? 0, unanchored: c?.unanchored ?? 0, damage, keyId: r.keyId };
+    const user = userOf(req);
+    let view: z.output<typeof VerifyView>;
+    if (!d.store.audit.chains().includes(tenant)) view = { tenant, ok: true, count: 0, head: { seq: 0, hash: '' }, checkpoints: 0, unanchored: 0, damage: null, keyId: null };
+    else {
+      const r = verifyStore({ db: d.store.db, dataDir: d.loaded.dataDir }, { tenant });
+      const c = r.chains.find((x) => x.tenant === tenant);
+      const damage = c?.damage ?? r.problems[0] ?? null;
+      view = { tenant, ok: r.ok, count: c?.count ?? 0, head: c?.head ?? { seq: 0, hash: '' }, checkpoints: c?.checkpoints ?? 0, unanchored: c?.unanchored ?? 0, damage, keyId: r.keyId };
+    }
+    // what the person was shown, recorded after it was computed (the count and head are the chain's before this entry)
+    recordAccess(tenant, user, 'audit.verify', {}, { ok: view.ok, count: view.count, head: view.head.seq, damage: view.damage ? { kind: view.damage.kind, seq: view.damage.seq } : null });
+    return view;
   });
 
   app.get(`${BASE}/runs/:id/release`, {
@@ -80,10 +117,8 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
     const reply = res as unknown as FastifyReply;
     const run = d.engine.get(req.params.tenant, req.params.id);
     if (!run.release) throw new LkError('LK_NOT_FOUND', `run ${run.id} has no release package yet`, { run: run.id });
-    const root = resolve(d.loaded.dataDir);
-    const path = resolve(root, run.release[req.query.file]);
-    const rel = relative(root, path);
-    if (rel.startsWith('..') || isAbsolute(rel) || !statSync(path, { throwIfNoEntry: false })?.isFile()) throw new LkError('LK_NOT_FOUND', `the release ${req.query.file} of ${run.id} is not on this node`, { run: run.id });
+    const path = d.engine.releaseFile(req.params.tenant, run.id, req.query.file);
+    if (path === null || !statSync(path, { throwIfNoEntry: false })?.isFile()) throw new LkError('LK_NOT_FOUND', `the release ${req.query.file} of ${run.id} is not on this node`, { run: run.id });
     const types = { json: 'application/json', pdf: 'application/pdf', bundle: 'application/x-ndjson' } as const;
     const names = { json: 'release.json', pdf: 'release.pdf', bundle: `${run.batch}-audit-bundle.jsonl` } as const;
     reply.header('content-disposition', `attachment; filename="${run.batch}-${names[req.query.file]}"`);

@@ -117,7 +117,10 @@ export const RunView = z
       requestedAt: iso.nullable(), signature: z.record(z.string(), z.unknown()).nullable(),
     }),
     genealogy: z.string().describe('path of the genealogy'),
-    release: z.object({ json: z.string(), pdf: z.string(), bundle: z.string(), sha256: z.record(z.string(), z.string()) }).nullable(),
+    release: z.object({
+      json: z.string().describe('download URL of release.json (GET …/runs/{id}/release?file=json)'), pdf: z.string().describe('download URL of release.pdf'),
+      bundle: z.string().describe('download URL of the audit bundle (JSONL)'), sha256: z.record(z.string(), z.string()),
+    }).nullable().describe('the release package: download URLs and SHA-256 of its files (null until step 10 wrote it)'),
   })
   .meta({ id: 'Run' });
 

@@ -28,7 +28,7 @@ export type SubjectKey = (typeof SUBJECT_KEYS)[number];
 /** Kinds the rest of linekeeper writes; the schema accepts any snake_case kind so later issues need no change here. */
 export const KNOWN_KINDS = [
   'tool_call', 'tool_result', 'policy_decision', 'approval', 'autonomy_change', 'config_change',
-  'watchdog', 'heartbeat', 'connector', 'system', 'intent', 'outcome', 'state_change',
+  'watchdog', 'heartbeat', 'connector', 'system', 'intent', 'outcome', 'state_change', 'audit_access',
 ] as const;
 
 const MAX_JSON_CHARS = 256 * 1024;

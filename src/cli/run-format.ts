@@ -8,6 +8,7 @@ import type { GenealogyView } from '../api/schemas.js';
 import { composePlan, formatDuration, planSummary } from '../domain/run.js';
 import { renderGenealogyText, safeText } from '../engine/genealogy-text.js';
 import { GENEALOGY_KINDS, type GenealogyEvent, type LosingRequest } from '../engine/release-types.js';
+import { releaseView } from '../engine/run/release-view.js';
 import { markerOf } from '../engine/run/exceptions.js';
 import type { ExceptionRecord } from '../store/exception-store.js';
 import type { ApprovalRecord, RunEventRecord, RunRecord, StepRecord } from '../store/run-store.js';
@@ -37,7 +38,7 @@ export function offlineView(run: RunRecord, steps: readonly StepRecord[], gate: 
       ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: iso(gate.requestedAt), signature: gate.signature }
       : { id: null, step: '09', status: 'not_reached', reviewer: typeof run.record['qa_reviewer'] === 'string' ? run.record['qa_reviewer'] : null, recordHash: null, requestedAt: null, signature: null },
     genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
-    release: (run.data['release'] as ApiRun['release']) ?? null,
+    release: releaseView(run),
   };
 }
 
@@ -78,6 +79,6 @@ export function offlineGenealogy(run: RunRecord, events: readonly RunEventRecord
   return {
     run: run.id, batch: run.batch, status: run.status,
     events: events.map((e) => ({ id: e.id, at: iso(e.at), kind: e.kind, step: e.step, agent: e.agent, tag: e.tag, summary: e.summary, data: e.data })),
-    losingRequests: losing, release: (run.data['release'] as ApiRun['release']) ?? null,
+    losingRequests: losing, release: releaseView(run),
   };
 }

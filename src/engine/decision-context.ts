@@ -25,7 +25,7 @@ export interface ComputedInputs {
 
 /**
  * Everything `evaluate` needs besides the request: batch state and reviewer asked of the run engine now,
- * the autonomy in force (given, or read from the store), the current value and the last move of the setpoint,
+ * the autonomy in force for the proposal's tenant (given, or read from the store), the current value and the last move of the setpoint,
  * and the safety inputs the writer computed (model record, capping risk) — never the proposer's.
  * Never throws for missing data: what is unknown is passed as unknown and the policy denies on it.
  */
@@ -46,7 +46,8 @@ export function decisionContext(
     const lv = autonomyFor(given, p.agent, setpoint);
     autonomy = { agent: lv.agent, setpoint: lv.setpoint };
   } else if (bundle) {
-    autonomy = autonomyLevels(src.store.db, bundle, p.agent, setpoint);
+    // the levels of the proposal's tenant: another tenant's change of a level never governs this run
+    autonomy = autonomyLevels(src.store.db, p.tenant, bundle, p.agent, setpoint);
   }
   // a run started "--autonomy L1" caps every agent of that run at L1; it never raises a level
   if (autonomy && p.autonomyCap && autonomy.agent && levelRank(p.autonomyCap) < levelRank(autonomy.agent)) autonomy = { ...autonomy, agent: p.autonomyCap };

@@ -121,7 +121,7 @@ export function sealReleasePackage(store: Store, target: string, input: ReleaseI
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') {
-        throw new LkError('LK_CONFLICT', `${target}: a release package (or other content) is already there; it is never overwritten`, { dir: target }, { cause: err });
+        throw new LkError('LK_CONFLICT', `${shortDir(target)}: a release package (or other content) is already there; it is never overwritten`, { dir: shortDir(target) }, { cause: err });
       }
       throw err;
     }
@@ -146,7 +146,7 @@ function refuseExisting(target: string): void {
   if (!existsSync(target)) return;
   const st = lstatSync(target);
   if (!st.isDirectory() || readdirSync(target).length > 0) {
-    throw new LkError('LK_CONFLICT', `${target}: a release package (or other content) is already there; it is never overwritten`, { dir: target });
+    throw new LkError('LK_CONFLICT', `${shortDir(target)}: a release package (or other content) is already there; it is never overwritten`, { dir: shortDir(target) });
   }
 }
 
@@ -186,3 +186,7 @@ function writeDurable(file: string, bytes: Buffer): void {
   }
 }
 
+/** `<tenant>/<run>` of a package folder: what an error names (it reaches the run's step detail, never a server path). */
+function shortDir(target: string): string {
+  return `${basename(dirname(target))}/${basename(target)}`;
+}

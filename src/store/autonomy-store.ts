@@ -1,6 +1,7 @@
 /**
- * Autonomy levels changed at run time, persisted (migration 3). The bundle
- * gives the starting levels; a row here overrides them. Rows:
+ * Autonomy levels changed at run time, persisted per tenant (migrations 3
+ * and 11). The bundle gives every tenant the same starting levels; a row of a
+ * tenant overrides them for that tenant's runs only. Rows, per tenant:
  *   (agent, '*')        the agent on every setpoint
  *   (agent, setpoint)   the agent on one setpoint (overrides its general level there)
  *   ('*', setpoint)     the setpoint's ceiling for every agent
@@ -8,10 +9,16 @@
  *
  * A change goes through the pure `changeAutonomy` (raise one level at a time,
  * by a named person with a permitted role and a change reference; lowering
- * always allowed), and its row and its `autonomy_change` audit entry (site
- * chain) commit in one transaction. The guarded writer reads the levels with
- * one indexed SELECT per decision, so a change made by another process (the
- * CLI) is in force at the daemon's next decision.
+ * always allowed), and its row and its `autonomy_change` audit entry (the
+ * tenant's chain) commit in one transaction. The guarded writer reads the
+ * levels of the proposal's tenant with one indexed SELECT per decision, so a
+ * change made by another process (the CLI) is in force at the daemon's next
+ * decision.
+ *
+ * Rows of tenant `*` are changes made before levels were per tenant (their
+ * entries are on the site chain): they apply to every tenant that has no row
+ * of its own for the same (agent, setpoint), so an upgrade changes no level in
+ * force; a tenant's own change then overrides them for that tenant alone.
  */
 import type { Database, Statement } from 'better-sqlite3';
 import { canonicalJson, SITE_TENANT } from '../audit/entry.js';
@@ -24,6 +31,8 @@ import type { Store } from './store.js';
 export const ANY = '*';
 
 export interface AutonomyRow {
+  /** The tenant whose row it is, or `*` for a change from before levels were per tenant (it applies to all). */
+  readonly tenant: string;
   readonly agent: string;
   readonly setpoint: string;
   readonly level: AutonomyLevel;
@@ -37,6 +46,8 @@ export interface AutonomyRow {
 }
 
 export interface AutonomyRequest {
+  /** The tenant whose levels change: the tenant of the path (or of the run, for the model watchdog's drop). */
+  readonly tenant: string;
   /** `agent.<role>`; omit to change the ceiling of `setpoint` for every agent. */
   readonly agent?: string;
   /** A setpoint of the bundle; omit to change the agent on every setpoint. */
@@ -60,24 +71,25 @@ const LOOKUP = new WeakMap<Database, Statement>();
 function lookup(db: Database): Statement {
   let st = LOOKUP.get(db);
   if (!st) {
-    st = db.prepare(`SELECT agent, setpoint, level FROM autonomy_level WHERE (agent = ? AND setpoint IN (?, '*')) OR (agent = '*' AND setpoint = ?)`).raw();
+    // the tenant's rows first (ORDER BY tenant = '*'), so a pre-tenancy row only fills what the tenant has not set
+    st = db.prepare(`SELECT agent, setpoint, level FROM autonomy_level WHERE tenant IN (?, '*') AND ((agent = ? AND setpoint IN (?, '*')) OR (agent = '*' AND setpoint = ?)) ORDER BY tenant = '*'`).raw();
     LOOKUP.set(db, st);
   }
   return st;
 }
 
 /**
- * The agent's level on `setpoint` and the setpoint's ceiling, as persisted (bundle levels where no row exists):
- * the shape `PolicyContext.autonomy` takes. One SELECT on the primary key.
+ * The agent's level on `setpoint` and the setpoint's ceiling for `tenant`'s runs, as persisted (bundle levels
+ * where no row exists): the shape `PolicyContext.autonomy` takes. One SELECT on the primary key.
  */
-export function autonomyLevels(db: Database, bundle: PolicyBundle, agent: string, setpoint: string): { agent: AutonomyLevel; setpoint: AutonomyLevel } {
+export function autonomyLevels(db: Database, tenant: string, bundle: PolicyBundle, agent: string, setpoint: string): { agent: AutonomyLevel; setpoint: AutonomyLevel } {
   let pair: AutonomyLevel | undefined;
   let general: AutonomyLevel | undefined;
   let ceiling: AutonomyLevel | undefined;
-  for (const [a, s, l] of lookup(db).all(agent, setpoint, setpoint) as [string, string, AutonomyLevel][]) {
-    if (a === ANY) ceiling = l;
-    else if (s === ANY) general = l;
-    else pair = l;
+  for (const [a, s, l] of lookup(db).all(tenant, agent, setpoint, setpoint) as [string, string, AutonomyLevel][]) {
+    if (a === ANY) ceiling ??= l;
+    else if (s === ANY) general ??= l;
+    else pair ??= l;
   }
   const c = bundle.content;
   return {
@@ -86,21 +98,26 @@ export function autonomyLevels(db: Database, bundle: PolicyBundle, agent: string
   };
 }
 
-/** Every persisted row (what `policy autonomy show` lists beside the bundle's levels). */
-export function autonomyRows(db: Database): AutonomyRow[] {
+/**
+ * The persisted rows in force for `tenant` (what `policy autonomy show` lists beside the bundle's levels): its own,
+ * and the pre-tenancy rows (`*`) it has not overridden. Never another tenant's.
+ */
+export function autonomyRows(db: Database, tenant: string): AutonomyRow[] {
   const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'autonomy_level'").get();
   if (!has) return [];
   return db
     .prepare(
-      `SELECT agent, setpoint, level, changed_by AS changedBy, role, change_ref AS changeRef, reason, changed_at AS changedAt, bundle, audit_seq AS auditSeq
-       FROM autonomy_level ORDER BY agent, setpoint`,
+      `SELECT tenant, agent, setpoint, level, changed_by AS changedBy, role, change_ref AS changeRef, reason, changed_at AS changedAt, bundle, audit_seq AS auditSeq
+       FROM autonomy_level r
+       WHERE tenant = ? OR (tenant = '*' AND NOT EXISTS (SELECT 1 FROM autonomy_level o WHERE o.tenant = ? AND o.agent = r.agent AND o.setpoint = r.setpoint))
+       ORDER BY agent, setpoint`,
     )
-    .all() as AutonomyRow[];
+    .all(tenant, tenant) as AutonomyRow[];
 }
 
 /**
- * Change one autonomy level durably: the row and its `autonomy_change` entry (site chain, actor = the person)
- * commit together; an unchanged level writes nothing.
+ * Change one autonomy level of `req.tenant` durably: the row and its `autonomy_change` entry (the tenant's chain,
+ * actor = the person) commit together; an unchanged level writes nothing. Other tenants' levels do not move.
  * @throws LkError LK_AUTONOMY_CHANGE when the change is not permitted (raise by more than one level, without a
  *   change reference, by a role the bundle does not permit, unknown agent id, setpoint or level) — nothing is
  *   written then; LK_VALIDATION when neither agent nor setpoint is given or `by.person` is not a person's user id
@@ -110,6 +127,7 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
   const agent = req.agent ?? ANY;
   const setpoint = req.setpoint ?? ANY;
   if (agent === ANY && setpoint === ANY) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both');
+  const tenant = tenantOf(req);
   // a person, never an agent or the system: an agent must not be able to graduate itself. The one exception is
   // the fail-safe: the system may drop an agent to L0 (shadow) when its model is lost (R8); it can never raise.
   const failSafe = req.by?.person === 'system' && req.to === 'L0';
@@ -119,7 +137,7 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
   return store.tx(({ db, audit }) => {
     // read inside the IMMEDIATE transaction: two concurrent raises cannot both start from the same level
     const now = store.clock.now();
-    const from = currentLevel(db, bundle, agent, setpoint);
+    const from = currentLevel(db, tenant, bundle, agent, setpoint);
     const state: AutonomyState = agent === ANY ? { bundleVersion: bundle.version, agents: {}, setpoints: { [setpoint]: from } } : { bundleVersion: bundle.version, agents: { [agent]: from }, setpoints: {} };
     const target = agent === ANY ? { setpoint } : { agent };
     const { event } = changeAutonomy(state, { target, to: req.to, by: req.by, at: now, ...(req.changeRef !== undefined ? { changeRef: req.changeRef } : {}), ...(req.reason !== undefined ? { reason: req.reason } : {}) }, bundle);
@@ -130,11 +148,11 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
     if (raised && req.signer) {
       const time = new Date(now).toISOString();
       const meaning = `raise autonomy of ${[agent === ANY ? null : agent, setpoint === ANY ? null : setpoint].filter(Boolean).join(' on ')} ${event.from} → ${event.to} (${event.changeRef})`.slice(0, 200);
-      const record = { format: 1, kind: 'autonomy_change', agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, timestamp: time };
+      const record = { format: 1, kind: 'autonomy_change', tenant, agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, timestamp: time };
       signature = { user: req.by.person, name: req.signer.name.slice(0, 200), meaning, time, value: signBytes(store.audit.siteKey(), canonicalJson(record)) };
     }
     const entry = audit.append({
-      tenant: SITE_TENANT,
+      tenant,
       actor: req.by.person,
       kind: 'autonomy_change',
       action: event.type === 'autonomy_raised' ? 'autonomy.raise' : 'autonomy.lower',
@@ -146,11 +164,11 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
       ...(signature ? { signature } : {}),
     });
     db.prepare(
-      `INSERT INTO autonomy_level (agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (agent, setpoint) DO UPDATE SET level = excluded.level, changed_by = excluded.changed_by, role = excluded.role,
+      `INSERT INTO autonomy_level (tenant, agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (tenant, agent, setpoint) DO UPDATE SET level = excluded.level, changed_by = excluded.changed_by, role = excluded.role,
          change_ref = excluded.change_ref, reason = excluded.reason, changed_at = excluded.changed_at, bundle = excluded.bundle, audit_seq = excluded.audit_seq`,
-    ).run(agent, setpoint, event.to, req.by.person, req.by.role, event.changeRef, event.reason, entry.ts, bundle.version, entry.seq);
+    ).run(tenant, agent, setpoint, event.to, req.by.person, req.by.role, event.changeRef, event.reason, entry.ts, bundle.version, entry.seq);
     return { ...event, target: { ...(agent !== ANY ? { agent } : {}), ...(setpoint !== ANY ? { setpoint } : {}) } as AutonomyEvent['target'], auditSeq: entry.seq };
   });
 }
@@ -165,15 +183,23 @@ export function previewAutonomy(store: Store, bundle: PolicyBundle, req: Autonom
   const setpoint = req.setpoint ?? ANY;
   if (agent === ANY && setpoint === ANY) throw new LkError('LK_VALIDATION', 'an autonomy change names an agent, a setpoint, or both');
   if (setpoint !== ANY && !Object.hasOwn(bundle.content.setpoints, setpoint)) throw new LkError('LK_AUTONOMY_CHANGE', `"${setpoint}" is not a setpoint of this site`);
-  const from = currentLevel(store.db, bundle, agent, setpoint);
+  const from = currentLevel(store.db, tenantOf(req), bundle, agent, setpoint);
   const state: AutonomyState = agent === ANY ? { bundleVersion: bundle.version, agents: {}, setpoints: { [setpoint]: from } } : { bundleVersion: bundle.version, agents: { [agent]: from }, setpoints: {} };
   const target = agent === ANY ? { setpoint } : { agent };
   return changeAutonomy(state, { target, to: req.to, by: req.by, at: store.clock.now(), ...(req.changeRef !== undefined ? { changeRef: req.changeRef } : {}), ...(req.reason !== undefined ? { reason: req.reason } : {}) }, bundle).event;
 }
 
-/** The level a change of (agent, setpoint) starts from: its row, else what applies there without it. */
-function currentLevel(db: Database, bundle: PolicyBundle, agent: string, setpoint: string): AutonomyLevel {
-  const row = (a: string, s: string): AutonomyLevel | undefined => db.prepare('SELECT level FROM autonomy_level WHERE agent = ? AND setpoint = ?').pluck().get(a, s) as AutonomyLevel | undefined;
+/** A tenant id (never `*`, the pre-tenancy rows, nor the site chain): a change belongs to one tenant. */
+function tenantOf(req: AutonomyRequest): string {
+  const t = req.tenant;
+  if (typeof t !== 'string' || !/^[a-z][a-z0-9-]{0,63}$/.test(t) || t === SITE_TENANT) throw new LkError('LK_VALIDATION', `"${String(t)}" is not a tenant id: an autonomy change is a tenant's`);
+  return t;
+}
+
+/** The level a change of (agent, setpoint) of `tenant` starts from: its row, else what applies there without it. */
+function currentLevel(db: Database, tenant: string, bundle: PolicyBundle, agent: string, setpoint: string): AutonomyLevel {
+  const row = (a: string, s: string): AutonomyLevel | undefined =>
+    db.prepare("SELECT level FROM autonomy_level WHERE tenant IN (?, '*') AND agent = ? AND setpoint = ? ORDER BY tenant = '*' LIMIT 1").pluck().get(tenant, a, s) as AutonomyLevel | undefined;
   const c = bundle.content;
   if (agent === ANY) return row(ANY, setpoint) ?? (Object.hasOwn(c.setpoints, setpoint) ? c.setpoints[setpoint]!.autonomy : 'L0');
   const general = row(agent, ANY) ?? (Object.hasOwn(c.agents, agent) ? c.agents[agent]!.autonomy : 'L0');
@@ -194,7 +220,7 @@ export interface AutonomyMeta {
   readonly auditSeq?: number;
 }
 
-/** The levels in force: the bundle's, overridden by persisted rows (what `policy autonomy show` and GET /autonomy print). */
+/** The levels in force: the bundle's, overridden by a tenant's rows ({@link autonomyRows}; what `policy autonomy show` and GET /autonomy print). */
 export function autonomyView(bundle: PolicyBundle, rows: readonly AutonomyRow[]): {
   bundleVersion: string;
   agents: Record<string, AutonomyMeta>;

@@ -515,6 +515,34 @@ export const MIGRATIONS: readonly Migration[] = [
       )`, 'CREATE INDEX run_approval_tenant ON run_approval (tenant, status);');
     },
   },
+  {
+    version: 11,
+    name: 'autonomy: levels per tenant (a change under one tenant\'s path applies to that tenant\'s runs only)',
+    up: `
+      -- The levels of migration 3, keyed by tenant. A change is made under a tenant's path and audited on that
+      -- tenant's chain; it governs that tenant's runs only. Rows from before levels were per tenant keep
+      -- tenant '*' (their entry is on the site chain): they still apply to every tenant without a row of its own
+      -- for the same (agent, setpoint), so the upgrade changes no level in force.
+      CREATE TABLE autonomy_level_new (
+        tenant       TEXT NOT NULL,
+        agent        TEXT NOT NULL,
+        setpoint     TEXT NOT NULL,
+        level        TEXT NOT NULL CHECK (level IN ('L0', 'L1', 'L2', 'L3')),
+        changed_by   TEXT NOT NULL,
+        role         TEXT,
+        change_ref   TEXT,
+        reason       TEXT,
+        changed_at   TEXT NOT NULL,
+        bundle       TEXT NOT NULL,
+        audit_seq    INTEGER NOT NULL,             -- autonomy_change entry on the tenant's chain ('*': the site chain)
+        PRIMARY KEY (tenant, agent, setpoint),
+        CHECK (agent <> '*' OR setpoint <> '*')
+      ) WITHOUT ROWID;
+      INSERT INTO autonomy_level_new (tenant, agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq)
+        SELECT '*', agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq FROM autonomy_level;
+      DROP TABLE autonomy_level;
+      ALTER TABLE autonomy_level_new RENAME TO autonomy_level;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

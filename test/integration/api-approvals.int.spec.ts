@@ -159,7 +159,7 @@ describe('an L2 move waits for the batch\'s reviewer', () => {
     await present();
     // the bundle has coat_dry at L3 (CC-2026-0219); the site puts it back to L2 (lowering needs no role), so its
     // airflow move, low-risk and inside the design space, waits for the batch's reviewer
-    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { agent: 'agent.coat_dry', to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'coating moves reviewed for this campaign' });
+    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { tenant: 'acme-pharma', agent: 'agent.coat_dry', to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'coating moves reviewed for this campaign' });
     const w = await queueWrite(node.daemon, { run: runB, agent: 'agent.coat_dry', setpoint: 'coater.Airflow', from: 1500, to: 1600, unit: 'm3/h' });
     expect(w.needs).toBe('reviewer');
     const r = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the airflow move' });

@@ -199,7 +199,7 @@ describe('autonomy through the API as the signed-in person', () => {
     const signed = await req(a, 'PUT', `${T}/autonomy`, { token: qa, body: { ...up, password: PASSWORD } });
     expect(signed.body).toMatchObject({ type: 'autonomy_raised', from: 'L0', to: 'L1', by: 'm.rossi', role: 'qa_reviewer', signed: true });
 
-    const row = a.store.db.prepare("SELECT actor, signature FROM audit_entry WHERE tenant = 'site' AND action = 'autonomy.raise'").get() as { actor: string; signature: string };
+    const row = a.store.db.prepare("SELECT actor, signature FROM audit_entry WHERE tenant = 'acme-pharma' AND action = 'autonomy.raise'").get() as { actor: string; signature: string };
     expect(row.actor).toBe('m.rossi');
     expect(JSON.parse(row.signature)).toMatchObject({ user: 'm.rossi', name: 'Maria Rossi', meaning: expect.stringContaining('L0 → L1') });
     const after = (await req(a, 'GET', `${T}/autonomy`, { token: qa })).body;

@@ -256,7 +256,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     const ats = g.body.events.map((e: { at: string }) => Date.parse(e.at));
     expect(ats).toEqual([...ats].sort((x, y) => x - y));
     expect(g.body.events.some((e: { kind: string; summary: string }) => e.kind === 'approval' && e.summary.includes('m.rossi'))).toBe(true);
-    expect(g.body.release).toMatchObject({ json: expect.stringContaining('release.json') });
+    expect(g.body.release).toMatchObject({ json: `${A}/runs/${runId}/release?file=json`, pdf: `${A}/runs/${runId}/release?file=pdf` });
     const audit = await call(url, 'GET', `${A}/audit?run=${runId}&reviewer=m.rossi`, { token: tok('a.ricci') });
     expect(audit.body.items.map((e: { action: string }) => e.action)).toContain('approval.decide');
   });

@@ -9,12 +9,15 @@
  * Roles: each role reaches exactly the routes its declaration admits (test/helpers/api-routes.ts, written from
  * the route declarations): anything else is 403 LK_FORBIDDEN. A route whose roles change fails this test.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../../src/api/index.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
 import { ALL_ROLES, ENDS_SESSION, operationsOf, ROUTE_ACCESS, TENANTS, type Operation, type Tenant } from '../helpers/api-routes.js';
+import { mesInboxDir } from '../../connectors/mes/folder.js';
 import { registerModel } from '../../src/models/registry.js';
 import type { ModelCard } from '../../src/twin/card.js';
 import { logLines, queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
@@ -242,5 +245,85 @@ describe('roles: each role reaches exactly the routes its declaration admits', (
       if (ROUTE_ACCESS[op.key] === 'public') expect(r.status, op.key).not.toBe(401);
       else expect([r.status, r.body.code], op.key).toEqual([401, 'LK_UNAUTHENTICATED']);
     }
+  });
+});
+
+describe('R1: autonomy levels are the tenant\'s', () => {
+  const get = (t: Tenant, user: string) => call(node.url, 'GET', `/v1/tenants/${t}/autonomy`, { token: tokens.get(user)! });
+  /** The effective level the guarded writer decides a coater.Airflow move of agent.coat_dry at, for `t`'s run. */
+  const levelInForce = async (t: Tenant): Promise<string> => {
+    const run = held[t].run;
+    const out = await node.daemon.writer.propose({
+      id: `tenancy-autonomy-${t}`, tenant: t, batch: run.batch, run: run.id, agent: 'agent.coat_dry', product: run.product, tooling: run.tooling,
+      moves: [{ setpoint: 'coater.Airflow', value: '1500 m3/h' }], attribute: 'content_uniformity', justification: 'which levels govern this tenant\'s run',
+    });
+    return out.decisions[0]!.autonomy;
+  };
+
+  it('a process engineer\'s change under one tenant\'s path is that tenant\'s: the other sees, and its runs use, its own level; neither reads nor changes the other\'s', async () => {
+    const A: Tenant = 'acme-pharma';
+    const B: Tenant = 'borealis-bio';
+    const before = (await get(B, USERS[B].process_engineer)).body;
+    expect(before.agents['agent.coat_dry']).toMatchObject({ level: 'L3', source: 'bundle' });
+    expect(await levelInForce(B)).toBe('L3');
+
+    const down = await call(node.url, 'PUT', `/v1/tenants/${A}/autonomy`, { token: tokens.get(USERS[A].process_engineer)!, body: { agent: 'agent.coat_dry', level: 'L1', changeRef: 'CC-ACME-7781', reason: 'acme coating campaign under review' } });
+    expect(down.status, JSON.stringify(down.body)).toBe(200);
+    expect(down.body).toMatchObject({ type: 'autonomy_lowered', from: 'L3', to: 'L1', by: USERS[A].process_engineer });
+    const mine = (await get(A, USERS[A].auditor)).body;
+    expect(mine.agents['agent.coat_dry']).toMatchObject({ level: 'L1', source: 'changed', by: USERS[A].process_engineer, changeRef: 'CC-ACME-7781' });
+    expect(mine.history[0]).toMatchObject({ seq: down.body.auditSeq, actor: USERS[A].process_engineer, changeRef: 'CC-ACME-7781' });
+
+    // the other tenant: its own level, nothing of the change (who, reference, reason) anywhere in what it reads
+    for (const role of ['operator', 'process_engineer', 'qa_reviewer', 'auditor'] as const) {
+      const theirs = await get(B, USERS[B][role]);
+      expect(theirs.body.agents['agent.coat_dry'], role).toMatchObject({ level: 'L3', source: 'bundle' });
+      expect(theirs.body.history, role).toEqual(before.history);
+      for (const s of [USERS[A].process_engineer, 'CC-ACME-7781', 'acme coating campaign']) expect(JSON.stringify(theirs.body), `${role} of ${B} sees ${s}`).not.toContain(s);
+    }
+    const trail = await call(node.url, 'GET', `/v1/tenants/${B}/audit?kind=autonomy_change&limit=1000`, { token: tokens.get(USERS[B].auditor)! });
+    expect(trail.body.items).toEqual([]);
+    const own = await call(node.url, 'GET', `/v1/tenants/${A}/audit?kind=autonomy_change&limit=1000`, { token: tokens.get(USERS[A].auditor)! });
+    expect(own.body.items.map((e: { seq: number; actor: string }) => [e.seq, e.actor])).toEqual([[down.body.auditSeq, USERS[A].process_engineer]]);
+    // the guarded writer decides each tenant's moves at that tenant's levels
+    expect(await levelInForce(A)).toBe('L1');
+    expect(await levelInForce(B)).toBe('L3');
+
+    // a person of one tenant neither reads nor changes the other's levels: 404, as for every other cross-tenant path
+    const raise = await call(node.url, 'PUT', `/v1/tenants/${B}/autonomy`, { token: tokens.get(USERS[A].qa_reviewer)!, body: { agent: 'agent.coat_dry', level: 'L3', changeRef: 'CC-ACME-7782', password: passwords.get(USERS[A].qa_reviewer) } });
+    expectNothing(raise, B, 'acme QA reviewer raising on borealis\' path');
+    const lower = await call(node.url, 'PUT', `/v1/tenants/${B}/autonomy`, { token: tokens.get(USERS[A].process_engineer)!, body: { agent: 'agent.coat_dry', level: 'L0', reason: 'not my tenant' } });
+    expectNothing(lower, B, 'acme process engineer lowering on borealis\' path');
+    expectNothing(await get(B, USERS[A].auditor), B, 'acme auditor reading borealis\' levels');
+    // an acme QA raise under its own path moves acme only
+    const up = await call(node.url, 'PUT', `/v1/tenants/${A}/autonomy`, { token: tokens.get(USERS[A].qa_reviewer)!, body: { agent: 'agent.coat_dry', level: 'L2', changeRef: 'CC-ACME-7783', password: passwords.get(USERS[A].qa_reviewer) } });
+    expect(up.body, JSON.stringify(up.body)).toMatchObject({ type: 'autonomy_raised', from: 'L1', to: 'L2', signed: true });
+    expect((await get(B, USERS[B].qa_reviewer)).body.agents['agent.coat_dry']).toMatchObject({ level: 'L3', source: 'bundle' });
+    expect(await levelInForce(B)).toBe('L3');
+    // a person of both tenants sees each tenant's own levels under its path
+    tokens.set('a.ricci', await signIn(node.url, 'a.ricci', passwords.get('a.ricci')!));
+    expect((await get(A, 'a.ricci')).body.agents['agent.coat_dry'].level).toBe('L2');
+    expect((await get(B, 'a.ricci')).body.agents['agent.coat_dry'].level).toBe('L3');
+  });
+});
+
+describe('R9: a busy line says that it is busy, not whose run it is', () => {
+  it('another tenant\'s run on the line: 409 LK_LINE_BUSY with nothing of that run; the tenant\'s own run is named', async () => {
+    // a fresh acme batch record in the MES inbox, so the start reaches the line check (B-1042 ran already)
+    const inbox = mesInboxDir(node.daemon.loaded.dataDir);
+    const record = JSON.parse(readFileSync(join(inbox, 'acme-pharma', 'B-1042.json'), 'utf8').toString()) as Record<string, unknown>;
+    writeFileSync(join(inbox, 'acme-pharma', 'B-1077.json'), JSON.stringify({ ...record, batch: 'B-1077' }));
+    const theirs = JSON.parse(readFileSync(join(inbox, 'borealis-bio', 'B-2001.json'), 'utf8').toString()) as Record<string, unknown>;
+    writeFileSync(join(inbox, 'borealis-bio', 'B-2077.json'), JSON.stringify({ ...theirs, batch: 'B-2077' }));
+    const B = held['borealis-bio'];
+    const foreign = await call(node.url, 'POST', '/v1/tenants/acme-pharma/runs', { token: tokens.get(USERS['acme-pharma'].operator)!, body: { request: 'run batch B-1077 on line-3' } });
+    expect([foreign.status, foreign.body.code], JSON.stringify(foreign.body)).toEqual([409, 'LK_LINE_BUSY']);
+    const shown = JSON.stringify({ ...foreign.body, instance: undefined });
+    for (const s of [...B.secrets, 'APPROVAL', 'borealis']) expect(shown, `acme sees ${s}`).not.toContain(s);
+    expect(foreign.body.detail).toContain('another tenant');
+    // borealis' own people are told which of their runs holds the line
+    const own = await call(node.url, 'POST', '/v1/tenants/borealis-bio/runs', { token: tokens.get(USERS['borealis-bio'].operator)!, body: { request: 'run batch B-2077 on line-3' } });
+    expect([own.status, own.body.code], JSON.stringify(own.body)).toEqual([409, 'LK_LINE_BUSY']);
+    expect(own.body.detail).toContain(B.run.id);
   });
 });

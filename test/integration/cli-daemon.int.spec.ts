@@ -262,7 +262,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(abort.out).toMatch(new RegExp(`^${second} ABORTED: aborted by p\\.bianchi: started at L1 by mistake$`, 'm'));
     expect(abort.out).toMatch(/^signed by Paolo Bianchi \(p\.bianchi\) at /m);
     expect(abort.out).toMatch(/^PLCs on their last known-good recipe, verified by read-back: 7\/7$/m);
-    expect(abort.out).toMatch(/^not a release: .*release\.json$/m);
+    expect(abort.out).toMatch(/^not a release: its package \(release\.json\) downloads from \/v1\/tenants\/[a-z-]+\/runs\/run_[0-9a-f]+\/release\?file=json$/m);
     const run = await call(node.url, 'GET', `${A}/runs/${second}`, { token: auditor });
     expect(run.body.status).toBe('ABORTED');
     for (const eq of ['blender', 'fluidbed', 'press', 'coater', 'nir', 'vision', 'plc']) expect([eq, node.daemon.simulator!.plant.supervisor(eq).state]).toEqual([eq, 'LOST']);

@@ -91,7 +91,7 @@ const blend = (value: string): WriteProposal =>
 
 /** Raise an agent's persisted autonomy one level at a time, by QA under a change reference. */
 function raise(store: Store, agent: string, ...levels: ('L1' | 'L2' | 'L3')[]): void {
-  for (const to of levels) setAutonomy(store, bundle, { agent, to, by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0190' });
+  for (const to of levels) setAutonomy(store, bundle, { tenant: T, agent, to, by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0190' });
 }
 
 const turret = (agent: string, attribute: WriteProposal['attribute'], value: string): WriteProposal =>
@@ -192,7 +192,7 @@ describe('guarded writer state across a restart', () => {
     later();
     sim.plant.writeSetpoint('press', 'MainForce', 12);
     const a = await boot(dir);
-    setAutonomy(a.store, bundle, { agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0160' });
+    setAutonomy(a.store, bundle, { tenant: T, agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0160' });
     expect((await a.writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '13 kN' }] }))).status).toBe('written');
     await shutdown(a);
 
@@ -236,7 +236,7 @@ describe('guarded writer state across a restart', () => {
       expect(of(dark.seq).new).toBe('unknown');
       expect(entries(b.store, { kind: 'alarm' }).at(-1)).toMatchObject({ action: 'setpoint.interrupted', actor: 'system' });
       // the move that did reach the press counts for the rate check
-      setAutonomy(b.store, bundle, { agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0161' });
+      setAutonomy(b.store, bundle, { tenant: T, agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0161' });
       const next = await b.writer.propose(proposal({ moves: [{ setpoint: 'press.PreForce', value: '3.1 kN' }] }));
       expect(next.decisions[0]!.reasons).toContain('RATE_TOO_HIGH');
       expect(verifyStore(b.store).ok).toBe(true);
@@ -430,7 +430,7 @@ describe('an autonomy change made on another connection changes the running writ
     const set = (to: 'L0' | 'L1' | 'L2' | 'L3', person: string, role: string, extra: { changeRef?: string; reason?: string } = {}): { code: number; err: string } => {
       const other = openStore({ dataDir: dir });
       try {
-        setAutonomy(other, bundle, { agent: 'agent.blend_dispense', to, by: { person, role }, ...extra });
+        setAutonomy(other, bundle, { tenant: T, agent: 'agent.blend_dispense', to, by: { person, role }, ...extra });
         return { code: 0, err: '' };
       } catch (err) {
         return { code: 1, err: `[${(err as { code?: string }).code}]` };
@@ -438,13 +438,13 @@ describe('an autonomy change made on another connection changes the running writ
         other.close();
       }
     };
-    const siteHead = () => node.store.audit.head(SITE_TENANT).seq;
+    const chainHead = () => node.store.audit.head(T).seq;
     try {
       const r1 = await node.writer.propose(blend('21 {rev}/min'));
       expect(r1.status).toBe('recommended');
       expect(r1.decisions[0]!.reasons).toContain('AUTONOMY_RECOMMEND_ONLY');
 
-      const head = siteHead();
+      const head = chainHead();
       const byOperator = set('L2', 'l.verdi', 'operator', { changeRef: 'CC-2026-0170' });
       const noRef = set('L2', 'q.russo', 'qa_reviewer');
       const jump = set('L3', 'q.russo', 'qa_reviewer', { changeRef: 'CC-2026-0170' });
@@ -452,8 +452,8 @@ describe('an autonomy change made on another connection changes the running writ
         expect(r.code).toBe(1);
         expect(r.err).toContain('[LK_AUTONOMY_CHANGE]');
       }
-      expect(siteHead()).toBe(head);
-      expect(autonomyRows(node.store.db)).toEqual([]);
+      expect(chainHead()).toBe(head);
+      expect(autonomyRows(node.store.db, T)).toEqual([]);
       later();
       expect((await node.writer.propose(blend('21 {rev}/min'))).status).toBe('recommended');
 
@@ -471,13 +471,13 @@ describe('an autonomy change made on another connection changes the running writ
       expect(r3.status).toBe('recommended');
       expect(r3.decisions[0]!.autonomy).toBe('L0');
 
-      const trail = entries(node.store, { kind: 'autonomy_change' }, SITE_TENANT);
+      const trail = entries(node.store, { kind: 'autonomy_change' }, T);
       expect(trail.map((e) => [e.actor, e.action, e.old, e.new])).toEqual([
         ['q.russo', 'autonomy.raise', 'L1', 'L2'],
         ['l.verdi', 'autonomy.lower', 'L2', 'L0'],
       ]);
       expect(trail[0]!.args).toMatchObject({ change_ref: 'CC-2026-0171', role: 'qa_reviewer' });
-      const shown = JSON.parse((await cli('policy', 'autonomy', 'show', '--json', '--data', dir)).out) as { agents: Record<string, { level: string; by?: string }> };
+      const shown = JSON.parse((await cli('policy', 'autonomy', 'show', '--tenant', T, '--json', '--data', dir)).out) as { agents: Record<string, { level: string; by?: string }> };
       expect(shown.agents['agent.blend_dispense']).toMatchObject({ level: 'L0', by: 'l.verdi' });
       expect(verifyStore(node.store).ok).toBe(true);
     } finally {

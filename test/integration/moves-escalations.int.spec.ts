@@ -79,7 +79,7 @@ beforeAll(async () => {
   // the bundle graduated compress_fill and coat_dry to L3 (CC-2026-0219); this site reviews their moves (L2): lowering
   // needs no role, as a site would do it for a campaign
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
-    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { agent, to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'moves reviewed for this campaign' });
+    setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { tenant: T, agent, to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'moves reviewed for this campaign' });
   }
   engineer = home();
   operator = home();

@@ -103,7 +103,8 @@ describe('releasing a batch leaves every PLC supervised', () => {
     expect(equipment.map((id) => [id, plant.supervisor(id).revertCount])).toEqual(counts);
 
     // the package: whole, its digests those audited, its PDF the one rendered from release.json on this thread
-    const rel = d.engine.get(T, run.id).release!;
+    // the view gives download URLs; the files are on this node under the data directory
+    const rel = { json: d.engine.releaseFile(T, run.id, 'json')!, pdf: d.engine.releaseFile(T, run.id, 'pdf')!, bundle: d.engine.releaseFile(T, run.id, 'bundle')! };
     const log = d.engine.runs.toolCalls(run.id).filter((r) => r.tool === TOOL && r.kind === 'ok');
     expect(log).toHaveLength(1);
     const digests = (log[0]!.result as { sha256: { json: string; pdf: string; bundle: string } }).sha256;

@@ -87,10 +87,10 @@ beforeAll(async () => {
   expect(d.simulator!.plant.read('press', 'TurretSpeed')).toBe(30);
   const bundle = d.policy.bundle!;
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
-    setAutonomy(d.store, bundle, { agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
+    setAutonomy(d.store, bundle, { tenant: T, agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
   }
-  expect(autonomyLevels(d.store.db, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
-  expect(autonomyLevels(d.store.db, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
+  expect(autonomyLevels(d.store.db, T, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
+  expect(autonomyLevels(d.store.db, T, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
   // the console's presence heartbeats: the operator stays attended (R5) whatever the daemon instance
   presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
 }, 120_000);
@@ -280,7 +280,9 @@ describe('a released batch: B-1042', () => {
     expect(rows.at(-1)!.tool).toBe('audit.write_release_package');
     expect([...new Set(rows.map((r) => r.tool))].sort()).toEqual([...SPEC_TOOLS].sort());
 
-    const rel = v.release!;
+    // the view gives download URLs (never a server path); the files are on this node under the data directory
+    expect(v.release).toMatchObject({ json: `/v1/tenants/${T}/runs/${run.id}/release?file=json`, pdf: `/v1/tenants/${T}/runs/${run.id}/release?file=pdf` });
+    const rel = { json: d.engine.releaseFile(T, run.id, 'json')!, pdf: d.engine.releaseFile(T, run.id, 'pdf')!, bundle: d.engine.releaseFile(T, run.id, 'bundle')! };
     for (const f of [rel.json, rel.pdf, rel.bundle]) expect(existsSync(f), f).toBe(true);
     const pkg = (JSON.parse(readFileSync(rel.json, 'utf8')) as { input: { run: { status: string }; signatures: { user: string; decision: string; signature: string }[]; losingRequests: { agent: string }[]; quality?: { specTable: { results: unknown[] }; exceptions: { id: string; status: string; closedBy?: { user: string; comment: string; deviation?: string } }[] } } }).input;
     expect(pkg.run.status).toBe('RELEASED');
@@ -377,11 +379,11 @@ describe('a rejected batch: B-1043', () => {
     const rows = checkToolLog(run.id);
     expect(rows.filter((r) => r.tool === 'approval.request').map((r) => r.kind)).toEqual(['call', 'ok']);
     expect(rows.at(-1)!.tool).toBe('audit.write_release_package');
-    const pkg = (JSON.parse(readFileSync(v.release!.json, 'utf8')) as { input: { run: { status: string }; signatures: { decision: string }[]; genealogy: { kind: string }[] } }).input;
+    const pkg = (JSON.parse(readFileSync(d.engine.releaseFile(T, run.id, 'json')!, 'utf8')) as { input: { run: { status: string }; signatures: { decision: string }[]; genealogy: { kind: string }[] } }).input;
     expect(pkg.run.status).toBe('REJECTED');
     expect(pkg.signatures.map((s) => s.decision)).toEqual(['reject']);
     expect(pkg.genealogy.filter((e) => e.kind === 'approval')).toHaveLength(2);
-    const verify = spawnSync(process.execPath, [VERIFIER, v.release!.bundle, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
+    const verify = spawnSync(process.execPath, [VERIFIER, d.engine.releaseFile(T, run.id, 'bundle')!, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
     expect(verify.status, verify.stdout + verify.stderr).toBe(0);
     // the decision is final
     expect(codeOf(() => decideAs(approval, QA))).toBe('LK_APPROVAL_DECIDED');
@@ -475,7 +477,8 @@ describe('durability: B-1044 across clean stops', () => {
     const rows = checkToolLog(id);
     expect(rows.slice(0, calls.length)).toEqual(calls);
     expect(rows.filter((r) => r.tool === 'approval.request').map((r) => r.kind)).toEqual(['call', 'ok']);
-    expect(existsSync(done.release!.bundle)).toBe(true);
+    expect(done.release!.bundle).toBe(`/v1/tenants/${T}/runs/${id}/release?file=bundle`);
+    expect(existsSync(d.engine.releaseFile(T, id, 'bundle')!)).toBe(true);
   }, 120_000);
 });
 

@@ -99,7 +99,7 @@ beforeAll(async () => {
   const store = openStore({ dataDir: template });
   try {
     const raised = setAutonomy(store, loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle, {
-      agent: 'agent.blend_dispense', to: 'L2', by: { person: 'm.rossi', role: 'qa_reviewer' }, changeRef: 'CR-FAULT-TEST', reason: 'fault test: blend moves are signed, then written',
+      tenant: T, agent: 'agent.blend_dispense', to: 'L2', by: { person: 'm.rossi', role: 'qa_reviewer' }, changeRef: 'CR-FAULT-TEST', reason: 'fault test: blend moves are signed, then written',
     });
     expect(raised.type).toBe('autonomy_raised');
   } finally {

@@ -69,9 +69,9 @@ describe('the embedded default at L3: the agents keep the batch inside its speci
   it('graduated in the bundle: compress_fill and coat_dry are L3 with no person raising them at run time', () => {
     const bundle = d.policy.bundle!;
     expect(bundle.change.change_ref).toBe('CC-2026-0219');
-    expect(autonomyLevels(d.store.db, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
-    expect(autonomyLevels(d.store.db, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
-    expect(countAction(d.store, SITE_TENANT, 'autonomy.raise')).toBe(0);
+    expect(autonomyLevels(d.store.db, T, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
+    expect(autonomyLevels(d.store.db, T, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
+    expect(countAction(d.store, T, 'autonomy.raise')).toBe(0);
   });
 
   it('B-1042 reaches the gate with press moves written and read back, and hardness and weight PASS on every sample', async () => {
@@ -197,7 +197,7 @@ describe('a twin the plant no longer follows is a lost model (R8)', () => {
       const s = plant.supervisor('press');
       expect([s.state, s.activeRecipe, s.revertCount]).toEqual(['LOST', s.lkg.id, reverts + 1]);
       for (const a of ['agent.compress_fill', 'agent.granulate_dry', 'agent.coat_dry', 'agent.quality_conf']) {
-        expect(autonomyLevels(d.store.db, d.policy.bundle!, a, 'press.MainForce').agent, a).toBe('L0');
+        expect(autonomyLevels(d.store.db, T, d.policy.bundle!, a, 'press.MainForce').agent, a).toBe('L0');
       }
       const audit = [...auditOfRun(d.store, T, run.id).values()];
       expect(audit.find((e) => e.action === 'model.lost')?.reason).toMatch(/LK_MODEL_FIDELITY/);

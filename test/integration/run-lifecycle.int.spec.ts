@@ -242,13 +242,13 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
 
     // the package: release.json opens with "aborted", page 1 of release.pdf says it is not a release
     expect(v.release).not.toBeNull();
-    const text = readFileSync(v.release.json, 'utf8');
+    const text = readFileSync(node.daemon.engine.releaseFile(T, id, 'json')!, 'utf8');
     expect(text.startsWith('{"aborted":{"released":false,"statement":"ABORTED: batch B-3002')).toBe(true);
     const pkg = JSON.parse(text);
     expect(pkg.input.run.status).toBe('ABORTED');
     expect(pkg.input.abort).toMatchObject({ user: 'p.bianchi', from: 'RUNNING', step: '05 compress.press', reason: 'granulate lot recalled by the supplier' });
     expect(pkg.input.signatures).toEqual([]);
-    const page1 = flat(pdfPages(readFileSync(v.release.pdf))[0]!);
+    const page1 = flat(pdfPages(readFileSync(node.daemon.engine.releaseFile(T, id, 'pdf')!))[0]!);
     expect(page1).toContain('ABORTED — NOT A RELEASE: this batch is not released');
     expect(page1).toContain('Decision: NOT A RELEASE');
 

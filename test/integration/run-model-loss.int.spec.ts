@@ -20,7 +20,7 @@ let d: Daemon;
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: { 'B-2101': 40_000 } });
   d = await startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100 });
-  setAutonomy(d.store, d.policy.bundle!, { agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression setpoints' });
+  setAutonomy(d.store, d.policy.bundle!, { tenant: T, agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression setpoints' });
 }, 120_000);
 
 afterAll(async () => {
@@ -69,7 +69,7 @@ describe('a model lost during a run (R8)', () => {
 
       // the agents that act on the twin's predictions are in shadow now; raising them again is a person's decision
       for (const a of ['agent.compress_fill', 'agent.granulate_dry', 'agent.coat_dry', 'agent.quality_conf']) {
-        expect(autonomyLevels(d.store.db, d.policy.bundle!, a, 'press.MainForce').agent).toBe('L0');
+        expect(autonomyLevels(d.store.db, T, d.policy.bundle!, a, 'press.MainForce').agent).toBe('L0');
       }
       const events = d.engine.runs.events(run.id).filter((e) => e.kind === 'watchdog');
       expect(events.some((e) => /model lost \(LK_MODEL_CORRUPT\): 7\/7 PLCs reverted to LKG/.test(e.summary))).toBe(true);

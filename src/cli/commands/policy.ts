@@ -292,18 +292,20 @@ function registerAutonomy(policy: Command): void {
   const autonomy = policy.command('autonomy').description('Show or change autonomy levels (per agent, per agent × setpoint, per setpoint ceiling) in the data directory');
   const data = (c: Command): Command => common(c).option('--data <dir>', 'data directory (default: data_dir of the configuration)');
 
-  data(autonomy.command('show').description('Print the levels in force: the bundle\'s, overridden by persisted changes (who, when, change reference)')).action((opts: AutonomyOpts) => {
-    const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db) : []));
-    if (opts.json) return out(JSON.stringify(view, null, 2));
-    out(`autonomy (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
-    const line = (k: string, v: object): string => {
-      const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
-      return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
-    };
-    for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
-    for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
-    for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
-  });
+  data(autonomy.command('show').description('Print a tenant\'s levels in force: the bundle\'s, overridden by that tenant\'s persisted changes (who, when, change reference)'))
+    .requiredOption('--tenant <id>', 'the tenant whose levels to print (levels are per tenant)')
+    .action((opts: AutonomyOpts & { tenant: string }) => {
+      const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db, opts.tenant) : []));
+      if (opts.json) return out(JSON.stringify(view, null, 2));
+      out(`autonomy of ${opts.tenant} (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
+      const line = (k: string, v: object): string => {
+        const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
+        return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
+      };
+      for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
+      for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
+      for (const [k, v] of Object.entries(view.setpoints)) out(line(`ceiling ${k}`, v));
+    });
 
   autonomy
     .command('set')
@@ -313,7 +315,7 @@ function registerAutonomy(policy: Command): void {
     .requiredOption('--level <level>', 'L0..L3 (there is no unattended level)')
     .option('--change-ref <ref>', 'change-control reference (required to raise)')
     .option('--reason <text>', 'why')
-    .option('--tenant <id>', 'tenant whose path the request uses (default: the session\'s; levels are the site\'s)')
+    .option('--tenant <id>', 'tenant whose path the request uses (default: the session\'s): the tenant whose levels change')
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'machine-readable output')
     .action(async (opts: { agent?: string; setpoint?: string; level: string; changeRef?: string; reason?: string; tenant?: string; url?: string; json?: boolean }) => {
@@ -335,7 +337,7 @@ function registerAutonomy(policy: Command): void {
       }
       if (opts.json) return out(JSON.stringify(ev, null, 2));
       const what = [opts.agent, opts.setpoint].filter(Boolean).join(' on ');
-      out(ev.type === 'autonomy_unchanged' ? `${what}: already ${ev.to} (nothing changed)` : `${what}: ${ev.from} → ${ev.to} by ${ev.by} (${ev.role})${ev.changeRef ? `, ${ev.changeRef}` : ''}${ev.signed ? ', signed' : ''}; audit site #${ev.auditSeq}`);
+      out(ev.type === 'autonomy_unchanged' ? `${what}: already ${ev.to} (nothing changed)` : `${what}: ${ev.from} → ${ev.to} by ${ev.by} (${ev.role})${ev.changeRef ? `, ${ev.changeRef}` : ''}${ev.signed ? ', signed' : ''}; audit ${tenant} #${ev.auditSeq}`);
     });
 }
 

@@ -61,7 +61,7 @@ export function registerRunLifecycle(runs: Command): void {
         `PLCs on their last known-good recipe, verified by read-back: ${verified}/${out.reverted.length}`,
         ...revertLines(out.reverted),
         ...(out.approvalWithdrawn ? [`approval ${out.approvalWithdrawn} withdrawn: it can no longer be signed`] : []),
-        out.run.release ? `not a release: ${out.run.release.json}` : 'not a release: the package could not be written (see the run\'s step 10)',
+        out.run.release ? `not a release: its package (release.json) downloads from ${out.run.release.json}` : 'not a release: the package could not be written (see the run\'s step 10)',
       ].join('\n') + '\n');
       if (verified < out.reverted.length) process.exitCode = 1;
     });

@@ -7,6 +7,7 @@
  * until a named QA reviewer signs (R3); nothing releases a batch without that signature.
  */
 import { randomBytes } from 'node:crypto';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { AuditEntryInput } from '../../audit/index.js';
 import type { SiteConfig } from '../../config/schema.js';
 import type { Attendance } from '../../domain/policy.js';
@@ -31,6 +32,7 @@ import { assertBatchOpen, assertLineReady, ingestedEntry, keepIngested, releaseI
 import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
+import { releaseView } from './release-view.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';
@@ -156,7 +158,7 @@ export class RunEngine {
    * (audited), then execute it in the background.
    * @throws LkError LK_RUN_REQUEST_INVALID / LK_RUN_REQUEST_LOOSENS for a bad request; LK_NOT_FOUND when the
    *   MES has no such batch for the tenant or the line is not this site's; LK_BATCH_CLOSED when the batch ran
-   *   already (batch-closure.ts); LK_BATCH_RECORD_INVALID; LK_LINE_BUSY when another run is active on the line;
+   *   already (batch-closure.ts); LK_BATCH_RECORD_INVALID; LK_LINE_BUSY when another run is active on the line (named only when it is the caller's tenant's);
    *   LK_LINE_NOT_READY (readiness.ts) listing why. Nothing is written then (a changed record of a closed batch
    *   is refused and audited).
    */
@@ -172,7 +174,11 @@ export class RunEngine {
     // the people the record names must be able to sign: a QA reviewer nobody can be blocks the line at its gate
     if (this.o.people) checkNamedPeople(record as Record<string, unknown>, input.tenant, this.o.people, this.o.policy());
     const busy = this.runs.activeOnLine(req.line);
-    if (busy) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    if (busy) {
+      // another tenant's run is none of this tenant's business (R1/R9): the line is busy, not whose run it is
+      if (busy.tenant !== input.tenant) throw new LkError('LK_LINE_BUSY', `line ${req.line} runs another tenant's batch; one run at a time per line`, { line: req.line });
+      throw new LkError('LK_LINE_BUSY', `line ${req.line} runs ${busy.id} (${busy.status}); one run at a time per line`, { line: req.line, run: busy.id });
+    }
     assertLineReady(this.o, this.runs, input.tenant, req.line);
     const autonomy = input.autonomy ?? req.autonomy ?? 'L3';
     const id = `run_${randomBytes(10).toString('hex')}`;
@@ -209,6 +215,23 @@ export class RunEngine {
    */
   get(tenant: string, id: string): RunView {
     return this.frame(tenant, id).at(this.o.clock.now());
+  }
+
+  /**
+   * The file of the run's release package on this node (`json`, `pdf` or `bundle`), or null when the run has none or
+   * the file is not inside the data directory. Runs keep the paths relative to the data directory (older runs
+   * kept them absolute: both resolve here).
+   * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1).
+   */
+  releaseFile(tenant: string, id: string, file: 'json' | 'pdf' | 'bundle'): string | null {
+    this.get(tenant, id);
+    const kept = this.runs.runById(id)?.data['release'] as Record<string, unknown> | undefined;
+    const at = kept?.[file];
+    if (typeof at !== 'string') return null;
+    const root = resolve(this.o.dataDir);
+    const path = resolve(root, at);
+    const rel = relative(root, path);
+    return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? null : path;
   }
 
   /**
@@ -705,7 +728,7 @@ export class RunEngine {
     if (bundle) {
       for (const agent of AGENTS_OF_MODEL[lost.kind]) {
         try {
-          setAutonomy(this.o.store, bundle, { agent, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: `model lost during ${run.id}: ${lost.code}` });
+          setAutonomy(this.o.store, bundle, { tenant: run.tenant, agent, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: `model lost during ${run.id}: ${lost.code}` });
           dropped.push(agent);
         } catch (err) {
           this.o.log.error({ err, agent }, 'could not drop an agent to L0');
@@ -782,7 +805,7 @@ export class RunEngine {
         ? { id: gate.id, step: '09', status: gate.status, reviewer: gate.reviewer, recordHash: gate.recordHash, requestedAt: new Date(gate.requestedAt).toISOString(), signature: gate.signature }
         : { id: null, step: '09', status: 'not_reached', reviewer: qaReviewerOf(run), recordHash: null, requestedAt: null, signature: null },
       genealogy: `/v1/tenants/${run.tenant}/runs/${run.id}/genealogy`,
-      release: (run.data['release'] as RunView['release']) ?? null,
+      release: releaseView(run),
     };
     return { view, open };
   }

@@ -189,5 +189,6 @@ export interface RunView {
     readonly signature: Record<string, unknown> | null;
   };
   readonly genealogy: string;
+  /** The release package: the API's download URL of each file (GET …/runs/{id}/release?file=…) and its SHA-256. */
   readonly release: { readonly json: string; readonly pdf: string; readonly bundle: string; readonly sha256: Record<string, string> } | null;
 }

@@ -5,7 +5,7 @@
  * batch (the package then says it is not a release). The quality evaluation and the exceptions the
  * engine left in the run's data travel in the package and open its report (page 1 is the verdict).
  */
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { writeReleasePackageOffLoop } from '../../release-offload.js';
 import type { GenealogyEvent, LosingRequest, ReleaseAbort, ReleaseInput, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
@@ -28,6 +28,9 @@ export function writeNotARelease(ctx: StepContext, engine: RunEngine, abort: Rel
 async function writePackage(ctx: StepContext, engine: RunEngine, abort?: ReleaseAbort): Promise<StepResult> {
   const { run } = ctx;
   const dir = join(engine.options.dataDir, 'releases', run.tenant, run.id);
+  // what the run, its log and its audit entries keep: the folder relative to the data directory (never a path of
+  // the server's file system; the API answers download URLs)
+  const rel = (f: string): string => relative(engine.options.dataDir, f).split(sep).join('/');
   const input = { ...releaseInput(ctx, engine), ...(abort ? { abort } : {}) };
   const pkg = await ctx.tool(
     'audit.write_release_package',
@@ -35,14 +38,14 @@ async function writePackage(ctx: StepContext, engine: RunEngine, abort?: Release
     () => writeReleasePackageOffLoop(engine.options.store, dir, input),
     (p) => ({
       summary: `${abort ? 'package of the aborted batch (not a release)' : 'release package'} sha256 ${p.sha256.json.slice(0, 12)}… (json), ${p.sha256.pdf.slice(0, 12)}… (pdf); audit head #${p.auditHead.seq} ${p.auditHead.hash.slice(0, 12)}… checkpointed`,
-      result: { dir: p.dir, sha256: p.sha256, auditHead: p.auditHead, checkpoint: { seq: p.checkpoint.seq, keyId: p.checkpoint.key_id } },
+      result: { dir: rel(p.dir), sha256: p.sha256, auditHead: p.auditHead, checkpoint: { seq: p.checkpoint.seq, keyId: p.checkpoint.key_id } },
     }),
   );
   const rejected = input.signatures.some((s) => s.decision === 'reject');
   return {
     status: 'SUCCEEDED',
     detail: `Genealogy of ${input.genealogy.length} time-aligned events and the ${abort ? 'record of the aborted batch (not a release)' : rejected ? 'rejection record (not a release)' : 'release package'} written: release.json, release.pdf and the audit bundle up to entry #${pkg.auditHead.seq}, which verifies offline with tools/verify-audit-bundle.mjs.`,
-    data: { release: { json: pkg.jsonFile, pdf: pkg.pdfFile, bundle: pkg.bundleFile, sha256: pkg.sha256 } },
+    data: { release: { json: rel(pkg.jsonFile), pdf: rel(pkg.pdfFile), bundle: rel(pkg.bundleFile), sha256: pkg.sha256 } },
   };
 }
 
