@@ -737,7 +737,7 @@ export class RunEngine {
     }
     this.o.store.tx((t) => {
       t.audit.append({ ...this.entry(run, 'system', 'model.lost', { kind: 'watchdog', result: json({ model: lost.kind, code: lost.code, reverted, dropped }), reason: lost.message }) });
-      this.runs.appendEvent(t, { run: id, at: this.o.clock.now(), kind: 'watchdog', step: step.name, agent: 'agent.orchestrator', tag: null, summary: `model lost (${lost.code}): ${reverted.filter((r) => r.ok).length}/${reverted.length} PLCs reverted to LKG; ${dropped.join(', ') || 'no agent'} dropped to L0`, data: json({ reverted, dropped, model: lost.kind }) });
+      this.runs.appendEvent(t, { run: id, at: this.o.clock.now(), kind: 'watchdog', step: step.name, agent: 'agent.orchestrator', tag: null, summary: `model lost (${lost.code}): ${revertSummary(reverted).filter((r) => r.ok).length}/${reverted.length} PLCs reverted to LKG (verified by read-back); ${dropped.join(', ') || 'no agent'} dropped to L0`, data: json({ reverted, dropped, model: lost.kind }) });
       const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
       if (s.status === 'RUNNING') this.setStep(t, run, s, 'HELD', 'system', reason, { endedAt: this.o.clock.now() });
       if (run.status === 'RUNNING') this.setRun(t, run, 'HELD', reason, 'system', reason);
