@@ -9,6 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { LkError } from '../errors.js';
 import { simulate, type SimulateRequest, type SimulationResult, type TwinModel } from '../twin/simulate.js';
 import { encodeRehearsal, type EncodedRehearsal } from './rehearsal-encode.js';
+import { lowerThreadPriority } from './worker-priority.js';
 
 export interface RehearsalTask {
   readonly id: number;
@@ -22,6 +23,9 @@ export type RehearsalReply =
   | { readonly id: number; readonly ok: true; readonly result: SimulationResult }
   | { readonly id: number; readonly ok: true; readonly encoded: EncodedRehearsal }
   | { readonly id: number; readonly ok: false; readonly error: { readonly code: string | null; readonly message: string; readonly detail?: Record<string, unknown> } };
+
+// the heartbeat loop goes first when this thread and it want the same core
+if (parentPort) lowerThreadPriority();
 
 parentPort?.on('message', (t: RehearsalTask) => {
   let reply: RehearsalReply;
