@@ -15,8 +15,8 @@
  * still verified, but their flags are covered by nothing.
  * docs/audit.md describes the format for auditors.
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { hash } from 'node:crypto';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { createHash, hash } from 'node:crypto';
 import type { Store } from '../store/store.js';
 import { LkError } from '../errors.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from './checkpoints.js';
@@ -156,9 +156,56 @@ export interface BundleReport {
 export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } = {}): BundleReport {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
+  return verifyLines(lines, opts).report;
+}
+
+/**
+ * {@link verifyBundle} of a bundle file, read line by line: a bundle of a million-entry trail is larger than the
+ * longest string a JavaScript engine holds (512 MiB), so it is never read whole. Also returns the file's SHA-256
+ * and the checkpoints of the bundle that are validly signed for its tenant.
+ * @throws LkError as {@link verifyBundle}.
+ */
+export function verifyBundleFile(file: string, opts: { publicKey?: PublicSiteKey } = {}): { report: BundleReport; sha256: string; checkpoints: SignedCheckpoint[] } {
+  const digest = createHash('sha256');
+  const { report, checkpoints } = verifyLines(fileLines(file, (chunk) => digest.update(chunk)), opts);
+  return { report, sha256: digest.digest('hex'), checkpoints };
+}
+
+/**
+ * The lines of a file as `text.split('\n')` gives them, without a last empty one after a final newline; read
+ * in chunks (a newline byte is never part of a multi-byte UTF-8 character, so lines are cut on bytes). Every
+ * chunk read goes to `onChunk`, the whole file in order, once the generator has run to its end.
+ */
+function* fileLines(file: string, onChunk: (chunk: Buffer) => void): Generator<string> {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    let rest = Buffer.alloc(0);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      const chunk = buf.subarray(0, n);
+      onChunk(chunk);
+      const data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+      let start = 0;
+      for (let nl = data.indexOf(10, start); nl >= 0; nl = data.indexOf(10, start)) {
+        yield data.toString('utf8', start, nl);
+        start = nl + 1;
+      }
+      rest = Buffer.from(data.subarray(start));
+    }
+    if (rest.length > 0) yield rest.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function verifyLines(source: Iterable<string>, opts: { publicKey?: PublicSiteKey }): { report: BundleReport; checkpoints: SignedCheckpoint[] } {
+  const lines = source[Symbol.iterator]();
+  const headLine = lines.next();
   let header: Record<string, unknown>;
   try {
-    header = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+    header = JSON.parse(headLine.done ? '' : headLine.value) as Record<string, unknown>;
   } catch {
     throw new LkError('LK_VALIDATION', 'not a linekeeper audit bundle (first line is not JSON)');
   }
@@ -172,20 +219,22 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   const { sig, ...unsigned } = header;
   const damages: Damage[] = [];
   const segments = asSegments(header.segments);
-  if (!segments) return { ok: false, tenant, entries: 0, segments: [], keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } };
+  if (!segments) return { report: { ok: false, tenant, entries: 0, segments: [], keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } }, checkpoints: [] };
   // version 2 signs which entries the filter chose; version 1 left the flags uncovered
   const selected = header.version === 2 ? asSegments(header.selected) : undefined;
-  if (header.version === 2 && !selected) return { ok: false, tenant, entries: 0, segments, keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } };
+  if (header.version === 2 && !selected) return { report: { ok: false, tenant, entries: 0, segments, keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } }, checkpoints: [] };
 
   const items: BundleItem[] = [];
   const cps: SignedCheckpoint[] = [];
   const headDamages: Damage[] = [];
   const headerBytes = tryCanonical(unsigned);
   if (header.key_id !== key.keyId || headerBytes === undefined || !verifyBytes(key, headerBytes, sig)) headDamages.push({ kind: 'signature_invalid', seq: null, detail: 'bundle header signature is invalid' });
-  for (let i = 1; i < lines.length; i++) {
+  let i = 0;
+  for (const line of { [Symbol.iterator]: () => lines }) {
+    i++;
     let o: Record<string, unknown> | undefined;
     try {
-      const v = JSON.parse(lines[i]!) as unknown;
+      const v = JSON.parse(line) as unknown;
       o = typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
     } catch {
       o = undefined;
@@ -212,7 +261,7 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
   const all = [...(walk.damage ? [walk.damage] : []), ...damages, ...headDamages];
   const first = firstDamage(all);
   const base = { ok: first === undefined, tenant, entries: items.length, segments, keyId: key.keyId, head: first ? null : walk.head };
-  return first ? { ...base, damage: first } : base;
+  return { report: first ? { ...base, damage: first } : base, checkpoints: cps };
 }
 
 function inRanges(ranges: readonly [number, number][], seq: number): boolean {

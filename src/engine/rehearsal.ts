@@ -6,6 +6,10 @@
  * here, where a worker would cost more than it saves. Either way the result is the same for the same model,
  * request and seed: the worker runs the same function on a structured clone of the same data.
  *
+ * The API's answer is {@link rehearseEncoded}: the result encoded as JSON where it was computed (on the worker
+ * for a large one) with the summary its audit entry records, so the main thread neither decodes nor encodes
+ * the 10,000 entries.
+ *
  * At most {@link MAX_REHEARSAL_WORKERS} worker runs at once: rehearsals beyond wait their turn, so a burst of
  * requests takes a core, not the machine. Workers are kept for the next rehearsal and do not keep the process
  * alive while idle.
@@ -16,6 +20,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ERRORS, type ErrorCode, LkError } from '../errors.js';
 import { simulate, type SimulateRequest, type SimulationResult, type TwinModel } from '../twin/simulate.js';
+import { encodeRehearsal, type EncodedRehearsal } from './rehearsal-encode.js';
 import type { RehearsalReply, RehearsalTask } from './rehearsal-worker.js';
 
 /** Rehearsals of more candidates than this run on a worker thread (a few ms of twin work in-thread at most). */
@@ -36,7 +41,17 @@ export interface RehearseOptions {
 export async function rehearse(model: TwinModel, req: SimulateRequest, o: RehearseOptions = {}): Promise<SimulationResult> {
   const where = o.where ?? (req.candidates > WORKER_MIN_CANDIDATES ? 'worker' : 'thread');
   if (where === 'thread') return simulate(model, req);
-  return pool.run(model, req);
+  return pool.run(model, req, 'result') as Promise<SimulationResult>;
+}
+
+/**
+ * As {@link rehearse}, answered as the API sends it: the result's JSON bytes and the summary its audit entry
+ * records, both made where the rehearsal ran (a large one's on the worker, the bytes transferred, not copied).
+ */
+export async function rehearseEncoded(model: TwinModel, req: SimulateRequest, o: RehearseOptions = {}): Promise<EncodedRehearsal> {
+  const where = o.where ?? (req.candidates > WORKER_MIN_CANDIDATES ? 'worker' : 'thread');
+  if (where === 'thread') return encodeRehearsal(simulate(model, req));
+  return pool.run(model, req, 'encoded') as Promise<EncodedRehearsal>;
 }
 
 /** Rehearsals that ran on workers since the process began, running and waiting now, the most at once, workers alive. */
@@ -46,7 +61,7 @@ export function rehearsalWorkerStats(): { readonly ran: number; readonly running
 
 interface Pending {
   readonly task: RehearsalTask;
-  readonly resolve: (r: SimulationResult) => void;
+  readonly resolve: (r: SimulationResult | EncodedRehearsal) => void;
   readonly reject: (e: unknown) => void;
 }
 
@@ -70,9 +85,9 @@ class RehearsalPool {
     return this.queue.length;
   }
 
-  run(model: TwinModel, req: SimulateRequest): Promise<SimulationResult> {
+  run(model: TwinModel, req: SimulateRequest, form: RehearsalTask['form']): Promise<SimulationResult | EncodedRehearsal> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ task: { id: this.nextId++, model, req }, resolve, reject });
+      this.queue.push({ task: { id: this.nextId++, model, req, form }, resolve, reject });
       this.pump();
     });
   }
@@ -108,7 +123,7 @@ class RehearsalPool {
       this.ran++;
       w.unref();
       this.idle.push(w);
-      if (r.ok) p.resolve(r.result);
+      if (r.ok) p.resolve('encoded' in r ? r.encoded : r.result);
       else p.reject(r.error.code !== null && r.error.code in ERRORS ? new LkError(r.error.code as ErrorCode, r.error.message, r.error.detail) : new LkError('LK_INTERNAL', `rehearsal failed: ${r.error.message}`));
       this.pump();
     });

@@ -16,11 +16,11 @@
  * package is never overwritten, even by two writers racing.
  */
 import { hash } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { fsyncPath } from '../files.js';
 import { basename, dirname, join, resolve } from 'node:path';
-import { exportBundle, verifyBundle } from '../audit/bundle.js';
-import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from '../audit/checkpoints.js';
+import { exportBundle, verifyBundleFile } from '../audit/bundle.js';
+import type { SignedCheckpoint } from '../audit/checkpoints.js';
 import { readSiteKey } from '../audit/keys.js';
 import { canonicalJson } from '../audit/entry.js';
 import { verifyStore, type VerifyReport } from '../audit/verify.js';
@@ -99,14 +99,13 @@ export function sealReleasePackage(store: Store, target: string, input: ReleaseI
   try {
     const bundleFile = join(staging, RELEASE_FILES.bundle);
     exportBundle(store, tenant, {}, bundleFile);
-    const bundleBytes = readFileSync(bundleFile);
     fsyncPath(bundleFile);
-    const { head, checkpoint, entries } = anchorOf(store, tenant, bundleBytes);
+    const { head, checkpoint, entries, sha256: bundleSha256 } = anchorOf(store, tenant, bundleFile);
 
     const record: ReleaseRecord = {
       ...(input.abort ? { aborted: { released: false as const, statement: abortStatement(input) } } : {}),
       format: RELEASE_FORMAT, version: 1, input,
-      audit: { head, checkpoint, bundle: { file: RELEASE_FILES.bundle, sha256: sha256(bundleBytes), entries, key_id: checkpoint.key_id } },
+      audit: { head, checkpoint, bundle: { file: RELEASE_FILES.bundle, sha256: bundleSha256, entries, key_id: checkpoint.key_id } },
     };
     const json = Buffer.from(canonicalJson(record), 'utf8');
     writeDurable(join(staging, RELEASE_FILES.json), json);
@@ -131,7 +130,7 @@ export function sealReleasePackage(store: Store, target: string, input: ReleaseI
       jsonFile: join(target, RELEASE_FILES.json),
       pdfFile: join(target, RELEASE_FILES.pdf),
       bundleFile: join(target, RELEASE_FILES.bundle),
-      sha256: { json: sha256(json), pdf: sha256(pdf), bundle: sha256(bundleBytes) },
+      sha256: { json: sha256(json), pdf: sha256(pdf), bundle: bundleSha256 },
       auditHead: head,
       checkpoint,
     };
@@ -155,24 +154,20 @@ function refuseExisting(target: string): void {
  * the site key. The bundle ends on a checkpoint by construction; checking it here is what lets
  * release.json say "this head, this checkpoint, this bundle" as one statement.
  */
-function anchorOf(store: Store, tenant: string, bundle: Buffer): { head: { seq: number; hash: string }; checkpoint: SignedCheckpoint; entries: number } {
+function anchorOf(store: Store, tenant: string, bundleFile: string): { head: { seq: number; hash: string }; checkpoint: SignedCheckpoint; entries: number; sha256: string } {
   const key = store.readonly ? readSiteKey(store.dataDir) : store.audit.siteKey();
-  const text = bundle.toString('utf8');
-  const r = verifyBundle(text, { publicKey: key });
+  // read line by line: a million-entry trail's bundle is longer than the longest string there can be
+  const { report: r, sha256: bundleSha256, checkpoints } = verifyBundleFile(bundleFile, { publicKey: key });
   if (!r.ok || r.head === null || r.tenant !== tenant) {
     throw new LkError('LK_AUDIT_BROKEN', `the exported audit bundle of "${tenant}" does not verify (${r.damage?.kind ?? 'no head'})`, { tenant, damage: r.damage });
   }
   const head = r.head;
-  let checkpoint: SignedCheckpoint | undefined;
-  for (const l of text.split('\n')) {
-    if (!l.startsWith('{"') || !l.includes('"type":"checkpoint"')) continue;
-    const c = asCheckpoint({ ...(JSON.parse(l) as Record<string, unknown>), type: undefined });
-    if (c && c.seq === head.seq && c.head_hash === head.hash && checkpointSignatureValid(key, c)) checkpoint = c;
-  }
+  // the bundle's checkpoints that are validly signed for the tenant: the one of its head
+  const checkpoint = checkpoints.findLast((c) => c.seq === head.seq && c.head_hash === head.hash);
   if (!checkpoint) throw new LkError('LK_AUDIT_BROKEN', `the exported audit bundle of "${tenant}" has no signed checkpoint of its head #${head.seq}`, { tenant });
   // The store's head may only have moved on (another process appending), never back.
   if (store.audit.head(tenant).seq < head.seq) throw new LkError('LK_AUDIT_BROKEN', `audit chain "${tenant}" is shorter than its exported bundle`, { tenant });
-  return { head: { seq: head.seq, hash: head.hash }, checkpoint, entries: r.entries };
+  return { head: { seq: head.seq, hash: head.hash }, checkpoint, entries: r.entries, sha256: bundleSha256 };
 }
 
 /** A new file (never an existing one), read-only once written, on disk when this returns. */

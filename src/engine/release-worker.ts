@@ -12,6 +12,7 @@ import { LkError } from '../errors.js';
 import { openStore } from '../store/store.js';
 import { assertVerified, sealReleasePackage, type ReleasePackageOptions } from './release-package.js';
 import type { ReleaseInput, ReleasePackage } from './release-types.js';
+import { lowerThreadPriority } from './worker-priority.js';
 
 /** What the caller hands over: plain data only. */
 export interface ReleaseTask {
@@ -56,6 +57,8 @@ async function run(t: ReleaseTask, port: MessagePort): Promise<ReleasePackage | 
 
 const task = (workerData as { lkRelease?: ReleaseTask } | null)?.lkRelease;
 if (parentPort && task) {
+  // the heartbeat loop goes first when this thread (and the verify threads it starts) and it want the same core
+  lowerThreadPriority();
   const port = parentPort;
   run(task, port).then(
     (pkg) => {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRng, type Rng } from '../../src/clock.js';
-import { exportBundle, verifyBundle } from '../../src/audit/bundle.js';
+import { exportBundle, verifyBundle, verifyBundleFile } from '../../src/audit/bundle.js';
 import { exportPdf } from '../../src/audit/export-pdf.js';
 import { keyFiles } from '../../src/audit/keys.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
@@ -138,6 +138,41 @@ describe('audit bundle', () => {
       kinds.add(a.kind!);
     }
     for (const k of ['edited', 'deleted', 'inserted', 'reordered', 'truncated', 'rewritten', 'signature_invalid']) expect(kinds).toContain(k);
+  });
+
+  it('a bundle file is verified line by line to the verdict of its text: intact and damaged, across read chunks and multi-byte characters', () => {
+    // a million-entry trail's bundle is longer than the longest string there can be: the release package reads it by lines
+    const rng = createRng(7);
+    for (let n = 0; n < 30; n++) {
+      const text = n < 2 ? readFileSync(n ? filtered : full, 'utf8') : damage(readFileSync(n % 2 ? filtered : full, 'utf8'), n % 10, rng);
+      const f = join(t.dir, `by-lines-${n}.jsonl`);
+      writeFileSync(f, n === 1 ? text.trimEnd() : text); // with and without the last newline
+      const r = verifyBundleFile(f);
+      expect({ n, ...r.report }).toEqual({ n, ...verifyBundle(text) });
+      expect(r.sha256).toBe(createHash('sha256').update(readFileSync(f)).digest('hex'));
+    }
+    // more than one 1 MiB read, every line long and full of two-byte characters, so reads end inside lines and characters
+    const big = tempDir('lk-bundle-big-');
+    try {
+      const { store, clock } = newStore(big.dir, { audit: { checkpointEvery: 100 } });
+      for (let i = 1; i <= 700; i++) {
+        clock.advance(1000);
+        store.audit.append(entry(i, T, { reason: `${'µ°±'.repeat(500 + (i % 7))} ${i}` }));
+      }
+      const f = join(big.dir, 'big.jsonl');
+      exportBundle(store, T, {}, f);
+      const head = store.audit.head(T);
+      store.close();
+      const bytes = readFileSync(f);
+      expect(bytes.length).toBeGreaterThan(2 * 2 ** 20);
+      const r = verifyBundleFile(f);
+      expect(r.report).toEqual(verifyBundle(bytes.toString('utf8')));
+      expect(r.report).toMatchObject({ ok: true, entries: 700, head: { seq: head.seq, hash: head.hash } });
+      expect(r.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+      expect(r.checkpoints.some((c) => c.seq === head.seq && c.head_hash === head.hash)).toBe(true);
+    } finally {
+      big.cleanup();
+    }
   });
 
   it('the standalone verifier as a process: exit 0 intact, 65 damaged, 1 wrong pinned key, 2 not a bundle', () => {

@@ -7,14 +7,16 @@
  * hold it) leaves a marker file and then writes the FIFO over and over, but only after a long wait. On code
  * that blocks, nothing answers until the valve opened, so the marker is there when the answer comes; code that
  * does not block answers with the marker still absent. What is asserted is the order (answer before marker)
- * and the outcome. Known gap: against the blocking code this file was seen to hang under vitest rather than
- * fail after the valve's wait (a standalone script unblocks as intended); the cause is not yet found.
+ * and the outcome. Against blocking code each case fails after the valve's wait. When a case ends its FIFO is
+ * removed before its valve is stopped, and each case has a folder of its own: a FIFO left behind with no valve
+ * is what made this file hang on blocking code (the next case's folder scan opened it, and nothing ever would
+ * write it).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { limsResultsDir, openFolderLims } from '../../connectors/lims/index.js';
 import { mesInboxDir, openFolderMes } from '../../connectors/mes/index.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
@@ -25,6 +27,7 @@ const VALVE_S = 45;
 
 interface Valve {
   readonly marker: string;
+  /** Remove the FIFO (no later open can block on it), then stop the writer. */
   stop(): void;
 }
 
@@ -44,6 +47,7 @@ function valve(fifo: string, dir: string): Valve {
   return {
     marker,
     stop() {
+      rmSync(fifo, { force: true });
       if (child.pid !== undefined && child.exitCode === null) {
         try {
           process.kill(-child.pid, 'SIGKILL');
@@ -104,13 +108,13 @@ describe('a FIFO in the MES inbox, on the real daemon', () => {
 
 describe('a FIFO in the folders, at the connector', () => {
   let dataDir: string;
-  beforeAll(() => {
+  beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'lk-fifo-'));
   });
   afterEach(() => {
     for (const v of valves.splice(0)) v.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('MES: list reports the FIFO as invalid and read refuses it, both before anyone writes it', () => {
     const mes = openFolderMes(dataDir, { pollMs: 20, fsWatch: false });

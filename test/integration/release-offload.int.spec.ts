@@ -1,7 +1,9 @@
 /**
- * The heartbeat never starves while a batch is released (docs/fail-safe.md): one daemon in process with the
- * embedded plant (OPC UA + Modbus TCP on loopback, its PLC watchdogs on the wall clock), real SQLite and the
- * REST API. A batch runs to the approval gate, QA signs, and the release package is written.
+ * The heartbeat never starves while a batch is released or a large rehearsal runs (docs/fail-safe.md): one
+ * daemon in process with the embedded plant (OPC UA + Modbus TCP on loopback, its PLC watchdogs on the wall
+ * clock), real SQLite and the REST API. A batch runs to the approval gate, QA signs, and the release package is
+ * written; then a process engineer rehearses 10,000 candidates through `POST twin/simulate`; last, the engine is
+ * stopped while the package of an aborted run is being written.
  *
  * What is asserted is order and outcome, never a duration:
  * - the event loop turned while the package was being written (a callback queued when the tool call was
@@ -10,9 +12,11 @@
  * - no PLC reverted: no revert event from the plant, every supervisor ATTENDED, every revert counter unchanged;
  * - the package is whole: the bundle verifies offline with the site key, release.json's and release.pdf's
  *   digests are those audited, and the PDF is byte for byte the one rendered from release.json here;
- * - the event-loop delay is reported by /readyz and /metrics, and read by doctor's check.
+ * - the event-loop delay is reported by /readyz and /metrics, and read by doctor's check;
+ * - the rehearsal: the loop turned while its worker ran (before its audit entry), and no PLC reverted;
+ * - a stop waits for a package being written: it is written whole and audited before the stop returns.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -21,12 +25,13 @@ import type { AuditEntry } from '../../src/audit/entry.js';
 import { keyFiles } from '../../src/audit/keys.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { rearmPlc } from '../../src/engine/rearm.js';
+import { rehearsalWorkerStats } from '../../src/engine/rehearsal.js';
 import { renderReleasePdf } from '../../src/engine/release-pdf.js';
 import type { ReleaseRecord } from '../../src/engine/release-types.js';
 import { silentLogger } from '../../src/log.js';
 import { eventLoopCheck } from '../../src/ops/doctor.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
-import { heartbeating, makeRunSite, waitFor, type RunSite } from '../helpers/run-site.js';
+import { heartbeating, makeRunSite, rearmLostPlcs, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const OPERATOR = 'o.operator';
@@ -34,13 +39,34 @@ const QA = { user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer' } as cons
 const VERIFIER = fileURLToPath(new URL('../../tools/verify-audit-bundle.mjs', import.meta.url));
 const TOOL = 'audit.write_release_package';
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+/**
+ * The standalone verifier on a bundle, in a child process waited for without blocking: this process is the
+ * daemon's, and a spawnSync here would stop its heartbeats for as long as the verifier runs.
+ */
+function verifyOffline(bundle: string): Promise<{ status: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [VERIFIER, bundle, '--key', keyFiles(site.data).publicFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.once('error', reject);
+    child.once('exit', (status) => resolve({ status, out }));
+  });
+}
+
+/** An engineer's HTTP client: POST a rehearsal, print "<status> <ranked + discarded>". */
+const REHEARSAL_CLIENT = `const r = await fetch(process.env.LK_URL, { method: 'POST', headers: { authorization: 'Bearer ' + process.env.LK_TOKEN, 'content-type': 'application/json' }, body: process.env.LK_BODY });
+const t = await r.text();
+let n = 0;
+try { const b = JSON.parse(t); n = b.ranked.length + b.discarded.length; } catch {}
+process.stdout.write(r.status + ' ' + n + (r.status === 200 ? '' : ' ' + t.slice(0, 300)) + '\\n');`;
 
 let site: RunSite;
 let d: Daemon;
 let presence: NodeJS.Timeout | undefined;
 
 beforeAll(async () => {
-  site = makeRunSite({ timeScale: 600, batches: { 'B-1042': 8_000 } });
+  site = makeRunSite({ timeScale: 600, batches: { 'B-1042': 8_000, 'B-1043': 2_000 } });
   d = await startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100, api: { host: '127.0.0.1', port: 0 }, loopDelay: { windowMs: 1000 } });
   presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
   d.engine.presence(OPERATOR);
@@ -51,6 +77,22 @@ afterAll(async () => {
   await d?.stop('test done');
   site?.cleanup();
 });
+
+/**
+ * Every PLC supervised before a case: one that its own watchdog reverted earlier (a loaded machine; not the
+ * case's subject) is re-armed by a named person first, as a site does. Returns the revert counters.
+ */
+async function everyPlcSupervised(): Promise<[string, number][]> {
+  const plant = d.simulator!.plant;
+  const equipment = d.loaded.config.equipment.map((e) => e.id);
+  const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => T };
+  for (const id of equipment.filter((e) => plant.supervisor(e).state === 'LOST')) {
+    await waitFor(`heartbeats of ${id} to arrive`, () => heartbeating(plant.supervisor(id)), 60_000);
+    await rearmPlc(deps, { tenant: T, equipment: id, person: 'p.bianchi', role: 'process_engineer', reason: `${id} reverted by its own watchdog earlier; checked, supervision may resume` });
+  }
+  expect(equipment.map((id) => [id, plant.supervisor(id).state])).toEqual(equipment.map((id) => [id, 'ATTENDED']));
+  return equipment.map((id) => [id, plant.supervisor(id).revertCount]);
+}
 
 describe('releasing a batch leaves every PLC supervised', () => {
   it('the package is written off the event loop; no PLC reverts; the package verifies', async () => {
@@ -114,9 +156,60 @@ describe('releasing a batch leaves every PLC supervised', () => {
     const record = JSON.parse(json.toString('utf8')) as ReleaseRecord;
     expect(record.input.run.status).toBe('RELEASED');
     expect(renderReleasePdf(record, sha(json)).equals(pdf)).toBe(true);
-    const verify = spawnSync(process.execPath, [VERIFIER, rel.bundle, '--key', keyFiles(site.data).publicFile], { encoding: 'utf8' });
-    expect(verify.status, verify.stdout + verify.stderr).toBe(0);
+    const verify = await verifyOffline(rel.bundle);
+    expect(verify.status, verify.out).toBe(0);
   }, 420_000);
+
+  it('a 10,000-candidate rehearsal through the REST API leaves every PLC supervised; the loop turns while it runs', async () => {
+    const plant = d.simulator!.plant;
+    const equipment = d.loaded.config.equipment.map((e) => e.id);
+    const counts = await everyPlcSupervised();
+    const reverts: string[] = [];
+    const offPlant = plant.on((e) => {
+      if (e.type === 'revert') reverts.push(`${e.equipment}: ${e.reason}`);
+    });
+    const order: string[] = [];
+    const offAudit = d.store.audit.onCommitted((e: AuditEntry) => {
+      if (e.action === 'twin.simulate') order.push('audited');
+    });
+    const engineer = d.demoUsers.find((u) => u.id === 'p.bianchi')!;
+    const { token } = await d.identity!.signIn(engineer.id, engineer.password);
+    let answer: { status: number; entries: number; out: string };
+    try {
+      // the engineer's client is a process of its own, as a browser is: receiving and parsing 14 MB of answer is
+      // its work, not the daemon's
+      const sim = new Promise<{ status: number; entries: number; out: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', REHEARSAL_CLIENT], {
+          env: { ...process.env, LK_URL: `${d.ready.api!}/v1/tenants/${T}/twin/simulate`, LK_TOKEN: token, LK_BODY: JSON.stringify({ candidates: 10_000, horizon: 'full batch', seed: 5 }) },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
+        child.stderr.on('data', (b: Buffer) => (out += b.toString('utf8')));
+        child.once('error', reject);
+        child.once('exit', () => {
+          const [status, entries] = out.trim().split(' ').map(Number);
+          resolve({ status: status ?? 0, entries: entries ?? 0, out });
+        });
+      });
+      // bounded: on code that rehearses on the loop no worker ever runs it
+      await waitFor('the rehearsal to reach its worker', () => rehearsalWorkerStats().running > 0, 60_000, 5);
+      order.push('worker running');
+      // queued behind whatever holds the loop: it runs before the audit entry only if the rehearsal is elsewhere
+      setImmediate(() => order.push('event loop turned'));
+      answer = await sim;
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      offPlant();
+      offAudit();
+    }
+    expect(answer.status, answer.out.slice(0, 300)).toBe(200);
+    expect(answer.entries).toBe(10_000);
+    expect(order).toEqual(['worker running', 'event loop turned', 'audited']);
+    expect(reverts).toEqual([]);
+    expect(equipment.map((id) => [id, plant.supervisor(id).state])).toEqual(equipment.map((id) => [id, 'ATTENDED']));
+    expect(equipment.map((id) => [id, plant.supervisor(id).revertCount])).toEqual(counts);
+  }, 180_000);
 
   it('the event-loop delay is reported by /readyz and /metrics, and read by doctor', async () => {
     // a window closes (1 s windows)
@@ -140,4 +233,42 @@ describe('releasing a batch leaves every PLC supervised', () => {
     }
     expect(eventLoopCheck(null).status).toBe('warn');
   }, 60_000);
+
+  it('a stop waits for a package being written in its worker: it is written whole and audited before the stop returns', async () => {
+    await rearmLostPlcs(d, T);
+    const run = d.engine.start({ tenant: T, request: 'run batch B-1043 on line-3, keep weight and hardness on target', by: OPERATOR });
+    const order: string[] = [];
+    let stopping: Promise<void> | undefined;
+    const offAudit = d.store.audit.onCommitted((e: AuditEntry) => {
+      if (e.action !== TOOL || (e.subject as { run?: string }).run !== run.id) return;
+      order.push(e.kind);
+      // the stop comes as the package's tool call is recorded, before its worker has even started
+      if (e.kind === 'tool_call') stopping = d.engine.stop('test: stopped while a package is written').then(() => void order.push('engine stopped'));
+    });
+    try {
+      await d.engine.abort(T, run.id, { signer: { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer' }, reason: 'test: aborted to write its package during a stop' });
+      await waitFor('the stop to be asked', () => stopping, 30_000);
+      await stopping;
+    } finally {
+      offAudit();
+    }
+    // the stop returned only once the package was written and its result audited
+    expect(order).toEqual(['tool_call', 'tool_result', 'engine stopped']);
+    const v = d.engine.get(T, run.id);
+    expect(v.status).toBe('ABORTED');
+    const step10 = d.engine.runs.steps(run.id).find((s) => s.name === 'release.genealogy')!;
+    expect(step10.status).toBe('SKIPPED');
+    expect(step10.detail).toMatch(/^not a release: /);
+    const ok = d.engine.runs.toolCalls(run.id).filter((r) => r.tool === TOOL && r.kind === 'ok');
+    expect(ok).toHaveLength(1);
+    // the signed abort is on the record before the package's tool call
+    const seqOf = (action: string, kind?: string): number => (d.store.db.prepare(`SELECT seq FROM audit_entry WHERE tenant = ? AND action = ? ${kind ? 'AND kind = ?' : ''} AND run = ? ORDER BY seq LIMIT 1`).get(...[T, action, ...(kind ? [kind] : []), run.id]) as { seq: number }).seq;
+    expect(seqOf('run.abort')).toBeLessThan(seqOf(TOOL, 'tool_call'));
+    const rel = v.release!;
+    const digests = (ok[0]!.result as { sha256: { json: string; pdf: string; bundle: string } }).sha256;
+    expect({ json: sha(readFileSync(rel.json)), pdf: sha(readFileSync(rel.pdf)), bundle: sha(readFileSync(rel.bundle)) }).toEqual(digests);
+    expect((JSON.parse(readFileSync(rel.json, 'utf8')) as ReleaseRecord).input.run.status).toBe('ABORTED');
+    const verify = await verifyOffline(rel.bundle);
+    expect(verify.status, verify.out).toBe(0);
+  }, 180_000);
 });

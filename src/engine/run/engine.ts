@@ -378,6 +378,8 @@ export class RunEngine {
 
   /** Runs an abort is working on (a resume, a reassignment or a second abort waits for it to end). */
   private readonly lifecycleBusy = new Set<string>();
+  /** Aborts under way, settled when each ends: {@link stop} waits for them (their "not a release" package). */
+  private readonly aborting = new Set<Promise<void>>();
 
   /**
    * A named person aborts a run that is not final (PENDING, RUNNING, APPROVAL, HELD, INTERRUPTED), after the
@@ -398,6 +400,10 @@ export class RunEngine {
     const why = reasonOf(a.reason);
     if (this.lifecycleBusy.has(id)) throw new LkError('LK_RUN_STATE', `run ${id} is being aborted already`, { run: id });
     this.lifecycleBusy.add(id);
+    // a stop waits for this abort: its package is written in a worker thread, and the store must not close under it
+    let ended: () => void = () => undefined;
+    const ending = new Promise<void>((r) => (ended = r));
+    this.aborting.add(ending);
     try {
       // stop the execution first: nothing of the run moves the equipment once the revert starts
       const e = this.executing.get(id);
@@ -440,6 +446,8 @@ export class RunEngine {
       return { run: this.get(tenant, id), reverted: revertSummary(reverted), signature, approvalWithdrawn: withdrawn };
     } finally {
       this.lifecycleBusy.delete(id);
+      this.aborting.delete(ending);
+      ended();
     }
   }
 
@@ -552,12 +560,17 @@ export class RunEngine {
     await this.executing.get(id)?.done;
   }
 
-  /** Stop every execution: the step under way is INTERRUPTED with the reason (audited). */
+  /**
+   * Stop every execution: the step under way is INTERRUPTED with the reason (audited). A release package being
+   * written (step 10, in a worker thread) is not interrupted: the stop waits until it is written and its result
+   * audited, or its failure audited, so a signed release is never left half-written. An abort under way is waited
+   * for too, with its "not a release" package.
+   */
   async stop(reason: string): Promise<void> {
     this.stopped = true;
     if (this.watchTimer) clearInterval(this.watchTimer);
     for (const e of this.executing.values()) e.abort.abort(reason);
-    await Promise.allSettled([...this.executing.values()].map((e) => e.done));
+    await Promise.allSettled([...[...this.executing.values()].map((e) => e.done), ...this.aborting]);
   }
 
   private wakers = new Map<string, () => void>();
