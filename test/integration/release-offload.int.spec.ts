@@ -264,7 +264,8 @@ describe('releasing a batch leaves every PLC supervised', () => {
     // the signed abort is on the record before the package's tool call
     const seqOf = (action: string, kind?: string): number => (d.store.db.prepare(`SELECT seq FROM audit_entry WHERE tenant = ? AND action = ? ${kind ? 'AND kind = ?' : ''} AND run = ? ORDER BY seq LIMIT 1`).get(...[T, action, ...(kind ? [kind] : []), run.id]) as { seq: number }).seq;
     expect(seqOf('run.abort')).toBeLessThan(seqOf(TOOL, 'tool_call'));
-    const rel = v.release!;
+    expect(v.release).not.toBeNull();
+    const rel = { json: d.engine.releaseFile(T, run.id, 'json')!, pdf: d.engine.releaseFile(T, run.id, 'pdf')!, bundle: d.engine.releaseFile(T, run.id, 'bundle')! };
     const digests = (ok[0]!.result as { sha256: { json: string; pdf: string; bundle: string } }).sha256;
     expect({ json: sha(readFileSync(rel.json)), pdf: sha(readFileSync(rel.pdf)), bundle: sha(readFileSync(rel.bundle)) }).toEqual(digests);
     expect((JSON.parse(readFileSync(rel.json, 'utf8')) as ReleaseRecord).input.run.status).toBe('ABORTED');
