@@ -20,6 +20,8 @@ export interface SsoIdentity {
   readonly id: string;
   readonly name: string;
   readonly role: Role;
+  /** Every linekeeper role the person's claims map to (`role` is the first): separation of duties looks at all. */
+  readonly roles: readonly Role[];
   readonly tenants: readonly string[];
   /** `auth_time` (epoch ms): when the person last authenticated at the provider; null when the token has none. */
   readonly authTime: number | null;
@@ -121,7 +123,8 @@ export class OidcVerifier {
     const id = typeof named === 'string' && named.length > 0 ? named : sub;
     if (!PERSON_RE.test(id)) throw new LkError('LK_SSO_UNMAPPED', `the token's user id "${id.slice(0, 64)}" is not a person's id linekeeper accepts`, { claim: c.user_claim });
     const held = new Set(strings(claimAt(p, c.roles_claim)));
-    const match = Object.entries(c.role_map).find(([value]) => held.has(value));
+    const mapped = Object.entries(c.role_map).filter(([value]) => held.has(value));
+    const match = mapped[0];
     if (!match) throw new LkError('LK_SSO_UNMAPPED', `${id} holds no ${c.roles_claim} value mapped to a linekeeper role`, { user: id, claim: c.roles_claim });
     let tenants: string[];
     if (c.tenants_claim !== undefined || c.tenant_map !== undefined) {
@@ -134,6 +137,6 @@ export class OidcVerifier {
     if (tenants.length === 0) throw new LkError('LK_SSO_UNMAPPED', `${id} works for no tenant of this site`, { user: id });
     const name = typeof p['name'] === 'string' && p['name'].length > 0 ? p['name'].slice(0, 200) : id;
     const authTime = typeof p['auth_time'] === 'number' ? p['auth_time'] * 1000 : null;
-    return { id, name, role: match[1], tenants, authTime, expiresAt: p.exp! * 1000, subject: sub, tokenId: typeof p.jti === 'string' ? p.jti : null };
+    return { id, name, role: match[1], roles: [...new Set(mapped.map(([, r]) => r))], tenants, authTime, expiresAt: p.exp! * 1000, subject: sub, tokenId: typeof p.jti === 'string' ? p.jti : null };
   }
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryAudit } from '../../src/audit/index.js';
 import { ERRORS } from '../../src/errors.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
+import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
 let node: ApiNode;
@@ -139,7 +140,7 @@ describe('identity: 401, 403 by role, 404 for another tenant', () => {
 
   it('sign-in failures are audited on the site chain and lock the account; a locked account is refused even with its password, and its tokens stop', async () => {
     const identity = node.daemon.identity!;
-    await identity.create({ id: 't.locke', name: 'Tess Locke', role: 'operator', tenants: ['acme-pharma'], password: 'correct horse battery' }, 'd.marino', 'test account');
+    await addUser(identity, { id: 't.locke', name: 'Tess Locke', role: 'operator', tenants: ['acme-pharma'], password: 'correct horse battery' }, 'd.marino', 'test account');
     const token = await signIn(url, 't.locke', 'correct horse battery');
     expect((await call(url, 'GET', `${A}/runs`, { token })).status).toBe(200);
     for (let i = 0; i < 5; i++) expectProblem(await call(url, 'POST', '/v1/auth/token', { body: { user: 't.locke', password: `wrong ${i}` } }), 'LK_UNAUTHENTICATED');

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
+import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
 const REQUEST = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
@@ -185,7 +186,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
 
   it('runs watch re-attaches where the operator left: the approval, steps 09 and 10, the completion line, nothing twice; presence is sent while attached', async () => {
     // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives
-    await node.daemon.identity!.create({ id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
+    await addUser(node.daemon.identity!, { id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
     await call(node.url, 'POST', `${A}/attendance`, { token: await signIn(node.url, 'o.second', 'second operator pw'), body: {} });
     expect(node.daemon.engine.attended()?.operator).toBe('o.second');
 
