@@ -92,14 +92,15 @@ export class OidcVerifier {
   /**
    * Verify a bearer JWT and map its claims.
    * @throws LkError LK_UNAUTHENTICATED (bad signature, unknown key, expired, wrong issuer or audience, a
-   *   disallowed algorithm — `detail.reason` says which), LK_SSO_UNMAPPED (valid, but no role or tenant of this
+   *   disallowed algorithm — `detail.reason` says which), LK_SSO_TOKEN_TYPE (not an access token), LK_SSO_UNMAPPED (valid, but no role or tenant of this
    *   site, or no usable user id), LK_SSO_UNAVAILABLE (the JWKS URL does not answer).
    */
   async verify(token: string): Promise<SsoIdentity> {
     const c = this.cfg;
     let payload: JWTPayload;
+    let typ: unknown;
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(token, this.keys, {
         issuer: c.issuer, audience: c.audience, algorithms: c.algorithms, clockTolerance: c.clock_tolerance_s, currentDate: new Date(this.clock.now()), requiredClaims: ['exp', 'sub'],
       }));
     } catch (err) {
@@ -112,7 +113,20 @@ export class OidcVerifier {
       const reason = code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim ? `the ${claim} claim is not valid` : (REASONS[code] ?? 'the token is not valid');
       throw new LkError('LK_UNAUTHENTICATED', `the identity provider's token was refused: ${reason}`, { reason: code || 'invalid', ...(claim ? { claim } : {}) }, { cause: err });
     }
+    this.checkType(typ);
     return this.map(payload);
+  }
+
+  /**
+   * The token's type (header `typ`): an RFC 9068 access token (`at+jwt`, or `application/at+jwt`, any case);
+   * an ID token (`JWT` or none) only with `accept_id_tokens`. Anything else — a logout token, a refresh token
+   * in JWT form, another audience's token type — is refused. @throws LkError LK_SSO_TOKEN_TYPE.
+   */
+  private checkType(typ: unknown): void {
+    const t = typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : undefined;
+    if (t === 'at+jwt') return;
+    if (this.cfg.accept_id_tokens && (t === undefined || t === 'jwt')) return;
+    throw new LkError('LK_SSO_TOKEN_TYPE', `the identity provider's token has type ${typ === undefined ? '(none)' : JSON.stringify(typ)}: send an access token (RFC 9068, typ at+jwt)${this.cfg.accept_id_tokens ? ' or an ID token (typ JWT)' : ''}`, { typ: typeof typ === 'string' ? typ : null, acceptIdTokens: this.cfg.accept_id_tokens });
   }
 
   /** The linekeeper identity of verified claims. @throws LkError LK_SSO_UNMAPPED. */

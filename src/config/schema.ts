@@ -192,6 +192,11 @@ export const Oidc = z
     tenants: z.array(id).min(1).optional(),
     /** A signature by an SSO user needs a bearer token whose `auth_time` is at most this old (11.200: a fresh sign-in). */
     signing_max_auth_age_s: z.number().int().min(30).max(3600).default(300),
+    /**
+     * Accept the provider's ID tokens (header `typ` absent or `JWT`) besides RFC 9068 access tokens (`typ: at+jwt`).
+     * Off by default: an ID token is meant for the client that asked for it, not as a bearer credential.
+     */
+    accept_id_tokens: z.boolean().default(false),
   })
   .refine((o) => (o.jwks_file === undefined) !== (o.jwks_url === undefined), { message: 'give exactly one of jwks_file and jwks_url', path: ['jwks_file'] })
   .refine((o) => o.tenants_claim !== undefined || o.tenant_map !== undefined || o.tenants !== undefined, { message: 'say which tenants an SSO user works for: tenants_claim, tenant_map or tenants', path: ['tenants'] });

@@ -49,12 +49,16 @@ export async function providerKey(kid: string, alg: 'ES256' | 'RS256' = 'ES256')
   return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
 }
 
-/** A signed token of the provider (claims override the defaults; `exp`/`iat` in epoch seconds). */
-export async function token(key: ProviderKey, claims: Record<string, unknown> = {}, o: { kid?: string; alg?: string; now?: number } = {}): Promise<string> {
+/**
+ * A signed token of the provider (claims override the defaults; `exp`/`iat` in epoch seconds): an RFC 9068
+ * access token (`typ: at+jwt`) unless `o.typ` says otherwise (null: no `typ`, as many ID tokens).
+ */
+export async function token(key: ProviderKey, claims: Record<string, unknown> = {}, o: { kid?: string; alg?: string; now?: number; typ?: string | null } = {}): Promise<string> {
   const now = Math.floor((o.now ?? T0) / 1000);
   const body = { sub: 'f3c1-77aa', preferred_username: 'q.sso', name: 'Quinn Sso', groups: ['lk-qa'], auth_time: now, iat: now, exp: now + 600, iss: ISSUER, aud: AUDIENCE, ...claims };
   for (const k of Object.keys(body)) if ((body as Record<string, unknown>)[k] === undefined) delete (body as Record<string, unknown>)[k];
-  return new SignJWT(body).setProtectedHeader({ alg: o.alg ?? (key.jwk.alg as string), kid: o.kid ?? key.kid }).sign(key.privateKey);
+  const typ = o.typ === undefined ? 'at+jwt' : o.typ;
+  return new SignJWT(body).setProtectedHeader({ alg: o.alg ?? (key.jwk.alg as string), kid: o.kid ?? key.kid, ...(typ !== null ? { typ } : {}) }).sign(key.privateKey);
 }
 
 /** An unsecured JWT (`alg: none`), which must never be accepted. */
