@@ -31,6 +31,7 @@ import { loadConfig, type ConfigIssue, type LoadedConfig } from './config/load.j
 import { LkError } from './errors.js';
 import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
 import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
+import { loadTls } from './api/tls.js';
 import { Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';
@@ -452,7 +453,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
       }
       const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+      const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
       api = await createApi({
+        ...(tls ? { tls } : {}),
         daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped, loopDelay: () => loopDelay.snapshot(),
         metrics: { metrics, tokenFile: a.metrics_token_file },
         signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },
