@@ -31,7 +31,7 @@ import { loadConfig, type ConfigIssue, type LoadedConfig } from './config/load.j
 import { LkError } from './errors.js';
 import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
 import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
-import { loadTls } from './api/tls.js';
+import { loadTls } from './config/api-tls.js';
 import { Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';

@@ -7,7 +7,7 @@
  * The probes that touch the machine (TCP connect, timedatectl, statfs) come in through {@link DoctorProbes}
  * so that tests can stand in for the network and the time daemon.
  */
-import { isLoopback, loadTls } from '../api/tls.js';
+import { isLoopback, loadTls } from '../config/api-tls.js';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { createServer, connect } from 'node:net';

@@ -9,7 +9,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadTls } from '../../src/api/tls.js';
+import { loadTls } from '../../src/config/api-tls.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
