@@ -54,6 +54,23 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   let first: SpawnedCli;
   let second: string;
 
+  it('login with a password an administrator set: without a new one it refuses and stores nothing; with it (second stdin line) the password is changed first, then the session stored', async () => {
+    const initial = 'the administrator typed this, 27 Nov';
+    await node.daemon.identity!.create({ id: 'o.third', name: 'Ottavia Third', role: 'operator', tenants: ['acme-pharma'], password: initial }, 'd.marino', 'new operator');
+    const h = home();
+    const refused = await cli(h, ['login', '--user', 'o.third'], { input: `${initial}\n` });
+    expect([refused.code, refused.err]).toEqual([expect.any(Number), expect.stringContaining('[LK_PASSWORD_CHANGE_REQUIRED]')]);
+    expect(refused.code).not.toBe(0);
+    expect(() => statSync(join(h, 'linekeeper', 'session.json'))).toThrow();
+    const mine = 'ottavia chose this one herself';
+    const ok = await cli(h, ['login', '--user', 'o.third'], { input: `${initial}\n${mine}\n` });
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.err).toContain('new password for o.third set');
+    const stored = JSON.parse(readFileSync(join(h, 'linekeeper', 'session.json'), 'utf8')) as { token: string };
+    expect((await call(node.url, 'GET', `${A}/runs`, { token: stored.token })).status).toBe(200);
+    expect((await call(node.url, 'POST', '/v1/auth/token', { body: { user: 'o.third', password: initial } })).status).toBe(401);
+  });
+
   it('without a session: exit 77 (LK_UNAUTHENTICATED) and how to sign in; nothing is started or signed', async () => {
     const nobody = home();
     const run = await cli(nobody, ['run', REQUEST]);

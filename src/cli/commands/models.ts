@@ -119,7 +119,7 @@ async function runChange(id: string, action: 'promote' | 'retire', body: Record<
  * The person registering models offline (`models seed`): never a free-text name. `--as <id>` names a local
  * process engineer or QA reviewer of the tenant, whose password is typed now and checked against the store (a
  * failure is audited and counts toward the account's lock-out, as for `users --as`).
- * @throws LkError LK_FORBIDDEN (another role, or not of this tenant), LK_REAUTH_FAILED, LK_ACCOUNT_LOCKED.
+ * @throws LkError LK_FORBIDDEN (another role, or not of this tenant), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED.
  */
 async function registrant(loaded: LoadedConfig, as: string, tenant: string): Promise<string> {
   const store = openStore({ dataDir: loaded.dataDir });

@@ -51,7 +51,7 @@ async function withIdentity<T>(opts: Common, fn: (identity: Identity, store: Sto
 /**
  * The acting person, re-authenticated with the password typed now (the first of `secrets`).
  * @throws LkError LK_FORBIDDEN when they are not an administrator (and it is not their own password),
- *   LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED from the check.
+ *   LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED from the check.
  */
 async function actor(identity: Identity, as: string, password: string, what: string, self = false): Promise<string> {
   const u = identity.users.get(as);
