@@ -158,7 +158,12 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(busy.err).toContain(`linekeeper: line line-3 runs ${runId} (APPROVAL); one run at a time per line [LK_LINE_BUSY]`);
   });
 
-  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits', async () => {
+  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits — and a stranger guessing her password elsewhere does not keep her out', async () => {
+    // issue 20: three guesses from another machine used to hold m.rossi's account for everyone for a window
+    for (let i = 0; i < 3; i++) {
+      const g = await node.daemon.api!.app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: '10.66.0.1', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ user: 'm.rossi', password: `stranger's guess ${i}` }) });
+      expect(g.statusCode).toBe(401);
+    }
     expect((await cli(qa, ['login', '--user', 'm.rossi'], { input: password('m.rossi') })).code).toBe(0);
     const wrong = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: 'not her password\n' });
     expect(wrong.code).toBe(1);
