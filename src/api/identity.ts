@@ -368,12 +368,14 @@ export class Identity {
    * SSO user, the bearer token of this request must come from a sign-in at the provider at most
    * `signing_max_auth_age_s` ago (its `auth_time`) — no password travels to linekeeper. Audited either way.
    * An administrator never signs, whatever a policy bundle lists (separation of duties): refused before any
-   * password is looked at, as is a person who must change the password first.
+   * password is looked at, as is a person who must change the password first. `o.administrative` marks an
+   * administrative act that re-authenticates without signing a record (reassigning a run's reviewer), which an
+   * administrator may do.
    * @throws LkError LK_SOD_CONFLICT, LK_PASSWORD_CHANGE_REQUIRED, LK_REAUTH_REQUIRED (no password given / the SSO
    *   sign-in is not fresh), LK_REAUTH_FAILED.
    */
-  async reauthenticateSigner(user: AuthUser, password: string | undefined, about: Readonly<Record<string, string>> = {}): Promise<AuthUser> {
-    if (user.role === 'admin') {
+  async reauthenticateSigner(user: AuthUser, password: string | undefined, about: Readonly<Record<string, string>> = {}, o: { administrative?: boolean } = {}): Promise<AuthUser> {
+    if (user.role === 'admin' && o.administrative !== true) {
       this.audit('auth.refused', 'system', { ...about, user: user.id, purpose: 'signature', why: 'separation_of_duties' });
       throw new LkError('LK_SOD_CONFLICT', `${user.id} is an administrator, and an administrator signs nothing (separation of duties)`, { user: user.id, role: user.role });
     }
