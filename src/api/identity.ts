@@ -206,17 +206,18 @@ export class Identity {
     }
     const rec = this.users.get(u.id)!;
     if (next === current) throw new LkError('LK_PASSWORD_REUSED', 'the new password is the current one; choose another');
-    await this.store(rec, next, id, 'password changed by its owner', true);
+    // `next` is not the current password (compared above, in clear): the history check starts at the previous one
+    await this.store(rec, next, id, 'password changed by its owner', true, true);
     for (const s of this.sessions.of(id)) if (s.id !== keep) this.sessions.end(s);
     return toAuth(this.users.get(id)!);
   }
 
-  private async store(u: UserRecord, password: string, by: string, reason: string, own: boolean): Promise<void> {
+  private async store(u: UserRecord, password: string, by: string, reason: string, own: boolean, notCurrent = false): Promise<void> {
     checkNewPassword(password, this.policy, [u.id, u.name]);
     const keep = this.policy.history;
     if (own) {
       // the current password and the last `history` ones may not come back (one hash each, through the bounded pool)
-      for (const old of [u.password, ...u.passwordHistory.slice(0, keep)]) {
+      for (const old of [...(notCurrent ? [] : [u.password]), ...u.passwordHistory.slice(0, keep)]) {
         if (await verifyPassword(password, old)) throw new LkError('LK_PASSWORD_REUSED', `the new password is one of your last ${keep + 1} passwords; choose another`, { history: keep });
       }
     }

@@ -46,8 +46,8 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
   });
   const url = daemon.ready.api!;
-  const passwords = new Map<string, string>();
-  for (const u of daemon.demoUsers) passwords.set(u.id, await chooseOwnPassword(url, u.id, u.password));
+  // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
+  const passwords = new Map(await Promise.all(daemon.demoUsers.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
   return {
     daemon, url, dir, passwords, oneTimePasswords: new Map(daemon.demoUsers.map((u) => [u.id, u.password])),
     async close() {
