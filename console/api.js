@@ -42,6 +42,11 @@ export async function signIn(user, password) {
   const r = await fetch('/v1/auth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, password }) });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new ApiError(r.status, body.code, body.detail);
+  // a password someone else set (or an expired one) opens nothing but its change: say how, keep no session
+  if (body.mustChangePassword) {
+    await fetch('/v1/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${body.token}` } }).catch(() => undefined);
+    throw new ApiError(403, 'LK_PASSWORD_CHANGE_REQUIRED', `The password of ${body.user.id} was set by someone else or has expired: choose your own first (linekeeper login, or linekeeper users passwd ${body.user.id} --as ${body.user.id}), then sign in here with it.`);
+  }
   const s = { token: body.token, expiresAt: body.expiresAt, user: body.user, tenant: body.user.tenants[0] };
   setSession(s);
   return s;

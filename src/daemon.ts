@@ -21,7 +21,7 @@ import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription, TagDescription } from '../connectors/types.js';
-import { createApi, ensureDemoUsers, Identity, type ApiServer, type DemoUser } from './api/index.js';
+import { createApi, ensureDemoUsers, Identity, identitySettings, type ApiServer, type DemoUser } from './api/index.js';
 import { OidcVerifier } from './api/oidc.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './store/site-sink.js';
 import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
@@ -31,6 +31,7 @@ import { loadConfig, type ConfigIssue, type LoadedConfig } from './config/load.j
 import { LkError } from './errors.js';
 import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
 import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
+import { loadTls } from './config/api-tls.js';
 import { Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';
@@ -450,13 +451,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (opts.api) {
       const a = config.api;
       const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
-      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, maxFailedAttempts: a.max_failed_attempts, ...(oidc ? { oidc } : {}) });
+      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...(oidc ? { oidc } : {}) });
       if (usesSim && config.simulator.embedded) {
         demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
         if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
       }
       const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+      const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
       api = await createApi({
+        ...(tls ? { tls } : {}),
         daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped, loopDelay: () => loopDelay.snapshot(),
         metrics: { metrics, tokenFile: a.metrics_token_file },
         signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },

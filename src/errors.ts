@@ -125,6 +125,12 @@ export const ERRORS = {
   LK_SSO_UNMAPPED: { status: 403, title: 'The identity provider\'s token maps to no linekeeper role or tenant of this site' },
   LK_SSO_UNAVAILABLE: { status: 503, title: 'The identity provider\'s signing keys (JWKS) cannot be read' },
   LK_REAUTH_REQUIRED: { status: 428, title: 'This change is signed: re-authenticate (password, or a fresh identity-provider sign-in)' },
+  // password policy, separation of duties, token types (21 CFR 11.200, 11.300)
+  LK_PASSWORD_CHANGE_REQUIRED: { status: 403, title: 'Your password was set by someone else or has expired: change it (POST /v1/auth/password) before anything else' },
+  LK_PASSWORD_WEAK: { status: 422, title: 'The new password is too weak for the site\'s password policy' },
+  LK_PASSWORD_REUSED: { status: 422, title: 'The new password is one of the account\'s recent passwords' },
+  LK_SOD_CONFLICT: { status: 409, title: 'Separation of duties: an administrator does not hold a signing role, and does not sign' },
+  LK_SSO_TOKEN_TYPE: { status: 401, title: 'The identity provider\'s token is not of a type accepted here (an RFC 9068 access token, typ at+jwt)' },
 } as const satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -35,7 +35,7 @@ function refuse(ctx: ApiContext, tenant: string, user: AuthUser, subject: AuditS
  * Sign a batch release at a run's gate.
  * @throws LkError LK_NOT_FOUND (no such approval for the tenant), LK_APPROVAL_FORBIDDEN (audited: not a QA
  *   role, not the batch's named QA reviewer, the run's starter), LK_APPROVAL_STALE (a `recordHash` that is not
- *   the record's), LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED, LK_APPROVAL_DECIDED.
+ *   the record's), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_APPROVAL_DECIDED.
  */
 export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: string, id: string, body: Decision): Promise<z.output<typeof SignatureView>> {
   const { engine } = ctx.daemon;
@@ -60,7 +60,7 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
  * @throws LkError LK_APPROVAL_FORBIDDEN (audited: a role that approves nothing, `needs_qa` by anyone but QA, an
  *   L2 review by someone other than the batch's assigned reviewer or QA, the run's starter), LK_VALIDATION (no
  *   `recordHash`), LK_APPROVAL_STALE (it is not the pending vector's, or the bundle in force computes another),
- *   LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED, LK_MOVE_WITHDRAWN (superseded, or its step or run ended, meanwhile),
+ *   LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_MOVE_WITHDRAWN (superseded, or its step or run ended, meanwhile),
  *   LK_NOT_FOUND (decided meanwhile).
  */
 export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: string, w: PendingWrite, body: Decision): Promise<z.output<typeof WriteDecisionView>> {

@@ -2,7 +2,8 @@
  * Who may call a route. Every route declares the roles it needs; the guard runs first (onRequest, before the
  * body is even read): a missing or bad token is 401, a tenant the user does not work for — or that the site
  * does not have — is 404 exactly as a missing object is (R1: never 403, never data), and only then a role
- * that may not do this is 403.
+ * that may not do this is 403. A session whose password must be changed is 403 LK_PASSWORD_CHANGE_REQUIRED
+ * everywhere but the password change, who-am-I, renewal and sign-out (routes-auth.ts).
  */
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { LkError } from '../errors.js';
@@ -42,7 +43,9 @@ export function guardFactory(identity: Identity, tenants: ReadonlySet<string>): 
     if (tenant !== undefined && (typeof tenant !== 'string' || !tenants.has(tenant) || !user.tenants.includes(tenant))) {
       throw new LkError('LK_NOT_FOUND', `no tenant ${String(tenant)}`);
     }
+    // a password someone else set (or an expired one) opens the password change and nothing else
+    if (user.mustChangePassword) throw new LkError('LK_PASSWORD_CHANGE_REQUIRED', `${user.id} must change the password first (POST /v1/auth/password; the CLI: linekeeper login)`, { user: user.id });
     if (!roles.includes(user.role)) throw new LkError('LK_FORBIDDEN', `a ${user.role} may not ${what} (needs ${roles.join(', ')})`, { role: user.role, needs: [...roles] });
-    req.lkUser = user;
+    req.lkUser = { ...user, address: req.ip };
   };
 }

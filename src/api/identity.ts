@@ -1,8 +1,12 @@
 /**
  * Local identities of an air-gapped site (the default until a directory or OIDC provider is configured):
- * users in the store with scrypt password hashes, one role, the tenants they work for, a disabled flag and a
- * failed-attempt counter that locks the account after `maxFailedAttempts` consecutive failures (21 CFR
- * 11.300(d): attempts at unauthorised use are recorded, on the site chain, and stopped). Sign-in starts a
+ * users in the store with scrypt password hashes, one role, the tenants they work for and a disabled flag.
+ * Failed passwords delay the account for the source they come from only, longer with each failure
+ * (lockout.ts; 21 CFR 11.300(d): attempts at unauthorised use are recorded, on the site chain, and stopped), so
+ * a stranger cannot lock a named reviewer out. A password set by anyone but its owner (an administrator, the
+ * demo set-up) or older than the policy's maximum age must be changed first: the session may change it and do
+ * nothing else, and signs nothing (11.300(b); password-policy.ts). An administrator never signs (separation of
+ * duties; {@link SIGNING_ROLES}). Sign-in starts a
  * session (sessions.ts) with a short-lived opaque bearer token, renewable up to a maximum session age; only
  * SHA-256 hashes are kept, in memory, so a session dies with the process. With `api.oidc` configured, bearer
  * JWTs of the site's identity provider are accepted beside local tokens (oidc.ts).
@@ -26,10 +30,21 @@ import type { Store } from '../store/store.js';
 import { ROLES, UserStore, type Role, type UserRecord } from '../store/user-store.js';
 import { SITE_TENANT } from '../audit/entry.js';
 import { looksLikeJwt, type OidcVerifier } from './oidc.js';
-import { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
+import { DEFAULT_LOCKOUT, Lockouts, type LockoutOptions } from './lockout.js';
+import { checkNewPassword, DEFAULT_PASSWORD_POLICY, passwordExpired, type PasswordPolicy } from './password-policy.js';
+import { hashPassword, verifyPassword } from './passwords.js';
 import { sha256, Sessions, type Session } from './sessions.js';
 
 export { checkNewPassword, hashPassword, verifyPassword } from './passwords.js';
+export { DEFAULT_PASSWORD_POLICY, type PasswordPolicy } from './password-policy.js';
+export { DEFAULT_LOCKOUT, type LockoutOptions, type LockoutRow } from './lockout.js';
+
+/**
+ * Roles that sign (batch release, setpoint writes, exceptions, autonomy, models, policy changes) and that an
+ * administrator therefore never holds (separation of duties). A site adds roles (`api.separation_of_duties`),
+ * never removes these.
+ */
+export const SIGNING_ROLES: readonly Role[] = ['qa_reviewer', 'process_engineer'];
 
 export { ROLES, type Role } from '../store/user-store.js';
 
@@ -43,6 +58,10 @@ export interface AuthUser {
   readonly source?: 'local' | 'sso';
   /** SSO only: when the person last authenticated at the provider (epoch ms), or null when the token says not. */
   readonly authTime?: number | null;
+  /** Local only: the password was set by someone else or is too old — the session may change it, nothing else. */
+  readonly mustChangePassword?: boolean;
+  /** The client address of the request (set by the route guard): the source a failed signing password counts against. */
+  readonly address?: string;
 }
 
 export interface IssuedToken {
@@ -60,8 +79,14 @@ export interface IdentityOptions {
   readonly tokenTtlMs?: number;
   /** Longest a session lives through renewals (default 12 h). */
   readonly sessionMaxMs?: number;
-  /** Consecutive failures that lock an account (default 5). */
+  /** Failed passwords from one source before that source waits for the account (default 5; lockout.ts). */
   readonly maxFailedAttempts?: number;
+  /** The waits after that (defaults: 60 s doubling to 1 h; an alert at 20 failures of one account). */
+  readonly lockout?: Partial<Omit<LockoutOptions, 'afterFailures'>>;
+  /** Minimum length and strength, maximum age and history of passwords (default {@link DEFAULT_PASSWORD_POLICY}). */
+  readonly passwordPolicy?: PasswordPolicy;
+  /** Roles besides {@link SIGNING_ROLES} that no administrator may hold (only ever adds). */
+  readonly incompatibleWithAdmin?: readonly Role[];
   /** scrypt cost as log2 N (default 15); tests may lower it. */
   readonly scryptLog2N?: number;
   /** Bearer JWTs of the site's OIDC provider, when configured. */
@@ -78,6 +103,9 @@ const SSO_CACHE_MAX = 10_000;
 
 const toAuth = (u: UserRecord): AuthUser => ({ id: u.id, name: u.name, role: u.role, tenants: u.tenants, source: 'local' });
 
+/** A printed name as compared for separation of duties: one person, however the name is spaced or cased. */
+const personKey = (name: string): string => name.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+
 export interface NewUser {
   readonly id: string;
   readonly name: string;
@@ -90,14 +118,17 @@ export interface NewUser {
 export class Identity {
   readonly users: UserStore;
   readonly sessions = new Sessions();
+  readonly lockouts: Lockouts;
+  readonly policy: PasswordPolicy;
+  /** Roles an administrator never holds and that never sign as an administrator. */
+  readonly incompatible: ReadonlySet<Role>;
   private readonly ttl: number;
   private readonly maxAge: number;
-  private readonly maxFailed: number;
   private readonly log2N: number;
   /** A hash to verify against when the user is unknown, so timing does not tell which ids exist. */
   private dummy: Promise<string> | undefined;
-  /** Users as sessions see them (null: disabled, locked or gone), dropped when the users change. */
-  private readonly cache = new Map<string, AuthUser | null>();
+  /** Users as sessions see them (null: disabled, locked or gone) with when their password was set, dropped when the users change. */
+  private readonly cache = new Map<string, { user: AuthUser; setAt: number } | null>();
   private readonly dataVersion: Statement;
   private seenVersion: number;
   private versionAt = Number.NEGATIVE_INFINITY;
@@ -110,7 +141,9 @@ export class Identity {
     this.users = new UserStore(o.store.db);
     this.ttl = o.tokenTtlMs ?? 15 * 60_000;
     this.maxAge = Math.max(o.sessionMaxMs ?? 12 * 3_600_000, this.ttl);
-    this.maxFailed = o.maxFailedAttempts ?? 5;
+    this.lockouts = new Lockouts(o.store.db, { ...DEFAULT_LOCKOUT, ...(o.lockout ?? {}), afterFailures: o.maxFailedAttempts ?? DEFAULT_LOCKOUT.afterFailures });
+    this.policy = o.passwordPolicy ?? DEFAULT_PASSWORD_POLICY;
+    this.incompatible = new Set([...SIGNING_ROLES, ...(o.incompatibleWithAdmin ?? [])].filter((r) => r !== 'admin'));
     this.log2N = o.scryptLog2N ?? 15;
     this.dataVersion = o.store.db.prepare('PRAGMA data_version').pluck();
     this.seenVersion = this.dataVersion.get() as number;
@@ -118,41 +151,124 @@ export class Identity {
   }
 
   /**
-   * Create a user with its audit entry (site chain, `user.create`, no password in it).
-   * @throws LkError LK_VALIDATION for a bad id, role, tenant list or a password under 12 characters;
-   *   LK_CONFLICT when the id exists (ids are never reused).
+   * Create a user with its audit entry (site chain, `user.create`, no password in it). The password is someone
+   * else's choice, so it must be changed at the first sign-in — unless `o.ownChoice` (the first administrator,
+   * typing their own password at the site's bootstrap).
+   * @throws LkError LK_VALIDATION for a bad id, role, tenant list or a password under the minimum length;
+   *   LK_PASSWORD_WEAK; LK_CONFLICT when the id exists (ids are never reused); LK_SOD_CONFLICT when the person
+   *   (by printed name) already holds an administrator's account and this one signs, or the other way round.
    */
-  async create(u: NewUser, by: string, reason: string): Promise<AuthUser> {
+  async create(u: NewUser, by: string, reason: string, o: { ownChoice?: boolean } = {}): Promise<AuthUser> {
     if (!PERSON_RE.test(u.id)) throw new LkError('LK_VALIDATION', `user id "${u.id}" is not a person's id`);
     if (!(ROLES as readonly string[]).includes(u.role)) throw new LkError('LK_VALIDATION', `unknown role ${u.role}`);
     if (u.tenants.length === 0) throw new LkError('LK_VALIDATION', `user ${u.id} belongs to no tenant`);
-    checkNewPassword(u.password);
+    checkNewPassword(u.password, this.policy, [u.id, u.name]);
     if (this.users.get(u.id)) throw new LkError('LK_CONFLICT', `user ${u.id} exists`, { user: u.id });
+    this.checkSeparation(u);
     const password = await hashPassword(u.password, this.log2N);
     const at = new Date(this.o.clock.now()).toISOString();
     this.o.store.tx((t) => {
       if (this.users.get(u.id)) throw new LkError('LK_CONFLICT', `user ${u.id} exists`, { user: u.id });
-      const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.create', args: { user: u.id, name: u.name, role: u.role, tenants: [...u.tenants] }, reason });
-      this.users.insert(t, { id: u.id, name: u.name, role: u.role, tenants: u.tenants, password, createdAt: at, createdBy: by, auditSeq: e.seq });
+      const mustChange = o.ownChoice !== true;
+      const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.create', args: { user: u.id, name: u.name, role: u.role, tenants: [...u.tenants], mustChangePassword: mustChange }, reason });
+      this.users.insert(t, { id: u.id, name: u.name, role: u.role, tenants: u.tenants, password, createdAt: at, createdBy: by, auditSeq: e.seq, mustChange });
     });
     this.changed(u.id);
     return { id: u.id, name: u.name, role: u.role, tenants: u.tenants };
   }
 
   /**
-   * A new password for `id`, set by `by` (the person, or an administrator); every session of the user ends.
-   * @throws LkError LK_NOT_FOUND (no such user), LK_VALIDATION (password rules).
+   * A new password for `id`, set by `by`. Set by an administrator (`by` is not `id`) it must be changed at the
+   * next sign-in and every session of the user ends; set by the person (who re-authenticated already) it may
+   * not be one of their recent passwords. Prefer {@link changePassword} for a person's own change.
+   * @throws LkError LK_NOT_FOUND (no such user), LK_VALIDATION / LK_PASSWORD_WEAK (policy), LK_PASSWORD_REUSED.
    */
   async setPassword(id: string, password: string, by: string, reason: string): Promise<void> {
-    checkNewPassword(password);
-    if (!this.users.get(id)) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
+    const u = this.users.get(id);
+    if (!u) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
+    await this.store(u, password, by, reason, by === id);
+  }
+
+  /**
+   * A person changes their own password: the current one first (a failure counts toward the source's wait, as a
+   * sign-in does), then the new one under the policy — the only thing a session that must change its password
+   * may do. The user's other sessions end; the cached copy is dropped, so this session works on at once.
+   * @throws LkError LK_REAUTH_FAILED (current password wrong, or the account disabled), LK_VALIDATION,
+   *   LK_PASSWORD_WEAK, LK_PASSWORD_REUSED.
+   */
+  async changePassword(id: string, current: string, next: string, about: Readonly<Record<string, string>> = {}, keep?: string): Promise<AuthUser> {
+    let u: AuthUser;
+    try {
+      u = await this.check(id, current, 'password_change', about);
+    } catch (err) {
+      if (LkError.is(err, 'LK_UNAUTHENTICATED')) throw new LkError('LK_REAUTH_FAILED', 'the current password does not match; nothing was changed');
+      throw err;
+    }
+    const rec = this.users.get(u.id)!;
+    if (next === current) throw new LkError('LK_PASSWORD_REUSED', 'the new password is the current one; choose another');
+    // `next` is not the current password (compared above, in clear): the history check starts at the previous one
+    await this.store(rec, next, id, 'password changed by its owner', true, true);
+    for (const s of this.sessions.of(id)) if (s.id !== keep) this.sessions.end(s);
+    return toAuth(this.users.get(id)!);
+  }
+
+  private async store(u: UserRecord, password: string, by: string, reason: string, own: boolean, notCurrent = false): Promise<void> {
+    checkNewPassword(password, this.policy, [u.id, u.name]);
+    const keep = this.policy.history;
+    if (own) {
+      // the current password and the last `history` ones may not come back (one hash each, through the bounded pool)
+      for (const old of [...(notCurrent ? [] : [u.password]), ...u.passwordHistory.slice(0, keep)]) {
+        if (await verifyPassword(password, old)) throw new LkError('LK_PASSWORD_REUSED', `the new password is one of your last ${keep + 1} passwords; choose another`, { history: keep });
+      }
+    }
     const hash = await hashPassword(password, this.log2N);
     const at = new Date(this.o.clock.now()).toISOString();
+    const history = keep > 0 ? [u.password, ...u.passwordHistory].slice(0, keep) : [];
     this.o.store.tx((t) => {
-      const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.password', args: { user: id, self: by === id }, reason });
-      this.users.setPassword(t, id, hash, at, e.seq);
+      const e = t.audit.append({ tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.password', args: { user: u.id, self: own, mustChangePassword: !own }, reason });
+      this.users.setPassword(t, u.id, hash, !own, history, at, e.seq);
+      this.lockouts.clear(t, u.id);
+    });
+    // a password someone else set: whoever held the old one is out, and the owner must choose their own
+    if (!own) this.sessions.endUser(u.id);
+    this.changed(u.id);
+  }
+
+  /**
+   * An administrator lifts the waits of an account (every source) and a lock of older releases; audited
+   * (`user.unlock`, with what was cleared). @returns whether anything was cleared.
+   * @throws LkError LK_NOT_FOUND.
+   */
+  unlock(id: string, by: string, reason: string): boolean {
+    const cur = this.users.get(id);
+    if (!cur) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
+    const rows = this.lockouts.of(id);
+    if (rows.length === 0 && cur.lockedAt === null) return false;
+    const at = new Date(this.o.clock.now()).toISOString();
+    this.o.store.tx((t) => {
+      const e = t.audit.append({
+        tenant: SITE_TENANT, actor: by, kind: 'identity', action: 'user.unlock', reason,
+        args: { user: id, sources: rows.map((r) => ({ source: r.source, failures: r.failures, blockedUntil: new Date(r.blockedUntil).toISOString() })), ...(cur.lockedAt !== null ? { unlocked: cur.lockedAt } : {}) },
+      });
+      this.lockouts.clear(t, id);
+      if (cur.lockedAt !== null || cur.failedAttempts !== 0) this.users.setAttempts(t, id, 0, null, at, e.seq);
     });
     this.changed(id);
+    return true;
+  }
+
+  /**
+   * Separation of duties for a new local account: one person (by printed name) holds no administrator's account
+   * beside a signing one. @throws LkError LK_SOD_CONFLICT.
+   */
+  private checkSeparation(u: Pick<NewUser, 'id' | 'name' | 'role'>): void {
+    const signs = (r: Role): boolean => this.incompatible.has(r);
+    if (u.role !== 'admin' && !signs(u.role)) return;
+    const key = personKey(u.name);
+    const other = this.users.all().find((x) => !x.disabled && personKey(x.name) === key && (u.role === 'admin' ? signs(x.role) : x.role === 'admin'));
+    if (other) {
+      throw new LkError('LK_SOD_CONFLICT', `${u.name} already holds ${other.id} (${other.role}); an administrator does not also hold a signing role (${[...this.incompatible].join(', ')})`, { user: u.id, other: other.id, role: u.role, otherRole: other.role });
+    }
   }
 
   /**
@@ -164,23 +280,26 @@ export class Identity {
     const cur = this.users.get(id);
     if (!cur) throw new LkError('LK_NOT_FOUND', `no user ${id}`, { user: id });
     if (disabled && id === by) throw new LkError('LK_VALIDATION', 'an administrator does not disable their own account (another administrator does)');
-    if (cur.disabled === disabled && (disabled || (cur.lockedAt === null && cur.failedAttempts === 0))) return false;
+    const waits = disabled ? [] : this.lockouts.of(id);
+    if (cur.disabled === disabled && (disabled || (cur.lockedAt === null && cur.failedAttempts === 0 && waits.length === 0))) return false;
     const at = new Date(this.o.clock.now()).toISOString();
     this.o.store.tx((t) => {
       const e = t.audit.append({
         tenant: SITE_TENANT, actor: by, kind: 'identity', action: disabled ? 'user.disable' : 'user.enable',
-        args: { user: id, ...(!disabled && cur.lockedAt !== null ? { unlocked: cur.lockedAt } : {}) }, reason,
+        args: { user: id, ...(!disabled && cur.lockedAt !== null ? { unlocked: cur.lockedAt } : {}), ...(waits.length > 0 ? { clearedSources: waits.map((w) => w.source) } : {}) }, reason,
       });
       this.users.setDisabled(t, id, disabled, at, e.seq);
+      if (waits.length > 0) this.lockouts.clear(t, id);
     });
     this.changed(id);
     return true;
   }
 
   /**
-   * Sign in with a password: a session and its first bearer token.
-   * @throws LkError LK_UNAUTHENTICATED (unknown user, wrong password, disabled: one answer for all),
-   *   LK_ACCOUNT_LOCKED. Every failure is audited; the last allowed one locks the account.
+   * Sign in with a password: a session and its first bearer token. A user who must change the password gets a
+   * session that may do only that (`user.mustChangePassword`).
+   * @throws LkError LK_UNAUTHENTICATED (unknown user, wrong password, disabled, or the source waits after
+   *   failures: one answer for all, after the same work). Every failure is audited and counted for its source.
    */
   async signIn(user: string, password: string, about: Readonly<Record<string, string>> = {}): Promise<IssuedToken> {
     const u = await this.check(user, password, 'sign_in', about);
@@ -225,10 +344,18 @@ export class Identity {
   }
 
   /**
-   * Re-authentication at signing (21 CFR 11.200(a)(1)): the signed-in person's password, checked again.
-   * @throws LkError LK_REAUTH_FAILED (audited, counted toward the lock), LK_ACCOUNT_LOCKED.
+   * Re-authentication at signing (21 CFR 11.200(a)(1)): the signed-in person's password, checked again. A person
+   * whose password must be changed first signs nothing (refused before the password is looked at).
+   * `about.address` names the source a failure counts against (default `local`).
+   * @throws LkError LK_PASSWORD_CHANGE_REQUIRED (audited, not counted), LK_REAUTH_FAILED (audited, counted for
+   *   the source; also while the source waits after failures, after the same work).
    */
   async reauthenticate(user: string, password: string, about: Readonly<Record<string, string>> = {}): Promise<AuthUser> {
+    const rec = this.users.get(user);
+    if (rec && !rec.disabled && this.mustChange(rec)) {
+      this.audit('auth.refused', 'system', { ...about, user, purpose: 'signature', why: 'password_change_required' });
+      throw new LkError('LK_PASSWORD_CHANGE_REQUIRED', `${user} must change the password (it was set by someone else, or has expired) before signing anything`, { user });
+    }
     try {
       return await this.check(user, password, 'signature', about);
     } catch (err) {
@@ -241,13 +368,23 @@ export class Identity {
    * Re-authentication of a signer, local or SSO: a local user's password (as {@link reauthenticate}); for an
    * SSO user, the bearer token of this request must come from a sign-in at the provider at most
    * `signing_max_auth_age_s` ago (its `auth_time`) — no password travels to linekeeper. Audited either way.
-   * @throws LkError LK_REAUTH_REQUIRED (no password given / the SSO sign-in is not fresh), LK_REAUTH_FAILED,
-   *   LK_ACCOUNT_LOCKED.
+   * An administrator never signs, whatever a policy bundle lists (separation of duties): refused before any
+   * password is looked at, as is a person who must change the password first. `o.administrative` marks an
+   * administrative act that re-authenticates without signing a record (reassigning a run's reviewer), which an
+   * administrator may do.
+   * @throws LkError LK_SOD_CONFLICT, LK_PASSWORD_CHANGE_REQUIRED, LK_REAUTH_REQUIRED (no password given / the SSO
+   *   sign-in is not fresh), LK_REAUTH_FAILED.
    */
-  async reauthenticateSigner(user: AuthUser, password: string | undefined, about: Readonly<Record<string, string>> = {}): Promise<AuthUser> {
+  async reauthenticateSigner(user: AuthUser, password: string | undefined, about: Readonly<Record<string, string>> = {}, o: { administrative?: boolean } = {}): Promise<AuthUser> {
+    if (user.role === 'admin' && o.administrative !== true) {
+      this.audit('auth.refused', 'system', { ...about, user: user.id, purpose: 'signature', why: 'separation_of_duties' });
+      throw new LkError('LK_SOD_CONFLICT', `${user.id} is an administrator, and an administrator signs nothing (separation of duties)`, { user: user.id, role: user.role });
+    }
     if (user.source !== 'sso') {
+      const rec = this.users.get(user.id);
+      if (rec && this.mustChange(rec)) return this.reauthenticate(user.id, password ?? '', about);
       if (password === undefined || password.length === 0) throw new LkError('LK_REAUTH_REQUIRED', 'this is signed: give your password again (re-authentication at signing)', { issues: [{ path: 'body.password', message: 'required to sign' }] });
-      return this.reauthenticate(user.id, password, about);
+      return this.reauthenticate(user.id, password, { ...(user.address ? { address: user.address } : {}), ...about });
     }
     const maxAgeS = this.o.oidc!.cfg.signing_max_auth_age_s;
     const now = this.o.clock.now();
@@ -308,6 +445,11 @@ export class Identity {
     return () => !session.revoked && session.expiresAt > this.o.clock.now() && this.current(session.user) !== null;
   }
 
+  /** The id of a local token's live session (undefined for anything else). */
+  sessionOf(token: string | undefined): string | undefined {
+    return token ? this.sessions.find(token, this.o.clock.now())?.id : undefined;
+  }
+
   /** Record on the site chain that sign-ins were throttled (once per throttling window and key). */
   auditThrottle(args: Readonly<Record<string, string>>): void {
     this.audit('auth.throttled', 'system', { ...args });
@@ -346,10 +488,17 @@ export class Identity {
     let u = this.cache.get(id);
     if (u === undefined) {
       const r = this.users.get(id);
-      u = r && !r.disabled && r.lockedAt === null ? toAuth(r) : null;
+      u = r && !r.disabled && r.lockedAt === null ? { user: { ...toAuth(r), mustChangePassword: r.mustChange }, setAt: Date.parse(r.passwordSetAt) } : null;
       this.cache.set(id, u);
     }
-    return u;
+    if (u === null) return null;
+    // a password may come of age while its user is cached
+    return !u.user.mustChangePassword && passwordExpired(u.setAt, now, this.policy) ? { ...u.user, mustChangePassword: true } : u.user;
+  }
+
+  /** Whether the user must change the password before anything else (set by someone else, or expired). */
+  private mustChange(u: UserRecord): boolean {
+    return u.mustChange || passwordExpired(Date.parse(u.passwordSetAt), this.o.clock.now(), this.policy);
   }
 
   /** A user changed through this Identity: forget the cached copy, and end the sessions if it can no longer sign in. */
@@ -368,6 +517,12 @@ export class Identity {
     const v = await this.o.oidc!.verify(token);
     // one id, one person (11.300(a)): a provider's user may not take the id of a local account
     if (this.users.get(v.id)) throw new LkError('LK_SSO_UNMAPPED', `${v.id} is the id of a local user of this site; the provider's user cannot take it`, { user: v.id });
+    // separation of duties: a person the provider makes an administrator and a signer is refused, not mapped to one of them
+    const signing = v.roles.filter((r) => this.incompatible.has(r));
+    if (v.roles.includes('admin') && signing.length > 0) {
+      this.audit('auth.refused', 'system', { user: v.id, purpose: 'sign_in', why: 'separation_of_duties', roles: v.roles.join(',') });
+      throw new LkError('LK_SOD_CONFLICT', `${v.id} holds both an administrator's and a signing role (${signing.join(', ')}) at the identity provider; one person holds one of them`, { user: v.id, roles: [...v.roles] });
+    }
     const user: AuthUser = { id: v.id, name: v.name, role: v.role, tenants: v.tenants, source: 'sso', authTime: v.authTime };
     const entry: SsoUser = { id: v.id, user, expiresAt: v.expiresAt };
     if (this.sso.size >= SSO_CACHE_MAX) this.sso.clear();
@@ -384,39 +539,51 @@ export class Identity {
     for (const [k, exp] of this.ssoOut) if (exp <= now) this.ssoOut.delete(k);
   }
 
-  private async check(user: string, password: string, purpose: 'sign_in' | 'signature', about: Readonly<Record<string, string>>): Promise<AuthUser> {
+  private async check(user: string, password: string, purpose: 'sign_in' | 'signature' | 'password_change', about: Readonly<Record<string, string>>): Promise<AuthUser> {
     const u = this.users.get(user);
-    if (u?.lockedAt) {
-      this.audit('auth.refused', 'system', { ...about, user, purpose, why: 'locked' });
-      throw new LkError('LK_ACCOUNT_LOCKED', `account ${user} is locked since ${u.lockedAt}`, { user });
-    }
-    // the same work for an unknown user, so response time does not tell which ids exist
-    let ok = false;
-    if (u) ok = await verifyPassword(password, u.password);
-    else await verifyPassword(password, await (this.dummy ??= hashPassword(randomBytes(12).toString('hex'), this.log2N)));
+    const source = about['address'] ?? 'local';
     const now = this.o.clock.now();
-    const at = new Date(now).toISOString();
+    const waitMs = u ? this.lockouts.waitMs(u.id, source, now) : 0;
+    const held = u !== null && (u.lockedAt !== null || waitMs > 0);
+    // the same work for an unknown user and for a source that waits, so timing tells neither which ids exist nor which are held
+    let ok = false;
+    if (u && !held) ok = await verifyPassword(password, u.password);
+    else await verifyPassword(password, await (this.dummy ??= hashPassword(randomBytes(12).toString('hex'), this.log2N)));
+    const at = new Date(this.o.clock.now()).toISOString();
     if (u && ok && !u.disabled) {
+      const action = purpose === 'sign_in' ? 'auth.sign_in' : purpose === 'signature' ? 'auth.reauthenticated' : 'auth.password_verified';
       this.o.store.tx((t) => {
-        const e = t.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: purpose === 'sign_in' ? 'auth.sign_in' : 'auth.reauthenticated', args: { ...about, user: u.id, purpose } });
+        const e = t.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action, args: { ...about, user: u.id, purpose, ...(this.mustChange(u) ? { mustChangePassword: true } : {}) } });
+        this.lockouts.succeed(t, u.id, source);
         if (this.users.get(u.id)!.failedAttempts !== 0) this.users.setAttempts(t, u.id, 0, null, at, e.seq);
       });
-      return toAuth(u);
+      return { ...toAuth(u), mustChangePassword: this.mustChange(u) };
+    }
+    if (held) {
+      // not counted: the wait does not grow while it lasts, and the answer is that of a wrong password
+      this.audit('auth.refused', 'system', { ...about, user, purpose, why: u!.lockedAt !== null ? 'locked' : 'source_waits', retryAfterS: String(Math.ceil(waitMs / 1000)) });
+      throw new LkError('LK_UNAUTHENTICATED', 'user or password is not valid');
     }
     const why = !u ? 'unknown_user' : u.disabled ? 'disabled' : 'bad_password';
-    let locked = false;
     this.o.store.tx((t) => {
-      const cur = u ? this.users.get(u.id) : null;
-      const attempts = cur ? cur.failedAttempts + 1 : 0;
-      const e = t.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.failed', args: { ...about, user, purpose, why, ...(cur ? { attempt: attempts } : {}) } });
-      if (!cur) return;
-      locked = attempts >= this.maxFailed && cur.lockedAt === null;
-      const lockEntry = locked
-        ? t.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.locked', args: { user: cur.id, attempts }, reason: `${attempts} consecutive failed authentications` })
-        : e;
-      this.users.setAttempts(t, cur.id, attempts, locked ? at : cur.lockedAt, at, lockEntry.seq);
+      const out = u ? this.lockouts.fail(t, u.id, source, now) : null;
+      t.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.failed', args: { ...about, user, purpose, why, ...(out ? { attempt: out.failures } : {}) } });
+      if (!u || !out) return;
+      if (out.blockedUntil !== null) {
+        t.audit.append({
+          tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.locked',
+          args: { user: u.id, source, failures: out.failures, until: new Date(out.blockedUntil).toISOString() },
+          reason: `${out.failures} failed passwords for ${u.id} from ${source}: that source waits ${Math.ceil((out.blockedUntil - now) / 1000)} s (other sources are not held)`,
+        });
+      }
+      if (out.alert) {
+        t.audit.append({
+          tenant: SITE_TENANT, actor: 'system', kind: 'identity', action: 'auth.lockout_alert',
+          args: { user: u.id, failures: out.accountFailures, sources: this.lockouts.of(u.id).map((r) => r.source) },
+          reason: `${out.accountFailures} failed passwords for ${u.id} from all sources: someone may be guessing`,
+        });
+      }
     });
-    if (locked) this.changed(user);
     throw new LkError('LK_UNAUTHENTICATED', 'user or password is not valid');
   }
 
@@ -432,3 +599,16 @@ interface SsoUser {
 }
 
 export { ensureDemoUsers, type DemoUser } from './demo-users.js';
+
+/** The identity options a site's `api` configuration sets (lock-out, password policy, separation of duties). */
+export function identitySettings(a: {
+  max_failed_attempts: number; lockout: { delay_s: number; max_delay_s: number; account_alert_failures: number };
+  password_policy: { min_length: number; min_strength: number; max_age_days: number; history: number }; separation_of_duties: { incompatible_with_admin: readonly Role[] };
+}): Pick<IdentityOptions, 'maxFailedAttempts' | 'lockout' | 'passwordPolicy' | 'incompatibleWithAdmin'> {
+  return {
+    maxFailedAttempts: a.max_failed_attempts,
+    lockout: { delayMs: a.lockout.delay_s * 1000, maxDelayMs: a.lockout.max_delay_s * 1000, accountAlertFailures: a.lockout.account_alert_failures },
+    passwordPolicy: { minLength: a.password_policy.min_length, minStrength: a.password_policy.min_strength, maxAgeDays: a.password_policy.max_age_days, history: a.password_policy.history },
+    incompatibleWithAdmin: a.separation_of_duties.incompatible_with_admin,
+  };
+}

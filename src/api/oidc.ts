@@ -20,6 +20,8 @@ export interface SsoIdentity {
   readonly id: string;
   readonly name: string;
   readonly role: Role;
+  /** Every linekeeper role the person's claims map to (`role` is the first): separation of duties looks at all. */
+  readonly roles: readonly Role[];
   readonly tenants: readonly string[];
   /** `auth_time` (epoch ms): when the person last authenticated at the provider; null when the token has none. */
   readonly authTime: number | null;
@@ -90,14 +92,15 @@ export class OidcVerifier {
   /**
    * Verify a bearer JWT and map its claims.
    * @throws LkError LK_UNAUTHENTICATED (bad signature, unknown key, expired, wrong issuer or audience, a
-   *   disallowed algorithm — `detail.reason` says which), LK_SSO_UNMAPPED (valid, but no role or tenant of this
+   *   disallowed algorithm — `detail.reason` says which), LK_SSO_TOKEN_TYPE (not an access token), LK_SSO_UNMAPPED (valid, but no role or tenant of this
    *   site, or no usable user id), LK_SSO_UNAVAILABLE (the JWKS URL does not answer).
    */
   async verify(token: string): Promise<SsoIdentity> {
     const c = this.cfg;
     let payload: JWTPayload;
+    let typ: unknown;
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(token, this.keys, {
         issuer: c.issuer, audience: c.audience, algorithms: c.algorithms, clockTolerance: c.clock_tolerance_s, currentDate: new Date(this.clock.now()), requiredClaims: ['exp', 'sub'],
       }));
     } catch (err) {
@@ -110,7 +113,20 @@ export class OidcVerifier {
       const reason = code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim ? `the ${claim} claim is not valid` : (REASONS[code] ?? 'the token is not valid');
       throw new LkError('LK_UNAUTHENTICATED', `the identity provider's token was refused: ${reason}`, { reason: code || 'invalid', ...(claim ? { claim } : {}) }, { cause: err });
     }
+    this.checkType(typ);
     return this.map(payload);
+  }
+
+  /**
+   * The token's type (header `typ`): an RFC 9068 access token (`at+jwt`, or `application/at+jwt`, any case);
+   * an ID token (`JWT` or none) only with `accept_id_tokens`. Anything else — a logout token, a refresh token
+   * in JWT form, another audience's token type — is refused. @throws LkError LK_SSO_TOKEN_TYPE.
+   */
+  private checkType(typ: unknown): void {
+    const t = typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : undefined;
+    if (t === 'at+jwt') return;
+    if (this.cfg.accept_id_tokens && (t === undefined || t === 'jwt')) return;
+    throw new LkError('LK_SSO_TOKEN_TYPE', `the identity provider's token has type ${typ === undefined ? '(none)' : JSON.stringify(typ)}: send an access token (RFC 9068, typ at+jwt)${this.cfg.accept_id_tokens ? ' or an ID token (typ JWT)' : ''}`, { typ: typeof typ === 'string' ? typ : null, acceptIdTokens: this.cfg.accept_id_tokens });
   }
 
   /** The linekeeper identity of verified claims. @throws LkError LK_SSO_UNMAPPED. */
@@ -121,7 +137,8 @@ export class OidcVerifier {
     const id = typeof named === 'string' && named.length > 0 ? named : sub;
     if (!PERSON_RE.test(id)) throw new LkError('LK_SSO_UNMAPPED', `the token's user id "${id.slice(0, 64)}" is not a person's id linekeeper accepts`, { claim: c.user_claim });
     const held = new Set(strings(claimAt(p, c.roles_claim)));
-    const match = Object.entries(c.role_map).find(([value]) => held.has(value));
+    const mapped = Object.entries(c.role_map).filter(([value]) => held.has(value));
+    const match = mapped[0];
     if (!match) throw new LkError('LK_SSO_UNMAPPED', `${id} holds no ${c.roles_claim} value mapped to a linekeeper role`, { user: id, claim: c.roles_claim });
     let tenants: string[];
     if (c.tenants_claim !== undefined || c.tenant_map !== undefined) {
@@ -134,6 +151,6 @@ export class OidcVerifier {
     if (tenants.length === 0) throw new LkError('LK_SSO_UNMAPPED', `${id} works for no tenant of this site`, { user: id });
     const name = typeof p['name'] === 'string' && p['name'].length > 0 ? p['name'].slice(0, 200) : id;
     const authTime = typeof p['auth_time'] === 'number' ? p['auth_time'] * 1000 : null;
-    return { id, name, role: match[1], tenants, authTime, expiresAt: p.exp! * 1000, subject: sub, tokenId: typeof p.jti === 'string' ? p.jti : null };
+    return { id, name, role: match[1], roles: [...new Set(mapped.map(([, r]) => r))], tenants, authTime, expiresAt: p.exp! * 1000, subject: sub, tokenId: typeof p.jti === 'string' ? p.jti : null };
   }
 }

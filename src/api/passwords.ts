@@ -9,7 +9,6 @@
  * can be checked by what it let through, not by how long it took.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { LkError } from '../errors.js';
 
 const KEY_LEN = 32;
 const MAX_LOG2N = 20;
@@ -71,8 +70,4 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return got.length === want.length && timingSafeEqual(got, want);
 }
 
-/** A password a person may choose. @throws LkError LK_VALIDATION naming the rule. */
-export function checkNewPassword(password: string): void {
-  if (password.length < 12) throw new LkError('LK_VALIDATION', 'a password has at least 12 characters');
-  if (password.length > 1024) throw new LkError('LK_VALIDATION', 'a password has at most 1024 characters');
-}
+export { checkNewPassword } from './password-policy.js';

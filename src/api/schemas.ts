@@ -61,9 +61,13 @@ export const TokenView = z.object({
   token: z.string(), tokenType: z.literal('Bearer'), expiresAt: iso,
   sessionEndsAt: iso.optional().describe('renewals (POST /v1/auth/token/refresh) go no further: then sign in again'),
   user: AuthUserView,
+  mustChangePassword: z.boolean().describe('the password was set by someone else or has expired: this session may only change it (POST /v1/auth/password)'),
 });
+export const PasswordBody = z.strictObject({ current: text(1, 1024), password: text(1, 1024).describe('the new password (the site\'s policy: length, strength, not a recent one)') });
+export const PasswordChangedView = z.object({ user: AuthUserView, changedAt: iso, mustChangePassword: z.literal(false) });
 export const WhoAmIView = z.object({
   user: AuthUserView.extend({ source: z.enum(['local', 'sso']) }),
+  mustChangePassword: z.boolean(),
   expiresAt: iso.describe('the bearer token stops being accepted then'),
   sessionEndsAt: iso.nullable().describe('local sessions: renewals go no further; null for an SSO token (renewed at the provider)'),
 });

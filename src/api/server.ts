@@ -51,6 +51,8 @@ export interface ApiOptions {
   readonly signInLimits?: { readonly windowMs: number; readonly perAddress: number; readonly perAccount: number };
   /** Serve the review console at /console (default true). */
   readonly console?: boolean;
+  /** HTTPS with this certificate and key (PEM; tls.ts checks them); absent: plain HTTP (loopback only). */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
 }
 
 export interface ApiServer {
@@ -69,6 +71,7 @@ export interface ApiServer {
 export async function createApi(o: ApiOptions): Promise<ApiServer> {
   const log = o.logger ?? silentLogger;
   const app = Fastify({
+    ...(o.tls ? { https: { cert: o.tls.cert, key: o.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
     loggerInstance: log.child({ component: 'api' }),
     bodyLimit: o.bodyLimit ?? 64 * 1024,
     // one line per refused or failed request (problem.ts), not two per request

@@ -89,6 +89,11 @@ export class Sessions {
     this.drop(s);
   }
 
+  /** The live sessions of a user. */
+  of(user: string): Session[] {
+    return [...(this.byUser.get(user) ?? [])];
+  }
+
   /** End every session of a user (disabled, locked, new password). @returns how many ended. */
   endUser(user: string): number {
     const set = this.byUser.get(user);

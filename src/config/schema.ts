@@ -146,6 +146,25 @@ const claimName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_:-]*(\.[A-Za-z_][A-Za-z
  * linekeeper role (`role_map`, first match in the order written) and to tenants (a claim, optionally mapped,
  * or one fixed list).
  */
+const LOCKOUT_DEFAULTS = { delay_s: 60, max_delay_s: 3600, account_alert_failures: 20 };
+const LockoutConfig = z
+  .strictObject({
+    delay_s: z.number().int().min(1).max(86_400).default(60),
+    max_delay_s: z.number().int().min(1).max(7 * 86_400).default(3600),
+    account_alert_failures: z.number().int().min(2).max(100_000).default(20),
+  })
+  .refine((l) => l.max_delay_s >= l.delay_s, { message: 'max_delay_s is at least delay_s', path: ['max_delay_s'] });
+const PASSWORD_POLICY_DEFAULTS = { min_length: 12, min_strength: 3, max_age_days: 180, history: 5 };
+/** Only ever stricter than 12 characters and strength 2 of 4 (zxcvbn's score). */
+const PasswordPolicyConfig = z.strictObject({
+  min_length: z.number().int().min(12).max(128).default(12),
+  min_strength: z.number().int().min(2).max(4).default(3),
+  /** Days before a password must be changed; 0: never. */
+  max_age_days: z.number().int().min(0).max(3650).default(180),
+  /** Previous passwords a person may not choose again. */
+  history: z.number().int().min(0).max(24).default(5),
+});
+
 export const Oidc = z
   .strictObject({
     /** The `iss` every token must carry, exactly. */
@@ -173,6 +192,11 @@ export const Oidc = z
     tenants: z.array(id).min(1).optional(),
     /** A signature by an SSO user needs a bearer token whose `auth_time` is at most this old (11.200: a fresh sign-in). */
     signing_max_auth_age_s: z.number().int().min(30).max(3600).default(300),
+    /**
+     * Accept the provider's ID tokens (header `typ` absent or `JWT`) besides RFC 9068 access tokens (`typ: at+jwt`).
+     * Off by default: an ID token is meant for the client that asked for it, not as a bearer credential.
+     */
+    accept_id_tokens: z.boolean().default(false),
   })
   .refine((o) => (o.jwks_file === undefined) !== (o.jwks_url === undefined), { message: 'give exactly one of jwks_file and jwks_url', path: ['jwks_file'] })
   .refine((o) => o.tenants_claim !== undefined || o.tenant_map !== undefined || o.tenants !== undefined, { message: 'say which tenants an SSO user works for: tenants_claim, tenant_map or tenants', path: ['tenants'] });
@@ -282,8 +306,16 @@ export const SiteConfig = z.strictObject({
       port: z.number().int().min(0).max(65535).default(8080),
       /** Lifetime of a bearer token. */
       token_ttl_s: z.number().int().min(60).max(86_400).default(900),
-      /** Consecutive failed sign-ins or signing re-authentications that lock an account. */
+      /** Failed passwords (sign-in or signing) for one account from one source before that source waits (lock-out per account and source). */
       max_failed_attempts: z.number().int().min(1).max(100).default(5),
+      /** The wait after `max_failed_attempts`: `delay_s`, doubling with each further failure up to `max_delay_s`; an alert (audit + metric) when one account reaches `account_alert_failures` from all sources. */
+      lockout: LockoutConfig.default(LOCKOUT_DEFAULTS),
+      /** Passwords of local users (21 CFR 11.300(b)). */
+      password_policy: PasswordPolicyConfig.default(PASSWORD_POLICY_DEFAULTS),
+      /** Roles an administrator may never hold, besides the signing roles (qa_reviewer, process_engineer) that are always in the set. */
+      separation_of_duties: z.strictObject({ incompatible_with_admin: z.array(z.enum(['operator', 'process_engineer', 'qa_reviewer', 'auditor'])).default([]) }).default({ incompatible_with_admin: [] }),
+      /** HTTPS for the API (PEM files, relative to the configuration file): needed for any use beyond loopback. */
+      tls: z.strictObject({ cert: z.string().min(1), key: z.string().min(1) }).optional(),
       /** Concurrent event streams one user may hold open. */
       streams_per_user: z.number().int().min(1).max(100).default(4),
       /**
@@ -295,6 +327,7 @@ export const SiteConfig = z.strictObject({
     .default({
       host: '127.0.0.1', port: 8080, token_ttl_s: 900, max_failed_attempts: 5, streams_per_user: 4, session_max_s: 43_200,
       sign_in_window_s: 60, sign_in_failures_per_address: 10, sign_in_failures_per_account: 3,
+      lockout: LOCKOUT_DEFAULTS, password_policy: PASSWORD_POLICY_DEFAULTS, separation_of_duties: { incompatible_with_admin: [] },
     }),
   /** Online backups and WAL upkeep of the database (src/ops/backup.ts). */
   maintenance: z

@@ -96,7 +96,7 @@ export interface ApplyRequest {
 /**
  * Approve and apply a configuration change: re-authenticate the approver, check the role, audit `config.apply`,
  * then replace the file in force atomically (the previous one is kept as `<file>.prev`).
- * @throws LkError LK_VALIDATION (empty change reference, nothing changed), LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED
+ * @throws LkError LK_VALIDATION (empty change reference, nothing changed), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED
  *   (the approver's password), LK_FORBIDDEN (a role that may not approve configuration).
  */
 export async function applyConfigChange(r: ApplyRequest): Promise<{ seq: number; sections: string[] }> {

@@ -7,6 +7,7 @@
  * The probes that touch the machine (TCP connect, timedatectl, statfs) come in through {@link DoctorProbes}
  * so that tests can stand in for the network and the time daemon.
  */
+import { isLoopback, loadTls } from '../config/api-tls.js';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
@@ -105,6 +106,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   checks.push(auditCheck(dataDir, hasDb));
   checks.push(...(await endpointChecks(loaded, p, o.connectTimeoutMs ?? 2000)));
   checks.push(await certificateCheck(loaded, p.now(), o.certWarnDays ?? 30));
+  checks.push(apiTlsCheck(loaded, p.now(), o.certWarnDays ?? 30));
   checks.push(clockCheck(await p.timedatectl()));
   const ports = await portCheck(loaded, p);
   checks.push(ports);
@@ -240,6 +242,27 @@ async function certificateCheck(loaded: LoadedConfig, now: number, warnDays: num
   if (soon.length > 0) return { id: 'certificates', status: 'warn', message: `trusted certificates expiring within ${warnDays} days: ${soon.map((c) => `${c.subject} (${c.validTo.slice(0, 10)})`).join('; ')}`, action: 'plan the certificate renewal with the equipment vendor' };
   if (secured.length > 0 && trusted.length === 0) return { id: 'certificates', status: 'warn', message: `no trusted server certificate; ${rejected.length} waiting in rejected/`, action: '`linekeeper certs list`, compare thumbprints with the equipment, then `linekeeper certs trust <thumbprint>`' };
   return { id: 'certificates', status: rejected.length > 0 ? 'warn' : 'ok', message: `${trusted.length} trusted, ${rejected.length} rejected`, ...(rejected.length > 0 ? { action: 'review the rejected certificates (`linekeeper certs list`): trust or delete them' } : {}) };
+}
+
+/**
+ * HTTPS of the REST API: beyond loopback, passwords and tokens travel the plant network, so a bind there without
+ * `api.tls` fails; configured files must be readable, the certificate valid now (a warning within `warnDays`
+ * of its end) and the key its own.
+ */
+export function apiTlsCheck(loaded: LoadedConfig, now: number, warnDays: number): CheckResult {
+  const a = loaded.config.api;
+  if (!a.tls) {
+    if (isLoopback(a.host)) return { id: 'api_tls', status: 'ok', message: `REST API on loopback (${a.host}), plain HTTP` };
+    return { id: 'api_tls', status: 'fail', message: `REST API bound to ${a.host} (beyond loopback) without TLS: passwords and bearer tokens would cross the network in clear`, action: 'set api.tls: { cert, key } (PEM files of a certificate the clients trust), or bind api.host to 127.0.0.1' };
+  }
+  try {
+    const t = loadTls(a.tls, dirname(loaded.file), now);
+    const until = new Date(t.validTo).toISOString();
+    if (t.validTo - now < warnDays * 86_400_000) return { id: 'api_tls', status: 'warn', message: `API certificate ${t.subject} expires ${until}`, action: 'renew the API certificate and restart the daemon' };
+    return { id: 'api_tls', status: 'ok', message: `HTTPS with ${t.subject}, valid until ${until}; key matches` };
+  } catch (err) {
+    return { id: 'api_tls', status: 'fail', message: errText(err), action: 'fix api.tls: readable PEM files, a certificate valid now, and its own private key (the daemon does not start the API otherwise)' };
+  }
 }
 
 /** Interpret `timedatectl show`: Part 11 timestamps need a synchronised clock. */

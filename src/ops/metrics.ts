@@ -41,6 +41,7 @@ export class Metrics {
   private readonly verifySeconds: Histogram;
   private readonly readSeconds: Histogram<'connector'>;
   private readonly backups: Counter<'result'>;
+  private readonly lockouts: Counter<'event'>;
 
   /** @param processMetrics also export Node's process metrics (memory, CPU, event-loop lag) — once per process. */
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -53,6 +54,7 @@ export class Metrics {
     this.verifySeconds = new Histogram({ name: 'linekeeper_audit_verify_seconds', help: 'Time to verify the audit chains (backups, restore, doctor)', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120], registers });
     this.readSeconds = new Histogram({ name: 'linekeeper_connector_read_seconds', help: 'Latency of reads from equipment, by connection', labelNames: ['connector'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers });
     this.backups = new Counter({ name: 'linekeeper_backups_total', help: 'Online backups taken, by result', labelNames: ['result'], registers });
+    this.lockouts = new Counter({ name: 'linekeeper_auth_lockouts_total', help: 'Lock-outs after failed passwords: a source made to wait for an account (locked), or one account failing from all sources past the alert threshold (alert)', labelNames: ['event'], registers });
     const self = this;
     new Gauge({
       name: 'linekeeper_connector_state', help: 'Connection state (1 for the current state)', labelNames: ['connector', 'state'], registers,
@@ -142,6 +144,8 @@ export class Metrics {
       for (const reason of reasons) this.decisions.inc({ outcome, reason });
     } else if (e.kind === 'watchdog') {
       this.watchdog.inc({ event: e.action.replace(/^watchdog\./, '') });
+    } else if (e.kind === 'identity' && (e.action === 'auth.locked' || e.action === 'auth.lockout_alert')) {
+      this.lockouts.inc({ event: e.action === 'auth.locked' ? 'locked' : 'alert' });
     }
   }
 

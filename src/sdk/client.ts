@@ -86,7 +86,7 @@ export class LinekeeperClient {
 
   /**
    * Sign in with the client's user and password (POST /v1/auth/token); concurrent callers share one sign-in.
-   * @throws LinekeeperError LK_UNAUTHENTICATED (wrong user or password), LK_ACCOUNT_LOCKED, LK_VALIDATION for a
+   * @throws LinekeeperError LK_UNAUTHENTICATED (wrong user or password, or a source that waits after failures), LK_VALIDATION for a
    *   client made with a token.
    */
   signIn(): Promise<TokenInfo> {

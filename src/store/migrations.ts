@@ -543,6 +543,28 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP TABLE autonomy_level;
       ALTER TABLE autonomy_level_new RENAME TO autonomy_level;`,
   },
+  {
+    version: 12,
+    name: 'identity: passwords set by another are changed at first use, password age and history, lock-out per account and source',
+    up: `
+      -- must_change: the password was set by someone other than its owner (an administrator, the demo set-up) or
+      -- has to be renewed; until it is, the account may change its password and nothing else, and signs nothing.
+      ALTER TABLE app_user ADD COLUMN must_change INTEGER NOT NULL DEFAULT 0 CHECK (must_change IN (0, 1));
+      -- when the current password was set (NULL: at created_at), for the policy's maximum age
+      ALTER TABLE app_user ADD COLUMN password_set_at TEXT;
+      -- JSON array of the previous password hashes (newest first), as many as the policy's history keeps
+      ALTER TABLE app_user ADD COLUMN password_history TEXT NOT NULL DEFAULT '[]';
+      -- failed passwords per account and source (client address, or 'local' for the offline CLI): a wait that
+      -- doubles per failure, for that pair only; a success or an administrator clears it
+      CREATE TABLE auth_lockout (
+        user          TEXT    NOT NULL,
+        source        TEXT    NOT NULL,
+        failures      INTEGER NOT NULL,
+        blocked_until INTEGER NOT NULL DEFAULT 0,  -- epoch ms
+        last_at       INTEGER NOT NULL,            -- epoch ms
+        PRIMARY KEY (user, source)
+      ) WITHOUT ROWID;`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */

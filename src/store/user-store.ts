@@ -23,16 +23,24 @@ export interface UserRecord {
   readonly createdBy: string;
   readonly changedAt: string;
   readonly auditSeq: number;
+  /** The password was set by someone other than its owner (or must be renewed): change it before anything else. */
+  readonly mustChange: boolean;
+  /** When the current password was set (the creation time until it is changed). */
+  readonly passwordSetAt: string;
+  /** Previous password hashes, newest first (as many as the policy's history keeps). */
+  readonly passwordHistory: readonly string[];
 }
 
 interface Row {
   id: string; name: string; role: Role; tenants: string; password: string; disabled: number; failed_attempts: number;
   locked_at: string | null; created_at: string; created_by: string; changed_at: string; audit_seq: number;
+  must_change: number; password_set_at: string | null; password_history: string;
 }
 
 const toUser = (r: Row): UserRecord => ({
   id: r.id, name: r.name, role: r.role, tenants: JSON.parse(r.tenants) as string[], password: r.password, disabled: r.disabled === 1,
   failedAttempts: r.failed_attempts, lockedAt: r.locked_at, createdAt: r.created_at, createdBy: r.created_by, changedAt: r.changed_at, auditSeq: r.audit_seq,
+  mustChange: r.must_change === 1, passwordSetAt: r.password_set_at ?? r.created_at, passwordHistory: JSON.parse(r.password_history) as string[],
 });
 
 /** Prepared statements over one connection; construct once per store. */
@@ -44,11 +52,12 @@ export class UserStore {
       get: db.prepare('SELECT * FROM app_user WHERE id = ?'),
       all: db.prepare('SELECT * FROM app_user ORDER BY id'),
       count: db.prepare('SELECT COUNT(*) FROM app_user').pluck(),
-      insert: db.prepare(`INSERT INTO app_user (id, name, role, tenants, password, disabled, failed_attempts, locked_at, created_at, created_by, changed_at, audit_seq)
-        VALUES (@id, @name, @role, @tenants, @password, 0, 0, NULL, @createdAt, @createdBy, @createdAt, @auditSeq)`),
+      insert: db.prepare(`INSERT INTO app_user (id, name, role, tenants, password, disabled, failed_attempts, locked_at, created_at, created_by, changed_at, audit_seq, must_change, password_set_at)
+        VALUES (@id, @name, @role, @tenants, @password, 0, 0, NULL, @createdAt, @createdBy, @createdAt, @auditSeq, @mustChange, @createdAt)`),
       attempts: db.prepare('UPDATE app_user SET failed_attempts = ?, locked_at = ?, changed_at = ?, audit_seq = ? WHERE id = ?'),
       status: db.prepare('UPDATE app_user SET disabled = ?, failed_attempts = ?, locked_at = ?, changed_at = ?, audit_seq = ? WHERE id = ?'),
-      password: db.prepare('UPDATE app_user SET password = ?, failed_attempts = 0, locked_at = NULL, changed_at = ?, audit_seq = ? WHERE id = ?'),
+      password: db.prepare(`UPDATE app_user SET password = @hash, must_change = @mustChange, password_set_at = @changedAt, password_history = @history,
+        failed_attempts = 0, locked_at = NULL, changed_at = @changedAt, audit_seq = @auditSeq WHERE id = @id`),
     };
   }
 
@@ -65,9 +74,9 @@ export class UserStore {
     return this.st.count.get() as number;
   }
 
-  insert(t: TxContext, u: Pick<UserRecord, 'id' | 'name' | 'role' | 'tenants' | 'password' | 'createdAt' | 'createdBy' | 'auditSeq'>): void {
+  insert(t: TxContext, u: Pick<UserRecord, 'id' | 'name' | 'role' | 'tenants' | 'password' | 'createdAt' | 'createdBy' | 'auditSeq' | 'mustChange'>): void {
     void t;
-    this.st.insert.run({ ...u, tenants: JSON.stringify(u.tenants) });
+    this.st.insert.run({ ...u, tenants: JSON.stringify(u.tenants), mustChange: u.mustChange ? 1 : 0 });
   }
 
   /** The failed-attempt counter and lock after a sign-in or re-authentication (0 and null after a success). */
@@ -84,9 +93,12 @@ export class UserStore {
     this.st.status.run(disabled ? 1 : 0, disabled ? cur.failedAttempts : 0, disabled ? cur.lockedAt : null, changedAt, auditSeq, id);
   }
 
-  /** A new password hash; the failed-attempt counter and any lock are cleared with it. */
-  setPassword(t: TxContext, id: string, hash: string, changedAt: string, auditSeq: number): void {
+  /**
+   * A new password hash (`mustChange`: set by someone other than the owner), the previous ones kept in `history`
+   * (newest first); the failed-attempt counter and any lock are cleared with it.
+   */
+  setPassword(t: TxContext, id: string, hash: string, mustChange: boolean, history: readonly string[], changedAt: string, auditSeq: number): void {
     void t;
-    this.st.password.run(hash, changedAt, auditSeq, id);
+    this.st.password.run({ hash, mustChange: mustChange ? 1 : 0, history: JSON.stringify(history), changedAt, auditSeq, id });
   }
 }

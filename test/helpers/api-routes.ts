@@ -24,6 +24,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   'POST /v1/auth/logout': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   // whoami: any signed-in caller, local or SSO (the console's check of a pasted identity-provider token)
   'GET /v1/auth/me': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
+  // one's own password change: any signed-in local caller (the one route a must-change session reaches besides these)
+  'POST /v1/auth/password': ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   'GET /healthz': 'public',
   'GET /readyz': 'public',
   [`POST ${T}/runs`]: ['operator', 'process_engineer'],

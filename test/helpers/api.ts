@@ -14,8 +14,13 @@ export interface ApiNode {
   readonly daemon: Daemon;
   readonly url: string;
   readonly dir: string;
-  /** One-time passwords of the demo identities, by user id. */
+  /**
+   * Passwords of the demo identities, by user id: each user's own, chosen at the first sign-in in place of the
+   * one-time password the daemon gave (through the real routes, as `linekeeper login` does).
+   */
   readonly passwords: ReadonlyMap<string, string>;
+  /** The one-time passwords the daemon gave (already replaced: they no longer sign in). */
+  readonly oneTimePasswords: ReadonlyMap<string, string>;
   close(): Promise<void>;
 }
 
@@ -40,13 +45,29 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
     configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
   });
+  const url = daemon.ready.api!;
+  // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
+  const passwords = new Map(await Promise.all(daemon.demoUsers.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
   return {
-    daemon, url: daemon.ready.api!, dir, passwords: new Map(daemon.demoUsers.map((u) => [u.id, u.password])),
+    daemon, url, dir, passwords, oneTimePasswords: new Map(daemon.demoUsers.map((u) => [u.id, u.password])),
     async close() {
       await daemon.stop('test done');
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Replace a password someone else set (a one-time password) by one of the person's own: sign in, then POST
+ * /v1/auth/password. @returns the new password. @throws when the daemon refuses either step.
+ */
+export async function chooseOwnPassword(url: string, user: string, current: string): Promise<string> {
+  const next = `${current} is now my own, ${user}`;
+  const t = await call(url, 'POST', '/v1/auth/token', { body: { user, password: current } });
+  if (t.status !== 200) throw new Error(`sign-in of ${user}: ${t.status} ${JSON.stringify(t.body)}`);
+  const c = await call(url, 'POST', '/v1/auth/password', { token: t.body.token as string, body: { current, password: next } });
+  if (c.status !== 200) throw new Error(`password change of ${user}: ${c.status} ${JSON.stringify(c.body)}`);
+  return next;
 }
 
 export interface Reply {

@@ -23,6 +23,8 @@ import { openStore, type Store } from '../../src/store/store.js';
 export const ISSUER = 'https://idp.plant.example/realms/ravenna';
 export const AUDIENCE = 'linekeeper';
 export const PASSWORD = 'correct horse battery staple';
+/** The password an administrator gives a new user; the user replaces it by {@link PASSWORD} at the first sign-in. */
+export const INITIAL_PASSWORD = 'an administrator chose this one, 7 Nov';
 export const RUN = `run_${'ab'.repeat(10)}`;
 export const T0 = Date.UTC(2026, 10, 23, 6, 0, 0);
 
@@ -47,12 +49,16 @@ export async function providerKey(kid: string, alg: 'ES256' | 'RS256' = 'ES256')
   return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
 }
 
-/** A signed token of the provider (claims override the defaults; `exp`/`iat` in epoch seconds). */
-export async function token(key: ProviderKey, claims: Record<string, unknown> = {}, o: { kid?: string; alg?: string; now?: number } = {}): Promise<string> {
+/**
+ * A signed token of the provider (claims override the defaults; `exp`/`iat` in epoch seconds): an RFC 9068
+ * access token (`typ: at+jwt`) unless `o.typ` says otherwise (null: no `typ`, as many ID tokens).
+ */
+export async function token(key: ProviderKey, claims: Record<string, unknown> = {}, o: { kid?: string; alg?: string; now?: number; typ?: string | null } = {}): Promise<string> {
   const now = Math.floor((o.now ?? T0) / 1000);
   const body = { sub: 'f3c1-77aa', preferred_username: 'q.sso', name: 'Quinn Sso', groups: ['lk-qa'], auth_time: now, iat: now, exp: now + 600, iss: ISSUER, aud: AUDIENCE, ...claims };
   for (const k of Object.keys(body)) if ((body as Record<string, unknown>)[k] === undefined) delete (body as Record<string, unknown>)[k];
-  return new SignJWT(body).setProtectedHeader({ alg: o.alg ?? (key.jwk.alg as string), kid: o.kid ?? key.kid }).sign(key.privateKey);
+  const typ = o.typ === undefined ? 'at+jwt' : o.typ;
+  return new SignJWT(body).setProtectedHeader({ alg: o.alg ?? (key.jwk.alg as string), kid: o.kid ?? key.kid, ...(typ !== null ? { typ } : {}) }).sign(key.privateKey);
 }
 
 /** An unsecured JWT (`alg: none`), which must never be accepted. */
@@ -88,11 +94,12 @@ export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; 
   const tenants = loaded.config.tenants.map((t) => t.id);
   const oidc = o.oidc ? new OidcVerifier(o.oidc(dir), dir, tenants, clock) : undefined;
   const identity = new Identity({ store, clock, tokenTtlMs: o.ttlMs ?? 15 * 60_000, sessionMaxMs: o.maxMs ?? 60 * 60_000, scryptLog2N: 10, ...(oidc ? { oidc } : {}) });
-  for (const [id, name, role, ts] of [
+  const seeded = [
     ['m.rossi', 'Maria Rossi', 'qa_reviewer', ['acme-pharma']], ['o.operator', 'Olga Operator', 'operator', ['acme-pharma']],
     ['p.bianchi', 'Paolo Bianchi', 'process_engineer', ['acme-pharma']], ['d.marino', 'Davide Marino', 'admin', tenants],
-  ] as const) {
-    await identity.create({ id, name, role, tenants: ts, password: PASSWORD }, 'system', 'test users');
+  ] as const;
+  for (const [id, name, role, ts] of seeded) {
+    await identity.create({ id, name, role, tenants: ts, password: INITIAL_PASSWORD }, 'system', 'test users');
   }
   const engine = {
     get: (tenant: string, id: string) => {
@@ -108,6 +115,8 @@ export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; 
     daemon: { engine, writer: o.writer ? o.writer({ store, clock, bundle: bundle!, loaded }) : {}, store, loaded, policy: { bundle }, connectors: [], live: new Map(), supervision: () => new Map() } as never,
     clock, users: identity, streams: { keepAliveMs: o.keepAliveMs ?? 50 }, ...(o.limits ? { signInLimits: o.limits } : {}),
   });
+  // each user replaces the password someone else set, through the real routes (as `linekeeper login` does)
+  for (const [id] of seeded) await changeOwnPassword(api, id, INITIAL_PASSWORD, PASSWORD);
   return {
     api, identity, store, clock, dir,
     async close() {
@@ -116,6 +125,21 @@ export async function startIdentityApi(o: { oidc?: (dir: string) => OidcConfig; 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Sign in with a password someone else set and change it to `next` (POST /v1/auth/token, then /v1/auth/password).
+ * @returns the session's token, which works on after the change. @throws when either step is refused.
+ */
+export async function changeOwnPassword(api: ApiServer, user: string, current: string, next: string): Promise<string> {
+  const post = async (url: string, body: unknown, token?: string) => {
+    const r = await api.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, payload: JSON.stringify(body) });
+    if (r.statusCode !== 200) throw new Error(`${url} for ${user}: ${r.statusCode} ${r.body}`);
+    return JSON.parse(r.body) as { token: string; mustChangePassword?: boolean };
+  };
+  const t = await post('/v1/auth/token', { user, password: current });
+  await post('/v1/auth/password', { current, password: next }, t.token);
+  return t.token;
 }
 
 /** Write a JWKS of the keys into `dir`; @returns its file name. */

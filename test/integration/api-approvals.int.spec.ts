@@ -17,6 +17,7 @@ import type { RunRecord } from '../../src/store/run-store.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
 import { queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
+import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
 const B = '/v1/tenants/borealis-bio';
@@ -44,7 +45,7 @@ beforeAll(async () => {
   node = await startApiNode();
   for (const [id, pw] of node.passwords) passwords.set(id, pw);
   const identity = node.daemon.identity!;
-  await identity.create({ id: 'r.verdi', name: 'Rita Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: 'process engineer two' }, 'd.marino', 'test account');
+  await addUser(identity, { id: 'r.verdi', name: 'Rita Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: 'process engineer two' }, 'd.marino', 'test account');
   passwords.set('r.verdi', 'process engineer two');
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'g.ferri', 'a.ricci', 'r.verdi']) tokens.set(u, await signIn(node.url, u, passwords.get(u)!));
   // started by the batch's own reviewer, p.bianchi (a process engineer may start runs)

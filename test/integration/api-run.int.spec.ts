@@ -13,6 +13,7 @@ import { systemClock } from '../../src/clock.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { call, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
+import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
 const B = '/v1/tenants/borealis-bio';
@@ -135,7 +136,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     const starter = await sign(tok('o.operator'), node.passwords.get('o.operator')!);
     expect(starter.status).toBe(403);
     expect(starter.body.code).toBe('LK_FORBIDDEN');
-    await node.daemon.identity!.create({ id: 'q.bruni', name: 'Quinto Bruni', role: 'qa_reviewer', tenants: ['acme-pharma'], password: 'another qa reviewer' }, 'd.marino', 'test account');
+    await addUser(node.daemon.identity!, { id: 'q.bruni', name: 'Quinto Bruni', role: 'qa_reviewer', tenants: ['acme-pharma'], password: 'another qa reviewer' }, 'd.marino', 'test account');
     const other = await sign(await signIn(url, 'q.bruni', 'another qa reviewer'), 'another qa reviewer');
     expect(other.status).toBe(403);
     expect(other.body.code).toBe('LK_APPROVAL_FORBIDDEN');

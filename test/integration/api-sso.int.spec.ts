@@ -28,6 +28,21 @@ afterEach(async () => {
 const withFile = (extra: Record<string, unknown> = {}) => startIdentityApi({ oidc: (dir) => oidcConfig({ jwks_file: writeJwks(dir, [key, rsa]), ...extra }) });
 const base = { plants: ['plant-acme'] };
 
+describe('the token type (RFC 9068)', () => {
+  it('an access token (typ at+jwt, any case, with or without application/) is accepted; an ID token or another type is refused with LK_SSO_TOKEN_TYPE unless ID tokens are configured', async () => {
+    a = await withFile();
+    for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt']) expect((await req(a, 'GET', `${T}/models`, { token: await token(key, base, { typ }) })).status).toBe(200);
+    for (const typ of [null, 'JWT', 'logout+jwt', 'application/jwt+refresh']) {
+      const r = await req(a, 'GET', `${T}/models`, { token: await token(key, { ...base, jti: `t-${typ}` }, { typ }) });
+      expect([r.status, r.body.code]).toEqual([401, 'LK_SSO_TOKEN_TYPE']);
+    }
+    await a.close();
+    a = await withFile({ accept_id_tokens: true });
+    for (const typ of [null, 'JWT']) expect((await req(a, 'GET', `${T}/models`, { token: await token(key, { ...base, jti: `id-${typ}` }, { typ }) })).status).toBe(200);
+    expect((await req(a, 'GET', `${T}/models`, { token: await token(key, base, { typ: 'logout+jwt' }) })).body.code).toBe('LK_SSO_TOKEN_TYPE');
+  });
+});
+
 describe('SSO bearer tokens against a JWKS file', () => {
   it('a valid token of a mapped group reaches the routes of its role and tenant; the first use is audited with the subject', async () => {
     a = await withFile();
@@ -41,11 +56,15 @@ describe('SSO bearer tokens against a JWKS file', () => {
     expect(seen.map((e) => [e.actor, e.args['subject'], e.args['role']])).toEqual([['q.sso', 'f3c1-77aa', 'qa_reviewer'], ['r.rsa', 'f3c1-77aa', 'qa_reviewer']]);
   });
 
-  it('roles map by the first role_map entry held; a role without the route is 403 LK_FORBIDDEN', async () => {
+  it('roles map by the first role_map entry held; a role without the route is 403 LK_FORBIDDEN; an administrator who also signs is refused (separation of duties)', async () => {
     a = await withFile();
-    const admin = await token(key, { ...base, groups: ['lk-qa', 'lk-admin'], preferred_username: 'a.admin' });
+    const admin = await token(key, { ...base, groups: ['lk-op', 'lk-admin'], preferred_username: 'a.admin' });
     // lk-admin comes first in role_map, so this person is an admin — who does not read models
     expect((await req(a, 'GET', `${T}/models`, { token: admin })).body.code).toBe('LK_FORBIDDEN');
+    const both = await token(key, { ...base, groups: ['lk-qa', 'lk-admin'], preferred_username: 'b.both' });
+    const r = await req(a, 'GET', `${T}/models`, { token: both });
+    expect([r.status, r.body.code]).toEqual([409, 'LK_SOD_CONFLICT']);
+    expect(siteActions(a.store).find((e) => e.action === 'auth.refused')).toMatchObject({ args: { user: 'b.both', why: 'separation_of_duties' } });
     const op = await token(key, { ...base, groups: 'lk-op', preferred_username: 'o.sso' });
     expect((await req(a, 'POST', `${T}/attendance`, { token: op, body: {} })).status).not.toBe(403);
   });

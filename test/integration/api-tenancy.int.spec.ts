@@ -21,6 +21,7 @@ import { mesInboxDir } from '../../connectors/mes/folder.js';
 import { registerModel } from '../../src/models/registry.js';
 import type { ModelCard } from '../../src/twin/card.js';
 import { logLines, queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
+import { addUser } from '../helpers/users.js';
 
 let node: ApiNode;
 let ops: Operation[];
@@ -118,7 +119,7 @@ beforeAll(async () => {
     for (const role of ALL_ROLES) {
       const id = USERS[t][role];
       if (!passwords.has(id)) {
-        await identity.create({ id, name: `${role} of ${t}`, role, tenants: [t], password: PASSWORD }, 'd.marino', 'tenancy test account');
+        await addUser(identity, { id, name: `${role} of ${t}`, role, tenants: [t], password: PASSWORD }, 'd.marino', 'tenancy test account');
         passwords.set(id, PASSWORD);
       }
       tokens.set(id, await signIn(node.url, id, passwords.get(id)!));

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
+import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
 const REQUEST = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
@@ -52,6 +53,23 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   let approval: string;
   let first: SpawnedCli;
   let second: string;
+
+  it('login with a password an administrator set: without a new one it refuses and stores nothing; with it (second stdin line) the password is changed first, then the session stored', async () => {
+    const initial = 'the administrator typed this, 27 Nov';
+    await node.daemon.identity!.create({ id: 'o.third', name: 'Ottavia Third', role: 'operator', tenants: ['acme-pharma'], password: initial }, 'd.marino', 'new operator');
+    const h = home();
+    const refused = await cli(h, ['login', '--user', 'o.third'], { input: `${initial}\n` });
+    expect([refused.code, refused.err]).toEqual([expect.any(Number), expect.stringContaining('[LK_PASSWORD_CHANGE_REQUIRED]')]);
+    expect(refused.code).not.toBe(0);
+    expect(() => statSync(join(h, 'linekeeper', 'session.json'))).toThrow();
+    const mine = 'ottavia chose this one herself';
+    const ok = await cli(h, ['login', '--user', 'o.third'], { input: `${initial}\n${mine}\n` });
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.err).toContain('new password for o.third set');
+    const stored = JSON.parse(readFileSync(join(h, 'linekeeper', 'session.json'), 'utf8')) as { token: string };
+    expect((await call(node.url, 'GET', `${A}/runs`, { token: stored.token })).status).toBe(200);
+    expect((await call(node.url, 'POST', '/v1/auth/token', { body: { user: 'o.third', password: initial } })).status).toBe(401);
+  });
 
   it('without a session: exit 77 (LK_UNAUTHENTICATED) and how to sign in; nothing is started or signed', async () => {
     const nobody = home();
@@ -140,7 +158,12 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(busy.err).toContain(`linekeeper: line line-3 runs ${runId} (APPROVAL); one run at a time per line [LK_LINE_BUSY]`);
   });
 
-  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits', async () => {
+  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits — and a stranger guessing her password elsewhere does not keep her out', async () => {
+    // issue 20: three guesses from another machine used to hold m.rossi's account for everyone for a window
+    for (let i = 0; i < 3; i++) {
+      const g = await node.daemon.api!.app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: '10.66.0.1', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ user: 'm.rossi', password: `stranger's guess ${i}` }) });
+      expect(g.statusCode).toBe(401);
+    }
     expect((await cli(qa, ['login', '--user', 'm.rossi'], { input: password('m.rossi') })).code).toBe(0);
     const wrong = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: 'not her password\n' });
     expect(wrong.code).toBe(1);
@@ -185,7 +208,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
 
   it('runs watch re-attaches where the operator left: the approval, steps 09 and 10, the completion line, nothing twice; presence is sent while attached', async () => {
     // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives
-    await node.daemon.identity!.create({ id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
+    await addUser(node.daemon.identity!, { id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
     await call(node.url, 'POST', `${A}/attendance`, { token: await signIn(node.url, 'o.second', 'second operator pw'), body: {} });
     expect(node.daemon.engine.attended()?.operator).toBe('o.second');
 

@@ -52,7 +52,8 @@ describe('linekeeper users', () => {
     const off = await users(['disable', 'm.new', '--as', 'd.admin', '--reason', 'on leave'], `${ADMIN_PW}\n`);
     expect(off.code, off.err).toBe(0);
     const list = JSON.parse((await users(['list', '--json'], '')).out) as { id: string; disabled: boolean }[];
-    expect(list.find((u) => u.id === 'm.new')).toMatchObject({ disabled: true });
+    // an administrator chose m.new's password: it must be changed before m.new signs anything
+    expect(list.find((u) => u.id === 'm.new')).toMatchObject({ disabled: true, mustChangePassword: true });
     expect((await users(['enable', 'm.new', '--as', 'd.admin'], `${ADMIN_PW}\n`)).code).toBe(0);
     const t = trail();
     expect(t.filter((e) => e.action.startsWith('user.')).map((e) => [e.action, e.actor])).toEqual([
@@ -70,5 +71,13 @@ describe('linekeeper users', () => {
     const wrongOld = await users(['passwd', 'm.new', '--as', 'm.new'], `${NEW_PW}\n${NEW_PW}-3\n`);
     expect(wrongOld.err).toContain('[LK_REAUTH_FAILED]');
     expect(trail().filter((e) => e.action === 'user.password').map((e) => e.actor)).toEqual(['m.new']);
-  }, 180_000);
+    const list = JSON.parse((await users(['list', '--json'], '')).out) as { id: string; mustChangePassword: boolean; waits: unknown[] }[];
+    expect(list.find((u) => u.id === 'm.new')).toMatchObject({ mustChangePassword: false });
+    // the wrong current password above counted for m.new from this machine ('local'); an administrator clears it
+    const unlock = await users(['unlock', 'm.new', '--as', 'd.admin', '--reason', 'typo confirmed'], `${ADMIN_PW}\n`);
+    expect([unlock.code, unlock.out]).toEqual([0, expect.stringContaining('m.new unlocked by d.admin')]);
+    expect(trail().find((e) => e.action === 'user.unlock')).toMatchObject({ actor: 'd.admin', reason: 'typo confirmed' });
+    const weak = await users(['add', 'w.eak', '--name', 'Wes Eak', '--role', 'operator', '--tenant', 'acme-pharma', '--as', 'd.admin'], `${ADMIN_PW}\naaaaaaaaaaaa\n`);
+    expect([weak.code, weak.err]).toEqual([1, expect.stringMatching(/Repeated characters.*\[LK_PASSWORD_WEAK\]/)]);
+  }, 240_000);
 });

@@ -17,6 +17,7 @@ import { LinekeeperClient, LinekeeperError } from '../../src/sdk/index.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { flat, pdfPages } from '../helpers/pdf-text.js';
 import { auditOfRun, toolLogOf } from '../helpers/run-site.js';
+import { addUser } from '../helpers/users.js';
 
 const T = 'acme-pharma';
 const A = `/v1/tenants/${T}`;
@@ -83,7 +84,7 @@ beforeAll(async () => {
     },
   });
   url = node.url;
-  await node.daemon.identity!.create({ id: 'q.russo', name: 'Quinto Russo', role: 'qa_reviewer', tenants: [T], password: pw('q.russo') }, 'd.marino', 'a second QA reviewer of the tenant');
+  await addUser(node.daemon.identity!, { id: 'q.russo', name: 'Quinto Russo', role: 'qa_reviewer', tenants: [T], password: pw('q.russo') }, 'd.marino', 'a second QA reviewer of the tenant');
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci', 'q.russo', 'd.marino']) tokens.set(u, await signIn(url, u, pw(u)));
   presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined), 5000);
 }, 120_000);

@@ -27,6 +27,7 @@ import { silentLogger } from '../../src/log.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { codeOf } from '../helpers/codes.js';
 import { waitFor } from '../helpers/run-site.js';
+import { addUser } from '../helpers/users.js';
 
 const A = 'acme-pharma';
 const B = 'borealis-bio';
@@ -81,8 +82,8 @@ async function boot(withUsers: boolean): Promise<Node> {
   const engine = engineOn(store);
   const identity = new Identity({ store, clock, scryptLog2N: 4, tokenTtlMs: 30 * 24 * 3_600_000 });
   if (withUsers) {
-    await identity.create({ id: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', tenants: [A], password: 'correct horse battery' }, 'system', 'test');
-    await identity.create({ id: 'l.conti', name: 'Luca Conti', role: 'process_engineer', tenants: [B], password: 'correct horse battery' }, 'system', 'test');
+    await addUser(identity, { id: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', tenants: [A], password: 'correct horse battery' }, 'system', 'test');
+    await addUser(identity, { id: 'l.conti', name: 'Luca Conti', role: 'process_engineer', tenants: [B], password: 'correct horse battery' }, 'system', 'test');
   }
   const api = await createApi({
     daemon: { engine, store, loaded, writer: { pending: () => [], approve: async () => { throw new Error('unused'); }, reject: async () => { throw new Error('unused'); } } as never, policy: { bundle: null }, connectors: [], live: new Map(), supervision: () => new Map() },

@@ -12,6 +12,7 @@ import type { ModelSummary } from '../../src/models/registry.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { openStore } from '../../src/store/store.js';
 import type { SimulationResult } from '../../src/twin/simulate.js';
+import { addUser } from '../helpers/users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let data: string;
@@ -32,7 +33,7 @@ beforeAll(async () => {
   // the registrant is a local user whose password the CLI checks: no name is taken on trust
   const store = openStore({ dataDir: data });
   try {
-    await new Identity({ store, clock: store.clock, scryptLog2N: 10 }).create({ id: 'p.verdi', name: 'Piero Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: PASSWORD }, 'system', 'test user');
+    await addUser(new Identity({ store, clock: store.clock, scryptLog2N: 10 }), { id: 'p.verdi', name: 'Piero Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: PASSWORD }, 'system', 'test user');
   } finally {
     store.close();
   }

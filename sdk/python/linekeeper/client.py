@@ -153,7 +153,7 @@ class Client:
     def sign_in(self) -> Json:
         """POST /v1/auth/token with the client's user and password.
 
-        :raises LinekeeperError: LK_UNAUTHENTICATED (wrong user or password), LK_ACCOUNT_LOCKED, LK_VALIDATION for
+        :raises LinekeeperError: LK_UNAUTHENTICATED (wrong user or password, or a source that waits after failures), LK_VALIDATION for
             a client made with a token.
         """
         if self._credentials is None:

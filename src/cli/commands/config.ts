@@ -59,10 +59,10 @@ export function registerConfig(program: Command): void {
       if (!approver) throw new LkError('LK_VALIDATION', 'an approver is required');
       const password = await readPassword(`password of ${approver}: `);
       const { openStore } = await import('../../store/store.js');
-      const { Identity } = await import('../../api/identity.js');
+      const { Identity, identitySettings } = await import('../../api/identity.js');
       const store = openStore({ dataDir: current.dataDir });
       try {
-        const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: current.config.api.max_failed_attempts });
+        const identity = new Identity({ store, clock: store.clock, ...identitySettings(current.config.api) });
         const r = await applyConfigChange({ store, identity, current, next, changeRef: opts.change, approver, password, ...(opts.reason ? { reason: opts.reason } : {}) });
         process.stdout.write(`approved by ${approver} under ${opts.change} (site audit seq ${r.seq}); ${current.file} replaced (previous kept as ${current.file}.prev)\n`);
         process.stdout.write(restart.length ? 'restart to apply: systemctl restart linekeeper\n' : 'apply now: systemctl reload linekeeper (SIGHUP)\n');

@@ -1,11 +1,15 @@
 /**
  * `linekeeper login` / `logout`: the session with a running daemon. The password is typed (no echo) or, when
- * stdin is not a terminal, its first line — never an argument. The token, not the password, is stored.
+ * stdin is not a terminal, its first line — never an argument. The token, not the password, is stored. When the
+ * password was set by someone else (an administrator, the demo set-up) or has expired, the daemon opens a session
+ * that may only change it: login then asks for a new password (twice on a terminal; the second line of stdin
+ * otherwise) and changes it before the session is stored.
  */
 import type { Command } from 'commander';
 import { LkError } from '../../errors.js';
 import { DaemonClient } from '../client.js';
-import { readLine, readPassword } from '../prompt.js';
+import { createInterface } from 'node:readline';
+import { readLine, readPassword, readSecrets } from '../prompt.js';
 import { readSession, removeSession, saveSession, urlFor } from '../session.js';
 
 interface TokenReply {
@@ -13,6 +17,15 @@ interface TokenReply {
   expiresAt: string;
   sessionEndsAt?: string;
   user: { id: string; name: string; role: string; tenants: string[] };
+  mustChangePassword?: boolean;
+}
+
+/** Every line of stdin when it is not a terminal (the password, then perhaps a new one). */
+async function stdinLines(): Promise<string[]> {
+  const rl = createInterface({ input: process.stdin, terminal: false, crlfDelay: Infinity });
+  const lines: string[] = [];
+  for await (const l of rl) lines.push(l);
+  return lines;
 }
 
 export function registerLogin(program: Command): void {
@@ -36,11 +49,28 @@ export function registerLogin(program: Command): void {
         user = (await readLine('user: '))?.trim() ?? '';
         if (!user) throw new LkError('LK_VALIDATION', 'no user id was given');
       }
-      const password = await readPassword(`password for ${user} at ${url}: `);
+      const tty = process.stdin.isTTY === true;
+      const piped = tty ? [] : await stdinLines();
+      const password = tty ? await readPassword(`password for ${user} at ${url}: `) : (piped[0] ?? '');
+      if (!password) throw new LkError('LK_VALIDATION', 'no password was given');
       const t = await new DaemonClient({ url }).json<TokenReply>('POST', '/v1/auth/token', { user, password }).catch((err: unknown) => {
         // a refused sign-in is not an expired session: no "sign in again" hint
         throw LkError.is(err, 'LK_UNAUTHENTICATED') ? new LkError('LK_UNAUTHENTICATED', err.message) : err;
       });
+      if (t.mustChangePassword) {
+        process.stderr.write(`linekeeper: the password of ${t.user.id} was set by someone else or has expired; choose your own now\n`);
+        let next: string;
+        if (tty) {
+          const [a, b] = await readSecrets([`new password for ${t.user.id}: `, `new password for ${t.user.id} (again): `]);
+          if (a !== b) throw new LkError('LK_VALIDATION', 'the two new passwords differ; nothing was changed (sign in again)');
+          next = a!;
+        } else {
+          next = piped[1] ?? '';
+          if (!next) throw new LkError('LK_PASSWORD_CHANGE_REQUIRED', `${t.user.id} must change the password: give the new one as the second line of stdin`);
+        }
+        await new DaemonClient({ url, token: t.token }).json('POST', '/v1/auth/password', { current: password, password: next });
+        process.stderr.write(`linekeeper: new password for ${t.user.id} set\n`);
+      }
       const tenant = opts.tenant ?? (previous && previous.user === t.user.id && t.user.tenants.includes(previous.tenant) ? previous.tenant : t.user.tenants[0]);
       // a tenant the person does not work for is not found, as the API answers it (R1)
       if (!tenant || !t.user.tenants.includes(tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${tenant ?? '(none)'} for ${t.user.id}`, { tenants: t.user.tenants });

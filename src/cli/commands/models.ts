@@ -15,7 +15,7 @@ import { listModels, parseStatus, type ModelSummary } from '../../models/registr
 import { seedDefaultModels } from '../../models/seed.js';
 import { type PolicyBundle } from '../../policy/index.js';
 import { loadPolicyBundle } from '../../config/policy-bundle.js';
-import { Identity } from '../../api/identity.js';
+import { Identity, identitySettings } from '../../api/identity.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { readPassword, readSecrets } from '../prompt.js';
 import { connect } from '../session.js';
@@ -119,12 +119,12 @@ async function runChange(id: string, action: 'promote' | 'retire', body: Record<
  * The person registering models offline (`models seed`): never a free-text name. `--as <id>` names a local
  * process engineer or QA reviewer of the tenant, whose password is typed now and checked against the store (a
  * failure is audited and counts toward the account's lock-out, as for `users --as`).
- * @throws LkError LK_FORBIDDEN (another role, or not of this tenant), LK_REAUTH_FAILED, LK_ACCOUNT_LOCKED.
+ * @throws LkError LK_FORBIDDEN (another role, or not of this tenant), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED.
  */
 async function registrant(loaded: LoadedConfig, as: string, tenant: string): Promise<string> {
   const store = openStore({ dataDir: loaded.dataDir });
   try {
-    const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: loaded.config.api.max_failed_attempts });
+    const identity = new Identity({ store, clock: store.clock, ...identitySettings(loaded.config.api) });
     const u = identity.users.get(as);
     if (u && (!REGISTRANTS.includes(u.role) || !u.tenants.includes(tenant))) throw new LkError('LK_FORBIDDEN', `${as} (${u.role}) may not register models of ${tenant} (needs ${REGISTRANTS.join(' or ')} of the tenant)`);
     const [pw] = await readSecrets([`password for ${as}: `]);
