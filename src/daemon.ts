@@ -277,7 +277,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     // the embedded default's first start: its bundle is signed as the DEMO-SETUP change by the demo QA reviewer
     // (created here, before the signature names them); any other unsigned bundle is refused by openPolicy
-    demoUsers = await signEmbeddedDefault(events.store, loaded, new Identity({ store: events.store, clock }));
+    const setupIdentity = new Identity({ store: events.store, clock });
+    demoUsers = await signEmbeddedDefault(events.store, loaded, setupIdentity, () => ensureDemoUsers(setupIdentity, config.tenants.map((t) => t.id)));
     policy = openPolicy(events.store, loaded, log);
     const usesSim = config.connections.some((c) => c.endpoint === 'sim');
     // the embedded default's first start: the demo models, through the same golden gate and change control as a

@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { SITE_TENANT } from '../audit/entry.js';
 import { signBytes } from '../audit/keys.js';
 import type { Identity } from '../api/identity.js';
-import { ensureDemoUsers, type DemoUser } from '../api/demo-users.js';
+import type { DemoUser } from '../api/demo-users.js';
 import { defaultConfigFile, type LoadedConfig } from '../config/load.js';
 import { readPolicyBundle } from '../config/policy-bundle.js';
 import { acceptedBundles, findPolicySignature, lastAcceptedBundle } from '../engine/policy-gate.js';
@@ -149,9 +149,10 @@ const DEMO_SIGNERS = ['m.rossi', 'g.ferri'];
  * shipped default's content, create the demo identities and sign the bundle as the DEMO-SETUP change by the
  * demo QA reviewer — recorded as signed automatically at set-up, not by a person. Any other bundle is left
  * unsigned (and so refused until someone runs `policy apply`).
+ * `createDemoUsers` is the API layer's (ensureDemoUsers), passed in by the daemon that wires both layers.
  * @returns the demo identities created (their one-time passwords are shown once by serve)
  */
-export async function signEmbeddedDefault(store: Store, loaded: LoadedConfig, identity: Identity): Promise<DemoUser[]> {
+export async function signEmbeddedDefault(store: Store, loaded: LoadedConfig, identity: Pick<Identity, 'users'>, createDemoUsers: () => Promise<DemoUser[]>): Promise<DemoUser[]> {
   if (lastAcceptedBundle(store)) return [];
   let bundle: PolicyBundle;
   let shipped: PolicyBundle;
@@ -162,7 +163,7 @@ export async function signEmbeddedDefault(store: Store, loaded: LoadedConfig, id
     return [];
   }
   if (shipped.version !== bundle.version || findPolicySignature(store, bundle.version)) return [];
-  const made = await ensureDemoUsers(identity, loaded.config.tenants.map((t) => t.id));
+  const made = await createDemoUsers();
   const roles = bundle.content.approvers.change;
   const signer = DEMO_SIGNERS.map((id) => identity.users.get(id)).find((u) => u && !u.disabled && u.lockedAt === null && roles.includes(u.role));
   if (!signer) return made;

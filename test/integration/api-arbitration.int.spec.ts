@@ -125,7 +125,7 @@ describe('GET /v1/auth/me', () => {
       expect(me.status).toBe(200);
       expect(me.body).toEqual({
         user: { id: 'q.sso', name: 'Quinn Sso', role: 'qa_reviewer', tenants: ['acme-pharma'], source: 'sso' },
-        expiresAt: new Date(T0 + 600_000).toISOString(), sessionEndsAt: null,
+        expiresAt: new Date(T0 + 600_000).toISOString(), sessionEndsAt: null, mustChangePassword: false,
       });
       const forged = await req(sso, 'GET', '/v1/auth/me', { token: await token(await providerKey('k-me'), { plants: ['plant-acme'] }) });
       expect(forged.status).toBe(401);

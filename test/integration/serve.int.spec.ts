@@ -74,8 +74,16 @@ describe('linekeeper serve on the embedded default', () => {
     const rossi = users.find((u) => u.user === 'm.rossi')!;
     const signIn = await fetch(`${run.ready.api}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'm.rossi', password: rossi.password }) });
     expect(signIn.status).toBe(200);
-    const { token } = (await signIn.json()) as { token: string };
-    const runs = await fetch(`${run.ready.api}/v1/tenants/acme-pharma/runs`, { headers: { authorization: `Bearer ${token}` } });
+    const { token, mustChangePassword } = (await signIn.json()) as { token: string; mustChangePassword: boolean };
+    // a one-time password printed by the daemon is someone else's choice: it opens nothing but the change (21 CFR 11.300)
+    expect(mustChangePassword).toBe(true);
+    const auth = { authorization: `Bearer ${token}` };
+    const before = await fetch(`${run.ready.api}/v1/tenants/acme-pharma/runs`, { headers: auth });
+    expect(before.status).toBe(403);
+    expect(((await before.json()) as { code: string }).code).toBe('LK_PASSWORD_CHANGE_REQUIRED');
+    const change = await fetch(`${run.ready.api}/v1/auth/password`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ current: rossi.password, password: 'Quarantine-lot 7 of the blue granulate' }) });
+    expect(change.status).toBe(200);
+    const runs = await fetch(`${run.ready.api}/v1/tenants/acme-pharma/runs`, { headers: auth });
     expect(await runs.json()).toEqual({ items: [] });
   });
 
