@@ -4,7 +4,7 @@
  * both with their ratio through {@link report}. `npm run bench` (bench/run.ts)
  * runs each `*.bench.ts` in its own process and prints the table.
  */
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
 export interface Figure {
   /** Who was measured, e.g. "linekeeper OpcUaConnector.read" or "raw node-opcua session.read". */
@@ -77,4 +77,36 @@ export function percentile(samples: readonly number[], p: number): number {
   if (s.length === 0) return Number.NaN;
   const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
   return s[i]!;
+}
+
+/** What {@link heartbeatJitterDuring} measured: each tick's lateness (ms), how long it ran, the loop's max delay. */
+export interface HeartbeatJitter {
+  readonly late: number[];
+  readonly ms: number;
+  readonly loopMaxMs: number;
+}
+
+/**
+ * Run `work` while a heartbeat timer ticks every `periodMs` on this thread: each tick's lateness after the one
+ * before (what holds the loop holds a PLC heartbeat), and monitorEventLoopDelay's max over the same time.
+ */
+export async function heartbeatJitterDuring(periodMs: number, work: () => Promise<unknown>): Promise<HeartbeatJitter> {
+  const late: number[] = [];
+  const h = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    late.push(Math.max(0, now - last - periodMs));
+    last = now;
+  }, periodMs);
+  const start = performance.now();
+  try {
+    await work();
+    await new Promise((r) => setTimeout(r, 2 * periodMs));
+  } finally {
+    clearInterval(timer);
+    h.disable();
+  }
+  return { late, ms: performance.now() - start, loopMaxMs: h.max / 1e6 };
 }

@@ -21,10 +21,10 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { deserialize, serialize } from 'node:v8';
 import { safeEncode } from 'zod/v4/core';
-import { percentile, report } from './lib.js';
+import { heartbeatJitterDuring, percentile, report, type HeartbeatJitter } from './lib.js';
 import { defaultConfigFile } from '../src/config/load.js';
 import { startDaemon } from '../src/daemon.js';
 import { SimulationView } from '../src/api/schemas.js';
@@ -47,27 +47,7 @@ for await (const body of createInterface({ input: process.stdin })) {
   process.stdout.write(r.status + ' ' + b.byteLength + (r.status === 200 ? '' : ' ' + Buffer.from(b).toString('utf8', 0, 300)) + '\\n');
 }`;
 
-/** Run `work` while a heartbeat timer ticks every HB ms; returns each tick's lateness (ms) and the loop's max delay. */
-async function heartbeatDuring(work: () => Promise<unknown>): Promise<{ late: number[]; ms: number; loopMaxMs: number }> {
-  const late: number[] = [];
-  const h = monitorEventLoopDelay({ resolution: 10 });
-  h.enable();
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    late.push(Math.max(0, now - last - HB));
-    last = now;
-  }, HB);
-  const start = performance.now();
-  try {
-    await work();
-    await new Promise((r) => setTimeout(r, 2 * HB));
-  } finally {
-    clearInterval(timer);
-    h.disable();
-  }
-  return { late, ms: performance.now() - start, loopMaxMs: h.max / 1e6 };
-}
+const heartbeatDuring = (work: () => Promise<unknown>): Promise<HeartbeatJitter> => heartbeatJitterDuring(HB, work);
 
 const dir = mkdtempSync(join(tmpdir(), 'lk-bench-rehearsal-'));
 try {

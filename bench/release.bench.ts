@@ -17,8 +17,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { percentile, report } from './lib.js';
+import { performance } from 'node:perf_hooks';
+import { heartbeatJitterDuring, percentile, report, type HeartbeatJitter } from './lib.js';
 import type { AuditEntryInput } from '../src/audit/entry.js';
 import { ManualClock } from '../src/clock.js';
 import { writeReleasePackageOffLoop } from '../src/engine/release-offload.js';
@@ -67,27 +67,7 @@ function releaseInput(): ReleaseInput {
   };
 }
 
-/** Run `work` while a heartbeat timer ticks every HB ms; returns each tick's lateness (ms) and the loop's max delay. */
-async function heartbeatDuring(work: () => Promise<unknown>): Promise<{ late: number[]; ms: number; loopMaxMs: number }> {
-  const late: number[] = [];
-  const h = monitorEventLoopDelay({ resolution: 10 });
-  h.enable();
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    late.push(Math.max(0, now - last - HB));
-    last = now;
-  }, HB);
-  const start = performance.now();
-  try {
-    await work();
-    await new Promise((r) => setTimeout(r, 2 * HB));
-  } finally {
-    clearInterval(timer);
-    h.disable();
-  }
-  return { late, ms: performance.now() - start, loopMaxMs: h.max / 1e6 };
-}
+const heartbeatDuring = (work: () => Promise<unknown>): Promise<HeartbeatJitter> => heartbeatJitterDuring(HB, work);
 
 try {
   const clock = new ManualClock(t0);
