@@ -22,7 +22,7 @@
  */
 import type { BatchSpecifications } from '../domain/batch-record.js';
 import { convertUnit } from '../domain/units.js';
-import { contentUniformity, summarize, USP905_STAGE1_N } from './stats.js';
+import { contentUniformity, rsdPct, summarize, USP905_STAGE1_N } from './stats.js';
 
 export type SpecVerdict = 'PASS' | 'FAIL' | 'NOT_EVALUATED';
 
@@ -109,6 +109,8 @@ export interface QualityInput {
 export const MIN_WEIGHT_N = 20;
 /** Units for an in-process weight RSD (one sample set of 10–20 tablets). */
 export const MIN_RSD_N = 10;
+/** Consecutive in-process weights per sample set of the RSD test (PROCESS.md: a set of 10–20 tablets). */
+export const RSD_SET_N = 20;
 export const DEFAULT_WEIGHT_TOLERANCE_PCT = 5;
 
 // ───────────────────────────── formatting ─────────────────────────────
@@ -189,9 +191,32 @@ function rsd(head: Head, values: readonly number[], refs: readonly string[] | un
   if (values.length === 0) return result(head, data, 'NOT_EVALUATED', 'no in-process weight samples');
   if (bad.length > 0) return result(head, data, 'NOT_EVALUATED', `${nonFiniteText(bad)} among ${values.length} weights: RSD not computed`);
   if (values.length < MIN_RSD_N) return result(head, data, 'NOT_EVALUATED', `${values.length} weight(s); an RSD is judged on at least ${MIN_RSD_N}`);
-  const r = data.rsdPct;
-  if (r === undefined) return result(head, data, 'NOT_EVALUATED', 'RSD undefined (zero mean)');
-  return r <= maxPct ? result(head, data, 'PASS', `RSD ${num(r)} % ≤ ${one(maxPct)} % (n ${values.length})`) : result(head, data, 'FAIL', `RSD ${num(r)} % > ${one(maxPct)} % (n ${values.length})`);
+  // the in-process test is an RSD per sample set (PROCESS.md: ≤ 2 % per set of 10–20 tablets), judged on every
+  // set: a drift of the mean between sets is the individual limits' business, a scatter within one set is this one's
+  const sets = sampleSets(values.length);
+  const judged = sets.map(([from, to]) => ({ from, to, r: rsdPct(values.slice(from, to)) }));
+  if (judged.some((x) => !Number.isFinite(x.r))) return result(head, data, 'NOT_EVALUATED', 'RSD undefined (zero mean)');
+  const worst = judged.reduce((w, x) => (x.r > w.r ? x : w));
+  const which = `set ${judged.indexOf(worst) + 1} of ${judged.length} (samples ${worst.from + 1}–${worst.to})`;
+  const of = `${judged.length} set${judged.length === 1 ? '' : 's'} of ${RSD_SET_N} consecutive samples, n ${values.length}`;
+  const over = judged.filter((x) => x.r > maxPct);
+  if (over.length > 0) return result(head, data, 'FAIL', `${over.length} of ${judged.length} sets over ${one(maxPct)} %; worst ${which}: RSD ${num(worst.r)} % > ${one(maxPct)} % (${of})`);
+  return result(head, data, 'PASS', `every set ≤ ${one(maxPct)} %; worst ${which}: RSD ${num(worst.r)} % (${of})`);
+}
+
+/**
+ * The in-process sample sets of `n` samples in taking order, as [from, to) ranges: sets of {@link RSD_SET_N}; a
+ * last set shorter than {@link MIN_RSD_N} joins the one before it (never judged on too few, never dropped).
+ */
+export function sampleSets(n: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let from = 0; from < n; from += RSD_SET_N) out.push([from, Math.min(n, from + RSD_SET_N)]);
+  const last = out.at(-1);
+  if (out.length > 1 && last && last[1] - last[0] < MIN_RSD_N) {
+    out.pop();
+    out[out.length - 1]![1] = n;
+  }
+  return out;
 }
 
 /** Every individual value inside [min, max] of the record (converted to `unit`). */

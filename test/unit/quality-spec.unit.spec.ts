@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type BatchSpecifications, parseBatchRecord } from '../../src/domain/batch-record.js';
-import { evaluateSpecifications, type QualityInput, SPEC_IDS, type SpecId, type SpecResult, specTableText } from '../../src/quality/spec.js';
+import { evaluateSpecifications, type QualityInput, RSD_SET_N, sampleSets, SPEC_IDS, type SpecId, type SpecResult, specTableText } from '../../src/quality/spec.js';
 
 const RECORD = parseBatchRecord(JSON.parse(readFileSync(new URL('../../config/batches/acme-pharma/B-1042.json', import.meta.url), 'utf8')), 'acme-pharma/B-1042.json');
 const SPEC = RECORD.specifications;
@@ -48,6 +48,32 @@ describe('the specification table on the demo batch record', () => {
     expect(byId(t.results, 'potency').data.refs).toEqual(['nir:5000', 'LIMS-A-1']);
     expect(byId(t.results, 'content_uniformity').limits).toBe('AV ≤ 15.0 (USP <905> L1)');
     expect(byId(t.results, 'dissolution').limits).toBe('Q = 80 % at 30 min');
+  });
+
+  it('weight RSD is judged per sample set of 20 consecutive samples: a drift between sets is not scatter, one scattered set fails the batch', () => {
+    // three sets, each tight around its own level, 291 → 300 → 309 mg: over all 60 the RSD is about 2.5 %, no set is over 0.1 %
+    const drift = [...spread(20, 290.9, 291.1), ...spread(20, 299.9, 300.1), ...spread(20, 308.9, 309.1)];
+    const whole = evaluateSpecifications(good({ inProcess: { ...good().inProcess, weightMg: drift } }));
+    expect(byId(whole.results, 'tablet_weight_rsd')).toMatchObject({ verdict: 'PASS', data: { n: 60 } });
+    expect(byId(whole.results, 'tablet_weight_rsd').data.rsdPct!).toBeGreaterThan(2);
+    expect(byId(whole.results, 'tablet_weight_rsd').reason).toMatch(/^every set ≤ 2\.0 %; worst set \d of 3 \(samples \d+–\d+\): RSD 0\.\d+ % \(3 sets of 20 consecutive samples, n 60\)$/);
+    // the second set scattered ± 4 % around 300 mg (RSD about 2.4 %), the others tight: FAIL, naming the set
+    const scattered = [...spread(20, 299.9, 300.1), ...Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 288 : 312)), ...spread(20, 299.9, 300.1)];
+    const bad = byId(evaluateSpecifications(good({ inProcess: { ...good().inProcess, weightMg: scattered } })).results, 'tablet_weight_rsd');
+    expect(bad.verdict).toBe('FAIL');
+    expect(bad.reason).toMatch(/^1 of 3 sets over 2\.0 %; worst set 2 of 3 \(samples 21–40\): RSD 4\.1 % > 2\.0 %/);
+  });
+
+  it('property: the sample sets cover every sample once, in order, each of 10 to 29 samples (one set under 10 only when there are fewer)', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 2000 }), (n) => {
+      const sets = sampleSets(n);
+      expect(sets[0]![0]).toBe(0);
+      expect(sets.at(-1)![1]).toBe(n);
+      for (let i = 1; i < sets.length; i++) expect(sets[i]![0]).toBe(sets[i - 1]![1]);
+      for (const [from, to] of sets) expect(to - from).toBeLessThan(RSD_SET_N + 10);
+      if (n >= 10) for (const [from, to] of sets) expect(to - from).toBeGreaterThanOrEqual(10);
+      else expect(sets).toEqual([[0, n]]);
+    }));
   });
 
   it('hardness samples of 151–176 N: hardness FAIL naming how many and the worst, overall FAIL', () => {
