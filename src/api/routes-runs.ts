@@ -7,6 +7,7 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
 import type { RunView as EngineRunView } from '../engine/run/types.js';
+import { releaseRefusal, type RunQuality } from '../engine/run/quality.js';
 import { decideRelease, decideWrite } from './approvals.js';
 import { bearer, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
@@ -112,10 +113,18 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
     schema: { tags: ['approvals'], summary: 'What waits for a person: batch releases at the gate and setpoint writes waiting for QA or the assigned reviewer', security, params: TenantParams, response: { 200: ApprovalList, ...problems } },
   }, async (req) => {
     const tenant = req.params.tenant;
-    const releases = engine.pendingApprovals(tenant).map((a) => ({
-      id: a.id, kind: 'batch_release' as const, run: a.run, batch: engine.runs.runById(a.run)?.batch ?? null, needs: 'qa', reviewer: a.reviewer,
-      requestedAt: iso(a.requestedAt), recordHash: a.recordHash, detail: {},
-    }));
+    const releases = engine.pendingApprovals(tenant).map((a) => {
+      const run = engine.runs.runById(a.run);
+      // what the specification table allows before anyone opens the dialog: a FAIL leaves only a rejection
+      const quality = run?.data['quality'] as RunQuality | undefined;
+      const refusal = releaseRefusal(quality, run?.batch ?? '');
+      const detail = {
+        verdict: quality?.specTable?.verdict ?? null,
+        releasable: refusal === null,
+        failed: quality?.specTable?.results?.filter((r) => r.verdict === 'FAIL').map((r) => ({ id: r.id, title: r.title, limits: r.limits, reason: r.reason })) ?? [],
+      };
+      return { id: a.id, kind: 'batch_release' as const, run: a.run, batch: run?.batch ?? null, needs: 'qa', reviewer: a.reviewer, requestedAt: iso(a.requestedAt), recordHash: a.recordHash, detail };
+    });
     const writes = ctx.daemon.writer.pending().filter((w) => w.proposal.tenant === tenant).map((w) => ({
       id: w.id, kind: 'setpoint_write' as const, run: w.proposal.run ?? null, batch: w.proposal.batch, needs: w.needs,
       reviewer: w.needs === 'reviewer' ? (engine.batches(tenant, w.proposal.batch)?.reviewer ?? null) : null,

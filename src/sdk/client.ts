@@ -282,7 +282,9 @@ export class LinekeeperClient {
   /**
    * POST /approvals/{id}: sign a decision as the signed-in QA reviewer, re-authenticated with the password.
    * @throws LinekeeperError LK_REAUTH_FAILED (wrong password; nothing signed), LK_APPROVAL_FORBIDDEN (not the
-   *   batch's named reviewer, or the person who started the run), LK_APPROVAL_DECIDED, LK_FORBIDDEN.
+   *   batch's named reviewer, or the person who started the run), LK_APPROVAL_DECIDED, LK_FORBIDDEN,
+   *   LK_SPEC_FAILED (the batch failed a specification: only a rejection), LK_SPEC_CHANGED (new results since the
+   *   gate: review the table again), LK_EXCEPTIONS_OPEN.
    */
   approve(id: string, d: Decision): Promise<Signature> {
     return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password } });

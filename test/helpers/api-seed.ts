@@ -10,6 +10,8 @@ import type { Daemon } from '../../src/daemon.js';
 import { composePlan, type RunStatus } from '../../src/domain/run.js';
 import { canonical, sha256Hex } from '../../src/engine/run/approval.js';
 import { StepContext } from '../../src/engine/run/step-context.js';
+import { judgeRun } from '../../src/engine/run/quality.js';
+import { json } from '../../src/engine/json.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
 
@@ -57,7 +59,13 @@ export function seedGate(d: Daemon, id: string): ApprovalRecord {
   const run = d.engine.runs.runById(id)!;
   const record = canonical({ format: 1, kind: 'batch_release', run: run.id, tenant: run.tenant, batch: run.batch, seeded: true });
   const approval = `apr_${randomBytes(8).toString('hex')}`;
-  d.store.tx((t) => d.engine.runs.insertApproval(t, { id: approval, run: id, tenant: run.tenant, reviewer: String(run.record['qa_reviewer']), record, recordHash: sha256Hex(record), requestedAt: d.engine.options.clock.now() }));
+  // the gate stores the specification table judged on the run's data (a seeded run has none: every
+  // specification NOT_EVALUATED, nothing failed) before it requests the release
+  const quality = json(judgeRun(run, run.data, []));
+  d.store.tx((t) => {
+    d.engine.runs.setData(t, id, { ...run.data, quality }, d.engine.options.clock.now());
+    d.engine.runs.insertApproval(t, { id: approval, run: id, tenant: run.tenant, reviewer: String(run.record['qa_reviewer']), record, recordHash: sha256Hex(record), requestedAt: d.engine.options.clock.now() });
+  });
   setStatus(d, id, 'APPROVAL', `waits for QA reviewer ${String(run.record['qa_reviewer'])}`);
   return d.engine.runs.approval(run.tenant, approval)!;
 }

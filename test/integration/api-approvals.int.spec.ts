@@ -8,6 +8,9 @@
  * site key; the write then reaches the simulator through the writer, or nothing moves. Batch releases keep
  * their rules on the same route.
  */
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { limsResultsDir } from '../../connectors/lims/index.js';
 import { setAutonomy } from '../../src/store/autonomy-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
@@ -190,5 +193,50 @@ describe('a batch release on the same route', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ approval: gate.id, user: 'm.rossi', decision: 'approve', recordHash: gate.recordHash });
     expect(verifySignature(loadSitePublicKey(node.daemon.loaded.dataDir), r.body as Signature)).toBe(true);
+  });
+});
+
+describe('a LIMS result that arrives while a batch release waits', () => {
+  it('is judged at the decision: a new passing result asks QA to review the changed table (LK_SPEC_CHANGED), a failing one refuses the release (LK_SPEC_FAILED, SPEC_FAIL raised); nothing is signed until the rejection', async () => {
+    // the line is freed first: the run of the tests above ends (one active run per line)
+    for (const r of node.daemon.engine.list('acme-pharma', 10)) if (!['SUCCEEDED', 'REJECTED', 'ABORTED', 'FAILED'].includes(r.status)) setStatus(node.daemon, r.id, 'REJECTED', 'test: the line is free for the next run');
+    const run = seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'p.bianchi' });
+    const gate = seedGate(node.daemon, run.id);
+    const quality = () => node.daemon.engine.runs.runById(run.id)!.data['quality'] as { specTable: { verdict: string; sha256: string; results: { id: string; verdict: string }[] } };
+    const dissolution = () => quality().specTable.results.find((r) => r.id === 'dissolution')!.verdict;
+    expect([quality().specTable.verdict, dissolution()]).toEqual(['INCOMPLETE', 'NOT_EVALUATED']);
+    const dir = join(limsResultsDir(node.daemon.loaded.dataDir), 'acme-pharma');
+    mkdirSync(dir, { recursive: true });
+    const lims = (name: string, result: number, ref: string) => {
+      const body = { format: 1, batch: 'B-1042', tenant: 'acme-pharma', test: 'dissolution', result, unit: '%', specification: 'Q = 80 % at 30 min', status: 'pass', analyst: 'a.verdi', reviewed_by: 's.neri', reported_at: new Date().toISOString(), lims_ref: ref };
+      writeFileSync(join(dir, `.${name}.tmp`), JSON.stringify(body));
+      renameSync(join(dir, `.${name}.tmp`), join(dir, name));
+    };
+    const release = () => decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', recordHash: gate.recordHash });
+    const signed = () => audit({ reviewer: 'm.rossi' }).filter((e) => e.action === 'approval.decide' && (e.args as { approval: string }).approval === gate.id);
+
+    lims('dissolution-1.json', 88, 'LIMS-D-7001');
+    const changed = await release();
+    expect([changed.status, changed.body.code], JSON.stringify(changed.body)).toEqual([409, 'LK_SPEC_CHANGED']);
+    expect(dissolution()).toBe('PASS');
+    expect(node.daemon.engine.runs.events(run.id).filter((e) => e.kind === 'qc').map((e) => e.summary)).toEqual([expect.stringMatching(/^specifications judged again at the release decision: INCOMPLETE .*was INCOMPLETE$/)]);
+
+    lims('dissolution-2.json', 71, 'LIMS-D-7002');
+    const failed = await release();
+    expect([failed.status, failed.body.code]).toEqual([409, 'LK_SPEC_FAILED']);
+    expect(failed.body.detail).toContain('LIMS-D-7002: 71 % < Q 80 %');
+    expect([quality().specTable.verdict, dissolution()]).toEqual(['FAIL', 'FAIL']);
+    const raised = node.daemon.engine.exceptions.ofRun(run.id).filter((e) => e.kind === 'SPEC_FAIL');
+    expect(raised.map((e) => [e.key, e.severity, e.status, e.step])).toEqual([['SPEC_FAIL:dissolution', 'critical', 'open', '09 approval.batch_release']]);
+    // the same again: refused, nothing raised twice
+    expect((await release()).body.code).toBe('LK_SPEC_FAILED');
+    expect(node.daemon.engine.exceptions.ofRun(run.id).filter((e) => e.kind === 'SPEC_FAIL')).toHaveLength(1);
+    expect(signed()).toEqual([]);
+    expect(node.daemon.engine.runs.approval('acme-pharma', gate.id)!.status).toBe('pending');
+
+    const reject = await decide('m.rossi', gate.id, { decision: 'reject', meaning: 'QA rejection of batch B-1042: dissolution LIMS-D-7002 below Q', recordHash: gate.recordHash });
+    expect(reject.status, JSON.stringify(reject.body)).toBe(200);
+    expect(signed()).toHaveLength(1);
+    for (const f of readdirSync(dir)) rmSync(join(dir, f));
   });
 });

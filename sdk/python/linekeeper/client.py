@@ -288,7 +288,9 @@ class Client:
     def approve(self, approval_id: str, decision: str, meaning: str, password: str) -> Json:
         """POST /approvals/{id}: sign as the signed-in QA reviewer, re-authenticated with the password.
 
-        :raises LinekeeperError: LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN.
+        :raises LinekeeperError: LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN,
+            LK_SPEC_FAILED (the batch failed a specification: only a rejection), LK_SPEC_CHANGED (new results since
+            the gate: review the table again), LK_EXCEPTIONS_OPEN.
         """
         return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body={"decision": decision, "meaning": meaning, "password": password})
 

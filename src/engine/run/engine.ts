@@ -33,6 +33,7 @@ import { setAutonomy } from '../../store/autonomy-store.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 import { releaseView } from './release-view.js';
+import { judgeRun, qualityExceptions, releaseRefusal, type RunQuality } from './quality.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';
@@ -291,6 +292,9 @@ export class RunEngine {
     if (!qaRoles.includes(d.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch release is signed by a QA reviewer (${qaRoles.join(', ')}), not ${d.signer.role}`, { role: d.signer.role });
     if (d.signer.user !== a.reviewer) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch ${run.batch} names ${a.reviewer} as its QA reviewer`, { reviewer: a.reviewer, user: d.signer.user });
     if (d.signer.user === run.startedBy) throw new LkError('LK_APPROVAL_FORBIDDEN', `${d.signer.user} started this run and cannot also release it`, { user: d.signer.user });
+    // the truth of the batch first: a failed specification is never released (only rejected), judged again now on
+    // the run's data and the LIMS results as they stand (a result may have arrived since the gate)
+    if (d.decision === 'approve') this.assertReleasable(run);
     // review by exception: no release while a critical or major exception is open (a rejection stays possible)
     const blocking = this.exceptions.blocking(run.id);
     if (d.decision === 'approve' && blocking.length > 0) {
@@ -324,6 +328,35 @@ export class RunEngine {
     // the gate step waits on the stored decision; wake it
     this.wake(run.id);
     return sig;
+  }
+
+  /**
+   * Refuse a release the run's data does not support (R3, review by exception). The specification table is judged
+   * again on the run's data and the LIMS results as they stand: when it differs from the table of the approval
+   * request (a LIMS result arrived), the new table is stored with an event, its failures are raised as SPEC_FAIL
+   * exceptions, and the decision is refused so that the reviewer signs against what they saw.
+   * @throws LkError LK_SPEC_FAILED (a specification FAILs, or there is no table), LK_SPEC_CHANGED.
+   */
+  private assertReleasable(run: RunRecord): void {
+    const stored = run.data['quality'] as RunQuality | undefined;
+    if (stored?.specTable) {
+      const now = judgeRun(run, run.data, this.o.lims?.results(run.tenant, run.batch) ?? []);
+      if (now.specTable.sha256 !== stored.specTable.sha256) {
+        const at = this.o.clock.now();
+        const t = now.specTable;
+        this.o.store.tx((tx) => {
+          this.runs.setData(tx, run.id, { ...this.runs.runById(run.id)!.data, quality: json(now) }, at);
+          this.runs.appendEvent(tx, { run: run.id, at, kind: 'qc', step: 'approval.batch_release', agent: 'agent.orchestrator', tag: null, summary: `specifications judged again at the release decision: ${t.verdict} (${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated), was ${stored.specTable.verdict}`, data: json({ specTableSha256: t.sha256, was: stored.specTable.sha256, verdict: t.verdict, counts: t.counts }) });
+        });
+        const gate = { seq: '09', name: 'approval.batch_release' };
+        for (const e of qualityExceptions(now)) this.raiseException(run, { ...e, step: gate });
+        const refused = releaseRefusal(now, run.batch);
+        if (refused) throw refused;
+        throw new LkError('LK_SPEC_CHANGED', `the specification table of batch ${run.batch} changed since the release was requested (now ${t.verdict}: ${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated); review it again and sign`, { verdict: t.verdict, specTableSha256: t.sha256, was: stored.specTable.sha256 });
+      }
+    }
+    const refused = releaseRefusal(stored, run.batch);
+    if (refused) throw refused;
   }
 
   /**
