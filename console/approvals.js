@@ -17,10 +17,14 @@ function meanings(item) {
   };
 }
 
+/** A batch whose specification table FAILed is never released: the only decision offered is a rejection. */
+const rejectOnly = (item) => item.kind === 'batch_release' && item.detail?.releasable === false;
+
 function SignDialog({ item, onDone, onClose }) {
   const m = meanings(item);
-  const [decision, setDecision] = useState('approve');
-  const [meaning, setMeaning] = useState(m.approve);
+  const only = rejectOnly(item);
+  const [decision, setDecision] = useState(only ? 'reject' : 'approve');
+  const [meaning, setMeaning] = useState(only ? m.reject : m.approve);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const [signed, setSigned] = useState(null);
@@ -52,8 +56,9 @@ function SignDialog({ item, onDone, onClose }) {
         <form method="dialog"><button type="submit" autofocus>Close</button></form></div>`
       : html`<form onSubmit=${submit}>
         <p>You are signing <strong>${item.kind === 'batch_release' ? `the release of batch ${item.batch}` : `setpoint write ${item.id}`}</strong>, record <code>${short(item.recordHash, 16)}</code>.</p>
+        ${only ? html`<p class="refusal" data-testid="release-refused" role="note">Batch ${item.batch} failed ${(item.detail.failed ?? []).map((f) => `${f.title} (${f.reason})`).join('; ') || 'its specifications'}: it cannot be released; the decision left is a rejection.</p>` : null}
         <fieldset><legend>Decision</legend>
-          <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} onChange=${() => choose('approve')} /> Approve</label>
+          <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} disabled=${only} onChange=${() => choose('approve')} /> Approve</label>
           <label><input type="radio" name="decision" value="reject" checked=${decision === 'reject'} onChange=${() => choose('reject')} /> Reject</label>
         </fieldset>
         <label for="sign-meaning">Meaning of this signature</label>
@@ -71,7 +76,8 @@ function SignDialog({ item, onDone, onClose }) {
 function What({ item }) {
   const d = item.detail ?? {};
   if (item.kind === 'batch_release') {
-    return html`<p>Release package of batch <strong>${item.batch}</strong>, run <a href=${`#/runs/${item.run}`}>${item.run}</a> (<a href=${`#/genealogy/${item.run}`}>genealogy</a>).</p>`;
+    return html`<p>Release package of batch <strong>${item.batch}</strong>, run <a href=${`#/runs/${item.run}`}>${item.run}</a> (<a href=${`#/genealogy/${item.run}`}>genealogy</a>).</p>
+      ${rejectOnly(item) ? html`<p><${Badge} status="FAILED" label="specification failed: rejection only" /></p>` : null}`;
   }
   return html`<p>${d.agent} proposes ${(d.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${mv.value?.unit ?? ''}`).join(', ')} for ${d.attribute ?? '—'}.</p>
     ${d.justification ? html`<p>Why: ${typeof d.justification === 'string' ? d.justification : JSON.stringify(d.justification)}</p>` : null}
