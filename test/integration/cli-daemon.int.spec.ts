@@ -102,7 +102,9 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   it('run: the plan, twin and policy lines, each step with ok and its duration in order, the approval-required line; Ctrl-C detaches and the run waits', async () => {
     // the agents at L3 keep the demo batch in specification; to see an excursion reach the transcript, someone at
     // the press's HMI sets the main force to 15 kN once compression has started (tablets far over 150 N), which the
-    // twin predicts as well as the press makes it: an OOS, not a lost model, and compress_fill then steers back
+    // twin predicts as well as the press makes it: an OOS, not a lost model, and compress_fill then steers back. The
+    // pre-force goes to 4 kN with it, so that the harder tablets do not also cap (and hold the run at inspection).
+    // The batch has then failed its hardness specification: it can only be rejected
     const disturbed = (async (): Promise<void> => {
       for (let i = 0; i < 3000; i++) {
         const run = node.daemon.engine.list('acme-pharma', 1)[0];
@@ -111,7 +113,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
           const plant = node.daemon.simulator!.plant;
           const recipe = plant.setpoints('press')['MainForce'];
           for (let j = 0; j < 200 && plant.setpoints('press')['MainForce'] === recipe; j++) await new Promise((r) => setTimeout(r, 25));
-          plant.writeSetpoints('press', { MainForce: 15 });
+          plant.writeSetpoints('press', { MainForce: 15, PreForce: 4 });
           return;
         }
         await new Promise((r) => setTimeout(r, 50));
@@ -173,15 +175,16 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('review by exception in the CLI: the transcript named each exception as it was raised; runs exceptions lists them; approve is refused while one blocks; exceptions close closes each as QA', async () => {
+  it('review by exception in the CLI: the transcript named each exception as it was raised; runs exceptions lists them with the failed hardness; approve is refused (LK_SPEC_FAILED) before and after QA closes each', async () => {
     const list = await cli(qa, ['runs', 'exceptions', runId]);
     expect(list.code, list.err).toBe(0);
-    expect(list.out).toMatch(/^specifications of batch B-1042: (PASS|FAIL|INCOMPLETE)$/m);
+    expect(list.out).toMatch(/^specifications of batch B-1042: FAIL$/m);
+    expect(list.out).toMatch(/^ {2}FAIL +Hardness /m);
     const ids = [...list.out.matchAll(/^ {2}[!~] \S+ +\S+ +open .* (exc_[0-9a-f]+)$/gm)].map((m) => m[1]!);
     expect(ids.length, list.out).toBeGreaterThan(0);
     const refused = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
     expect(refused.code).toBe(1);
-    expect(refused.err).toContain('[LK_EXCEPTIONS_OPEN]');
+    expect(refused.err).toMatch(/batch B-1042 failed .*Hardness.*the decision left is a rejection \[LK_SPEC_FAILED\]/);
     for (const id of ids) {
       const closed = await cli(qa, ['exceptions', 'close', id, '--comment', 'investigated; the excursion tablets were segregated', '--deviation', 'DEV-2026-0142'], { input: password('m.rossi') });
       expect(closed.code, closed.err).toBe(0);
@@ -189,24 +192,29 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     }
     const after = await cli(qa, ['runs', 'exceptions', runId]);
     expect(after.out).toMatch(/\(0 open, 0 blocking release\)/);
+    const still = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
+    expect(still.code).toBe(1);
+    expect(still.err).toContain('[LK_SPEC_FAILED]');
+    expect((await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor })).body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('approve as m.rossi with her password prints the signature manifestation', async () => {
-    const signed = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
+  it('approve --decision reject as m.rossi with her password prints the signature manifestation', async () => {
+    const meaning = 'QA rejection of batch B-1042: hardness out of specification';
+    const signed = await cli(qa, ['approve', approval, '--decision', 'reject', '--meaning', meaning], { input: password('m.rossi') });
     expect(signed.code, signed.err).toBe(0);
-    expect(signed.err).toContain('signing as Maria Rossi (m.rossi, qa_reviewer): approve batch_release of batch B-1042');
+    expect(signed.err).toContain('signing as Maria Rossi (m.rossi, qa_reviewer): reject batch_release of batch B-1042');
     const out = signed.out.split('\n');
-    expect(out[0]).toBe(`signed: approve ${approval} (batch B-1042, run ${runId})`);
+    expect(out[0]).toBe(`signed: reject ${approval} (batch B-1042, run ${runId})`);
     expect(out).toContain('  name:      Maria Rossi');
     expect(out).toContain('  user:      m.rossi (qa_reviewer)');
-    expect(out).toContain('  meaning:   QA release of batch B-1042');
+    expect(out).toContain(`  meaning:   ${meaning}`);
     expect(signed.out).toMatch(/^ {2}date\/time: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m);
     expect(signed.out).toMatch(/^ {2}key id: +[0-9a-f]{16,}$/m);
     const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
-    expect(run.body.approvalGate).toMatchObject({ status: 'approved', signature: { user: 'm.rossi', meaning: 'QA release of batch B-1042' } });
+    expect(run.body.approvalGate).toMatchObject({ status: 'rejected', signature: { user: 'm.rossi', meaning } });
   });
 
-  it('runs watch re-attaches where the operator left: the approval, steps 09 and 10, the completion line, nothing twice; presence is sent while attached', async () => {
+  it('runs watch re-attaches where the operator left: the rejection, steps 09 and 10, the completion line (not released), nothing twice; presence is sent while attached', async () => {
     // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives
     await addUser(node.daemon.identity!, { id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
     await call(node.url, 'POST', `${A}/attendance`, { token: await signIn(node.url, 'o.second', 'second operator pw'), body: {} });
@@ -215,10 +223,10 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     const watch = await cli(operator, ['runs', 'watch', runId]);
     expect(watch.code, watch.err).toBe(0);
     expect(watch.out).toMatch(new RegExp(`^re-attached to ${runId}: batch B-1042 on line-3 for acme-pharma`));
-    expect(watch.out).toMatch(new RegExp(`^approval ${approval}: approved by Maria Rossi \\(m\\.rossi\\), \\d{4}-\\S+; identity and timestamp logged$`, 'm'));
-    expect(watch.out).toMatch(/^ {2}09 approval\.batch_release +ok!? /m);
-    expect(watch.out).toMatch(/^ {2}10 release\.genealogy +ok /m);
-    expect(watch.out.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^completed: ${runId} SUCCEEDED — batch B-1042 released`));
+    expect(watch.out).toMatch(new RegExp(`^approval ${approval}: rejected by Maria Rossi \\(m\\.rossi\\), \\d{4}-\\S+; identity and timestamp logged$`, 'm'));
+    expect(watch.out).toMatch(/^ {2}09 approval\.batch_release +rejected /m);
+    expect(watch.out).toMatch(/^ {2}10 release\.genealogy +skipped .* not a release: .*the rejection record \(not a release\) written/m);
+    expect(watch.out.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^completed: ${runId} REJECTED — batch B-1042 not released`));
     expect(watch.out).not.toMatch(/plan:|twin:|policy:|approval required/);
     // the two attachments together print every step once, in order
     expect([...stepsOf(first.out), ...stepsOf(watch.out)]).toEqual(['01', '02', '03', '04', '05', '06', '07', '08', '09', '10']);
@@ -228,23 +236,23 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   it('runs show asks the daemon when signed in and reads the data directory offline: the same genealogy', async () => {
     const table = await cli(operator, ['runs', 'show', runId]);
     expect(table.code, table.err).toBe(0);
-    expect(table.out).toMatch(new RegExp(`^${runId} {2}acme-pharma {2}batch B-1042 {2}line line-3 {2}SUCCEEDED`));
+    expect(table.out).toMatch(new RegExp(`^${runId} {2}acme-pharma {2}batch B-1042 {2}line line-3 {2}REJECTED`));
     const list = await cli(operator, ['runs', 'list']);
-    expect(list.out).toMatch(new RegExp(`^${runId} .* SUCCEEDED`));
+    expect(list.out).toMatch(new RegExp(`^${runId} .* REJECTED`));
 
     const online = await cli(operator, ['runs', 'show', runId, '--format', 'genealogy']);
     const offline = await cli(home(), ['runs', 'show', runId, '--format', 'genealogy', '--offline', '--tenant', 'acme-pharma', '--config', join(node.dir, 'site.yaml'), '--data', join(node.dir, 'data')]);
     expect(online.code, online.err).toBe(0);
     expect(offline.code, offline.err).toBe(0);
-    expect(online.out).toContain(`${runId} · batch B-1042 · SUCCEEDED`);
+    expect(online.out).toContain(`${runId} · batch B-1042 · REJECTED`);
     expect(online.out).toMatch(/approval .*m\.rossi/);
     expect(offline.out).toBe(online.out);
   });
 
-  it('a released batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
+  it('a rejected batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
     const again = await cli(operator, ['run', REQUEST, '--json']);
     expect(again.code).toBe(1);
-    expect(again.err).toContain(`batch B-1042 was run already: ${runId} ended SUCCEEDED (released)`);
+    expect(again.err).toContain(`batch B-1042 was run already: ${runId} ended REJECTED`);
     expect(again.err).toContain('[LK_BATCH_CLOSED]');
     // the next batch comes from the MES with its own id (a copy of the sample under B-1043, written as an exporter does)
     const inbox = join(node.dir, 'data', 'mes', 'inbox', 'acme-pharma');
@@ -272,7 +280,8 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   it('runs resume|reassign|abort: refusals print the code and change nothing; abort (password on stdin) ends the run ABORTED, the PLCs read back on LKG, not a release', async () => {
     const pe = home();
     expect((await cli(pe, ['login', '--user', 'p.bianchi'], { input: password('p.bianchi') })).code).toBe(0);
-    const resume = await cli(pe, ['runs', 'resume', second, '--reason', 'nothing to resume']);
+    // a released run has nothing to resume (the second run may itself be HELD by now on a loaded machine)
+    const resume = await cli(pe, ['runs', 'resume', runId, '--reason', 'nothing to resume']);
     expect(resume.code).toBe(1);
     expect(resume.err).toMatch(/only a HELD or INTERRUPTED run resumes \[LK_RUN_STATE\]/);
     const reassign = await cli(qa, ['runs', 'reassign', second, '--to', 'a.ricci', '--reason', 'on leave'], { input: password('m.rossi') });

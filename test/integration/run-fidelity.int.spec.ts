@@ -20,6 +20,7 @@ import type { RunView } from '../../src/engine/run/engine.js';
 import { silentLogger } from '../../src/log.js';
 import { autonomyLevels } from '../../src/store/autonomy-store.js';
 import { closeOpenExceptions, QA_SIGNER } from '../helpers/exceptions.js';
+import { codeOf } from '../helpers/codes.js';
 import { auditOfRun, countAction, makeRunSite, rearmLostPlcs, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
@@ -135,11 +136,21 @@ describe('the embedded default at L3: the agents keep the batch inside its speci
     expect(last.last.residuals.filter((r) => r.measuredMean !== null).map((r) => r.attribute)).toEqual(expect.arrayContaining(['tabletWeightMg', 'hardnessN']));
   });
 
-  it('releases once QA has closed what is open (minor trends at most)', async () => {
+  it('QA decides on the batch\'s own data: released once what is open is closed, unless a specification FAILed — then only a rejection', async () => {
     closeOpenExceptions(d.engine, T, run.id);
     const gate = view(run.id).approvalGate;
-    d.engine.decide(T, gate.id!, { signer: QA_SIGNER, decision: 'approve', meaning: 'QA release of batch B-1042' });
-    expect((await settle(run.id, ['APPROVAL', 'RUNNING'])).status).toBe('SUCCEEDED');
+    const failed = specOf(run.id).filter((r) => r.verdict === 'FAIL');
+    report(`release decision on ${failed.length === 0 ? 'no failed specification' : `failed: ${failed.map((r) => r.id).join(', ')}`}`);
+    if (failed.length === 0) {
+      d.engine.decide(T, gate.id!, { signer: QA_SIGNER, decision: 'approve', meaning: 'QA release of batch B-1042' });
+      expect((await settle(run.id, ['APPROVAL', 'RUNNING'])).status).toBe('SUCCEEDED');
+      return;
+    }
+    // every exception closed, and still no release: the data failed, whatever the investigation says
+    expect(codeOf(() => d.engine.decide(T, gate.id!, { signer: QA_SIGNER, decision: 'approve', meaning: 'QA release of batch B-1042' }))).toBe('LK_SPEC_FAILED');
+    expect(view(run.id).approvalGate.status).toBe('pending');
+    d.engine.decide(T, gate.id!, { signer: QA_SIGNER, decision: 'reject', meaning: `QA rejection of batch B-1042: ${failed.map((r) => r.id).join(', ')} failed` });
+    expect((await settle(run.id, ['APPROVAL', 'RUNNING'])).status).toBe('REJECTED');
   }, 300_000);
 });
 
