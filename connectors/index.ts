@@ -53,3 +53,5 @@ export function createConnector(connection: ConnectionConfig, equipment: SiteCon
 export function createConnectors(config: SiteConfig, deps: ConnectorDeps): Connector[] {
   return config.connections.map((c) => createConnector(c, config.equipment, deps));
 }
+
+export { FALLBACK, SUPERVISED, commandValue, counterMax, nextBeat, profileOf, profilesOf, stateOf, tagType, type StateValue, type SupervisionProfile } from './supervision.js';

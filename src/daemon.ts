@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
 import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
-import { createConnectors } from '../connectors/index.js';
+import { createConnectors, profilesOf } from '../connectors/index.js';
 import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import { startSimulator, type Simulator } from '../connectors/sim/index.js';
@@ -229,6 +229,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let identity: Identity | undefined;
   let demoUsers: DemoUser[] = [];
   let plcViews = new Map<string, SupervisorView>();
+  const supervisionProfiles = profilesOf(loaded.config.equipment);
   let setBundle: (b: PolicyBundle | null) => void = () => undefined;
   // optional Sparkplug B publishing (config `mqtt`); absent: nothing is opened
   let mqttLine: LineMqtt | undefined;
@@ -359,7 +360,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
     // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
     const onSupervision = (samples: Sample[]): void => {
-      const r = observeSupervision(plcViews, samples);
+      const r = observeSupervision(plcViews, samples, supervisionProfiles);
       plcViews = r.views;
       for (const e of r.events) {
         log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');

@@ -79,6 +79,7 @@ export const ERRORS = {
   LK_APPROVAL_DECIDED: { status: 409, title: 'The approval was decided already' },
   LK_EXCEPTION_CLOSED: { status: 409, title: 'The exception was closed already' },
   LK_EXCEPTIONS_OPEN: { status: 409, title: 'Critical or major exceptions of the run are open: the batch cannot be released' },
+  LK_MONITOR_ONLY: { status: 409, title: 'The equipment is monitor-only: linekeeper reads it and writes nothing to it' },
   LK_SPEC_FAILED: { status: 409, title: 'The batch failed a specification: it cannot be released, only rejected' },
   LK_SPEC_CHANGED: { status: 409, title: 'The specification table changed since the approval was requested (new results): review it again before signing' },
   LK_REVIEWER_INVALID: { status: 422, title: 'The person named as reviewer is not an active user holding a QA role for the tenant' },

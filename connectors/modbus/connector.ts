@@ -22,6 +22,7 @@ import { buildTagTable, describeTag, isWritable, planReads, type ReadBlock, type
 import { PollGroup } from './poller.js';
 import { startHeartbeats } from './heartbeat.js';
 import { commandLkg, commandRearm } from './lkg.js';
+import { assertSupervised, profilesOf, type SupervisionProfile } from '../supervision.js';
 
 export interface ModbusConnectorOptions {
   readonly connection: ModbusConnectionConfig;
@@ -59,6 +60,7 @@ class ModbusTcpConnector implements ModbusConnector {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly equipment: readonly ModbusEquipmentConfig[];
+  private readonly profiles: ReadonlyMap<string, SupervisionProfile>;
   private readonly tags: Map<string, TagEntry>;
   private readonly lanes = new Map<number, UnitLane>();
   private readonly events: ConnectorEvents;
@@ -79,6 +81,7 @@ class ModbusTcpConnector implements ModbusConnector {
     this.log = (o.logger ?? silentLogger).child({ connector: this.id });
     this.events = new ConnectorEvents(this.log);
     this.equipment = o.equipment.filter((e) => e.connection === o.connection.id);
+    this.profiles = profilesOf(this.equipment);
     this.tags = buildTagTable(this.equipment);
     const count = this.equipment.reduce((n, e) => n + e.tags.length, 0);
     if (this.tags.size !== count) throw new LkError('LK_CONFIG_INVALID', `connection ${this.id}: duplicate tag ids`);
@@ -245,7 +248,9 @@ class ModbusTcpConnector implements ModbusConnector {
   startHeartbeat(skip?: ReadonlySet<string>): void {
     if (this.stopHeartbeats || this.closed) return;
     this.stopHeartbeats = startHeartbeats({
-      equipment: skip ? this.equipment.filter((e) => !skip.has(e.id)) : this.equipment,
+      // a monitor-only unit is never beaten: linekeeper only reads it
+      equipment: this.equipment.filter((e) => !skip?.has(e.id) && this.profiles.get(e.id)?.mode !== 'monitor_only'),
+      profiles: this.profiles,
       tags: this.tags,
       lane: (unitId) => this.lanes.get(unitId)!,
       onFailure: (equipment, error) => this.emit({ type: 'heartbeat_failed', equipment, error }),
@@ -261,7 +266,7 @@ class ModbusTcpConnector implements ModbusConnector {
   claimWriter(): WriteCapability {
     if (this.writerClaimed) throw new LkError('LK_WRITER_CLAIMED', `write capability of ${this.id} already claimed`);
     this.writerClaimed = true;
-    const lkgHost = { tags: this.tags, clock: this.clock, lane: (unitId: number) => this.lanes.get(unitId)!, read: (tags: readonly string[]) => this.read(tags) };
+    const lkgHost = { tags: this.tags, profiles: this.profiles, clock: this.clock, lane: (unitId: number) => this.lanes.get(unitId)!, read: (tags: readonly string[]) => this.read(tags) };
     return { connectorId: this.id, write: (tag, value) => this.write(tag, value), commandLkg: (equipment) => commandLkg(lkgHost, equipment), commandRearm: (equipment) => commandRearm(lkgHost, equipment) };
   }
 
@@ -276,6 +281,7 @@ class ModbusTcpConnector implements ModbusConnector {
     const e = this.tags.get(tag);
     if (!e) throw new LkError('LK_TAG_UNKNOWN', `tag ${tag} is not on connection ${this.id}`, { tag });
     if (!isWritable(e)) throw new LkError('LK_TAG_NOT_WRITABLE', `tag ${tag} is a ${e.config.kind} in ${e.table} registers`, { tag });
+    assertSupervised(this.profiles, tag);
     const regs = encode(e.config, value);
     const q = decode(e.config, regs);
     if (!q.ok) throw new LkError('LK_CODEC', `${value} is not representable as ${e.config.type}`, { tag });

@@ -1,6 +1,7 @@
 /**
  * Supervisor heartbeat for Modbus equipment: each equipment's `Heartbeat`
- * holding register is incremented every `heartbeat.period_ms`. The PLC-side
+ * holding register is incremented every `heartbeat.period_ms` (wrapping to 0
+ * past its type or the profile's `wrap_at`), or toggled 0/1 for a life bit. The PLC-side
  * watchdog reverts to the last known-good recipe when it stops changing
  * (rule R8), so a failed write is reported, never retried in a burst.
  */
@@ -9,10 +10,13 @@ import { LkError } from '../../src/errors.js';
 import { decode, encode } from './codec.js';
 import type { UnitLane } from './lane.js';
 import type { TagEntry } from './plan.js';
+import { nextBeat, type SupervisionProfile } from '../supervision.js';
 
 export interface HeartbeatOptions {
   readonly equipment: readonly ModbusEquipmentConfig[];
   readonly tags: ReadonlyMap<string, TagEntry>;
+  /** Each equipment's supervision profile (connectors/supervision.ts): counter or toggle, and where a counter wraps. */
+  readonly profiles?: ReadonlyMap<string, SupervisionProfile>;
   readonly lane: (unitId: number) => UnitLane;
   readonly onFailure: (equipment: string, error: string) => void;
 }
@@ -37,7 +41,8 @@ export function startHeartbeats(o: HeartbeatOptions): () => void {
           const d = decode(e.config, await lane.readRegisters('holding', e.address, e.count));
           counter = d.ok ? d.value : 0;
         }
-        let next = counter + 1;
+        const hb = o.profiles?.get(eq.id)?.heartbeat ?? { kind: 'counter' as const, periodMs: eq.heartbeat.period_ms, wrapAt: null };
+        let next = nextBeat(counter, hb);
         let regs: number[];
         try {
           regs = encode(e.config, next);

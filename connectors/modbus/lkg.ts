@@ -12,12 +12,15 @@ import type { LkgCommandResult, Sample } from '../types.js';
 import { encode } from './codec.js';
 import type { UnitLane } from './lane.js';
 import type { TagEntry } from './plan.js';
+import { assertSupervised, commandValue, stateOf, type SupervisionProfile } from '../supervision.js';
 
 /** SupervisorState as a number on Modbus (REGISTER_MAP.md): 0 = ATTENDED, 1 = LOST. */
 export const MODBUS_SUPERVISOR_STATE = { ATTENDED: 0, LOST: 1 } as const;
 
 export interface LkgHost {
   readonly tags: ReadonlyMap<string, TagEntry>;
+  /** Each equipment's supervision profile: which register values mean supervised and fallback, and what commands them. */
+  readonly profiles?: ReadonlyMap<string, SupervisionProfile>;
   readonly clock: Clock;
   lane(unitId: number): UnitLane;
   /** The connector's batched read (bad values are bad samples; never throws). */
@@ -66,7 +69,17 @@ async function commandState(host: LkgHost, equipment: string, target: 'LOST' | '
   const e = host.tags.get(tag);
   if (!e || e.config.kind !== 'supervisor') throw new LkError('LK_TAG_UNKNOWN', `${equipment} has no supervisor tag ${SUPERVISOR_STATE_TAG}`, { tag, equipment });
   if (e.table !== 'holding') throw new LkError('LK_TAG_NOT_WRITABLE', `${tag} is an input register`, { tag });
-  const regs = encode(e.config, MODBUS_SUPERVISOR_STATE[target]);
+  if (host.profiles) assertSupervised(host.profiles, tag);
+  const profile = host.profiles?.get(equipment);
+  // the value this PLC's program understands (by default 1 commands the revert, 0 the re-arm)
+  const wanted = profile ? commandValue(profile, target) : MODBUS_SUPERVISOR_STATE[target];
+  if (typeof wanted === 'string') throw new LkError('LK_WRITE_FAILED', `${tag}: a register cannot hold ${JSON.stringify(wanted)}; nothing was sent`, { tag, sent: false });
+  let regs: number[];
+  try {
+    regs = encode(e.config, typeof wanted === 'boolean' ? Number(wanted) : wanted);
+  } catch (err) {
+    throw new LkError('LK_WRITE_FAILED', `${tag}: ${wanted} does not fit ${e.config.type}; nothing was sent`, { tag, sent: false }, { cause: err });
+  }
   try {
     await host.lane(e.unitId).writeRegisters(e.address, regs);
   } catch (err) {
@@ -78,7 +91,7 @@ async function commandState(host: LkgHost, equipment: string, target: 'LOST' | '
   return (target === 'LOST' ? lkgResult : rearmResult)(
     equipment,
     {
-      state: good.has('SupervisorState') ? stateName(good.get('SupervisorState')!) : STATE_UNKNOWN,
+      state: good.has('SupervisorState') ? (profile ? (stateOf(good.get('SupervisorState'), profile) ?? STATE_UNKNOWN) : stateName(good.get('SupervisorState')!)) : STATE_UNKNOWN,
       activeRecipe: recipeOf(good.get('ActiveRecipe')),
       lkgRecipe: recipeOf(good.get('LkgRecipeId')),
       revertCount: countOf(good.get('RevertCount')),

@@ -30,6 +30,7 @@ import { ManagedSubscription, type SubscriptionHost } from './subscription.js';
 import { buildTagTable, lookupTags, resolveNodeId, type OpcUaTag } from './tags.js';
 import { badSample, toSample } from './values.js';
 import { Heartbeats, writeCapability, type WriteHost } from './writer.js';
+import { profilesOf } from '../supervision.js';
 
 /** Errors that need a human (trust a certificate, fix a unit): retrying would only hide them. */
 const FATAL: readonly ErrorCode[] = ['LK_CERT_UNTRUSTED', 'LK_TAG_UNIT_MISMATCH', 'LK_CONFIG_INVALID'];
@@ -85,6 +86,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
       clock: this.clock,
       logger: this.log,
       tags: this.tags,
+      profiles: profilesOf(opts.equipment),
       requireSession: () => self.requireSession(),
       nodeOf: (t) => self.nodeOf(t),
       cachedDataType: (t) => self.meta.get(t.id)?.dataType,

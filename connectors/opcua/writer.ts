@@ -17,12 +17,15 @@ import type { ConnectorEvent, LkgCommandResult, Sample, WriteCapability, WriteRe
 import { countOf, LKG_READBACK_TAGS, lkgResult, rearmResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType, encodeForWrite, numericValue } from './values.js';
+import { assertSupervised, commandValue, nextBeat, stateOf, type StateValue, type SupervisionProfile } from '../supervision.js';
 
 export interface WriteHost {
   readonly id: string;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tags: ReadonlyMap<string, OpcUaTag>;
+  /** Each equipment's supervision profile: its mode, heartbeat and state encoding (connectors/supervision.ts). */
+  readonly profiles: ReadonlyMap<string, SupervisionProfile>;
   /** The current session, or throws LK_CONN_UNAVAILABLE. */
   requireSession(): ClientSession;
   nodeOf(tag: OpcUaTag): NodeId;
@@ -65,6 +68,7 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new LkError('LK_VALUE_INVALID', `${tagId}: ${String(value)} is not a finite number`, { tag: tagId, value: String(value) });
   }
+  assertSupervised(host.profiles, tagId);
   host.assertUnit(tag);
   const session = host.requireSession();
   const nodeId = host.nodeOf(tag);
@@ -113,15 +117,33 @@ function channelError(err: unknown, tagId: string, what: string, sent: boolean):
 }
 
 /**
- * Command the equipment's own revert to its LKG recipe: write `LOST` to its
- * SupervisorState node, encoded with the node's DataType (String), then read
- * its supervisor tags back in one Read. No kind, unit or policy check: this
- * is the fail-safe, and the PLC decides (a command while LOST reverts nothing again).
+ * A state value as the node's DataType holds it; throws LK_WRITE_FAILED (nothing sent) when it cannot.
+ */
+function stateVariant(tagId: string, v: StateValue, dataType: DataType, target: string): { dataType: DataType; value: unknown } {
+  const refuse = (): never => {
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: the node's DataType is ${DataType[dataType] ?? dataType}, which cannot hold ${JSON.stringify(v)}; ${target} was not sent`, { tag: tagId, status: 'BadTypeMismatch', sent: false });
+  };
+  if (dataType === DataType.String) return typeof v === 'string' ? { dataType, value: v } : refuse();
+  if (typeof v === 'string') return refuse();
+  const n = typeof v === 'boolean' ? Number(v) : v;
+  try {
+    const enc = encodeForWrite(tagId, n, dataType);
+    return { dataType: enc.dataType, value: enc.value };
+  } catch {
+    return refuse();
+  }
+}
+
+/**
+ * Command the equipment's own revert to its LKG recipe: write the profile's revert value (`LOST` by default) to
+ * its SupervisorState node, encoded with the node's DataType (a word for a String, an integer, a bit for a
+ * Boolean), then read its supervisor tags back in one Read and name the state through the profile. No kind,
+ * unit or policy check: this is the fail-safe, and the PLC decides (a command while LOST reverts nothing again).
  *
- * Throws LK_TAG_UNKNOWN (no SupervisorState supervisor tag for `equipment`),
- * LK_CONN_UNAVAILABLE, LK_CONN_TIMEOUT (detail.outcome 'unknown' once the
- * Write was sent), or LK_WRITE_FAILED: the server refused (detail.status), or
- * the node is not a String (detail.sent false: nothing was sent).
+ * Throws LK_TAG_UNKNOWN (no SupervisorState supervisor tag for `equipment`), LK_MONITOR_ONLY (linekeeper commands
+ * nothing on a monitor-only unit), LK_CONN_UNAVAILABLE, LK_CONN_TIMEOUT (detail.outcome 'unknown' once the
+ * Write was sent), or LK_WRITE_FAILED: the server refused (detail.status), or the node's DataType cannot hold the
+ * profile's value (detail.sent false: nothing was sent).
  */
 export function commandLkg(host: WriteHost, equipment: string): Promise<LkgCommandResult> {
   return commandState(host, equipment, 'LOST');
@@ -136,17 +158,19 @@ async function commandState(host: WriteHost, equipment: string, target: 'LOST' |
   const tagId = `${equipment}.${SUPERVISOR_STATE_TAG}`;
   const tag = host.tags.get(tagId);
   if (!tag || tag.kind !== 'supervisor') throw new LkError('LK_TAG_UNKNOWN', `${equipment} has no supervisor tag ${SUPERVISOR_STATE_TAG} on ${host.id}`, { tag: tagId, equipment });
+  assertSupervised(host.profiles, tagId);
+  const profile = host.profiles.get(equipment);
   const session = host.requireSession();
   const nodeId = host.nodeOf(tag);
   const dataType = await dataTypeOf(host, session, tag, nodeId).catch((err: unknown) => {
     throw channelError(err, tagId, 'reading the DataType', false);
   });
-  if (dataType !== DataType.String) {
-    throw new LkError('LK_WRITE_FAILED', `${tagId}: the node's DataType is ${DataType[dataType] ?? dataType}, not String; ${target} was not sent`, { tag: tagId, status: 'BadTypeMismatch', sent: false });
-  }
+  // the value this PLC's program understands, in the node's own type (read and write agree on it)
+  const wanted = profile ? commandValue(profile, target) : target;
+  const variant = stateVariant(tagId, wanted, dataType, target);
   let status: StatusCode;
   try {
-    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.String, value: target } } });
+    status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: variant } });
   } catch (err) {
     throw channelError(err, tagId, target === 'LOST' ? 'the LKG command' : 'the re-arm command', true);
   }
@@ -166,11 +190,11 @@ async function commandState(host: WriteHost, equipment: string, target: 'LOST' |
     // the command was accepted: an unreadable state makes the result unverified, not the command failed
     host.logger.warn({ equipment, err: (err as Error)?.message }, 'LKG command sent, read-back failed');
   }
-  const state = values.get('SupervisorState');
+  const state = stateOf(values.get('SupervisorState'), profile);
   return (target === 'LOST' ? lkgResult : rearmResult)(
     equipment,
     {
-      state: typeof state === 'string' ? state : STATE_UNKNOWN,
+      state: state ?? STATE_UNKNOWN,
       activeRecipe: recipeOf(values.get('ActiveRecipe')),
       lkgRecipe: recipeOf(values.get('LkgRecipeId')),
       revertCount: countOf(values.get('RevertCount')),
@@ -190,12 +214,18 @@ export function writeCapability(host: WriteHost): WriteCapability {
 }
 
 /**
- * Heartbeats of every equipment with a `Heartbeat` supervisor tag: read the
- * current counter once, then increment (UInt32, wrapping) every
- * heartbeat.period_ms. A failed write is reported as {type:'heartbeat_failed'}
+ * Heartbeats of every supervised equipment with a `Heartbeat` supervisor tag, as its profile says: a counter
+ * (read once, then incremented every heartbeat.period_ms, wrapping to 0 past the node's type or `wrap_at`) or a
+ * life bit toggled every period (written as the node's type: a Boolean true/false, an integer 1/0). A
+ * monitor-only unit gets none. A failed write is reported as {type:'heartbeat_failed'}
  * and retried on the next period; a write still in flight skips a beat rather
  * than queueing (a late burst would fake liveness).
  */
+/** Largest value of the integer DataTypes a heartbeat counter may have. */
+const INTEGER_MAX: Partial<Record<DataType, number>> = {
+  [DataType.SByte]: 127, [DataType.Byte]: 255, [DataType.Int16]: 32_767, [DataType.UInt16]: 65_535, [DataType.Int32]: 2 ** 31 - 1, [DataType.UInt32]: 2 ** 32 - 1,
+};
+
 export class Heartbeats {
   private timers: NodeJS.Timeout[] = [];
   private readonly counters = new Map<string, number>();
@@ -213,6 +243,8 @@ export class Heartbeats {
     if (this.running) return;
     for (const e of this.equipment) {
       if (skip?.has(e.id)) continue;
+      const profile = this.host.profiles.get(e.id);
+      if (profile?.mode === 'monitor_only') continue;
       const tag = this.host.tags.get(`${e.id}.Heartbeat`);
       if (!tag) continue;
       let busy = false;
@@ -245,11 +277,15 @@ export class Heartbeats {
     let n = this.counters.get(equipment);
     if (n === undefined) {
       const dv = await session.read({ nodeId, attributeId: AttributeIds.Value });
-      const v: unknown = dv.value?.value;
+      const raw: unknown = dv.value?.value;
+      const v = typeof raw === 'boolean' ? Number(raw) : raw;
       n = dv.statusCode.isGood() && typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
     }
-    const next = (n + 1) % 2 ** 32;
     const dataType = await dataTypeOf(this.host, session, tag, nodeId).catch(() => DataType.UInt32);
+    const hb = this.host.profiles.get(equipment)?.heartbeat ?? { kind: 'counter' as const, periodMs: 1000, wrapAt: null };
+    // a counter wraps inside the node's type even where the profile did not say (an Int16 goes 32767 → 0)
+    const typeMax = INTEGER_MAX[dataType];
+    const next = nextBeat(n, { ...hb, wrapAt: Math.min(hb.wrapAt ?? Infinity, typeMax ?? 2 ** 32 - 1) });
     const enc = encodeForWrite(tag.id, next, dataType);
     const status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });
     if (!status.isGood()) throw new LkError('LK_WRITE_FAILED', `${tag.id}: heartbeat refused (${status.name})`, { tag: tag.id, status: status.name });

@@ -133,6 +133,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
         return {
           id: e.id, name: e.name, type: e.type, connection: e.connection, connectionState: health.get(e.connection)?.state ?? 'unknown',
           supervisor: { state: sv?.state ?? null, activeRecipe: sv?.activeRecipe ?? null, revertCount: sv?.revertCount ?? null },
+          supervision: e.supervision?.mode ?? 'supervised',
           values: showValues ? values : null,
         };
       }),

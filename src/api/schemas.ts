@@ -210,6 +210,7 @@ export const LineView = z.object({
   equipment: z.array(z.object({
     id: z.string(), name: z.string(), type: z.string(), connection: z.string(), connectionState: z.string(),
     supervisor: z.object({ state: z.string().nullable(), activeRecipe: z.string().nullable(), revertCount: z.number().nullable() }),
+    supervision: z.enum(['supervised', 'monitor_only']).describe('monitor_only: linekeeper reads this unit and writes nothing to it (no heartbeat, no setpoint, no command)'),
     values: z.record(z.string(), z.object({ value: z.unknown(), unit: z.string(), quality: z.string(), at: iso })).nullable(),
   })),
 });

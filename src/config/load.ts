@@ -14,7 +14,7 @@ import type { z } from 'zod';
 import { LkError } from '../errors.js';
 import { checkDataDirPath } from '../files.js';
 import { isValidUnit } from '../domain/units.js';
-import { SiteConfig } from './schema.js';
+import { counterMax, SiteConfig } from './schema.js';
 
 export interface ConfigIssue {
   path: string;
@@ -176,6 +176,58 @@ const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'A
 const SETPOINT_TYPES: ReadonlySet<string> = new Set(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double']);
 const REGISTER_WIDTH = { int16: 1, uint16: 1, int32: 2, uint32: 2, float32: 2, float64: 4 } as const;
 
+const INTEGER_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 'UInt32', 'int16', 'uint16', 'int32', 'uint32']);
+
+/**
+ * The supervision profile against the tags it acts on: the state values have the SupervisorState tag's type
+ * (words for a String, integers for an integer, a bit for a Boolean; what linekeeper writes is what it reads),
+ * no value means both supervised and fallback, and the heartbeat kind suits its tag (a Boolean life bit toggles;
+ * a counter is an integer that wraps inside its type).
+ */
+function supervisionIssues(e: SiteConfig['equipment'][number]): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  const typeOf = (name: string): string | undefined => {
+    const t = (e.tags as readonly { name: string; data_type?: string; type?: string }[]).find((x) => x.name === name);
+    return t ? (t.data_type ?? t.type) : undefined;
+  };
+  const st = e.supervision?.state;
+  const stType = typeOf('SupervisorState');
+  if (st && stType) {
+    const fits = (v: string | number | boolean): string | null => {
+      if (stType === 'String') return typeof v === 'string' ? null : `SupervisorState is a String: its values are words, not ${JSON.stringify(v)}`;
+      if (stType === 'Boolean') return typeof v === 'boolean' || v === 0 || v === 1 ? null : `SupervisorState is a Boolean: its values are true/false (or 0/1), not ${JSON.stringify(v)}`;
+      if (typeof v !== 'number') return `SupervisorState is ${stType}: its values are integers, not ${JSON.stringify(v)}`;
+      const max = counterMax(stType);
+      const min = stType.toLowerCase().startsWith('u') ? 0 : max === null ? -Infinity : -(max + 1);
+      return max !== null && (v > max || v < min) ? `${v} does not fit SupervisorState's type ${stType}` : null;
+    };
+    for (const key of ['supervised', 'fallback'] as const) {
+      st[key].forEach((v, j) => {
+        const m = fits(v);
+        if (m) out.push({ path: ['supervision', 'state', key, j], message: m });
+      });
+    }
+    for (const key of ['revert', 'rearm'] as const) {
+      const v = st[key];
+      const m = v === undefined ? null : fits(v);
+      if (m) out.push({ path: ['supervision', 'state', key], message: m });
+    }
+    const both = st.supervised.filter((v) => st.fallback.some((w) => String(w) === String(v)));
+    if (both.length > 0) out.push({ path: ['supervision', 'state', 'fallback'], message: `${both.map((v) => JSON.stringify(v)).join(', ')} cannot mean both supervised and fallback` });
+  }
+  const hbType = typeOf('Heartbeat');
+  if (hbType && e.supervision?.mode !== 'monitor_only') {
+    const kind = e.heartbeat.kind ?? 'counter';
+    if (kind === 'counter' && !INTEGER_TYPES.has(hbType)) {
+      out.push({ path: ['heartbeat', 'kind'], message: hbType === 'Boolean' ? 'the Heartbeat tag is a Boolean life bit: heartbeat.kind must be toggle' : `a heartbeat counter needs an integer tag, and Heartbeat is ${hbType}` });
+    }
+    if (kind === 'toggle' && hbType !== 'Boolean' && !INTEGER_TYPES.has(hbType)) out.push({ path: ['heartbeat', 'kind'], message: `a toggled life bit needs a Boolean or integer tag, and Heartbeat is ${hbType}` });
+    const max = counterMax(hbType);
+    if (e.heartbeat.wrap_at !== undefined && max !== null && e.heartbeat.wrap_at > max) out.push({ path: ['heartbeat', 'wrap_at'], message: `${e.heartbeat.wrap_at} does not fit the Heartbeat tag's type ${hbType} (at most ${max})` });
+  }
+  return out;
+}
+
 /** Checks zod cannot express: units, uniqueness, dangling references, register overlaps. */
 function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
   const out: RawIssue[] = [];
@@ -254,12 +306,15 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
         }
       }
     });
+    const monitorOnly = e.supervision?.mode === 'monitor_only';
     for (const s of SUPERVISOR_TAGS) {
       const idx = (e.tags as readonly { name: string; kind: string }[]).findIndex((t) => t.name === s);
       const tag = e.tags[idx];
-      if (!tag) add(['equipment', i, 'tags'], `missing supervisor tag "${s}" (the PLC watchdog needs it)`);
-      else if (tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
+      // a monitor-only unit is read, never beaten nor commanded: its PLC program needs no supervisor tags
+      if (!tag && !monitorOnly) add(['equipment', i, 'tags'], `missing supervisor tag "${s}" (the PLC watchdog needs it; a unit linekeeper only watches is supervision.mode: monitor_only)`);
+      else if (tag && tag.kind !== 'supervisor') add(['equipment', i, 'tags', idx, 'kind'], `"${s}" must be of kind supervisor`);
     }
+    for (const issue of supervisionIssues(e)) add(['equipment', i, ...issue.path], issue.message);
   });
   // the simulated PLCs' watchdog: a heartbeat no faster than it reverts every PLC right after ready
   c.equipment.forEach((e, i) => {

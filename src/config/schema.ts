@@ -100,9 +100,48 @@ export const ModbusConnection = z.strictObject({
 
 export const Connection = z.discriminatedUnion('protocol', [OpcUaConnection, ModbusConnection]);
 
+/** Largest value of an integer type (OPC UA data types and Modbus register types). */
+const TYPE_MAX: Readonly<Record<string, number>> = {
+  Int16: 32_767, UInt16: 65_535, Int32: 2 ** 31 - 1, UInt32: 2 ** 32 - 1,
+  int16: 32_767, uint16: 65_535, int32: 2 ** 31 - 1, uint32: 2 ** 32 - 1,
+};
+
+/** The largest value (a heartbeat counter's wrap point) a tag of this type holds; null for a type that is not an integer. */
+export function counterMax(type: string): number | null {
+  return TYPE_MAX[type] ?? null;
+}
+
 export const Heartbeat = z.strictObject({
   /** Must be below the PLC's WatchdogTimeoutMs (checked against the simulator's here, against each PLC's at start). */
   period_ms: timerMs.default(1000),
+  /**
+   * `counter` (default): an integer linekeeper increments every period, wrapping to 0 past the tag's type (or
+   * `wrap_at`); `toggle`: a life bit (Boolean, or an integer 0/1) linekeeper inverts every period.
+   */
+  kind: z.enum(['counter', 'toggle']).optional(),
+  /** Highest counter value before it wraps to 0 (default: the largest the tag's data type holds). */
+  wrap_at: z.number().int().positive().max(2 ** 32 - 1).optional(),
+});
+
+/** A SupervisorState value as a PLC holds it: a word, an integer code, or a bit. */
+const StateValue = z.union([z.string().min(1).max(64), z.number().int().min(-(2 ** 31)).max(2 ** 32 - 1), z.boolean()]);
+
+/**
+ * How linekeeper supervises one PLC (connectors/supervision.ts). `monitor_only`: read only — no heartbeat, no
+ * setpoint write, no command; the supervisor tags are optional. `state`: what the PLC's SupervisorState values
+ * mean (default: a String tag `ATTENDED` / `LOST`, a numeric one 0 / 1) and what is written to command the revert
+ * (default: the first fallback value) and the re-arm (default: the first supervised value).
+ */
+export const Supervision = z.strictObject({
+  mode: z.enum(['supervised', 'monitor_only']).optional(),
+  state: z
+    .strictObject({
+      supervised: z.array(StateValue).min(1),
+      fallback: z.array(StateValue).min(1),
+      revert: StateValue.optional(),
+      rearm: StateValue.optional(),
+    })
+    .optional(),
 });
 
 const equipmentCommon = {
@@ -112,6 +151,7 @@ const equipmentCommon = {
   type: z.enum(['press', 'coater', 'nir', 'vision', 'plc', 'blender', 'fluidbed']),
   connection: id,
   heartbeat: Heartbeat.default({ period_ms: 1000 }),
+  supervision: Supervision.optional(),
 };
 
 export const OpcUaEquipment = z.strictObject({

@@ -9,6 +9,6 @@ export type ExceptionSeverity = (typeof EXCEPTION_SEVERITIES)[number];
 
 /** Kinds of exception (DESIGN.md, "The truth of the batch"). */
 export const EXCEPTION_KINDS = [
-  'OOS', 'OOT', 'SPEC_FAIL', 'PLC_LOST', 'CONNECTION_LOST', 'MODEL_FIDELITY', 'MOVE_UNREVIEWED', 'ESCALATION_UNRESOLVED', 'RECONCILIATION', 'RUN_HELD', 'MANUAL_ACTION',
+  'OOS', 'OOT', 'SPEC_FAIL', 'PLC_LOST', 'CONNECTION_LOST', 'MODEL_FIDELITY', 'MOVE_UNREVIEWED', 'ESCALATION_UNRESOLVED', 'RECONCILIATION', 'RUN_HELD', 'MANUAL_ACTION', 'REVERT_UNVERIFIED',
 ] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];

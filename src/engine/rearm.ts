@@ -12,6 +12,7 @@ import type { PolicyBundle } from '../policy/index.js';
 import type { GuardedWriter } from './guarded-writer.js';
 import type { LkgCommandResult, Sample } from '../../connectors/types.js';
 import { stateName } from '../supervision/plc-watch.js';
+import { profileOf } from '../../connectors/index.js';
 
 export interface RearmDeps {
   readonly site: SiteConfig;
@@ -54,7 +55,7 @@ export async function rearmPlc(d: RearmDeps, i: RearmInput): Promise<LkgCommandR
   const active = d.activeTenant();
   if (active !== null && active !== i.tenant) throw new LkError('LK_LINE_BUSY', `the line runs another tenant's batch: ${eq.id} is re-armed by that tenant's people`, { equipment: eq.id });
   const [sample] = await d.read([`${eq.id}.SupervisorState`]);
-  const state = sample?.quality === 'good' ? stateName(sample.value) : undefined;
+  const state = sample?.quality === 'good' ? stateName(sample.value, profileOf(eq)) : undefined;
   if (state === 'ATTENDED') throw new LkError('LK_CONFLICT', `${eq.id} is ATTENDED: there is nothing to re-arm`, { equipment: eq.id, state });
   const out = await d.writer.rearm(eq.id, { tenant: i.tenant, actor: i.person, reason });
   if (!out.ok) throw new LkError(out.error.code as ConstructorParameters<typeof LkError>[0], `${eq.id} was not re-armed: ${out.error.message}`, { equipment: eq.id, refusal: out.error.code });

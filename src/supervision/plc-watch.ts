@@ -10,6 +10,7 @@
  * not evidence of a state change.
  */
 import type { Sample } from '../../connectors/types.js';
+import { stateOf, type SupervisionProfile } from '../../connectors/index.js';
 
 export const WATCHED_SUPERVISOR_TAGS = ['SupervisorState', 'RevertCount', 'ActiveRecipe'] as const;
 type Watched = (typeof WATCHED_SUPERVISOR_TAGS)[number];
@@ -58,12 +59,12 @@ export function keepAliveRefusals(
   return out;
 }
 
-/** Modbus PLCs report the state as a code (register map: 0 = ATTENDED, 1 = LOST); OPC UA as a string. */
-export function stateName(v: unknown): string | undefined {
-  if (typeof v === 'string') return v;
-  if (v === 0) return 'ATTENDED';
-  if (v === 1) return 'LOST';
-  return typeof v === 'number' ? `code ${v}` : undefined;
+/**
+ * A SupervisorState value in canonical words (`LOST`, `ATTENDED`) through the equipment's supervision profile
+ * (an inverted convention, a PLC's own words); without one, the simulator's (0 ATTENDED, 1 LOST, words as they are).
+ */
+export function stateName(v: unknown, profile?: SupervisionProfile): string | undefined {
+  return stateOf(v, profile);
 }
 
 /** Modbus gives the recipe as a number, OPC UA as a string id. */
@@ -79,6 +80,7 @@ function recipeName(v: unknown): string | undefined {
 export function observeSupervision(
   views: ReadonlyMap<string, SupervisorView>,
   samples: readonly Sample[],
+  profiles?: ReadonlyMap<string, SupervisionProfile>,
 ): { views: Map<string, SupervisorView>; events: SupervisionEvent[] } {
   const next = new Map(views);
   const touched = new Set<string>();
@@ -89,7 +91,7 @@ export function observeSupervision(
     const name = s.tag.slice(dot + 1) as Watched;
     const v = next.get(equipment) ?? {};
     if (name === 'SupervisorState') {
-      const st = stateName(s.value);
+      const st = stateName(s.value, profiles?.get(equipment));
       if (st !== undefined) next.set(equipment, { ...v, state: st });
     } else if (name === 'RevertCount') {
       if (typeof s.value === 'number' && Number.isFinite(s.value)) next.set(equipment, { ...v, revertCount: s.value });

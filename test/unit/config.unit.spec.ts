@@ -112,6 +112,38 @@ describe('site configuration', () => {
   });
 });
 
+describe('supervision profiles in the configuration', () => {
+  const pressHb = '- { name: Heartbeat, kind: supervisor, unit: "1", node_id: "s=press.Supervisor.Heartbeat", data_type: UInt32 }';
+  const pressHeader = '    protocol: opcua\n    connection: opcua-line\n    heartbeat: { period_ms: 1000 }\n    tags:\n      - { name: FillDepth';
+
+  it('a Boolean life bit must be a toggle; a counter wrap point must fit its type; the message names the path', () => {
+    const bit = loadError(variant('bool-life-bit', (t) => t.replace(pressHb, pressHb.replace('data_type: UInt32', 'data_type: Boolean'))));
+    expect(bit.message).toMatch(/bool-life-bit\.yaml:\d+: equipment\[\d+\]\.heartbeat\.kind: the Heartbeat tag is a Boolean life bit: heartbeat\.kind must be toggle/);
+    const wrap = loadError(variant('wrap-too-big', (t) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000, wrap_at: 70000 }')).replace(pressHb, pressHb.replace('UInt32', 'UInt16'))));
+    expect(wrap.message).toMatch(/heartbeat\.wrap_at: 70000 does not fit the Heartbeat tag's type UInt16 \(at most 65535\)/);
+    const toggle = loadConfig(variant('toggle-bit', (t) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000, kind: toggle }')).replace(pressHb, pressHb.replace('UInt32', 'Boolean'))));
+    expect(toggle.config.equipment.find((e) => e.id === 'press')!.heartbeat).toMatchObject({ kind: 'toggle' });
+  });
+
+  it('state values have the SupervisorState tag\'s type (words for a String), and none means both supervised and fallback', () => {
+    const withState = (state: string) => (t: string) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', `heartbeat: { period_ms: 1000 }\n    supervision: { state: ${state} }`));
+    const numbers = loadError(variant('state-numbers', withState('{ supervised: [1], fallback: [0] }')));
+    expect(numbers.message).toMatch(/equipment\[\d+\]\.supervision\.state\.supervised\[0\]: SupervisorState is a String: its values are words, not 1/);
+    const both = loadError(variant('state-both', withState('{ supervised: [REMOTE, AUTO], fallback: [LOCAL, AUTO] }')));
+    expect(both.message).toMatch(/supervision\.state\.fallback: "AUTO" cannot mean both supervised and fallback/);
+    const ok = loadConfig(variant('state-words', withState('{ supervised: [REMOTE], fallback: [LOCAL] }')));
+    expect(ok.config.equipment.find((e) => e.id === 'press')!.supervision).toMatchObject({ state: { supervised: ['REMOTE'], fallback: ['LOCAL'] } });
+  });
+
+  it('a monitor-only unit needs no supervisor tags; a supervised one without them is refused, saying how to only watch it', () => {
+    const strip = (t: string) => t.split('\n').filter((l) => !(l.includes('node_id: "s=press.Supervisor.'))).join('\n');
+    const refused = loadError(variant('no-supervisor-tags', strip));
+    expect(refused.message).toMatch(/missing supervisor tag "Heartbeat" \(the PLC watchdog needs it; a unit linekeeper only watches is supervision\.mode: monitor_only\)/);
+    const watched = loadConfig(variant('monitor-only', (t) => strip(t).replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000 }\n    supervision: { mode: monitor_only }'))));
+    expect(watched.config.equipment.find((e) => e.id === 'press')!.supervision?.mode).toBe('monitor_only');
+  });
+});
+
 describe('linekeeper config check', () => {
   const run = (...args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'config', 'check', ...args], { encoding: 'utf8' });

@@ -34,6 +34,7 @@ import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult 
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 import { releaseView } from './release-view.js';
 import { judgeRun, qualityExceptions, releaseRefusal, type RunQuality } from './quality.js';
+import { profileOf, profilesOf } from '../../../connectors/index.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';
@@ -94,6 +95,7 @@ export class RunEngine {
       connection: o.connection ?? (() => undefined),
       notify,
       raise: (run, e) => this.raiseException(run, e),
+      profiles: profilesOf(o.site.equipment),
     };
   }
 
@@ -448,8 +450,8 @@ export class RunEngine {
       if (TERMINAL_RUN.has(from.status)) throw new LkError('LK_RUN_STATE', `run ${id} ended ${from.status} meanwhile`, { status: from.status, run: id });
       const steps = this.runs.steps(id);
       const current = steps.find((s) => s.status === 'RUNNING' || s.status === 'APPROVAL' || s.status === 'HELD' || s.status === 'INTERRUPTED');
-      const equipment = this.o.site.equipment.filter((q) => q.tags.some((t) => t.name === 'SupervisorState')).map((q) => q.id);
-      const reverted = await this.o.writer.revertToLkg(equipment, { tenant, run: id, batch: from.batch, reason: `run aborted by ${a.signer.user}: ${why}`, actor: a.signer.user });
+      const reverted = await this.o.writer.revertToLkg(this.supervisedUnits(), { tenant, run: id, batch: from.batch, reason: `run aborted by ${a.signer.user}: ${why}`, actor: a.signer.user });
+      this.raiseUnverified(from, current ? { seq: current.seq, name: current.name } : null, reverted);
       const at = this.o.clock.now();
       const meaning = `abort of run ${id} (batch ${from.batch}): not a release; ${why}`;
       const { record, signature } = signAct(this.o.store.audit.siteKey(), from, 'abort', a.signer, meaning, at, { reason: why, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted) });
@@ -760,6 +762,28 @@ export class RunEngine {
     }
   }
 
+  /** The units linekeeper commands: those with a SupervisorState, never a monitor-only one (it only reads those). */
+  private supervisedUnits(): string[] {
+    return this.o.site.equipment.filter((e) => e.tags.some((t) => t.name === 'SupervisorState') && profileOf(e).mode !== 'monitor_only').map((e) => e.id);
+  }
+
+  /**
+   * A commanded revert that the read-back did not verify is never a success: each one is a critical
+   * REVERT_UNVERIFIED exception of the run (the PLC may still run a supervised recipe — or, with a wrong state
+   * convention, have been re-armed by the command), and an error in the log.
+   */
+  private raiseUnverified(run: RunRecord, step: { seq: string; name: string } | null, reverted: readonly RevertOutcome[]): void {
+    for (const r of revertSummary(reverted)) {
+      if (r.ok) continue;
+      this.o.log.error({ equipment: r.equipment, run: run.id, error: r.error }, 'revert to LKG not verified by read-back');
+      this.raiseException(run, {
+        kind: 'REVERT_UNVERIFIED', key: `REVERT_UNVERIFIED:${r.equipment}:${this.o.clock.now()}`, step, by: 'system', tag: `${r.equipment}.SupervisorState`,
+        title: `REVERT_UNVERIFIED ${r.equipment}: the commanded revert to its last known-good recipe is not verified (${r.error ?? r.state ?? 'no read-back'}); check the PLC at its HMI`,
+        evidence: { equipment: r.equipment, ...(r.state ? { state: r.state } : {}), ...(r.error ? { error: r.error } : {}) },
+      });
+    }
+  }
+
   /**
    * R8, model lost: revert the line's equipment to its last known-good recipe through the guarded writer (each
    * command audited), drop the agents that use the model to L0, hold the step and the run for a person.
@@ -767,8 +791,8 @@ export class RunEngine {
   private async failSafe(id: string, step: StepRecord, lost: ModelLost): Promise<void> {
     const run = this.runs.runById(id)!;
     const reason = `${lost.message}; line reverted to its last known-good recipe, ${AGENTS_OF_MODEL[lost.kind].join(', ')} dropped to L0; a named person decides`;
-    const equipment = this.o.site.equipment.filter((e) => e.tags.some((t) => t.name === 'SupervisorState')).map((e) => e.id);
-    const reverted = await this.o.writer.revertToLkg(equipment, { tenant: run.tenant, run: run.id, batch: run.batch, reason: lost.message });
+    const reverted = await this.o.writer.revertToLkg(this.supervisedUnits(), { tenant: run.tenant, run: run.id, batch: run.batch, reason: lost.message });
+    this.raiseUnverified(run, { seq: step.seq, name: step.name }, reverted);
     const bundle = this.o.policy();
     const dropped: string[] = [];
     if (bundle) {

@@ -36,6 +36,7 @@ export const DEFAULT_SEVERITY: Readonly<Record<ExceptionKind, ExceptionSeverity>
   MODEL_FIDELITY: 'major',
   MOVE_UNREVIEWED: 'minor',
   ESCALATION_UNRESOLVED: 'major',
+  REVERT_UNVERIFIED: 'critical',
   RECONCILIATION: 'major',
   RUN_HELD: 'minor',
   MANUAL_ACTION: 'minor',

@@ -12,6 +12,7 @@ import type { AuditEntryInput } from '../../audit/index.js';
 import type { KeptRecord } from '../../../connectors/mes/index.js';
 import type { RunStore } from '../../store/run-store.js';
 import type { RunEngineOptions } from './types.js';
+import { profileOf } from '../../../connectors/index.js';
 
 /** The snapshot the readiness judgement reads: PLC supervisor states, connections, the tenant's models, the policy bundle. */
 export function gatherReadiness(o: RunEngineOptions & { readonly runs: Pick<RunStore, 'activeOnLine'> }, tenant: string): ReadinessSnapshot {
@@ -19,7 +20,8 @@ export function gatherReadiness(o: RunEngineOptions & { readonly runs: Pick<RunS
   const unsupervised = o.line?.unsupervised() ?? new Set<string>();
   const plcs = o.line
     ? o.site.equipment
-      .filter((e) => e.tags.some((t) => t.name === 'SupervisorState'))
+      // a monitor-only unit is watched, not supervised: its state is not linekeeper's to judge a run start by
+      .filter((e) => e.tags.some((t) => t.name === 'SupervisorState') && profileOf(e).mode !== 'monitor_only')
       .map((e) => ({ equipment: e.id, connection: e.connection, state: views.get(e.id)?.state, supervised: !unsupervised.has(e.id) }))
     : [];
   let model: ReadinessSnapshot['model'] = null;

@@ -14,6 +14,7 @@ import type { ExceptionRecord } from '../../store/exception-store.js';
 import type { Store } from '../../store/store.js';
 import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
 import { stateName } from '../../supervision/plc-watch.js';
+import type { SupervisionProfile } from '../../../connectors/index.js';
 import type { RaiseInput } from './exceptions.js';
 import { json } from '../json.js';
 
@@ -41,6 +42,8 @@ export interface StepHost {
   readonly connection: (tag: string) => string | undefined;
   /** Raise an exception of a run (audited, in the log and the genealogy); null when the run has one for that condition. */
   readonly raise: (run: RunRecord, e: RaiseInput) => ExceptionRecord | null;
+  /** Each equipment's supervision profile (what its SupervisorState values mean); absent: the simulator's conventions. */
+  readonly profiles?: ReadonlyMap<string, SupervisionProfile>;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -248,7 +251,7 @@ export class StepContext {
     const states = await this.h.read(units.map((eq) => `${eq}.SupervisorState`));
     const lost = units.filter((eq) => {
       const s = states.find((x) => x.tag === `${eq}.SupervisorState`);
-      return s?.quality === 'good' && stateName(s.value) === 'LOST';
+      return s?.quality === 'good' && stateName(s.value, this.h.profiles?.get(eq)) === 'LOST';
     });
     if (lost.length > 0) {
       this.event('watchdog', `${lost.join(', ')}: PLC is LOST on its last known-good recipe until a person re-arms it; ${p.agent}'s proposal not sent`, { moves: json(p.moves), agent: p.agent }, { agent: p.agent });
