@@ -120,6 +120,7 @@ export const ERRORS = {
   LK_FILE_NOT_A_FILE: { status: 422, title: 'Input path is a directory or not a regular file' },
   LK_FILE_UNREADABLE: { status: 500, title: 'Input file cannot be read' },
   LK_FILE_TOO_LARGE: { status: 413, title: 'Input file is larger than linekeeper reads' },
+  LK_TAG_TABLE_INVALID: { status: 422, title: 'A row of the register table is invalid (the message names the line and the column); nothing was imported' },
   LK_OUTPUT_INVALID: { status: 422, title: 'Output file cannot be created there (missing folder, a directory, permission denied)' },
   LK_DATA_DIR_NOT_A_DIRECTORY: { status: 500, title: 'Data directory path exists but is not a directory' },
   LK_AUDIT_CHECKPOINT_LOG: { status: 500, title: 'Audit checkpoint log cannot be read or written (not a regular file, unreadable or too large)' },

@@ -1,6 +1,7 @@
 /**
  * The OPC UA connector of linekeeper. Everything other modules need:
- * `createOpcUaConnector(...)` and the PKI operations behind `linekeeper certs`.
+ * `createOpcUaConnector(...)`, the PKI operations behind `linekeeper certs`
+ * and the browse behind `linekeeper discover opcua`.
  */
 import type { OpcUaConnector, OpcUaConnectorOptions } from './api.js';
 import { OpcUaConnectorImpl } from './connector.js';
@@ -9,6 +10,7 @@ export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from '.
 export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertificate, type CertificateInfo } from './pki.js';
 export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
 export { routeOpcUaConsole } from './console.js';
+export { discoverOpcUa, type DiscoverOpcUaOptions, type OpcUaDiscovery } from './discover.js';
 export { assembleFrameSet, decodeFrame, encodeFrame, FRAME_CAMERAS, FRAME_FORMAT_GREY8, FRAME_FORMAT_GREY8_WIDE, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_WIDE, type Frame, type WireFrameSet } from './frames.js';
 
 /**

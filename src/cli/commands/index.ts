@@ -4,6 +4,7 @@ import { registerAudit } from './audit.js';
 import { registerBackup } from './backup.js';
 import { registerCerts } from './certs.js';
 import { registerConfig } from './config.js';
+import { registerDiscover } from './discover.js';
 import { registerDoctor } from './doctor.js';
 import { registerExceptions } from './exceptions.js';
 import { registerLine } from './line.js';
@@ -28,6 +29,7 @@ export function registerAll(program: Command): void {
   registerMoves(program);
   registerConfig(program);
   registerDoctor(program);
+  registerDiscover(program);
   registerBackup(program);
   registerAudit(program);
   registerPolicy(program);
