@@ -9,6 +9,7 @@ export type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from '.
 export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertificate, type CertificateInfo } from './pki.js';
 export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
 export { routeOpcUaConsole } from './console.js';
+export { inspectNodes, type InspectOptions, type NodeFinding } from './inspect.js';
 export { assembleFrameSet, decodeFrame, encodeFrame, FRAME_CAMERAS, FRAME_FORMAT_GREY8, FRAME_FORMAT_GREY8_WIDE, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_WIDE, type Frame, type WireFrameSet } from './frames.js';
 
 /**
