@@ -18,6 +18,8 @@ export interface ConnectorDeps {
   readonly sim?: { readonly opcuaUrl: string; readonly modbusHost: string; readonly modbusPort: number };
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The site's `unit_aliases` (OPC UA EngineeringUnits labels → UCUM). */
+  readonly unitAliases?: SiteConfig['unit_aliases'];
 }
 
 /** Split `host:port` (`[v6]:port` too). */
@@ -46,12 +48,13 @@ export function createConnector(connection: ConnectionConfig, equipment: SiteCon
     return createModbusConnector({ connection, equipment: mine.filter((e): e is ModbusEquipmentConfig => e.protocol === 'modbus'), host, port, ...common });
   }
   const url = connection.endpoint === 'sim' ? needSim().opcuaUrl : connection.endpoint;
-  return createOpcUaConnector({ connection, equipment: mine.filter((e): e is OpcUaEquipmentConfig => e.protocol === 'opcua'), url, dataDir: deps.dataDir, ...common });
+  return createOpcUaConnector({ connection, equipment: mine.filter((e): e is OpcUaEquipmentConfig => e.protocol === 'opcua'), url, dataDir: deps.dataDir, ...(deps.unitAliases ? { unitAliases: deps.unitAliases } : {}), ...common });
 }
 
 /** Every connector of the site, in configuration order. */
 export function createConnectors(config: SiteConfig, deps: ConnectorDeps): Connector[] {
-  return config.connections.map((c) => createConnector(c, config.equipment, deps));
+  const withAliases: ConnectorDeps = config.unit_aliases ? { ...deps, unitAliases: config.unit_aliases } : deps;
+  return config.connections.map((c) => createConnector(c, config.equipment, withAliases));
 }
 
 export { FALLBACK, SUPERVISED, commandValue, counterMax, nextBeat, profileOf, profilesOf, stateOf, tagType, type StateValue, type SupervisionProfile } from './supervision.js';

@@ -64,6 +64,8 @@ export interface ConnectorHealth {
   /** Subscriptions re-created by the data-age watchdog (OPC UA) or stalled poll groups (Modbus). */
   readonly staleRecoveries: number;
   readonly lastError?: string;
+  /** Tags this connection serves bad while the others read (tag id → reason), e.g. an engineering unit that differs from the configuration. */
+  readonly badTags?: Readonly<Record<string, string>>;
   /** Per-unit health for Modbus (unit id → state). */
   readonly units?: Readonly<Record<string, 'ok' | 'timeout' | 'error'>>;
 }

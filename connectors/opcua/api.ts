@@ -5,6 +5,7 @@ import type { Clock } from '../../src/clock.js';
 import type { Logger } from '../../src/log.js';
 import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import type { Connector, Sample, SubscribeOptions } from '../types.js';
+import type { UnitAlias } from './units.js';
 
 export interface OpcUaConnectorOptions {
   readonly connection: OpcUaConnectionConfig;
@@ -17,6 +18,8 @@ export interface OpcUaConnectorOptions {
   /** Stamps Sample.receivedAt and WriteResult.at; watchdog timing uses the monotonic clock. */
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The site's `unit_aliases`: vendor EngineeringUnits labels → UCUM with a factor. */
+  readonly unitAliases?: Readonly<Record<string, UnitAlias>>;
   /** Retry delays of the initial connection and of session re-creation (node-opcua's reconnection uses the same bounds). */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
 }

@@ -14,6 +14,11 @@
  * is replaced by a fresh client and session; after every (re)connect the
  * NamespaceArray, DataTypes and EngineeringUnits are read again; and each
  * subscription has a data-age watchdog (subscription.ts).
+ *
+ * A tag whose server EngineeringUnits differ from its configured unit (and no
+ * unit alias maps them) is that tag's problem, not the connection's: it reads
+ * bad (LK_TAG_UNIT_MISMATCH), refuses every write, and is named in health()
+ * and the log; the equipment's other tags are read and supervised as usual.
  */
 import { AttributeIds, OPCUAClient, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
 import { LkError, type ErrorCode } from '../../src/errors.js';
@@ -23,7 +28,7 @@ import { ConnectorEvents } from '../events.js';
 import type { OpcUaConnectionConfig } from '../../src/config/schema.js';
 import type { ConnectorEvent, ConnectorHealth, ConnectorState, Sample, SubscribeOptions, TagDescription, WriteCapability } from '../types.js';
 import type { OpcUaConnector, OpcUaConnectorOptions, OpcUaSubscription } from './api.js';
-import { describeTags, fetchMetadata, readNamespaces, unitMismatches, type TagMeta } from './metadata.js';
+import { describeTags, fetchMetadata, rangeMismatches, readNamespaces, unitConversions, type TagMeta } from './metadata.js';
 import { classifyError, clientOptions, disposeClient } from './link.js';
 import { acquireClientPki } from './pki.js';
 import { ManagedSubscription, type SubscriptionHost } from './subscription.js';
@@ -31,9 +36,10 @@ import { buildTagTable, lookupTags, resolveNodeId, type OpcUaTag } from './tags.
 import { badSample, toSample } from './values.js';
 import { Heartbeats, writeCapability, type WriteHost } from './writer.js';
 import { profilesOf } from '../supervision.js';
+import type { Linear } from './units.js';
 
-/** Errors that need a human (trust a certificate, fix a unit): retrying would only hide them. */
-const FATAL: readonly ErrorCode[] = ['LK_CERT_UNTRUSTED', 'LK_TAG_UNIT_MISMATCH', 'LK_CONFIG_INVALID'];
+/** Errors that need a human (trust a certificate, fix the configuration): retrying would only hide them. */
+const FATAL: readonly ErrorCode[] = ['LK_CERT_UNTRUSTED', 'LK_CONFIG_INVALID'];
 
 export class OpcUaConnectorImpl implements OpcUaConnector {
   readonly id: string;
@@ -52,7 +58,8 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
   private namespaces: readonly string[] = [];
   private readonly nodes = new Map<string, NodeId>();
   private meta = new Map<string, TagMeta>();
-  private unitBad = new Set<string>();
+  private unitBad = new Map<string, string>();
+  private conversions = new Map<string, Linear>();
   private readonly subs = new Map<number, ManagedSubscription>();
   private nextSubId = 1;
   private writerClaimed = false;
@@ -92,10 +99,12 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
       cachedDataType: (t) => self.meta.get(t.id)?.dataType,
       rememberDataType: (t, dt) => {
         const m = self.meta.get(t.id);
-        self.meta.set(t.id, { ...(m ?? { dataTypeName: t.configType, writable: true, status: 'Good' }), dataType: dt });
+        self.meta.set(t.id, { ...(m ?? { dataTypeName: t.configType, writable: true, readable: true, status: 'Good' }), dataType: dt });
       },
-      assertUnit: (t) => {
-        if (self.unitBad.has(t.id)) throw new LkError('LK_TAG_UNIT_MISMATCH', `${t.id}: the server's engineering unit differs from ${t.unit}`, { tag: t.id });
+      conversion: (t) => {
+        const why = self.unitBad.get(t.id);
+        if (why !== undefined) throw new LkError('LK_TAG_UNIT_MISMATCH', `${t.id}: ${why}; nothing is written to it until the configuration or a unit alias says what it means`, { tag: t.id });
+        return self.conversionOf(t);
       },
       toSample: (t, dv) => self.sample(t, dv),
       emit: (e) => self.emit(e),
@@ -108,6 +117,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
       session: () => (self.state === 'connected' ? self.session : undefined),
       nodeOf: (t) => self.nodeOf(t),
       toSample: (t, dv) => self.sample(t, dv),
+      rawScale: (t) => Math.abs(self.conversionOf(t).a),
       stale: (sub, ageMs) => {
         self.staleRecoveries++;
         self.log.warn({ subscription: sub.id, ageMs }, 'subscription stale: re-creating it');
@@ -122,9 +132,9 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
    * Connect, retrying with backoff until it works or close() is called.
    * Rejects with LK_CERT_UNTRUSTED (the server certificate is now in
    * `<dataDir>/pki/rejected`; trust it with `linekeeper certs trust`),
-   * LK_TAG_UNIT_MISMATCH (the server's EngineeringUnits differ from the
-   * configuration; detail.tags names them) or LK_CONN_UNAVAILABLE (closed
-   * while connecting): those are not retried.
+   * LK_CONFIG_INVALID or LK_CONN_UNAVAILABLE (closed while connecting):
+   * those are not retried. A tag whose unit differs from the server's does
+   * not fail the connection: that tag reads bad and refuses writes.
    */
   connect(): Promise<void> {
     if (this.state === 'connected') return Promise.resolve();
@@ -225,13 +235,20 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     if (moved) this.nodes.clear();
     const all = [...this.tags.values()];
     this.meta = await fetchMetadata(session, all, (t) => this.nodeOf(t));
-    const bad = unitMismatches(all, this.meta);
-    this.unitBad = new Set(bad.map((m) => m.tag));
-    if (bad.length > 0) {
-      const text = bad.map((m) => `${m.tag}: server ${m.reported}, configured ${m.configured}`).join('; ');
-      if (initial) throw new LkError('LK_TAG_UNIT_MISMATCH', `${this.id}: engineering units differ: ${text}`, { tags: bad.map((m) => m.tag), mismatches: bad });
+    const { conversions, mismatches } = unitConversions(all, this.meta, this.opts.unitAliases ?? {});
+    const before = this.unitBad;
+    this.conversions = conversions;
+    this.unitBad = new Map(mismatches.map((m) => [m.tag, `server unit ${m.reported}, configured ${m.configured}`]));
+    if (mismatches.length > 0) {
+      const text = mismatches.map((m) => `${m.tag}: server ${m.reported}, configured ${m.configured}`).join('; ');
       this.lastError = `LK_TAG_UNIT_MISMATCH: ${text}`;
-      this.log.error({ mismatches: bad }, 'engineering units changed on the server: those tags now read bad and refuse writes');
+      const fresh = mismatches.filter((m) => !before.has(m.tag));
+      if (initial || fresh.length > 0) {
+        this.log.error({ code: 'LK_TAG_UNIT_MISMATCH', mismatches }, 'engineering units differ from the configuration: those tags read bad and refuse writes (add a unit alias or fix the unit); the other tags are served');
+      }
+    }
+    for (const r of rangeMismatches(all, this.meta, conversions)) {
+      if (initial) this.log.warn({ tag: r.tag, configured: r.configured, server: r.reported }, 'configured range differs from the server EURange (in engineering units)');
     }
     return moved;
   }
@@ -342,9 +359,14 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     return n;
   }
 
+  /** raw → engineering of a tag: from the last connect, or the configured scale/offset before one. */
+  private conversionOf(tag: OpcUaTag): Linear {
+    return this.conversions.get(tag.id) ?? { a: tag.scale, b: tag.offset };
+  }
+
   private sample(tag: OpcUaTag, dv: DataValue, at: number = this.clock.now()): Sample {
     if (this.unitBad.size > 0 && this.unitBad.has(tag.id)) return badSample(tag, 'LK_TAG_UNIT_MISMATCH', at);
-    const s = toSample(tag, dv, at);
+    const s = toSample(tag, dv, at, this.conversionOf(tag));
     if (s.quality === 'good') this.lastDataAt = at;
     return s;
   }
@@ -367,7 +389,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
 
   /** Every tag with what the server reported on the last connect (DataType, EURange, access); the configuration where it reported nothing. */
   async describe(): Promise<TagDescription[]> {
-    return describeTags([...this.tags.values()], this.meta, (t) => (this.nsIndex >= 0 ? this.nodeOf(t).toString() : t.nodeId));
+    return describeTags([...this.tags.values()], this.meta, (t) => (this.nsIndex >= 0 ? this.nodeOf(t).toString() : t.nodeId), this.conversions);
   }
 
   /**
@@ -405,6 +427,7 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
       reconnects: this.reconnects,
       staleRecoveries: this.staleRecoveries,
       ...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
+      ...(this.unitBad.size > 0 ? { badTags: Object.fromEntries([...this.unitBad].map(([t, why]) => [t, `LK_TAG_UNIT_MISMATCH: ${why}`])) } : {}),
     };
   }
 

@@ -11,6 +11,7 @@ export { listCertificates, pkiFolder, rejectServerCertificate, trustServerCertif
 export { euInformationFor, ucumOf, unitMatches, UNIT_TABLE } from './units.js';
 export { routeOpcUaConsole } from './console.js';
 export { discoverOpcUa, type DiscoverOpcUaOptions, type OpcUaDiscovery } from './discover.js';
+export { inspectNodes, type InspectOptions, type NodeFinding } from './inspect.js';
 export { assembleFrameSet, decodeFrame, encodeFrame, FRAME_CAMERAS, FRAME_FORMAT_GREY8, FRAME_FORMAT_GREY8_WIDE, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES_WIDE, type Frame, type WireFrameSet } from './frames.js';
 
 /**

@@ -10,7 +10,7 @@ import { LkError } from '../../src/errors.js';
 import type { TagDescription } from '../types.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType } from './values.js';
-import { describeReportedUnit, unitMatches, type ReportedUnit } from './units.js';
+import { conversionFor, describeReportedUnit, type Linear, type ReportedUnit, type UnitAlias } from './units.js';
 
 export interface TagMeta {
   /** Built-in type from the node's DataType attribute; undefined when unreadable or not a built-in type. */
@@ -23,6 +23,8 @@ export interface TagMeta {
   readonly range?: { readonly min: number; readonly max: number };
   /** UserAccessLevel has CurrentWrite. */
   readonly writable: boolean;
+  /** UserAccessLevel has CurrentRead. */
+  readonly readable: boolean;
   /** Status of reading the node's attributes (e.g. BadNodeIdUnknown when the node is missing). */
   readonly status: string;
 }
@@ -38,6 +40,7 @@ export async function readNamespaces(session: ClientSession): Promise<string[]> 
   return v.map(String);
 }
 
+const CURRENT_READ = 0x01;
 const CURRENT_WRITE = 0x02;
 
 /** Fetch {@link TagMeta} for every tag in three batched calls. */
@@ -81,11 +84,12 @@ export async function fetchMetadata(session: ClientSession, tags: readonly OpcUa
     const range = ranges.get(i);
     out.set(t.id, {
       dataType,
-      // a DoubleArray node is DataType Double with ValueRank 1: report it as configured, not as a scalar
-      dataTypeName: dataType === undefined ? t.configType : t.configType === 'DoubleArray' && dataType === DataType.Double ? 'DoubleArray' : DataType[dataType],
+      // an array node (DoubleArray, FloatArray…) is DataType Double/Float… with ValueRank 1: report it as configured, not as a scalar
+      dataTypeName: dataType === undefined ? t.configType : t.element !== undefined && dataType === DataType[t.element] ? t.configType : DataType[dataType],
       ...(unit ? { unit } : {}),
       ...(range ? { range } : {}),
       writable: (access & CURRENT_WRITE) !== 0,
+      readable: (access & CURRENT_READ) !== 0,
       status: dtDv?.statusCode.name ?? StatusCodes.BadInternalError.name,
     });
   });
@@ -98,21 +102,67 @@ export interface UnitMismatch {
   readonly reported: string;
 }
 
-/** Tags whose server-side EngineeringUnits do not denote the configured UCUM unit. Tags without the property are not checked. */
-export function unitMismatches(tags: readonly OpcUaTag[], meta: ReadonlyMap<string, TagMeta>): UnitMismatch[] {
-  const out: UnitMismatch[] = [];
+/**
+ * Per tag, how a raw value becomes one in the configured unit: the tag's
+ * scale/offset, then the server's EngineeringUnits through the site's unit
+ * aliases (value = a·raw + b). A tag whose server unit nothing maps to the
+ * configured one is a mismatch and has no conversion. Tags without the
+ * EngineeringUnits property are not checked (scale/offset only).
+ */
+export function unitConversions(
+  tags: readonly OpcUaTag[],
+  meta: ReadonlyMap<string, TagMeta>,
+  aliases: Readonly<Record<string, UnitAlias>>,
+): { conversions: Map<string, Linear>; mismatches: UnitMismatch[] } {
+  const conversions = new Map<string, Linear>();
+  const mismatches: UnitMismatch[] = [];
   for (const t of tags) {
     const u = meta.get(t.id)?.unit;
-    if (u && !unitMatches(u, t.unit)) out.push({ tag: t.id, configured: t.unit, reported: describeReportedUnit(u) });
+    const c = conversionFor(u, t.unit, aliases);
+    if (!c) mismatches.push({ tag: t.id, configured: t.unit, reported: describeReportedUnit(u!) });
+    else conversions.set(t.id, { a: c.a * t.scale, b: c.a * t.offset + c.b });
+  }
+  return { conversions, mismatches };
+}
+
+/** A server EURange in engineering units (the conversion may be falling: then low and high swap). */
+export function engineeringRange(r: { min: number; max: number }, c: Linear): { min: number; max: number } {
+  const lo = tidy(c.a * r.min + c.b);
+  const hi = tidy(c.a * r.max + c.b);
+  return lo <= hi ? { min: lo, max: hi } : { min: hi, max: lo };
+}
+
+/** 15 significant digits: 100 × 0.1 is 10, not 10.000000000000002. */
+export function tidy(v: number): number {
+  return Number(v.toPrecision(15));
+}
+
+export interface RangeMismatch {
+  readonly tag: string;
+  readonly configured: { readonly min: number; readonly max: number };
+  readonly reported: { readonly min: number; readonly max: number };
+}
+
+/** Tags whose configured range differs from the server's EURange (in engineering units). Only tags with both are compared. */
+export function rangeMismatches(tags: readonly OpcUaTag[], meta: ReadonlyMap<string, TagMeta>, conversions: ReadonlyMap<string, Linear>): RangeMismatch[] {
+  const out: RangeMismatch[] = [];
+  const same = (x: number, y: number): boolean => Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x), Math.abs(y));
+  for (const t of tags) {
+    const r = meta.get(t.id)?.range;
+    const c = conversions.get(t.id);
+    if (!r || !t.range || !c) continue;
+    const eng = engineeringRange(r, c);
+    if (!same(eng.min, t.range.min) || !same(eng.max, t.range.max)) out.push({ tag: t.id, configured: t.range, reported: eng });
   }
   return out;
 }
 
 /** TagDescriptions: what the server reported on the last connect (DataType, EURange, access), the configuration where it reported nothing. */
-export function describeTags(tags: readonly OpcUaTag[], meta: ReadonlyMap<string, TagMeta>, address: (t: OpcUaTag) => string): TagDescription[] {
+export function describeTags(tags: readonly OpcUaTag[], meta: ReadonlyMap<string, TagMeta>, address: (t: OpcUaTag) => string, conversions: ReadonlyMap<string, Linear> = new Map()): TagDescription[] {
   return tags.map((t) => {
     const m = meta.get(t.id);
-    const range = m?.range ?? t.range;
+    const c = conversions.get(t.id);
+    const range = m?.range && c ? engineeringRange(m.range, c) : t.range;
     return {
       tag: t.id,
       equipment: t.equipment,

@@ -52,6 +52,8 @@ export interface SubscriptionHost {
   session(): ClientSession | undefined;
   nodeOf(tag: OpcUaTag): NodeId;
   toSample(tag: OpcUaTag, dv: DataValue): Sample;
+  /** Engineering units per raw unit of a tag (|a| of its scale and unit alias): the server's deadband is in raw units. */
+  rawScale(tag: OpcUaTag): number;
   /** The watchdog found the subscription stale (before it re-creates it). */
   stale(sub: ManagedSubscription, ageMs: number): void;
   closed(sub: ManagedSubscription): void;
@@ -178,11 +180,17 @@ export class ManagedSubscription implements Subscription {
     sub.on('internal_error', (err: Error) => this.host.logger.warn({ err: err.message, sub: this.id }, 'subscription internal error'));
 
     const deadband = this.options.deadband ?? 0;
-    const numeric = this.items.map((_, i) => i).filter((i) => deadband > 0 && this.items[i]!.tag.numeric);
     const other = this.items.map((_, i) => i).filter((i) => !(deadband > 0 && this.items[i]!.tag.numeric));
     const base = { samplingInterval: this.options.intervalMs, queueSize: 1, discardOldest: true };
-    const filter = new DataChangeFilter({ trigger: DataChangeTrigger.StatusValue, deadbandType: DeadbandType.Absolute, deadbandValue: deadband });
-    await Promise.all([this.monitor(sub, gen, numeric, { ...base, filter }), this.monitor(sub, gen, other, base)]);
+    // the deadband is asked in engineering units; the server applies it to raw values: one group per raw deadband
+    const byRaw = new Map<number, number[]>();
+    this.items.forEach((it, i) => {
+      if (!(deadband > 0 && it.tag.numeric)) return;
+      const raw = deadband / this.host.rawScale(it.tag);
+      byRaw.set(raw, [...(byRaw.get(raw) ?? []), i]);
+    });
+    const filtered = [...byRaw].map(([raw, idx]) => this.monitor(sub, gen, idx, { ...base, filter: new DataChangeFilter({ trigger: DataChangeTrigger.StatusValue, deadbandType: DeadbandType.Absolute, deadbandValue: raw }) }));
+    await Promise.all([...filtered, this.monitor(sub, gen, other, base)]);
   }
 
   private monitor(sub: ClientSubscription, gen: number, indexes: number[], params: object): Promise<void> {

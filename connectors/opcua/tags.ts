@@ -3,14 +3,16 @@
  * uses it, keyed by tag id `<equipment>.<Tag>`, and node id resolution.
  *
  * Node ids in the configuration are relative to the connection's
- * namespace_uri (`s=press.Setpoints.MainForce`); the namespace index is only
- * known after reading the server's NamespaceArray, and can change when the
- * server restarts, so resolution takes the current index as a parameter.
- * Absolute ids (`ns=3;s=x`, `nsu=<uri>;s=x`, `i=2258`) are used as they are.
+ * namespace_uri (`s=press.Setpoints.MainForce`, `i=6001`, `g=…`, `b=…`); the
+ * namespace index is only known after reading the server's NamespaceArray,
+ * and can change when the server restarts, so resolution takes the current
+ * index as a parameter. Absolute ids (`ns=3;s=x`, `ns=0;i=2258`,
+ * `nsu=<uri>;i=6001`) are used as they are: a node of the standard's own
+ * namespace 0 needs its `ns=0;`, as the configuration schema documents.
  */
 import { coerceNodeId, type NodeId } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
-import { tagId, type OpcUaEquipmentConfig, type OpcUaTagConfig } from '../../src/config/schema.js';
+import { ARRAY_ELEMENT, tagId, type OpcUaEquipmentConfig, type OpcUaTagConfig } from '../../src/config/schema.js';
 
 export interface OpcUaTag {
   readonly id: string;
@@ -26,6 +28,13 @@ export interface OpcUaTag {
   readonly readbackTolerance?: number;
   /** Numeric tags get the absolute deadband filter; Boolean/String would be refused by the server (BadFilterNotAllowed). */
   readonly numeric: boolean;
+  /** value in the server's unit = raw × scale + offset (1 and 0 unless configured). */
+  readonly scale: number;
+  readonly offset: number;
+  /** Element type of an array tag (`FloatArray` → `Float`); undefined for scalars. */
+  readonly element?: 'Double' | 'Float' | 'Int16' | 'UInt16' | 'Int32' | 'UInt32';
+  /** Names of the values of an enumerated integer tag: the tag reads as the name. */
+  readonly enumNames?: ReadonlyMap<number, string>;
 }
 
 const NUMERIC = new Set(['Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double']);
@@ -47,7 +56,11 @@ export function buildTagTable(equipment: readonly OpcUaEquipmentConfig[]): Reado
         nodeId: t.node_id,
         ...(t.range ? { range: t.range } : {}),
         ...(t.readback_tolerance !== undefined ? { readbackTolerance: t.readback_tolerance } : {}),
-        numeric: NUMERIC.has(t.data_type),
+        numeric: NUMERIC.has(t.data_type) && t.enum === undefined,
+        scale: t.scale ?? 1,
+        offset: t.offset ?? 0,
+        ...(ARRAY_ELEMENT[t.data_type] ? { element: ARRAY_ELEMENT[t.data_type] } : {}),
+        ...(t.enum ? { enumNames: new Map(Object.entries(t.enum).map(([k, v]) => [Number(k), v])) } : {}),
       });
     }
   }
@@ -69,9 +82,13 @@ export function lookupTags(table: ReadonlyMap<string, OpcUaTag>, ids: readonly s
   return found;
 }
 
-/** True when the configured node id carries its own namespace (or none is needed). */
+/**
+ * True when the configured node id carries its own namespace. `i=6001` does
+ * not: like `s=…` it is relative to the connection's namespace_uri (a vendor's
+ * numeric ids live in its own namespace; namespace 0 is written `ns=0;i=…`).
+ */
 export function isAbsoluteNodeId(nodeId: string): boolean {
-  return /^(ns|nsu)=/.test(nodeId) || /^i=\d+$/.test(nodeId);
+  return /^(ns|nsu)=/.test(nodeId);
 }
 
 /**

@@ -10,8 +10,12 @@
  * the configuration; a UCUM code without a row still works, with unitId −1
  * (OPC UA Part 8: "no unit id") and the UCUM code as its display name.
  *
+ * A vendor's own label (`kp`, `Tabl./h`) is understood through the site's
+ * `unit_aliases` ({@link conversionFor}).
+ *
  * Pure data and functions: no I/O.
  */
+import { linearConversion } from '../../src/domain/units.js';
 
 /** UNECE namespace of EUInformation.namespaceUri (OPC UA Part 8, 5.6.3). */
 export const UNECE_NAMESPACE_URI = 'http://www.opcfoundation.org/UA/units/un/cefact';
@@ -133,4 +137,36 @@ function codeOf(unitId: number): string {
   let s = '';
   for (let v = unitId; v > 0; v = Math.floor(v / 256)) s = String.fromCharCode(v % 256) + s;
   return s;
+}
+
+/** A vendor label's meaning: value in `unit` (UCUM) = value in the label × factor + offset. */
+export interface UnitAlias {
+  readonly unit: string;
+  readonly factor: number;
+  readonly offset: number;
+}
+
+/** y = a·x + b. */
+export interface Linear {
+  readonly a: number;
+  readonly b: number;
+}
+
+export const IDENTITY: Linear = { a: 1, b: 0 };
+
+/**
+ * How a value in the server's EngineeringUnits becomes a value in the
+ * configured UCUM unit: identity when the server reports no unit or the
+ * configured one; through the alias of its display name (and a UCUM
+ * conversion from the alias's unit to the configured one, e.g. kp → N → kN)
+ * otherwise. Undefined when nothing maps the two: the tag's unit is wrong.
+ */
+export function conversionFor(eu: ReportedUnit | undefined, configured: string, aliases: Readonly<Record<string, UnitAlias>>): Linear | undefined {
+  if (!eu || unitMatches(eu, configured)) return IDENTITY;
+  const label = eu.displayName?.trim() ?? '';
+  const alias = Object.prototype.hasOwnProperty.call(aliases, label) ? aliases[label] : undefined;
+  if (!alias) return undefined;
+  const c = linearConversion(alias.unit, configured);
+  if (!c) return undefined;
+  return { a: c.a * alias.factor, b: c.a * alias.offset + c.b };
 }

@@ -2,13 +2,17 @@
  * OPC UA values in and out: DataValue → Sample (bad values surface as bad
  * quality with value null, never as numbers) and number → Variant of the
  * node's exact DataType (so the server never answers BadTypeMismatch).
- * DoubleArray tags arrive as frozen `number[]`, ByteString tags as a copied
- * `Uint8Array` (see TagValue); they are read-only, never encoded for a write.
+ * Array tags (DoubleArray, FloatArray, Int16Array…) arrive as frozen
+ * `number[]`, ByteString tags as a copied `Uint8Array` (see TagValue); they are
+ * read-only, never encoded for a write. Numbers come in engineering units: the
+ * tag's scale/offset and unit alias compiled into one `a·raw + b` by the
+ * connector; an enumerated tag reads as the name of its value.
  */
 import { DataType, StatusCodes, VariantArrayType, type DataValue, type NodeId } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
 import type { Quality, Sample, TagValue } from '../types.js';
 import type { OpcUaTag } from './tags.js';
+import { IDENTITY, type Linear } from './units.js';
 
 /** Status of a value that arrived Good but is NaN or ±Infinity. */
 export const STATUS_NOT_FINITE = 'LK_VALUE_INVALID';
@@ -16,6 +20,8 @@ export const STATUS_NOT_FINITE = 'LK_VALUE_INVALID';
 export const STATUS_TYPE_MISMATCH = 'BadTypeMismatch';
 /** Status of a ByteString that arrived Good but null (no frame yet). */
 export const STATUS_NO_DATA = 'BadNoData';
+/** Status of an enumerated tag whose value has no name in the configuration. */
+export const STATUS_NO_NAME = 'BadOutOfRange';
 
 /** OPC UA status code → our quality. Severity bits 31..30: 00 good, 01 uncertain, 1x bad. */
 export function qualityOf(statusValue: number): Quality {
@@ -25,14 +31,14 @@ export function qualityOf(statusValue: number): Quality {
   return 'bad';
 }
 
-/** Convert one DataValue of `tag` into a Sample; `receivedAt` is our clock's reading. */
-export function toSample(tag: OpcUaTag, dv: DataValue, receivedAt: number): Sample {
+/** Convert one DataValue of `tag` into a Sample; `receivedAt` is our clock's reading; numbers go through `conv` (raw → engineering). */
+export function toSample(tag: OpcUaTag, dv: DataValue, receivedAt: number, conv: Linear = IDENTITY): Sample {
   // Object literals, not spreads: this runs for every value of every read and notification.
   const sourceTime = dv.sourceTimestamp ? dv.sourceTimestamp.getTime() : receivedAt;
   const sc = dv.statusCode ?? StatusCodes.Good;
   const quality = qualityOf(sc.value);
   if (quality !== 'good') return { tag: tag.id, value: null, quality, status: sc.name, unit: tag.unit, sourceTime, receivedAt };
-  const checked = checkValue(tag, dv);
+  const checked = checkValue(tag, dv, conv);
   if (typeof checked === 'string') return { tag: tag.id, value: null, quality: 'bad', status: checked, unit: tag.unit, sourceTime, receivedAt };
   return { tag: tag.id, value: checked.value, quality: 'good', status: 'Good', unit: tag.unit, sourceTime, receivedAt };
 }
@@ -42,13 +48,13 @@ export function badSample(tag: OpcUaTag, status: string, at: number): Sample {
   return { tag: tag.id, value: null, quality: 'bad', status, unit: tag.unit, sourceTime: at, receivedAt: at };
 }
 
-function checkValue(tag: OpcUaTag, dv: DataValue): { value: TagValue } | string {
+function checkValue(tag: OpcUaTag, dv: DataValue, conv: Linear): { value: TagValue } | string {
   const v = dv.value;
   if (!v || v.dataType === DataType.Null) return STATUS_TYPE_MISMATCH;
   const raw: unknown = v.value;
-  if (tag.configType === 'DoubleArray') {
-    if (v.arrayType !== VariantArrayType.Array || (v.dataType !== DataType.Double && v.dataType !== DataType.Float)) return STATUS_TYPE_MISMATCH;
-    return numberArray(raw);
+  if (tag.element !== undefined) {
+    if (v.arrayType !== VariantArrayType.Array || !(tag.element === 'Double' || tag.element === 'Float' ? FLOAT_TYPES : INTEGER_TYPES).has(v.dataType)) return STATUS_TYPE_MISMATCH;
+    return numberArray(raw, conv, tag.element !== 'Double' && tag.element !== 'Float');
   }
   if (v.arrayType !== VariantArrayType.Scalar) return STATUS_TYPE_MISMATCH;
   switch (tag.configType) {
@@ -61,25 +67,45 @@ function checkValue(tag: OpcUaTag, dv: DataValue): { value: TagValue } | string 
       if (raw === null || raw === undefined) return STATUS_NO_DATA;
       // a copy: node-opcua may hand out a view into its receive buffer
       return raw instanceof Uint8Array ? { value: new Uint8Array(raw) } : STATUS_TYPE_MISMATCH;
-    default:
+    default: {
       if (typeof raw !== 'number' || !NUMBER_TYPES.has(v.dataType)) return STATUS_TYPE_MISMATCH;
-      return Number.isFinite(raw) ? { value: raw } : STATUS_NOT_FINITE;
+      if (!Number.isFinite(raw)) return STATUS_NOT_FINITE;
+      if (tag.enumNames) {
+        const name = tag.enumNames.get(raw);
+        return name === undefined ? STATUS_NO_NAME : { value: name };
+      }
+      const value = engineering(raw, conv, INTEGER_TYPES.has(v.dataType));
+      return Number.isFinite(value) ? { value } : STATUS_NOT_FINITE;
+    }
   }
 }
 
-/** A Double array as a frozen plain array; one NaN/Infinity makes the whole sample bad (a spectrum with a hole is not a spectrum). */
-function numberArray(raw: unknown): { value: readonly number[] } | string {
-  if (!(raw instanceof Float64Array || raw instanceof Float32Array || Array.isArray(raw))) return STATUS_TYPE_MISMATCH;
-  const src = raw as ArrayLike<unknown>;
+/**
+ * a·raw + b. From an integer, 15 significant digits (an Int32 has 10) so that
+ * 123 × 0.1 is 12.3 and not 12.300000000000001; floats keep every digit.
+ */
+export function engineering(raw: number, conv: Linear, integer: boolean): number {
+  if (conv.a === 1 && conv.b === 0) return raw;
+  const v = conv.a * raw + conv.b;
+  return integer ? Number(v.toPrecision(15)) : v;
+}
+
+/** A number array as a frozen plain array in engineering units; one NaN/Infinity makes the whole sample bad (a spectrum with a hole is not a spectrum). */
+function numberArray(raw: unknown, conv: Linear, integer: boolean): { value: readonly number[] } | string {
+  if (!((ArrayBuffer.isView(raw) && !(raw instanceof DataView)) || Array.isArray(raw))) return STATUS_TYPE_MISMATCH;
+  const src = raw as unknown as ArrayLike<unknown>;
   const out = new Array<number>(src.length);
   for (let i = 0; i < src.length; i++) {
     const x = src[i];
     if (typeof x !== 'number') return STATUS_TYPE_MISMATCH;
     if (!Number.isFinite(x)) return STATUS_NOT_FINITE;
-    out[i] = x;
+    out[i] = engineering(x, conv, integer);
   }
   return { value: Object.freeze(out) };
 }
+
+const FLOAT_TYPES = new Set<DataType>([DataType.Float, DataType.Double]);
+const INTEGER_TYPES = new Set<DataType>([DataType.SByte, DataType.Byte, DataType.Int16, DataType.UInt16, DataType.Int32, DataType.UInt32]);
 
 const NUMBER_TYPES = new Set<DataType>([
   DataType.SByte,

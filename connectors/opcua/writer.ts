@@ -6,7 +6,9 @@
  * A write is encoded with the node's own DataType (read from the server and
  * cached), checked before anything is sent, and read back: WriteResult.verified
  * says whether the equipment holds what we wrote, within the tag's
- * readback_tolerance.
+ * readback_tolerance. Values are in engineering units: the tag's
+ * scale/offset and unit alias are undone before encoding and the raw value
+ * the PLC got is reported back in engineering units.
  */
 import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId, type StatusCode } from 'node-opcua';
 import { LkError } from '../../src/errors.js';
@@ -18,6 +20,7 @@ import { countOf, LKG_READBACK_TAGS, lkgResult, rearmResult, recipeOf, STATE_UNK
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType, encodeForWrite, numericValue } from './values.js';
 import { assertSupervised, commandValue, nextBeat, stateOf, type StateValue, type SupervisionProfile } from '../supervision.js';
+import type { Linear } from './units.js';
 
 export interface WriteHost {
   readonly id: string;
@@ -32,8 +35,11 @@ export interface WriteHost {
   /** DataType from the connect-time metadata, if known. */
   cachedDataType(tag: OpcUaTag): DataType | undefined;
   rememberDataType(tag: OpcUaTag, dt: DataType): void;
-  /** Throws LK_TAG_UNIT_MISMATCH when the server's unit for the tag differs from the configuration. */
-  assertUnit(tag: OpcUaTag): void;
+  /**
+   * The tag's raw → engineering conversion (scale/offset and unit alias); throws LK_TAG_UNIT_MISMATCH when the
+   * server's unit for the tag differs from the configuration and no alias maps it (nothing is then written).
+   */
+  conversion(tag: OpcUaTag): Linear;
   toSample(tag: OpcUaTag, dv: DataValue): Sample;
   emit(e: ConnectorEvent): void;
 }
@@ -69,11 +75,15 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
     throw new LkError('LK_VALUE_INVALID', `${tagId}: ${String(value)} is not a finite number`, { tag: tagId, value: String(value) });
   }
   assertSupervised(host.profiles, tagId);
-  host.assertUnit(tag);
+  const conv = host.conversion(tag);
   const session = host.requireSession();
   const nodeId = host.nodeOf(tag);
   const dataType = await dataTypeOf(host, session, tag, nodeId);
-  const enc = encodeForWrite(tagId, value, dataType);
+  const identity = conv.a === 1 && conv.b === 0;
+  const raw = identity ? value : (value - conv.b) / conv.a;
+  const enc = encodeForWrite(tagId, raw, dataType);
+  // what the PLC holds now, in the tag's unit (an Int16 with scale 0.1 holds 12.3 for 12.34)
+  const written = identity ? enc.written : Number((conv.a * enc.written + conv.b).toPrecision(15));
   let status;
   try {
     status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });
@@ -83,7 +93,7 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
     throw new LkError(timedOut ? 'LK_CONN_TIMEOUT' : 'LK_CONN_UNAVAILABLE', `${tagId}: write did not complete: ${(err as Error).message}`, { tag: tagId, status: 'BadCommunicationError', outcome: 'unknown' }, { cause: err });
   }
   if (!status.isGood()) {
-    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the write of ${enc.written} (${status.name})`, { tag: tagId, status: status.name, value: enc.written });
+    throw new LkError('LK_WRITE_FAILED', `${tagId}: equipment refused the write of ${written} (${status.name})`, { tag: tagId, status: status.name, value: written });
   }
   let back: Sample;
   try {
@@ -96,10 +106,11 @@ export async function writeSetpoint(host: WriteHost, tagId: string, value: unkno
   const tolerance = tag.readbackTolerance ?? 0;
   return {
     tag: tagId,
-    written: enc.written,
+    written,
     readBack,
     readBackQuality: back.quality,
-    verified: readBack !== null && Math.abs(readBack - enc.written) <= tolerance,
+    // a scaled value's round trip may differ in the last binary digit: compare at 12 significant digits
+    verified: readBack !== null && (Math.abs(readBack - written) <= tolerance || (!identity && Number(readBack.toPrecision(12)) === Number(written.toPrecision(12)))),
     status: status.name,
     at: host.clock.now(),
   };

@@ -29,7 +29,7 @@ import {
   type UAVariable,
 } from 'node-opcua';
 import { BUILD_DATE, VERSION } from '../../src/version.js';
-import type { OpcUaEquipmentConfig, OpcUaTagConfig, SiteConfig } from '../../src/config/schema.js';
+import { ARRAY_ELEMENT, type OpcUaEquipmentConfig, type OpcUaTagConfig, type SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { euInformation } from './eu.js';
@@ -160,8 +160,9 @@ function localNodeId(nodeId: string): string {
 }
 
 function addTag(n: Namespace, folder: UAObject, plant: Plant, e: OpcUaEquipmentConfig, t: OpcUaTagConfig, samplingMs: number): void {
-  const array = t.data_type === 'DoubleArray';
-  const dataType = t.data_type === 'DoubleArray' ? DataType.Double : DataType[t.data_type];
+  const element = ARRAY_ELEMENT[t.data_type];
+  const array = element !== undefined;
+  const dataType = DataType[(element ?? t.data_type) as Exclude<OpcUaTagConfig['data_type'], `${string}Array`>];
   const writable = t.kind === 'setpoint' || (t.kind === 'supervisor' && WRITABLE_SUPERVISOR.has(t.name));
   const access = writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead';
   const variant = (): Variant =>

@@ -14,7 +14,7 @@ import type { z } from 'zod';
 import { LkError } from '../errors.js';
 import { checkDataDirPath } from '../files.js';
 import { isValidUnit } from '../domain/units.js';
-import { counterMax, SiteConfig } from './schema.js';
+import { ARRAY_ELEMENT, counterMax, SiteConfig } from './schema.js';
 
 export interface ConfigIssue {
   path: string;
@@ -174,9 +174,12 @@ interface RawIssue {
 const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount'] as const;
 /** OPC UA data types a setpoint may have: one number (the guarded writer writes and reads back a scalar). */
 const SETPOINT_TYPES: ReadonlySet<string> = new Set(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double']);
+/** OPC UA data types that take scale/offset (numbers, and arrays of numbers element by element). */
+const SCALABLE_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double', ...Object.keys(ARRAY_ELEMENT)]);
+const INTEGER_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 'UInt32']);
 const REGISTER_WIDTH = { int16: 1, uint16: 1, int32: 2, uint32: 2, float32: 2, float64: 4 } as const;
 
-const INTEGER_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 'UInt32', 'int16', 'uint16', 'int32', 'uint32']);
+const COUNTER_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 'UInt32', 'int16', 'uint16', 'int32', 'uint32']);
 
 /**
  * The supervision profile against the tags it acts on: the state values have the SupervisorState tag's type
@@ -218,10 +221,10 @@ function supervisionIssues(e: SiteConfig['equipment'][number]): { path: (string 
   const hbType = typeOf('Heartbeat');
   if (hbType && e.supervision?.mode !== 'monitor_only') {
     const kind = e.heartbeat.kind ?? 'counter';
-    if (kind === 'counter' && !INTEGER_TYPES.has(hbType)) {
+    if (kind === 'counter' && !COUNTER_TYPES.has(hbType)) {
       out.push({ path: ['heartbeat', 'kind'], message: hbType === 'Boolean' ? 'the Heartbeat tag is a Boolean life bit: heartbeat.kind must be toggle' : `a heartbeat counter needs an integer tag, and Heartbeat is ${hbType}` });
     }
-    if (kind === 'toggle' && hbType !== 'Boolean' && !INTEGER_TYPES.has(hbType)) out.push({ path: ['heartbeat', 'kind'], message: `a toggled life bit needs a Boolean or integer tag, and Heartbeat is ${hbType}` });
+    if (kind === 'toggle' && hbType !== 'Boolean' && !COUNTER_TYPES.has(hbType)) out.push({ path: ['heartbeat', 'kind'], message: `a toggled life bit needs a Boolean or integer tag, and Heartbeat is ${hbType}` });
     const max = counterMax(hbType);
     if (e.heartbeat.wrap_at !== undefined && max !== null && e.heartbeat.wrap_at > max) out.push({ path: ['heartbeat', 'wrap_at'], message: `${e.heartbeat.wrap_at} does not fit the Heartbeat tag's type ${hbType} (at most ${max})` });
   }
@@ -270,6 +273,9 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
   c.line.equipment.forEach((e, i) => {
     if (!equipment.has(e)) add(['line', 'equipment', i], `unknown equipment "${e}"`);
   });
+  for (const [label, a] of Object.entries(c.unit_aliases ?? {})) {
+    if (!isValidUnit(a.unit)) add(['unit_aliases', label, 'unit'], `unknown unit "${a.unit}" (expected a UCUM code such as N, kN, {tbl}/h)`);
+  }
 
   const nodeIds = new Map<string, string>(); // connection|node → where
   const registers = new Map<string, string>(); // connection|unit|table|address → where
@@ -289,7 +295,13 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
         const prev = nodeIds.get(k);
         if (prev) add(['equipment', i, 'tags', j, 'node_id'], `duplicate node id "${t.node_id}" (also at ${prev})`);
         nodeIds.set(k, where);
-        if (t.kind === 'setpoint' && !SETPOINT_TYPES.has(t.data_type)) add(['equipment', i, 'tags', j, 'data_type'], 'a setpoint must be a numeric scalar (not String, DoubleArray or ByteString)');
+        if (t.kind === 'setpoint' && !SETPOINT_TYPES.has(t.data_type)) add(['equipment', i, 'tags', j, 'data_type'], 'a setpoint must be a numeric scalar (not String, an array or ByteString)');
+        if ((t.scale !== undefined || t.offset !== undefined) && !SCALABLE_TYPES.has(t.data_type)) add(['equipment', i, 'tags', j, 'scale'], `scale/offset apply to numeric tags, not ${t.data_type}`);
+        if (t.enum !== undefined) {
+          if (!INTEGER_TYPES.has(t.data_type)) add(['equipment', i, 'tags', j, 'enum'], `an enumeration maps the values of an integer tag (Int16, UInt16, Int32, UInt32), not ${t.data_type}`);
+          if (t.kind === 'setpoint') add(['equipment', i, 'tags', j, 'enum'], 'a setpoint is written as a number: it cannot be an enumeration');
+          if (t.scale !== undefined || t.offset !== undefined) add(['equipment', i, 'tags', j, 'enum'], 'an enumeration names raw values: it takes no scale or offset');
+        }
       } else if (e.protocol === 'modbus') {
         if (t.kind === 'measurement' && t.table !== 'input' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'invalid table');
         if (t.kind === 'setpoint' && t.table !== 'holding') add(['equipment', i, 'tags', j, 'table'], 'a setpoint must be a holding register (input registers are read-only)');

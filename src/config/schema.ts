@@ -25,11 +25,16 @@ export function isKnownTimeZone(tz: string): boolean {
 }
 
 /**
- * OPC UA data types of a tag. `DoubleArray` is a one-dimensional array of
- * Double (node DataType Double, ValueRank 1: NIR spectra); `ByteString` is raw
- * bytes (camera frames). Neither may be a setpoint (load.ts refuses it).
+ * OPC UA data types of a tag. `DoubleArray`, `FloatArray` and the integer
+ * arrays are one-dimensional arrays of that type (node ValueRank 1: NIR
+ * spectra, a vendor's per-station forces); `ByteString` is raw bytes (camera
+ * frames). None of them may be a setpoint (load.ts refuses it).
  */
-export const DataType = z.enum(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double', 'String', 'DoubleArray', 'ByteString']);
+export const DataType = z.enum(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double', 'String', 'DoubleArray', 'FloatArray', 'Int16Array', 'UInt16Array', 'Int32Array', 'UInt32Array', 'ByteString']);
+/** The array data types (node ValueRank 1) and their element type. */
+export const ARRAY_ELEMENT: Readonly<Record<string, 'Double' | 'Float' | 'Int16' | 'UInt16' | 'Int32' | 'UInt32'>> = {
+  DoubleArray: 'Double', FloatArray: 'Float', Int16Array: 'Int16', UInt16Array: 'UInt16', Int32Array: 'Int32', UInt32Array: 'UInt32',
+};
 export const ModbusType = z.enum(['int16', 'uint16', 'int32', 'uint32', 'float32', 'float64']);
 export const ByteOrder = z.enum(['BE', 'LE']);
 
@@ -52,9 +57,27 @@ const tagCommon = {
 
 export const OpcUaTag = z.strictObject({
   ...tagCommon,
-  /** Node id; without `ns=` it is resolved in the connection's namespace_uri, e.g. `s=press.Setpoints.MainForce`. */
+  /**
+   * Node id; without `ns=`/`nsu=` it is resolved in the connection's namespace_uri, e.g.
+   * `s=press.Setpoints.MainForce`, `i=6001`. A node of namespace 0 (the standard's own) needs `ns=0;i=2258`.
+   */
   node_id: z.string().min(3),
   data_type: DataType,
+  /** value in `unit` = raw × scale + offset (before any unit alias); a write sends (value − offset) / scale. Numeric tags only. */
+  scale: z.number().refine((v) => v !== 0 && Number.isFinite(v), 'must be a finite number other than 0').optional(),
+  offset: z.number().optional(),
+  /** Value → name of an integer tag (`{ 0: STOPPED, 1: RUNNING }`): the tag reads as the name; a value without a name reads bad (BadOutOfRange). Not on setpoints. */
+  enum: z.record(z.string().regex(/^-?\d+$/, 'must be an integer value'), z.string().min(1)).refine((m) => Object.keys(m).length > 0, 'names at least one value').optional(),
+});
+
+/**
+ * A vendor's unit label as an OPC UA server shows it (EngineeringUnits display name, e.g. `kp`, `Tabl./h`)
+ * mapped to a UCUM unit: value in `unit` = value in the label × factor + offset.
+ */
+export const UnitAlias = z.strictObject({
+  unit: z.string().min(1).regex(/^\S+$/, 'must not contain whitespace (a UCUM code has none; check for stray spaces)'),
+  factor: z.number().refine((v) => v !== 0 && Number.isFinite(v), 'must be a finite number other than 0').default(1),
+  offset: z.number().default(0),
 });
 
 export const ModbusTag = z.strictObject({
@@ -323,6 +346,11 @@ export const SiteConfig = z.strictObject({
   }),
   connections: z.array(Connection).min(1),
   equipment: z.array(Equipment).min(1),
+  /**
+   * Vendor unit labels → UCUM, for every OPC UA tag whose server EngineeringUnits show that label
+   * (`kp: { unit: N, factor: 9.80665 }`). The tag keeps its UCUM `unit`; the alias's unit must be it or convert to it.
+   */
+  unit_aliases: z.record(z.string().min(1), UnitAlias).optional(),
   /** Policy bundle folder (design space, allow-lists, autonomy): relative to this file. */
   policy: z.strictObject({ bundle: z.string().min(1) }),
   audit: z
@@ -397,6 +425,7 @@ export type ModbusConnectionConfig = z.infer<typeof ModbusConnection>;
 export type OpcUaTagConfig = z.infer<typeof OpcUaTag>;
 export type ModbusTagConfig = z.infer<typeof ModbusTag>;
 export type MqttConfig = z.infer<typeof MqttConfig>;
+export type UnitAliasConfig = z.infer<typeof UnitAlias>;
 export type TagConfig = OpcUaTagConfig | ModbusTagConfig;
 
 /**

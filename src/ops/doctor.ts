@@ -6,10 +6,16 @@
  *
  * The probes that touch the machine (TCP connect, timedatectl, statfs) come in through {@link DoctorProbes}
  * so that tests can stand in for the network and the time daemon.
+ *
+ * Every configured OPC UA node of a reachable endpoint is looked at over one session (nothing is written):
+ * it exists, is readable (writable for a setpoint), and has the configured DataType and unit. An unsecured
+ * connection uses a throw-away client certificate; a secured one the daemon's PKI in the data directory
+ * (created there if missing, an unknown server certificate lands in its rejected/ as at start).
  */
 import { isLoopback, loadTls } from '../config/api-tls.js';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
@@ -46,6 +52,11 @@ export interface DoctorProbes {
   statfs(path: string): { free: number; type: number };
   /** Resolve 'free', 'linekeeper' (in use by a linekeeper that answers /healthz) or 'in_use'. */
   port(host: string, port: number): Promise<'free' | 'linekeeper' | 'in_use'>;
+  /**
+   * Every configured node of one OPC UA connection (connectors/opcua/inspect.ts): resolves with a finding per tag,
+   * rejects (an LkError) when no session can be made.
+   */
+  opcuaNodes(loaded: LoadedConfig, connectionId: string, timeoutMs: number): Promise<readonly NodeFinding[]>;
   /** The JSON body of GET /readyz of the linekeeper on host:port, or null when none answers. */
   readyz(host: string, port: number): Promise<unknown>;
   now(): number;
@@ -63,6 +74,16 @@ export interface DoctorOptions {
   certWarnDays?: number;
   /** TCP connect timeout per endpoint (default 2000 ms). */
   connectTimeoutMs?: number;
+  /** Bound of the node check of one OPC UA connection (default 15000 ms). */
+  nodeTimeoutMs?: number;
+}
+
+/** What doctor learns about one configured OPC UA node (see connectors/opcua/inspect.ts). */
+export interface NodeFinding {
+  readonly tag: string;
+  readonly node: string;
+  readonly status: CheckStatus;
+  readonly problems: readonly string[];
 }
 
 const GiB = 1024 ** 3;
@@ -104,7 +125,9 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   checks.push(dataDirCheck(dataDir, p));
   checks.push(freeSpaceCheck(dataDir, p, o.warnFreeBytes ?? 2 * GiB, o.failFreeBytes ?? 200 * MiB));
   checks.push(auditCheck(dataDir, hasDb));
-  checks.push(...(await endpointChecks(loaded, p, o.connectTimeoutMs ?? 2000)));
+  const endpoints = await endpointChecks(loaded, p, o.connectTimeoutMs ?? 2000);
+  checks.push(...endpoints);
+  checks.push(...(await nodeChecks(loaded, p, endpoints, o.nodeTimeoutMs ?? 15_000)));
   checks.push(await certificateCheck(loaded, p.now(), o.certWarnDays ?? 30));
   checks.push(apiTlsCheck(loaded, p.now(), o.certWarnDays ?? 30));
   checks.push(clockCheck(await p.timedatectl()));
@@ -224,6 +247,38 @@ async function endpointChecks(loaded: LoadedConfig, p: DoctorProbes, timeoutMs: 
   );
 }
 
+/**
+ * Per OPC UA connection whose endpoint answered: `nodes:<connection>` (how many nodes are fine), and for each
+ * node with a problem `node:<tag>` naming the node and every reason.
+ */
+async function nodeChecks(loaded: LoadedConfig, p: DoctorProbes, endpoints: readonly CheckResult[], timeoutMs: number): Promise<CheckResult[]> {
+  const out: CheckResult[] = [];
+  for (const c of loaded.config.connections) {
+    if (c.protocol !== 'opcua' || c.endpoint === 'sim') continue;
+    if (endpoints.find((e) => e.id === `endpoint:${c.id}`)?.status !== 'ok') continue;
+    const id = `nodes:${c.id}`;
+    let findings: readonly NodeFinding[];
+    try {
+      findings = await p.opcuaNodes(loaded, c.id, timeoutMs);
+    } catch (err) {
+      const untrusted = LkError.is(err, 'LK_CERT_UNTRUSTED');
+      out.push({ id, status: 'fail', message: `cannot look at the configured nodes: ${errText(err)}`, action: untrusted ? '`linekeeper certs list`, compare the thumbprint with the equipment, then `linekeeper certs trust <thumbprint>`' : 'check that the endpoint is an OPC UA server, its namespace_uri and security settings' });
+      continue;
+    }
+    const bad = findings.filter((f) => f.status !== 'ok');
+    for (const f of bad) {
+      out.push({ id: `node:${f.tag}`, status: f.status, message: `${f.tag} (${f.node}): ${f.problems.join('; ')}`, action: f.status === 'fail' ? 'fix the tag in the configuration (node_id, data_type, kind, unit or a unit_aliases entry) against the address space of the server, or the server' : 'check the tag against the equipment documentation' });
+    }
+    const status = worst(bad.map((f) => f.status));
+    out.push({
+      id, status,
+      message: `${findings.length - bad.length} of ${findings.length} configured nodes exist, are readable${findings.some((f) => f.status === 'ok') ? ' (writable where setpoints)' : ''}, and have the configured type and unit`,
+      ...(status !== 'ok' ? { action: `see the node:<tag> checks of ${c.id}` } : {}),
+    });
+  }
+  return out;
+}
+
 async function certificateCheck(loaded: LoadedConfig, now: number, warnDays: number): Promise<CheckResult> {
   const secured = loaded.config.connections.filter((c) => c.protocol === 'opcua' && c.endpoint !== 'sim' && c.security.mode !== 'None');
   const pki = join(loaded.dataDir, 'pki');
@@ -302,6 +357,21 @@ export function eventLoopCheck(body: unknown): CheckResult {
 }
 
 const defaultProbes: DoctorProbes = {
+  opcuaNodes: async (loaded, connectionId, timeoutMs) => {
+    const connection = loaded.config.connections.find((c) => c.id === connectionId);
+    if (connection?.protocol !== 'opcua') throw new LkError('LK_CONFIG_INVALID', `no OPC UA connection ${connectionId}`);
+    // loaded on use: node-opcua takes a second to import
+    const { inspectNodes } = await import('../../connectors/opcua/index.js');
+    const equipment = loaded.config.equipment.filter((e) => e.protocol === 'opcua' && e.connection === connectionId) as Parameters<typeof inspectNodes>[0]['equipment'];
+    // an unsecured connection needs no trusted certificate: a throw-away client PKI leaves the data directory as it was
+    const secured = connection.security.mode !== 'None';
+    const dataDir = secured ? loaded.dataDir : mkdtempSync(join(tmpdir(), 'lk-doctor-pki-'));
+    try {
+      return await inspectNodes({ connection, equipment, url: connection.endpoint, dataDir, timeoutMs, ...(loaded.config.unit_aliases ? { unitAliases: loaded.config.unit_aliases } : {}) });
+    } finally {
+      if (!secured) rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
   readyz: (host, port) =>
     fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/readyz`, { signal: AbortSignal.timeout(2000) })
       .then((r) => r.json() as Promise<unknown>, () => null)

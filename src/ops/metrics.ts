@@ -66,6 +66,16 @@ export class Metrics {
         }
       },
     });
+    new Gauge({
+      name: 'linekeeper_connector_bad_tags', help: 'Tags a connection serves bad while its other tags read (e.g. an engineering unit that differs from the configuration)', labelNames: ['connector'], registers,
+      collect() {
+        this.reset();
+        for (const c of self.sources.connectors?.() ?? []) {
+          const h = c.health();
+          this.set({ connector: h.id }, Object.keys(h.badTags ?? {}).length);
+        }
+      },
+    });
     new Counter({
       name: 'linekeeper_connector_reconnects_total', help: 'Reconnections of each connection since start', labelNames: ['connector'], registers,
       collect() {

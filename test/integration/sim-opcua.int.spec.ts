@@ -44,7 +44,7 @@ describe('simulator OPC UA server', () => {
         const dt = await session.read({ nodeId: raw.nodeId(t.node_id.replace(/^s=/, '')), attributeId: AttributeIds.DataType });
         expect(dt.statusCode.name, `${e.id}.${t.name}`).toBe('Good');
         // a DoubleArray is a Double node with ValueRank 1
-        expect(dt.value.value.value, `${e.id}.${t.name}`).toBe(t.data_type === 'DoubleArray' ? DataType.Double : DataType[t.data_type]);
+        expect(dt.value.value.value, `${e.id}.${t.name}`).toBe(t.data_type === 'DoubleArray' ? DataType.Double : DataType[t.data_type as 'Double']);
       }
     }
   });

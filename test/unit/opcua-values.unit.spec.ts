@@ -42,7 +42,9 @@ describe('tag table and node ids', () => {
   it('resolves relative ids in the connection namespace and keeps absolute ones', () => {
     expect(resolveNodeId(force.nodeId, 3, []).toString()).toBe('ns=3;s=press.Setpoints.MainForce');
     expect(resolveNodeId(state.nodeId, 3, []).toString()).toBe('ns=4;s=press.State');
-    expect(resolveNodeId('i=2258', 3, []).toString()).toBe('ns=0;i=2258');
+    // a bare numeric id is relative like a string id (the schema says so); namespace 0 is asked for explicitly
+    expect(resolveNodeId('i=6001', 3, []).toString()).toBe('ns=3;i=6001');
+    expect(resolveNodeId('ns=0;i=2258', 3, []).toString()).toBe('ns=0;i=2258');
     expect(resolveNodeId(running.nodeId, 3, ['http://opcfoundation.org/UA/', 'urn:x', 'urn:other']).toString()).toBe('ns=2;i=7');
     expect(() => resolveNodeId(running.nodeId, 3, ['urn:x'])).toThrowError(expect.objectContaining({ code: 'LK_CONFIG_INVALID' }) as Error);
   });
