@@ -246,20 +246,24 @@ export class SparkplugPublisher {
     };
     const c = mqtt.connect(o.url, opts);
     this.client = c;
-    // bdSeq counts CONNECT packets: once this one is on the wire, the next CONNECT names the next birth (kept at
-    // once, so a crash does not reuse it); an attempt that never sent its CONNECT leaves it where it is
+    // bdSeq counts CONNECT packets. mqtt.js writes CONNECT into the socket before it is open; it is on the wire when
+    // the TCP (mqtts: TLS) connection is made. From then on the next CONNECT names the next birth (kept at once, so
+    // a crash does not reuse it); an attempt refused before that sent no CONNECT and leaves bdSeq where it is.
     let connectSent = false;
-    c.on('packetsend', (packet: { cmd?: string }) => {
-      if (packet.cmd !== 'connect' || connectSent) return;
+    const sent = (): void => {
+      if (connectSent || this.client !== c) return;
       connectSent = true;
       try {
         this.outbox.setState('bdSeq', (this.bdSeq + 1) % 256);
       } catch (err) {
         this.o.log.error({ err }, 'could not keep the MQTT bdSeq');
       }
-    });
+    };
+    const stream = (c as unknown as { stream?: { encrypted?: boolean; once(e: string, l: () => void): unknown } }).stream;
+    stream?.once(stream.encrypted ? 'secureConnect' : 'connect', sent);
     c.on('connect', () => {
       if (this.client !== c) return;
+      sent();
       void c.subscribeAsync(topicOf(o.group, o.node, 'NCMD'), { qos: 0 }).catch(() => undefined);
       if (o.primaryHostId !== undefined) {
         this.o.log.info({ url: o.url, bdSeq: this.bdSeq, queued: this.outbox.size, primaryHost: o.primaryHostId }, 'MQTT broker connected: waiting for the primary host to be online');
