@@ -235,6 +235,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let mqttLine: LineMqtt | undefined;
   const unhook: (() => void)[] = [];
   const describedTags: TagDescription[] = [];
+  // latest setpoint and supervisor samples, for the Sparkplug births (measurements are in `live`)
+  const published = new Map<string, Sample>();
 
   const stop = async (reason = 'stop requested'): Promise<void> => {
     if (stopped) return;
@@ -393,8 +395,26 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       const supervisor = described.filter((t) => t.kind === 'supervisor' && (WATCHED_SUPERVISOR_TAGS as readonly string[]).includes(t.name)).map((t) => t.tag);
       if (supervisor.length > 0) {
-        onSupervision(await c.read(supervisor)); // baseline, and any PLC already found LOST
-        subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, onSupervision));
+        const baseline = await c.read(supervisor); // baseline, and any PLC already found LOST
+        for (const s of baseline) published.set(s.tag, s);
+        onSupervision(baseline);
+        subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, (samples) => {
+          onSupervision(samples);
+          for (const s of samples) published.set(s.tag, s);
+          mqttLine?.samples(samples);
+        }));
+      }
+      // with a broker, a host sees the setpoints and every supervisor tag too (a PLC going LOST, a revert, the
+      // recipe in force): they are read for the broker only, so the air-gapped default polls nothing more
+      if (config.mqtt) {
+        const extra = described.filter((t) => t.kind === 'setpoint' || (t.kind === 'supervisor' && !supervisor.includes(t.tag))).map((t) => t.tag);
+        if (extra.length > 0) {
+          for (const s of await c.read(extra).catch(() => [])) published.set(s.tag, s);
+          subscriptions.push(await c.subscribe(extra, { intervalMs: 1000 }, (samples) => {
+            for (const s of samples) published.set(s.tag, s);
+            mqttLine?.samples(samples);
+          }));
+        }
       }
     }
     // MES inbox (sample records on the embedded default's first start) and LIMS results folder
@@ -421,7 +441,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     });
     mqttLine = startLineMqtt({
       loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
-      tags: () => describedTags, current: (tag) => live.get(tag),
+      tags: () => describedTags, current: (tag) => live.get(tag) ?? published.get(tag),
     });
     if (mqttLine) {
       const m = mqttLine;

@@ -16,9 +16,9 @@ import type { Store } from '../../src/store/store.js';
 import type { Sample, TagDescription } from '../types.js';
 import { SparkplugPublisher, type PublisherState } from './publisher.js';
 
-export { SparkplugPublisher, type PublisherOptions, type PublisherState } from './publisher.js';
+export { SparkplugPublisher, stateTopic, type PublisherOptions, type PublisherState } from './publisher.js';
 export { Outbox, type DropReport, type OutboxBound } from './outbox.js';
-export { NAMESPACE, decode, encode, num, sparkplugType, topicOf, type SpMessage, type SpMetric } from './sparkplug.js';
+export { DATATYPE, NAMESPACE, decode, encode, num, sparkplugType, topicOf, valueField, type SpMessage, type SpMetric } from './sparkplug.js';
 
 /** A tool-call log line as published (no arguments or results: those stay in the site's own trail). */
 export interface ToolCallEvent {
@@ -74,6 +74,7 @@ export function startLineMqtt(deps: LineMqttDeps): LineMqtt | undefined {
   const base = dirname(deps.loaded.file);
   const publisher = new SparkplugPublisher({
     url: m.url, clientId: m.client_id ?? `linekeeper-${m.group_id}-${m.edge_node_id}`, group: m.group_id, node: m.edge_node_id,
+    ...(m.primary_host_id !== undefined ? { primaryHostId: m.primary_host_id } : {}),
     ...credentials(m, base),
     keepaliveS: m.keepalive_s, reconnectMs: m.reconnect_ms,
     bound: { maxMessages: m.outbox.max_messages, maxBytes: m.outbox.max_bytes },

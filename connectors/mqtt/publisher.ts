@@ -2,12 +2,15 @@
  * The Sparkplug B edge node of the line on the plant's broker, with store-and-forward.
  *
  * One MQTT session at a time, made by us (mqtt.js's own reconnect is off): each session has its own will — the
- * NDEATH with the session's `bdSeq` — and starts with NBIRTH (seq 0) and a DBIRTH per equipment carrying the
- * current values. Then the outbox is drained oldest first with `is_historical` on every metric, and only when it
- * is empty do new messages go straight out ("live"). Every message is QoS 1: a live message is held in memory
- * until its PUBACK, and when the session ends first it goes into the outbox in its original place (its `ord`),
- * so nothing published while the broker goes away is lost and the order is kept. Delivery is at least once: a
- * message whose PUBACK was lost with the connection is sent again, flagged historical.
+ * NDEATH (QoS 1, not retained) with the session's `bdSeq`, Int64, one more for every CONNECT packet sent — and
+ * starts with NBIRTH (seq 0) and a DBIRTH per equipment carrying the current values. With a primary host
+ * configured, the births wait until the host's `spBv1.0/STATE/<host id>` says it is online (a timestamp not older
+ * than the last one seen), and a valid offline STATE ends the session: NDEATH, disconnect, connect again and wait.
+ * After the births the outbox is drained oldest first with `is_historical` on every metric, and only when it is
+ * empty do new messages go straight out ("live"). Births and data are QoS 0, not retained (Sparkplug 3.0): a live
+ * message is held in memory until the client has written it, and when the session ends first it goes into the
+ * outbox in its original place (its `ord`). What was written to a socket the broker then lost is lost: QoS 0 is
+ * at most once on the wire; store-and-forward covers the time no session (or no primary host) is there.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { Clock } from '../../src/clock.js';
@@ -15,9 +18,18 @@ import type { Logger } from '../../src/log.js';
 import type { Store } from '../../src/store/store.js';
 import type { Sample, TagDescription } from '../types.js';
 import { Outbox, type OutboxBound } from './outbox.js';
-import { bdSeqMetric, decode, devicesOf, encode, metricValue, num, tagMetric, topicOf, type SpMessage, type SpMetric } from './sparkplug.js';
+import { bdSeqMetric, decode, devicesOf, encode, metricValue, NAMESPACE, num, tagMetric, topicOf, type SpMessage, type SpMetric } from './sparkplug.js';
 
-export type PublisherState = 'stopped' | 'offline' | 'draining' | 'live';
+/** `spBv1.0/STATE/<host id>`: where a Sparkplug 3.0 host application says whether it is online. */
+export function stateTopic(hostId: string): string {
+  return `${NAMESPACE}/STATE/${hostId}`;
+}
+
+/**
+ * stopped; offline (no MQTT session: messages go to the outbox); waiting (a session, but the primary host is not
+ * online: no births yet, messages go to the outbox); draining (born, replaying the outbox as historical); live.
+ */
+export type PublisherState = 'stopped' | 'offline' | 'waiting' | 'draining' | 'live';
 
 export interface PublisherOptions {
   readonly url: string;
@@ -39,6 +51,8 @@ export interface PublisherOptions {
   readonly tags: () => readonly TagDescription[];
   /** Latest sample of a tag (the DBIRTH values). */
   readonly current: (tag: string) => Sample | undefined;
+  /** Sparkplug host id of the primary host application: births wait for its STATE online (none: no waiting). */
+  readonly primaryHostId?: string;
   /** Messages sent per round while draining (default 256). */
   readonly drainPage?: number;
 }
@@ -70,6 +84,9 @@ export class SparkplugPublisher {
   private publishedCount = 0;
   private lostCount = 0;
   private readonly ndeath: string;
+  /** Timestamps of the primary host's last accepted STATE message, and of its last accepted online one. */
+  private stateTs: number | undefined;
+  private onlineTs: number | undefined;
 
   constructor(private readonly o: PublisherOptions) {
     this.outbox = new Outbox(o.store, o.bound);
@@ -127,7 +144,7 @@ export class SparkplugPublisher {
       // what is in flight gets a moment for its PUBACK (a clean stop should not leave duplicates behind)
       for (let waited = 0; c.connected && this.inflight.size > 0 && waited < 2000; waited += 20) await new Promise((r) => setTimeout(r, 20));
       if (c.connected) {
-        await new Promise<void>((r) => c.publish(this.ndeath, Buffer.from(this.deathPayload()), { qos: 0 }, () => r()));
+        await new Promise<void>((r) => c.publish(this.ndeath, Buffer.from(this.deathPayload()), { qos: 1, retain: false }, () => r()));
       }
       this.requeueInflight();
       await c.endAsync(true).catch(() => undefined);
@@ -194,7 +211,7 @@ export class SparkplugPublisher {
   private publish(c: MqttClient, m: SpMessage, historical: boolean): Promise<void> {
     const buf = encode(m, this.nextSeq(), historical);
     return new Promise((resolve, reject) => {
-      c.publish(m.topic, Buffer.from(buf), { qos: 1 }, (err) => {
+      c.publish(m.topic, Buffer.from(buf), { qos: 0, retain: false }, (err) => {
         if (err) reject(err);
         else {
           this.publishedCount++;
@@ -229,24 +246,94 @@ export class SparkplugPublisher {
     };
     const c = mqtt.connect(o.url, opts);
     this.client = c;
+    // bdSeq counts CONNECT packets. mqtt.js writes CONNECT into the socket before it is open; it is on the wire when
+    // the TCP (mqtts: TLS) connection is made. From then on the next CONNECT names the next birth (kept at once, so
+    // a crash does not reuse it); an attempt refused before that sent no CONNECT and leaves bdSeq where it is.
+    let connectSent = false;
+    const sent = (): void => {
+      if (connectSent || this.client !== c) return;
+      connectSent = true;
+      try {
+        this.outbox.setState('bdSeq', (this.bdSeq + 1) % 256);
+      } catch (err) {
+        this.o.log.error({ err }, 'could not keep the MQTT bdSeq');
+      }
+    };
+    const stream = (c as unknown as { stream?: { encrypted?: boolean; once(e: string, l: () => void): unknown } }).stream;
+    stream?.once(stream.encrypted ? 'secureConnect' : 'connect', sent);
     c.on('connect', () => {
       if (this.client !== c) return;
-      this.o.log.info({ url: o.url, bdSeq: this.bdSeq, queued: this.outbox.size }, 'MQTT broker connected: births, then the outbox');
-      this.setState('draining');
-      try {
-        this.births(c);
-      } catch (err) {
-        this.o.log.error({ err }, 'MQTT birth failed');
-      }
+      sent();
       void c.subscribeAsync(topicOf(o.group, o.node, 'NCMD'), { qos: 0 }).catch(() => undefined);
-      void this.drain(c);
+      if (o.primaryHostId !== undefined) {
+        this.o.log.info({ url: o.url, bdSeq: this.bdSeq, queued: this.outbox.size, primaryHost: o.primaryHostId }, 'MQTT broker connected: waiting for the primary host to be online');
+        this.setState('waiting');
+        void c.subscribeAsync(stateTopic(o.primaryHostId), { qos: 1 }).catch(() => undefined);
+        return;
+      }
+      this.o.log.info({ url: o.url, bdSeq: this.bdSeq, queued: this.outbox.size }, 'MQTT broker connected: births, then the outbox');
+      this.born(c);
     });
-    c.on('message', (topic, payload) => this.command(c, topic, payload));
+    c.on('message', (topic, payload) => {
+      if (o.primaryHostId !== undefined && topic === stateTopic(o.primaryHostId)) this.hostState(c, payload);
+      else this.command(c, topic, payload);
+    });
     c.on('error', (err) => this.o.log.debug({ err: err.message }, 'MQTT client error'));
-    c.on('close', () => this.closed(c));
+    c.on('close', () => this.closed(c, connectSent));
   }
 
-  private closed(c: MqttClient): void {
+  /** Births, then the outbox. */
+  private born(c: MqttClient): void {
+    this.setState('draining');
+    try {
+      this.births(c);
+    } catch (err) {
+      this.o.log.error({ err }, 'MQTT birth failed');
+    }
+    void this.drain(c);
+  }
+
+  /**
+   * The primary host's STATE (Sparkplug 3.0 JSON `{ online, timestamp }`). Online, with a timestamp not older than
+   * the last STATE seen: births and the replay start. Offline, with a timestamp not older than the last online
+   * one, while born: NDEATH, disconnect, and the session starts over (it waits for the host again).
+   */
+  private hostState(c: MqttClient, payload: Buffer): void {
+    if (this.client !== c) return;
+    let online: unknown;
+    let ts: unknown;
+    try {
+      ({ online, timestamp: ts } = JSON.parse(payload.toString('utf8')) as { online?: unknown; timestamp?: unknown });
+    } catch {
+      this.o.log.warn('primary host STATE is not JSON: ignored');
+      return;
+    }
+    if (typeof online !== 'boolean' || typeof ts !== 'number' || !Number.isFinite(ts)) {
+      this.o.log.warn({ online, timestamp: ts }, 'primary host STATE without a boolean online and a numeric timestamp: ignored');
+      return;
+    }
+    if (online) {
+      if (this.stateTs !== undefined && ts < this.stateTs) return; // older than what we know: stale
+      this.stateTs = ts;
+      this.onlineTs = ts;
+      if (this.st === 'waiting') {
+        this.o.log.info({ primaryHost: this.o.primaryHostId, timestamp: ts }, 'primary host online: births, then the outbox');
+        this.born(c);
+      }
+      return;
+    }
+    if (this.onlineTs !== undefined && ts < this.onlineTs) return; // an old death: the host came back since
+    this.stateTs = Math.max(this.stateTs ?? ts, ts);
+    if (this.st === 'draining' || this.st === 'live') {
+      this.o.log.warn({ primaryHost: this.o.primaryHostId, timestamp: ts }, 'primary host offline: NDEATH, disconnect, hold data until it is back');
+      this.setState('waiting');
+      c.publish(this.ndeath, Buffer.from(this.deathPayload()), { qos: 1, retain: false }, () => {
+        void c.endAsync(false).catch(() => undefined);
+      });
+    }
+  }
+
+  private closed(c: MqttClient, connectSent: boolean): void {
     if (this.client !== c) return;
     this.client = undefined;
     this.requeueInflight();
@@ -256,13 +343,8 @@ export class SparkplugPublisher {
     const was = this.st;
     this.setState('offline');
     if (was !== 'offline') this.o.log.warn({ queued: this.outbox.size }, 'MQTT broker lost: messages go to the outbox');
-    // the next session's will must name the next birth
-    this.bdSeq = (this.bdSeq + 1) % 256;
-    try {
-      this.outbox.setState('bdSeq', this.bdSeq);
-    } catch (err) {
-      this.o.log.error({ err }, 'could not keep the MQTT bdSeq');
-    }
+    // the next session's will names the next birth, if this attempt's CONNECT went out (kept at packetsend)
+    if (connectSent) this.bdSeq = (this.bdSeq + 1) % 256;
     this.timer = setTimeout(() => this.connect(), this.o.reconnectMs ?? 2000);
     this.timer.unref();
   }
@@ -293,7 +375,7 @@ export class SparkplugPublisher {
       ...NODE_METRICS.map((m) => ({ ...m, value: null, timestamp: now })),
     ];
     const raw = (topic: string, buf: Uint8Array): void => {
-      c.publish(topic, Buffer.from(buf), { qos: 1 }, (err) => {
+      c.publish(topic, Buffer.from(buf), { qos: 0, retain: false }, (err) => {
         if (!err) this.publishedCount++;
       });
     };
@@ -331,7 +413,7 @@ export class SparkplugPublisher {
 
   /** NCMD `Node Control/Rebirth` = true: births again (a host application that lost track asks for it). */
   private command(c: MqttClient, topic: string, payload: Buffer): void {
-    if (this.client !== c || topic !== topicOf(this.o.group, this.o.node, 'NCMD')) return;
+    if (this.client !== c || topic !== topicOf(this.o.group, this.o.node, 'NCMD') || (this.st !== 'draining' && this.st !== 'live')) return;
     try {
       const p = decode(payload);
       if ((p.metrics ?? []).some((m) => m.name === 'Node Control/Rebirth' && m.value === true)) {

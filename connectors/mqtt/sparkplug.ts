@@ -1,8 +1,10 @@
 /**
  * Sparkplug B (spBv1.0) for linekeeper: topic names, how a tag and its samples
- * become metrics, and the payload encoding (sparkplug-payload, the Eclipse Tahu
- * protobuf). No sockets here: the publisher decides when a message goes out and
- * gives it its `seq`.
+ * become metrics, and the payload encoding: the Eclipse Tahu protobuf classes that
+ * sparkplug-payload ships (generated from `sparkplug_b.proto`), filled here with the
+ * value field the Sparkplug 3.0 datatype table names (UInt32 in `int_value`, Int64 and
+ * UInt64 in `long_value`: sparkplug-payload's own encoder puts UInt32 in `long_value`).
+ * No sockets here: the publisher decides when a message goes out and gives it its `seq`.
  *
  * Messages are kept as plain JSON ({@link SpMessage}) until they are sent, so the
  * store-and-forward outbox can hold them in SQLite and the publisher can set the
@@ -10,11 +12,13 @@
  */
 import sparkplug from 'sparkplug-payload';
 import type { UMetric, UPayload, TypeStr } from 'sparkplug-payload/lib/sparkplugbpayload.js';
+import tahu from 'sparkplug-payload/lib/sparkplugPayloadProto.js';
 import type { Quality, Sample, TagDescription } from '../types.js';
 
 export const NAMESPACE = 'spBv1.0';
 
 const codec = sparkplug.get(NAMESPACE)!;
+const pb = tahu.org.eclipse.tahu.protobuf;
 
 export type MessageType = 'NBIRTH' | 'NDEATH' | 'NDATA' | 'DBIRTH' | 'DDATA' | 'DDEATH' | 'NCMD';
 
@@ -44,8 +48,35 @@ export interface SpMessage {
   readonly metrics: readonly SpMetric[];
 }
 
-/** Sparkplug's quality codes (the OPC DA ones Ignition and Tahu use). */
-const QUALITY_CODE: Record<Quality, number> = { good: 192, uncertain: 64, bad: 0 };
+/**
+ * Sparkplug 3.0's quality codes (0 BAD, 192 GOOD, 500 STALE are the only valid ones): an uncertain sample is
+ * published as BAD — a host never takes it as good, and its value is null anyway.
+ */
+const QUALITY_CODE: Record<Quality, number> = { good: 192, uncertain: 0, bad: 0 };
+
+/** Sparkplug datatype numbers (the `DataType` enum of sparkplug_b.proto). */
+export const DATATYPE = {
+  Int8: 1, Int16: 2, Int32: 3, Int64: 4, UInt8: 5, UInt16: 6, UInt32: 7, UInt64: 8,
+  Float: 9, Double: 10, Boolean: 11, String: 12, DateTime: 13, Text: 14, UUID: 15,
+} as const satisfies Partial<Record<TypeStr, number>>;
+type ScalarType = keyof typeof DATATYPE;
+
+/**
+ * The `oneof value` field of a datatype, as the Sparkplug 3.0 datatype table says: every integer type of 32 bits
+ * or fewer (signed ones as two's complement) in `int_value` (uint32), Int64, UInt64 and DateTime in `long_value`
+ * (uint64), Float in `float_value`, Double in `double_value`, Boolean in `boolean_value`, String, Text and UUID in
+ * `string_value`.
+ */
+export function valueField(type: ScalarType): 'intValue' | 'longValue' | 'floatValue' | 'doubleValue' | 'booleanValue' | 'stringValue' {
+  switch (type) {
+    case 'Int8': case 'Int16': case 'Int32': case 'UInt8': case 'UInt16': case 'UInt32': return 'intValue';
+    case 'Int64': case 'UInt64': case 'DateTime': return 'longValue';
+    case 'Float': return 'floatValue';
+    case 'Double': return 'doubleValue';
+    case 'Boolean': return 'booleanValue';
+    case 'String': case 'Text': case 'UUID': return 'stringValue';
+  }
+}
 
 /** The Sparkplug datatype of a tag, or undefined for arrays and bytes (spectra, frames: not published). */
 export function sparkplugType(dataType: string): TypeStr | undefined {
@@ -94,31 +125,51 @@ export function tagMetric(desc: TagDescription, type: TypeStr, s: Sample | undef
  * Encode `m` with its sequence number. Historical messages (replayed from the outbox) carry `is_historical` on
  * every metric, so a host application stores them without taking them as the current value.
  */
-export function encode(m: Pick<SpMessage, 'timestamp' | 'metrics'>, seq: number | undefined, historical: boolean, extra: readonly UMetric[] = []): Uint8Array {
-  const payload: UPayload = {
+export function encode(m: Pick<SpMessage, 'timestamp' | 'metrics'>, seq: number | undefined, historical: boolean, extra: readonly SpMetric[] = []): Uint8Array {
+  const payload = pb.Payload.create({
     timestamp: m.timestamp,
-    metrics: [...extra, ...m.metrics.map((x) => toUMetric(x, historical))],
+    metrics: [...extra.map((x) => toProtoMetric(x, false)), ...m.metrics.map((x) => toProtoMetric(x, historical))],
     ...(seq !== undefined ? { seq } : {}),
-  };
-  return codec.encodePayload(payload);
+  });
+  return pb.Payload.encode(payload).finish();
 }
 
-function toUMetric(x: SpMetric, historical: boolean): UMetric {
-  const properties: NonNullable<UMetric['properties']> = {};
-  if (x.unit !== undefined) properties.engUnit = { type: 'String', value: x.unit };
-  if (x.quality !== undefined) properties.Quality = { type: 'Int32', value: QUALITY_CODE[x.quality] };
-  return {
-    name: x.name, type: x.type, timestamp: x.timestamp,
-    value: x.value,
-    ...(x.value === null ? { isNull: true } : {}),
+function scalar(type: TypeStr): ScalarType {
+  if (!(type in DATATYPE)) throw new Error(`Sparkplug datatype ${type} is not published`);
+  return type as ScalarType;
+}
+
+function toProtoMetric(x: SpMetric, historical: boolean): InstanceType<typeof pb.Payload.Metric> {
+  const type = scalar(x.type);
+  const keys: string[] = [];
+  const values: InstanceType<typeof pb.Payload.PropertyValue>[] = [];
+  if (x.unit !== undefined) {
+    keys.push('engUnit');
+    values.push(pb.Payload.PropertyValue.create({ type: DATATYPE.String, stringValue: x.unit }));
+  }
+  if (x.quality !== undefined) {
+    keys.push('Quality');
+    values.push(pb.Payload.PropertyValue.create({ type: DATATYPE.Int32, intValue: QUALITY_CODE[x.quality] }));
+  }
+  const metric = pb.Payload.Metric.create({
+    name: x.name, datatype: DATATYPE[type], timestamp: x.timestamp,
     ...(historical ? { isHistorical: true } : {}),
-    ...(Object.keys(properties).length > 0 ? { properties } : {}),
-  };
+    ...(keys.length > 0 ? { properties: pb.Payload.PropertySet.create({ keys, values }) } : {}),
+  });
+  if (x.value === null) metric.isNull = true;
+  else (metric as unknown as Record<string, unknown>)[valueField(type)] = fieldValue(type, x.value);
+  return metric;
 }
 
-/** The `bdSeq` metric of NBIRTH and NDEATH (0–255: which birth a death certificate belongs to). */
-export function bdSeqMetric(bdSeq: number, now: number): UMetric {
-  return { name: 'bdSeq', type: 'UInt64', value: bdSeq, timestamp: now };
+/** A value for its field: an integer of 32 bits or fewer as uint32 (two's complement), the rest as they are. */
+function fieldValue(type: ScalarType, v: number | string | boolean): number | string | boolean {
+  if (valueField(type) === 'intValue') return (typeof v === 'number' ? Math.trunc(v) : Number(v)) >>> 0;
+  return v;
+}
+
+/** The `bdSeq` metric of NBIRTH and NDEATH (Int64, 0–255: which birth a death certificate belongs to). */
+export function bdSeqMetric(bdSeq: number, now: number): SpMetric {
+  return { name: 'bdSeq', type: 'Int64', value: bdSeq, timestamp: now };
 }
 
 /** Decode a payload (tests, the rebirth command). */

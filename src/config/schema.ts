@@ -278,6 +278,11 @@ export const MqttConfig = z
     client_id: z.string().min(1).max(128).optional(),
     group_id: sparkplugId,
     edge_node_id: sparkplugId,
+    /**
+     * Sparkplug host id of the primary host application: births wait until its `spBv1.0/STATE/<id>` says online,
+     * and while it is offline data is held in the outbox and replayed as historical after the next births.
+     */
+    primary_host_id: sparkplugId.optional(),
     tls: z
       .strictObject({
         /** CA bundle (PEM) that signed the broker's certificate. */

@@ -38,6 +38,39 @@ afterAll(async () => {
 const metric = (s: Seen, name: string): unknown => s.metrics.find((m) => m.name === name)?.value;
 
 describe('the daemon publishes the line over Sparkplug B', () => {
+  it('setpoints and supervisor tags: born with values and good quality; a setpoint write and a commanded LKG revert reach DDATA', async () => {
+    await until(() => sub.seen.some((s) => s.topic === 'spBv1.0/ravenna/DBIRTH/line-3/press'), 'the press DBIRTH', 60_000);
+    const press = sub.seen.find((s) => s.topic === 'spBv1.0/ravenna/DBIRTH/line-3/press')!;
+    const born = new Map(press.metrics.map((m) => [m.name, m]));
+    const setpoints = daemon!.simulator!.plant.equipment('press').tags.filter((t) => t.kind === 'setpoint').map((t) => t.name);
+    expect(setpoints).toContain('MainForce');
+    for (const name of [...setpoints, 'Heartbeat', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount']) {
+      const m = born.get(name);
+      expect(m, name).toBeDefined();
+      expect(m!.raw.is_null, name).toBe(false);
+      expect(m!.value, name).not.toBeNull();
+      expect(m!.quality, name).toBe(192);
+    }
+    expect(born.get('SupervisorState')!.value).toBe('ATTENDED');
+    expect([born.get('RevertCount')!.type, born.get('RevertCount')!.raw.field]).toEqual(['UInt32', 'int_value']);
+    const revertsBefore = born.get('RevertCount')!.value as number;
+    expect(sub.errors).toEqual([]);
+
+    const ddata = (name: string, pred: (v: unknown) => boolean) => sub.seen.some((s) => s.topic === 'spBv1.0/ravenna/DDATA/line-3/press' && s.metrics.some((m) => m.name === name && !m.historical && m.quality === 192 && pred(m.value)));
+    // a setpoint written at the PLC
+    const tagDef = daemon!.simulator!.plant.equipment('press').tags.find((t) => t.name === 'MainForce')!;
+    const now = daemon!.simulator!.plant.setpoints('press').MainForce!;
+    const next = now + (tagDef.range ? (tagDef.range.max - tagDef.range.min) / 20 : 1);
+    daemon!.simulator!.plant.writeSetpoint('press', 'MainForce', next);
+    await until(() => ddata('MainForce', (v) => typeof v === 'number' && Math.abs(v - next) < 1e-9), 'the written setpoint in DDATA', 30_000);
+    // a commanded revert to LKG: the host sees the PLC go LOST and count the revert
+    const [r] = await daemon!.writer.revertToLkg(['press'], { tenant: 'site', reason: 'test: commanded revert', actor: 'test' });
+    expect(r).toMatchObject({ ok: true });
+    await until(() => ddata('SupervisorState', (v) => v === 'LOST'), 'SupervisorState LOST in DDATA', 30_000);
+    await until(() => ddata('RevertCount', (v) => v === revertsBefore + 1), 'RevertCount + 1 in DDATA', 30_000);
+    expect(sub.errors).toEqual([]);
+  }, 120_000);
+
   it('births the real tags with units, sends changes, and hands its signed checkpoints to the broker at stop', async () => {
     await until(() => sub.seen.some((s) => s.topic === 'spBv1.0/ravenna/DBIRTH/line-3/press'), 'the press DBIRTH', 60_000);
     const press = sub.seen.find((s) => s.topic === 'spBv1.0/ravenna/DBIRTH/line-3/press')!;

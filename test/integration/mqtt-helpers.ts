@@ -10,11 +10,12 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { Aedes } from 'aedes';
 import mqtt, { type MqttClient } from 'mqtt';
-import { decode, num, SparkplugPublisher, type PublisherOptions } from '../../connectors/mqtt/index.js';
+import { SparkplugPublisher, type PublisherOptions } from '../../connectors/mqtt/index.js';
 import type { Sample, TagDescription } from '../../connectors/types.js';
 import type { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import type { Store } from '../../src/store/store.js';
+import { tahuDecode, tahuValue, type TahuMetric } from './sparkplug-tahu.js';
 
 export interface TestBroker {
   readonly port: number;
@@ -91,6 +92,8 @@ export async function mosquittoBroker(dir: string): Promise<TestBroker> {
   writeFileSync(conf, [
     `listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`,
     'log_type error', 'log_dest stderr', 'max_queued_messages 100000',
+    // Sparkplug births and data are QoS 0: a host's persistent session keeps them while it reconnects
+    'queue_qos0_messages true',
     // started as root, mosquitto drops to the `mosquitto` user, who cannot write the persistence file in our temp dir
     ...(process.getuid?.() === 0 ? ['user root'] : []), '',
   ].join('\n'));
@@ -127,24 +130,37 @@ export interface Seen {
   readonly seq: number | undefined;
   /** Payload timestamp (epoch ms). */
   readonly timestamp: number;
-  readonly metrics: { name: string; value: unknown; historical: boolean; type: string }[];
+  /** Decoded with the official sparkplug_b.proto (protobufjs): value read from the field the datatype names. */
+  readonly metrics: { name: string; value: unknown; historical: boolean; type: string; quality: unknown; raw: TahuMetric }[];
+  /** MQTT QoS of the delivery (the smaller of the publisher's and the subscription's). */
+  readonly qos: number;
 }
 
-/** A host application: persistent session (clean:false, QoS 1), so a broker restart loses nothing queued for it. */
-export async function subscriber(url: string, clientId: string, filter: string): Promise<{ client: MqttClient; seen: Seen[] }> {
+/**
+ * A host application: persistent session (clean:false, QoS 1 subscription). Every payload is decoded with the
+ * official `sparkplug_b.proto` through protobufjs, independently of the product's encoder; a value in a field
+ * other than the one its datatype names throws (and the message is recorded as undecodable in `errors`).
+ */
+export async function subscriber(url: string, clientId: string, filter: string): Promise<{ client: MqttClient; seen: Seen[]; errors: string[] }> {
   const seen: Seen[] = [];
+  const errors: string[] = [];
   const client = mqtt.connect(url, { clientId, clean: false, reconnectPeriod: 100, connectTimeout: 2000 });
-  client.on('message', (topic, payload) => {
-    const p = decode(payload);
-    seen.push({
-      topic, seq: p.seq === undefined || p.seq === null ? undefined : num(p.seq), timestamp: num(p.timestamp),
-      metrics: (p.metrics ?? []).map((m) => ({ name: m.name ?? '', value: typeof m.value === 'object' && m.value !== null ? num(m.value) : m.value, historical: m.isHistorical === true, type: String(m.type) })),
-    });
+  client.on('message', (topic, payload, packet) => {
+    if (topic.startsWith('spBv1.0/STATE/')) return; // JSON, the host's own
+    try {
+      const p = tahuDecode(payload);
+      seen.push({
+        topic, seq: p.seq, timestamp: p.timestamp ?? Number.NaN, qos: packet.qos,
+        metrics: p.metrics.map((m) => ({ name: m.name ?? '', value: tahuValue(m), historical: m.is_historical, type: m.datatype ?? '', quality: m.properties.Quality?.value, raw: m })),
+      });
+    } catch (err) {
+      errors.push(`${topic}: ${(err as Error).message}`);
+    }
   });
   client.on('error', () => undefined);
   await new Promise<void>((r) => client.once('connect', () => r()));
   await client.subscribeAsync(filter, { qos: 1 });
-  return { client, seen };
+  return { client, seen, errors };
 }
 
 export const COUNTER: TagDescription = { tag: 'press.Count', equipment: 'press', name: 'Count', kind: 'measurement', unit: '{tbl}', dataType: 'Double', writable: false, address: 'ns=1;s=Count' };
@@ -225,4 +241,38 @@ export function seqBroken(seen: readonly Seen[]): string | undefined {
     expect = (expect + 1) % 256;
   }
   return undefined;
+}
+
+/** A PUBLISH the broker received from the edge node, as it arrived (QoS and retain flag of the sender). */
+export interface EdgePacket {
+  readonly topic: string;
+  readonly qos: number;
+  readonly retain: boolean;
+  readonly payload: Buffer;
+}
+
+/** A CONNECT packet the broker received from the edge node: its will, as sent. */
+export interface EdgeConnect {
+  readonly will: { topic: string; qos: number; retain: boolean; payload: Buffer } | undefined;
+}
+
+/**
+ * Record, on the aedes broker itself, every PUBLISH and every CONNECT packet of client `clientId` (wills the broker
+ * sends on its behalf included, with the will's QoS and retain flag).
+ */
+export function captureEdge(broker: Aedes, clientId = 'lk-edge'): { packets: EdgePacket[]; connects: EdgeConnect[] } {
+  const packets: EdgePacket[] = [];
+  const connects: EdgeConnect[] = [];
+  broker.on('publish', (packet, client) => {
+    if (client?.id !== clientId || packet.topic.startsWith('$SYS')) return;
+    packets.push({ topic: packet.topic, qos: packet.qos, retain: packet.retain, payload: Buffer.from(packet.payload as Buffer) });
+  });
+  broker.preConnect = (client, packet, done) => {
+    if (packet.clientId === clientId) {
+      const w = packet.will as { topic: string; qos: number; retain: boolean; payload: Buffer } | undefined;
+      connects.push({ will: w ? { topic: w.topic, qos: w.qos, retain: w.retain, payload: Buffer.from(w.payload) } : undefined });
+    }
+    done(null, true);
+  };
+  return { packets, connects };
 }
