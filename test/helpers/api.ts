@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { openApiOf } from './openapi-check.js';
 
 export interface ApiNode {
   readonly daemon: Daemon;
@@ -78,7 +79,11 @@ export interface Reply {
   readonly body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. */
+/**
+ * One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. With `LK_CHECK_OPENAPI=1`
+ * every response is checked against the daemon's OpenAPI document (openapi-check.ts), and one that departs from it
+ * throws.
+ */
 export async function call(
   url: string,
   method: string,
@@ -103,7 +108,9 @@ export async function call(
   } catch {
     body = undefined;
   }
-  return { status: res.status, type: res.headers.get('content-type') ?? '', headers: res.headers, body };
+  const type = res.headers.get('content-type') ?? '';
+  if (process.env['LK_CHECK_OPENAPI'] === '1') (await openApiOf(url)).assert(method, path, { status: res.status, type, text });
+  return { status: res.status, type, headers: res.headers, body };
 }
 
 /** Sign in; the bearer token. */
