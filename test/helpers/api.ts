@@ -28,9 +28,9 @@ export interface ApiNode {
 /**
  * Start the daemon with its API. `timeScale` speeds the simulator up (a full run takes well under a minute at
  * 300 with a small batch); `tablets` shrinks the sample batch B-1042; `site` edits the site file's text (and may
- * write files beside it, in `dir`).
+ * write files beside it, in `dir`); `processMetrics` adds Node's process metrics to GET /metrics, as `linekeeper serve` does.
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -45,6 +45,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   const daemon = await startDaemon({
     configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    ...(opts.processMetrics ? { processMetrics: true } : {}),
   });
   const url = daemon.ready.api!;
   // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
