@@ -32,7 +32,7 @@ import { LkError } from './errors.js';
 import { startBackupSchedule, startWalTimer, type BackupSchedule } from './ops/backup.js';
 import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-change.js';
 import { loadTls } from './config/api-tls.js';
-import { Metrics } from './ops/metrics.js';
+import { brokerLabel, Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
 import { type PolicyBundle } from './policy/index.js';
 import { readPolicyBundle } from './config/policy-bundle.js';
@@ -451,6 +451,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         events.store.audit.onCheckpoint((c) => m.checkpoint(c)),
       );
       log.info({ url: config.mqtt!.url, group: config.mqtt!.group_id, node: config.mqtt!.edge_node_id }, 'Sparkplug B publishing to the plant broker (store-and-forward)');
+      const broker = brokerLabel(config.mqtt!.url);
+      metrics.setSources({
+        mqtt: () => {
+          const st = m.publisher.stats();
+          return { broker, connected: st.state === 'draining' || st.state === 'live', queued: st.queued, queuedBytes: st.queuedBytes, dropped: st.dropped };
+        },
+      });
     }
     // a record that arrives for a closed batch is not ingested: refused (or dropped as a duplicate), audited
     {

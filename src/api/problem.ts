@@ -27,6 +27,15 @@ export const Problem = z
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof Problem>;
 
+/**
+ * The error responses of every route in the OpenAPI document: what is sent (`sendProblem`), a Problem body as
+ * `application/problem+json`, so a generated client or a validator keyed on the media type recognises it.
+ */
+export const PROBLEM_RESPONSES = {
+  '4xx': { description: 'Refused: the request is invalid, not allowed or not possible now (the body\'s code says which)', content: { [PROBLEM_TYPE]: { schema: Problem } } },
+  '5xx': { description: 'A fault of linekeeper itself, or it is not ready (LK_NOT_READY)', content: { [PROBLEM_TYPE]: { schema: Problem } } },
+} as const;
+
 interface Issue {
   readonly path: string;
   readonly message: string;

@@ -12,11 +12,11 @@ import type { RequestedValue } from '../domain/policy.js';
 import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { EscalationDecisionBody, EscalationDecisionView, EscalationList, EscalationParams, TenantParams, type EscalationView } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 /** The roles that may decide a deadlock (the bundle's reviewer and QA roles decide again inside the writer). */
 export const ESCALATION_DECIDERS = ['process_engineer', 'qa_reviewer'] as const;

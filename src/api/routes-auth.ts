@@ -17,13 +17,13 @@ import { bearer } from './auth.js';
 import type { Api } from './context.js';
 import type { Identity, IssuedToken } from './identity.js';
 import { FailureLimiter } from './limiter.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { PasswordBody, PasswordChangedView, SignOutView, TokenBody, TokenView, WhoAmIView } from './schemas.js';
 
 /** Renewal and sign-out take no body (an empty object is accepted; anything in it is refused). */
 const NoBody = z.strictObject({}).nullish();
 
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 const security = [{ bearer: [] }];
 
 const view = (t: IssuedToken) => ({

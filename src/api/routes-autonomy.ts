@@ -12,11 +12,11 @@ import { LkError } from '../errors.js';
 import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../store/autonomy-store.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { AutonomyBody, AutonomyChangeView, AutonomyView, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
   const d = ctx.daemon;

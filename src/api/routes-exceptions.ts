@@ -12,11 +12,11 @@ import type { RunRecord } from '../store/run-store.js';
 import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { CloseExceptionBody, CloseExceptionView, ExceptionList, ExceptionParams, ExceptionView, RunParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function exceptionView(e: ExceptionRecord): z.output<typeof ExceptionView> {

@@ -13,11 +13,11 @@ import { LkError } from '../errors.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import type { AuthUser } from './identity.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { AbortBody, AbortView, ReassignBody, ReassignView, ResumeBody, RunParams, RunView } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 const out = (v: EngineRunView): z.output<typeof RunView> => v as z.output<typeof RunView>;
 
 /** Run `fn`; an act the engine refuses to this person (their role) is audited on the tenant's chain, then thrown. */

@@ -10,11 +10,11 @@ import { rearmPlc } from '../engine/rearm.js';
 import { lineReadiness } from '../engine/run/start-checks.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 export const EquipmentParams = TenantParams.extend({ unit: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'an equipment id is lower-case letters, digits, _ and -') });
 export const RearmBody = z.strictObject({

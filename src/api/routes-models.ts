@@ -15,11 +15,11 @@ import { modelRow } from '../models/registry.js';
 import type { Role } from './identity.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { ModelChangeView, ModelParams, ModelPromoteBody, ModelRetireBody } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 /** Roles the guard lets through; the bundle's `approvers.change` narrows it (LK_MODEL_CHANGE otherwise). */
 export const MODEL_CHANGERS: readonly Role[] = ['process_engineer', 'qa_reviewer'];

@@ -23,11 +23,11 @@ import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import type { AuthUser } from './identity.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { RunParams, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 // the filter of GET /audit, validated at the boundary the same way (a bad field is named as querystring.<field>)
 const ExportQuery = AuditFilter.extend({
@@ -37,6 +37,25 @@ const VerifyView = z.object({
   tenant: z.string(), ok: z.boolean(), count: z.number().int(), head: z.object({ seq: z.number().int(), hash: z.string() }),
   checkpoints: z.number().int(), unanchored: z.number().int(), damage: z.object({ kind: z.string(), seq: z.number().nullable(), detail: z.string() }).nullable(), keyId: z.string().nullable(),
 });
+// the files handed out, documented by their media types (the body of a text format is its text; a PDF is bytes)
+const Text = (what: string) => z.string().describe(what);
+const Pdf = z.string().meta({ contentMediaType: 'application/pdf' }).describe('a PDF document (bytes)');
+const ExportFile = {
+  description: 'The export, as an attachment (content-disposition names the file), in the format asked for',
+  content: {
+    'application/x-ndjson': { schema: Text('format=jsonl: the signed bundle, one JSON object a line (header, entries, checkpoints), that `linekeeper audit verify --bundle` checks offline') },
+    'text/csv': { schema: Text('format=csv: one row per entry, RFC 4180, with a header row') },
+    'application/pdf': { schema: Pdf },
+  },
+};
+const ReleaseFile = {
+  description: 'The file of the release package asked for, as an attachment',
+  content: {
+    'application/json': { schema: z.record(z.string(), z.unknown()).describe('file=json: release.json, the signed release record of the run') },
+    'application/pdf': { schema: Pdf },
+    'application/x-ndjson': { schema: Text('file=bundle: the run\'s audit bundle, one JSON object a line, that verifies offline') },
+  },
+};
 const ReleaseQuery = z.strictObject({ file: z.enum(['json', 'pdf', 'bundle']).default('json').describe('release.json, release.pdf or the audit bundle') });
 
 export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
@@ -48,7 +67,7 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
 
   app.get(`${BASE}/audit/export`, {
     onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'export the audit trail'),
-    schema: { tags: ['audit'], summary: 'Export the tenant\'s audit trail (filtered as GET /audit): a JSONL bundle that verifies offline, CSV or a PDF report', security, params: TenantParams, querystring: ExportQuery, response: { ...problems } },
+    schema: { tags: ['audit'], summary: 'Export the tenant\'s audit trail (filtered as GET /audit): a JSONL bundle that verifies offline, CSV or a PDF report', security, params: TenantParams, querystring: ExportQuery, response: { 200: ExportFile, ...problems } },
   }, async (req, res) => {
     const reply = res as unknown as FastifyReply;
     const user = userOf(req);
@@ -112,7 +131,7 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
 
   app.get(`${BASE}/runs/:id/release`, {
     onRequest: ctx.guard(READERS, 'download release packages'),
-    schema: { tags: ['runs'], summary: 'A file of the run\'s release package: release.json, release.pdf or the audit bundle (JSONL)', security, params: RunParams, querystring: ReleaseQuery, response: { ...problems } },
+    schema: { tags: ['runs'], summary: 'A file of the run\'s release package: release.json, release.pdf or the audit bundle (JSONL)', security, params: RunParams, querystring: ReleaseQuery, response: { 200: ReleaseFile, ...problems } },
   }, async (req, res) => {
     const reply = res as unknown as FastifyReply;
     const run = d.engine.get(req.params.tenant, req.params.id);

@@ -11,13 +11,13 @@ import { releaseRefusal, type RunQuality } from '../engine/run/quality.js';
 import { decideRelease, decideWrite } from './approvals.js';
 import { bearer, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import {
   ApprovalList, ApprovalParams, DecisionBody, GenealogyView, ListQuery, RunPage, RunParams, RunView, SignatureView, StartRunBody, StreamHeaders, StreamQuery, TenantParams, ToolCallLine, WriteDecisionView,
 } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 
 function encodeCursor(run: EngineRunView): string {
   return Buffer.from(`${Date.parse(run.createdAt)}.${run.id}`).toString('base64url');

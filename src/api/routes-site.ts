@@ -13,11 +13,11 @@ import { twinDesignSpace } from '../twin/design-space.js';
 import { rehearseEncoded } from '../engine/rehearsal.js';
 import { EVERYONE, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
-import { Problem } from './problem.js';
+import { PROBLEM_RESPONSES } from './problem.js';
 import { AttendanceBody, AttendanceView, AuditPageView, AuditQuery, DesignSpaceQuery, DesignSpaceView, LineView, ModelList, SimulateBody, SimulationView, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
-const problems = { '4xx': Problem, '5xx': Problem };
+const problems = PROBLEM_RESPONSES;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** A live value as the line view shows it: scalars as they are, arrays and bytes by size. */

@@ -13,7 +13,7 @@ import { LkError } from '../errors.js';
 import { guardFactory } from './auth.js';
 import { type Api, type ApiContext, type ApiDaemon } from './context.js';
 import type { Identity } from './identity.js';
-import { clientProblem, frameworkProblem, installProblems, Problem } from './problem.js';
+import { clientProblem, frameworkProblem, installProblems, PROBLEM_RESPONSES } from './problem.js';
 import { lazyRequestLogger } from './request-log.js';
 import { registerConsole } from './console.js';
 import { registerReviewRoutes } from './routes-review.js';
@@ -113,7 +113,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   const tenants = new Set(o.daemon.loaded.config.tenants.map((t) => t.id));
   const streams = new RunStreams(o.daemon.engine, log.child({ component: 'sse' }), o.streams);
   const ctx: ApiContext = { daemon: o.daemon, identity: o.users, streams, clock: o.clock, guard: guardFactory(o.users, tenants) };
-  const problems = { '4xx': Problem, '5xx': Problem };
+  const problems = PROBLEM_RESPONSES;
 
   registerAuthRoutes(app, o.users, o.clock, o.signInLimits);
   app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers', response: { 200: Health } } }, async () => ({ status: 'ok' as const, version: VERSION }));

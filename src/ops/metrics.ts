@@ -10,6 +10,10 @@
  *   store, SSE clients, the writer's pending queue. Nothing is polled between scrapes.
  * Connector read latency is timed by {@link Metrics.instrument}, a wrapper around a connector (the style of
  * undici's interceptors: metrics wrap a connector, they are not written into each one).
+ *
+ * The exposition passes `promtool check metrics`: prom-client's default `nodejs_active_{handles,requests,resources}_total`
+ * are gauges named like counters, so they are not registered; the same counts are the sum over `type` of
+ * `linekeeper_nodejs_active_handles` (and `_requests`, `_resources`), which are kept.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Connector } from '../../connectors/types.js';
@@ -26,6 +30,34 @@ export interface MetricSources {
   now?: () => number;
   /** The event-loop delay monitor (loop-delay.ts). */
   loopDelay?: () => LoopDelaySnapshot | undefined;
+  /** The Sparkplug publisher to the plant's broker, when `mqtt` is configured (connectors/mqtt). */
+  mqtt?: () => MqttSource | undefined;
+}
+
+/** What the metrics read of the MQTT publisher. The oldest queued message is read from the outbox table. */
+export interface MqttSource {
+  /** The broker's URL without credentials (the label of the connection gauge). */
+  readonly broker: string;
+  /** Connected to the broker: the publisher is draining its outbox or live. */
+  readonly connected: boolean;
+  /** Messages and bytes in the store-and-forward outbox now. */
+  readonly queued: number;
+  readonly queuedBytes: number;
+  /** Messages the outbox bound dropped since start (each drop is audited). */
+  readonly dropped: number;
+}
+
+/** prom-client's default gauges with a counter's `_total` suffix (promtool: "non-counter metrics should not have _total suffix"). */
+const TOTAL_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/** An MQTT URL as a label: scheme, host and port, never a user or a password. */
+export function brokerLabel(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return 'mqtt';
+  }
 }
 
 const CONNECTOR_STATES = ['connecting', 'connected', 'lost', 'closed'] as const;
@@ -47,7 +79,10 @@ export class Metrics {
   constructor(opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry];
     this.registry.setDefaultLabels({});
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'linekeeper_' });
+    if (opts.processMetrics) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'linekeeper_' });
+      for (const name of TOTAL_GAUGES) this.registry.removeSingleMetric(`linekeeper_${name}`);
+    }
     this.auditAppends = new Counter({ name: 'linekeeper_audit_appends_total', help: 'Audit entries committed, by kind', labelNames: ['kind'], registers });
     this.decisions = new Counter({ name: 'linekeeper_policy_decisions_total', help: 'Policy decisions on setpoint moves, by outcome and reason (one count per reason)', labelNames: ['outcome', 'reason'], registers });
     this.watchdog = new Counter({ name: 'linekeeper_watchdog_events_total', help: 'PLC and model watchdog events recorded on the site chain', labelNames: ['event'], registers });
@@ -128,6 +163,34 @@ export class Metrics {
         const n = loop()?.overBound ?? 0;
         if (n > loopSeen) this.inc(n - loopSeen);
         loopSeen = Math.max(loopSeen, n);
+      },
+    });
+    let mqttDropped = 0;
+    const mqtt = (): MqttSource | undefined => self.sources.mqtt?.();
+    new Gauge({
+      name: 'linekeeper_mqtt_connected', help: 'Whether the Sparkplug publisher is connected to its broker (1) or not (0: messages go to the outbox)', labelNames: ['broker'], registers,
+      collect() {
+        this.reset();
+        const m = mqtt();
+        if (m) this.set({ broker: m.broker }, m.connected ? 1 : 0);
+      },
+    });
+    new Gauge({ name: 'linekeeper_mqtt_outbox_messages', help: 'Sparkplug messages waiting in the store-and-forward outbox for the broker', registers, collect() { this.set(mqtt()?.queued ?? 0); } });
+    new Gauge({ name: 'linekeeper_mqtt_outbox_bytes', help: 'Bytes waiting in the store-and-forward outbox', registers, collect() { this.set(mqtt()?.queuedBytes ?? 0); } });
+    new Gauge({
+      name: 'linekeeper_mqtt_outbox_oldest_age_seconds', help: 'Age of the oldest message waiting in the outbox (0 when it is empty): how far behind the broker is', registers,
+      collect() {
+        const store = mqtt() ? self.sources.store?.() : undefined;
+        const at = store?.db.prepare('SELECT queued_at FROM mqtt_outbox ORDER BY ord LIMIT 1').pluck().get() as number | undefined;
+        this.set(at === undefined ? 0 : Math.max(0, ((self.sources.now ?? Date.now)() - at) / 1000));
+      },
+    });
+    new Counter({
+      name: 'linekeeper_mqtt_outbox_dropped_total', help: 'Outbox messages dropped by its bound (each drop is an audit entry on the site chain)', registers,
+      collect() {
+        const n = mqtt()?.dropped ?? 0;
+        if (n > mqttDropped) this.inc(n - mqttDropped);
+        mqttDropped = Math.max(mqttDropped, n);
       },
     });
     new Gauge({ name: 'linekeeper_sse_clients', help: 'Open server-sent event streams', registers, collect() { this.set(self.sources.sseClients?.() ?? 0); } });

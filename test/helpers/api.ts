@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { openApiOf } from './openapi-check.js';
 
 export interface ApiNode {
   readonly daemon: Daemon;
@@ -27,9 +28,9 @@ export interface ApiNode {
 /**
  * Start the daemon with its API. `timeScale` speeds the simulator up (a full run takes well under a minute at
  * 300 with a small batch); `tablets` shrinks the sample batch B-1042; `site` edits the site file's text (and may
- * write files beside it, in `dir`).
+ * write files beside it, in `dir`); `processMetrics` adds Node's process metrics to GET /metrics, as `linekeeper serve` does.
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -44,6 +45,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   const daemon = await startDaemon({
     configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    ...(opts.processMetrics ? { processMetrics: true } : {}),
   });
   const url = daemon.ready.api!;
   // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
@@ -78,7 +80,11 @@ export interface Reply {
   readonly body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. */
+/**
+ * One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. With `LK_CHECK_OPENAPI=1`
+ * every response is checked against the daemon's OpenAPI document (openapi-check.ts), and one that departs from it
+ * throws.
+ */
 export async function call(
   url: string,
   method: string,
@@ -103,7 +109,9 @@ export async function call(
   } catch {
     body = undefined;
   }
-  return { status: res.status, type: res.headers.get('content-type') ?? '', headers: res.headers, body };
+  const type = res.headers.get('content-type') ?? '';
+  if (process.env['LK_CHECK_OPENAPI'] === '1') (await openApiOf(url)).assert(method, path, { status: res.status, type, text });
+  return { status: res.status, type, headers: res.headers, body };
 }
 
 /** Sign in; the bearer token. */
