@@ -24,6 +24,7 @@ import { readPolicyBundle } from '../config/policy-bundle.js';
 import { lastAcceptedBundle, policySignatureStatus } from '../engine/policy-gate.js';
 import { DB_FILE, openStore } from '../store/store.js';
 import { verifyStore } from '../audit/verify.js';
+import { profileOf } from '../../connectors/index.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -122,6 +123,7 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
   const dataDir = loaded.dataDir;
   const hasDb = existsSync(join(dataDir, DB_FILE));
   checks.push(policyCheck(loaded, hasDb));
+  checks.push(supervisionCheck(loaded));
   checks.push(dataDirCheck(dataDir, p));
   checks.push(freeSpaceCheck(dataDir, p, o.warnFreeBytes ?? 2 * GiB, o.failFreeBytes ?? 200 * MiB));
   checks.push(auditCheck(dataDir, hasDb));
@@ -137,6 +139,19 @@ export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
     checks.push(eventLoopCheck(await p.readyz(loaded.config.api.host, loaded.config.api.port)));
   }
   return { status: worst(checks.map((c) => c.status)), checks };
+}
+
+/**
+ * How the line is supervised, unit by unit: a monitor-only unit is read and never written (no heartbeat, no
+ * setpoint, no revert), which is how a site starts; the doctor says so, so that nobody takes it for supervised.
+ */
+function supervisionCheck(loaded: LoadedConfig): CheckResult {
+  const units = loaded.config.equipment.map((e) => ({ id: e.id, p: profileOf(e) }));
+  const watched = units.filter((u) => u.p.mode === 'monitor_only').map((u) => u.id);
+  const supervised = units.filter((u) => u.p.mode !== 'monitor_only').map((u) => `${u.id} (${u.p.heartbeat.kind}${u.p.heartbeat.kind === 'counter' && u.p.heartbeat.wrapAt !== null ? ` to ${u.p.heartbeat.wrapAt}` : ''}, fallback ${u.p.state.fallback.map((v) => JSON.stringify(v)).join('/')})`);
+  const message = `supervised: ${supervised.join(', ') || 'none'}; monitor-only: ${watched.join(', ') || 'none'}`;
+  if (watched.length === 0) return { id: 'supervision', status: 'ok', message };
+  return { id: 'supervision', status: 'warn', message, action: `linekeeper writes nothing to ${watched.join(', ')} (no heartbeat, no setpoint, no revert): their PLCs are not supervised; give them the supervisor tags and supervision.mode: supervised when the site is ready` };
 }
 
 function errText(err: unknown): string {

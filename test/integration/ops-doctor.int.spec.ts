@@ -60,6 +60,8 @@ describe('linekeeper doctor', () => {
     expect(by['policy']!.message).toContain('not signed yet');
     expect(by['policy']!.action).toContain('policy apply');
     expect(by['data_dir']!.status).toBe('ok');
+    // every unit of the embedded default is supervised, each with its heartbeat and fallback value
+    expect(by['supervision']).toMatchObject({ status: 'ok', message: expect.stringMatching(/^supervised: blender \(counter to 4294967295, fallback 1\), .*press \(counter to 4294967295, fallback "LOST"\).*; monitor-only: none$/) });
     expect(by['endpoint:opcua-line']!.status).toBe('ok');
     expect(by['endpoint:modbus-line']!.status).toBe('fail');
     expect(by['endpoint:modbus-line']!.action).toBeTruthy();
