@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LkError } from '../../src/errors.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
-import { configJsonSchema } from '../../src/cli/commands/config.js';
+import { configJsonSchema, jsonSchemaOf } from '../../src/cli/commands/config.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 
 const original = readFileSync(defaultConfigFile(), 'utf8');
 let dir: string;
@@ -109,6 +110,23 @@ describe('site configuration', () => {
   it('ships a JSON Schema in sync with the zod schema', () => {
     const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'site.schema.json'), 'utf8')) as unknown;
     expect(shipped).toEqual(configJsonSchema());
+  });
+
+  it('ships the JSON Schemas of a batch record and a QC result in sync, and an independent validator (Ajv) accepts the sample record and refuses a broken one', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    for (const kind of ['batch-record', 'qc-result'] as const) {
+      const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', `${kind}.schema.json`), 'utf8')) as Record<string, unknown>;
+      expect(shipped).toEqual(jsonSchemaOf(kind));
+    }
+    const record = JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>;
+    const validRecord = ajv.compile(jsonSchemaOf('batch-record'));
+    expect(validRecord(record), JSON.stringify(validRecord.errors)).toBe(true);
+    expect(validRecord({ ...record, batch: 'b 1042' })).toBe(false);
+    expect(validRecord({ ...record, specifications: { ...(record['specifications'] as object), defect_rate_max_pct: 'low' } })).toBe(false);
+    const result = { format: 1, batch: 'B-1042', tenant: 'acme-pharma', test: 'dissolution', result: 88, unit: '%', specification: 'Q = 80 % at 30 min', status: 'pass', analyst: 'a.verdi', reviewed_by: 's.neri', reported_at: '2026-11-21T09:30:00Z', lims_ref: 'LIMS-88123' };
+    const validResult = ajv.compile(jsonSchemaOf('qc-result'));
+    expect(validResult(result), JSON.stringify(validResult.errors)).toBe(true);
+    expect(validResult({ ...result, test: 'taste' })).toBe(false);
   });
 });
 

@@ -5,6 +5,8 @@ import { checkOutputFile, fileError } from '../../files.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { SiteConfig } from '../../config/schema.js';
+import { BatchRecord } from '../../domain/batch-record.js';
+import { QcResult } from '../../domain/qc-result.js';
 import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
 import { readLine, readPassword } from '../prompt.js';
 import { readPolicyBundle } from '../../config/policy-bundle.js';
@@ -72,10 +74,12 @@ export function registerConfig(program: Command): void {
     });
   config
     .command('schema')
-    .description('Print (or write) the JSON Schema of the site configuration, for editors')
+    .description('Print (or write) the JSON Schema of the site configuration (for editors), or of a batch record or a QC result (for an MES or LIMS integration)')
     .option('-o, --output <file>', 'write to a file instead of stdout')
-    .action((opts: { output?: string }) => {
-      const text = `${JSON.stringify(configJsonSchema(), null, 2)}\n`;
+    .option('--of <kind>', `which document: ${SCHEMA_KINDS.join(', ')}`, 'site')
+    .action((opts: { output?: string; of: string }) => {
+      if (!(SCHEMA_KINDS as readonly string[]).includes(opts.of)) throw new LkError('LK_VALIDATION', `--of must be one of ${SCHEMA_KINDS.join(', ')}, not ${JSON.stringify(opts.of)}`);
+      const text = `${JSON.stringify(jsonSchemaOf(opts.of as SchemaKind), null, 2)}\n`;
       if (opts.output) {
         checkOutputFile(opts.output, 'schema file (--output)');
         try {
@@ -95,4 +99,18 @@ export function configJsonSchema(): Record<string, unknown> {
     $id: 'https://linekeeper.invalid/schema/site-config-v1.json',
     title: 'linekeeper site configuration',
   };
+}
+
+/**
+ * The documents linekeeper reads from other systems, as JSON Schemas an integration is written against: the
+ * site configuration, a batch record from the MES inbox, a QC result from the LIMS folder. Generated from the
+ * same zod schemas that validate them (cross-field rules, such as a reviewer who is not the QA reviewer, are
+ * checked on intake and not expressible here). Shipped as config/<kind>.schema.json.
+ */
+export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result'] as const;
+export type SchemaKind = (typeof SCHEMA_KINDS)[number];
+export function jsonSchemaOf(kind: SchemaKind): Record<string, unknown> {
+  if (kind === 'site') return configJsonSchema();
+  const [schema, title] = kind === 'batch-record' ? [BatchRecord, 'linekeeper batch record (MES inbox)'] : [QcResult, 'linekeeper QC result (LIMS results folder)'];
+  return { ...z.toJSONSchema(schema, { io: 'input' }), $id: `https://linekeeper.invalid/schema/${kind}-v1.json`, title };
 }
