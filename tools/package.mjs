@@ -59,7 +59,7 @@ say('copying dist, bin, configuration templates, unit');
 cpSync(join(root, 'dist'), join(app, 'dist'), { recursive: true, filter: (s) => !/\.(map|tsbuildinfo)$/.test(s) && !s.includes(`${sep}test${sep}`) });
 for (const f of ['bin', 'systemd', 'package.json', 'package-lock.json', 'README.md']) cpSync(join(root, f), join(app, f), { recursive: true });
 mkdirSync(join(app, 'config'));
-for (const f of ['site.yaml', 'site.schema.json', 'batch-record.schema.json', 'qc-result.schema.json', 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
+for (const f of ['site.yaml', 'site.schema.json', 'batch-record.schema.json', 'qc-result.schema.json', 'recorded-batches.schema.json', 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
 
 say('copying the production node_modules (npm ls --omit=dev)');
 const modules = realpathSync(join(root, 'node_modules'));

@@ -114,7 +114,7 @@ describe('site configuration', () => {
 
   it('ships the JSON Schemas of a batch record and a QC result in sync, and an independent validator (Ajv) accepts the sample record and refuses a broken one', () => {
     const ajv = new Ajv2020({ strict: false, allErrors: true });
-    for (const kind of ['batch-record', 'qc-result'] as const) {
+    for (const kind of ['batch-record', 'qc-result', 'recorded-batches'] as const) {
       const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', `${kind}.schema.json`), 'utf8')) as Record<string, unknown>;
       expect(shipped).toEqual(jsonSchemaOf(kind));
     }

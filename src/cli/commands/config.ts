@@ -7,6 +7,7 @@ import { LkError } from '../../errors.js';
 import { SiteConfig } from '../../config/schema.js';
 import { BatchRecord } from '../../domain/batch-record.js';
 import { QcResult } from '../../domain/qc-result.js';
+import { RecordedBatches } from '../../models/site-fit.js';
 import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
 import { readLine, readPassword } from '../prompt.js';
 import { readPolicyBundle } from '../../config/policy-bundle.js';
@@ -104,13 +105,16 @@ export function configJsonSchema(): Record<string, unknown> {
 /**
  * The documents linekeeper reads from other systems, as JSON Schemas an integration is written against: the
  * site configuration, a batch record from the MES inbox, a QC result from the LIMS folder. Generated from the
- * same zod schemas that validate them (cross-field rules, such as a reviewer who is not the QA reviewer, are
+ * same zod schemas that validate them; and the recorded batches a site fits its twin on (`models fit`) (cross-field rules, such as a reviewer who is not the QA reviewer, are
  * checked on intake and not expressible here). Shipped as config/<kind>.schema.json.
  */
-export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result'] as const;
+export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result', 'recorded-batches'] as const;
 export type SchemaKind = (typeof SCHEMA_KINDS)[number];
 export function jsonSchemaOf(kind: SchemaKind): Record<string, unknown> {
   if (kind === 'site') return configJsonSchema();
-  const [schema, title] = kind === 'batch-record' ? [BatchRecord, 'linekeeper batch record (MES inbox)'] : [QcResult, 'linekeeper QC result (LIMS results folder)'];
+  const [schema, title] =
+    kind === 'batch-record' ? [BatchRecord, 'linekeeper batch record (MES inbox)']
+    : kind === 'qc-result' ? [QcResult, 'linekeeper QC result (LIMS results folder)']
+    : [RecordedBatches, 'linekeeper recorded batches (a site\'s historian/LIMS export for `models fit`)'];
   return { ...z.toJSONSchema(schema, { io: 'input' }), $id: `https://linekeeper.invalid/schema/${kind}-v1.json`, title };
 }

@@ -7,12 +7,14 @@
  * name or role is taken on trust.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { listModels, parseStatus, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
+import { fitSiteTwin, parseRecordedBatches } from '../../models/site-fit.js';
+import { readInputFile } from '../../files.js';
 import { type PolicyBundle } from '../../policy/index.js';
 import { loadPolicyBundle } from '../../config/policy-bundle.js';
 import { Identity, identitySettings } from '../../api/identity.js';
@@ -190,6 +192,30 @@ export function registerModels(program: Command): void {
       );
       if (opts.json) process.stdout.write(`${JSON.stringify(registered, null, 2)}\n`);
       else for (const m of registered) process.stdout.write(`registered ${m.tenant}/${m.id} (${m.status}, pinned to ${m.sites.join(',')}), sha256 ${m.sha256}\n`);
+    });
+  models
+    .command('fit')
+    .description('Fit the process twin on the site\'s own recorded batches (a historian/LIMS export in the documented format: `linekeeper config schema --of recorded-batches`) and register it as a draft pinned to the site; every third batch (by id) is held out to measure it. Promote it like any model: the golden-dataset gate decides')
+    .requiredOption('--tenant <id>', 'tenant the model belongs to (must be in the configuration)')
+    .requiredOption('--from <file>', 'the recorded batches (JSON)')
+    .option('--config <file>', 'site configuration file', defaultConfigFile())
+    .option('--data <dir>', 'data directory (default: the configuration data_dir)')
+    .option('--site <id>', 'site to pin the model to (default: the configuration site id)')
+    .requiredOption('--as <id>', 'you: a local process engineer or QA reviewer of the tenant (your password is asked)')
+    .option('--json', 'print the registered model as JSON')
+    .action(async (opts: DataOpts & { tenant: string; from: string; site?: string; as: string }) => {
+      const loaded = configOf(opts);
+      checkTenant(loaded, opts.tenant);
+      // the file first: a wrong file costs nobody a password prompt
+      const text = readInputFile(opts.from, 'recorded batches (--from)');
+      parseRecordedBatches(text, opts.from);
+      const by = await registrant(loaded, opts.as, opts.tenant);
+      const r = withStore(loaded, (store) => fitSiteTwin(store, loaded.dataDir, { tenant: opts.tenant, site: opts.site ?? loaded.config.site.id, by, text, file: basename(opts.from) }));
+      if (opts.json) process.stdout.write(`${JSON.stringify({ ...r.model, trained: r.trained, heldOut: r.heldOut }, null, 2)}\n`);
+      else {
+        process.stdout.write(`registered ${r.model.tenant}/${r.model.id} (${r.model.status}, pinned to ${r.model.sites.join(',')}), sha256 ${r.model.sha256}\n`);
+        process.stdout.write(`fitted on ${r.trained.length} batches, measured on ${r.heldOut.length} held out (${r.heldOut.join(', ')}): ${headline(r.model)}\n`);
+      }
     });
   changeOptions(
     models
