@@ -273,6 +273,11 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
   c.line.equipment.forEach((e, i) => {
     if (!equipment.has(e)) add(['line', 'equipment', i], `unknown equipment "${e}"`);
   });
+  if (c.line.phase) {
+    const [eq, name] = c.line.phase.tag.split('.') as [string, string];
+    const unit = c.equipment.find((e) => e.id === eq);
+    if (!unit || !unit.tags.some((t) => t.name === name)) add(['line', 'phase', 'tag'], `the phase tag "${c.line.phase.tag}" is not a configured tag`);
+  }
   for (const [label, a] of Object.entries(c.unit_aliases ?? {})) {
     if (!isValidUnit(a.unit)) add(['unit_aliases', label, 'unit'], `unknown unit "${a.unit}" (expected a UCUM code such as N, kN, {tbl}/h)`);
   }

@@ -348,6 +348,19 @@ export const SiteConfig = z.strictObject({
     name: z.string().min(1),
     /** Equipment ids in process order. */
     equipment: z.array(id).min(1),
+    /**
+     * Where the line says which batch phase it is in (the PLC's phase logic starts each phase; linekeeper waits for
+     * it): a tag (`<equipment>.<Tag>`) and, per phase, the values that mean it — strings, or integers such as a
+     * PackML/ISA-TR88 UnitState or an ISA-88 state. Default: `plc.BatchPhase` holding the phase's name.
+     */
+    phase: z
+      .strictObject({
+        tag: z.string().regex(/^[a-z][a-z0-9-]*\.[A-Z][A-Za-z0-9]*$/, 'must be <equipment>.<Tag>'),
+        values: z.partialRecord(z.enum(['BLEND', 'DRY', 'COMPRESS', 'COAT']), z.array(z.union([z.string().min(1), z.number().int()])).min(1)).optional(),
+        /** Longest wait for the PLC to report a phase before the step is held for a person. */
+        timeout_s: z.number().int().min(1).max(86_400).default(3600),
+      })
+      .optional(),
   }),
   connections: z.array(Connection).min(1),
   equipment: z.array(Equipment).min(1),

@@ -153,6 +153,14 @@ describe('supervision profiles in the configuration', () => {
     expect(ok.config.equipment.find((e) => e.id === 'press')!.supervision).toMatchObject({ state: { supervised: ['REMOTE'], fallback: ['LOCAL'] } });
   });
 
+  it('the line\'s phase source names a configured tag and the PLC\'s own values per phase (e.g. a PackML UnitState)', () => {
+    const withPhase = (phase: string) => (t: string) => t.replace(/(^line:\n(?:  .*\n)*?  equipment: .*\n)/m, `$1  phase: ${phase}\n`);
+    const bad = loadError(variant('phase-unknown-tag', withPhase('{ tag: plc.UnitState, values: { COMPRESS: [6] } }')));
+    expect(bad.message).toMatch(/line\.phase\.tag: the phase tag "plc\.UnitState" is not a configured tag/);
+    const ok = loadConfig(variant('phase-packml', withPhase('{ tag: plc.BatchPhase, values: { BLEND: [BLENDING], COMPRESS: [COMPRESS, PRESSING] }, timeout_s: 600 }')));
+    expect(ok.config.line.phase).toEqual({ tag: 'plc.BatchPhase', values: { BLEND: ['BLENDING'], COMPRESS: ['COMPRESS', 'PRESSING'] }, timeout_s: 600 });
+  });
+
   it('a monitor-only unit needs no supervisor tags; a supervised one without them is refused, saying how to only watch it', () => {
     const strip = (t: string) => t.split('\n').filter((l) => !(l.includes('node_id: "s=press.Supervisor.'))).join('\n');
     const refused = loadError(variant('no-supervisor-tags', strip));

@@ -68,7 +68,9 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
       connections: () => o.connectors.map((c) => ({ id: c.id, state: c.health().state })),
     },
     ...(o.lims ? { lims: o.lims } : {}),
-    sequencer: o.startPhase ? simulatorOperator(o.startPhase) : plcPhaseObserver(read, { now: () => o.clock.now() }),
+    sequencer: o.startPhase
+      ? simulatorOperator(o.startPhase)
+      : plcPhaseObserver(read, { now: () => o.clock.now(), ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : {}) }),
     policy: o.policy,
     log: o.log,
     models: registryModels(o.store, o.loaded.dataDir, config.site.id),

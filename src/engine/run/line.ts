@@ -31,15 +31,20 @@ export function lineReader(connectors: readonly Connector[], served: ReadonlyMap
  * waits until `plc.BatchPhase` reports it, polling every `pollMs`, and gives up after `timeoutMs` (the step
  * is then held for a person).
  */
-export function plcPhaseObserver(read: (tags: readonly string[]) => Promise<Sample[]>, opts: { tag?: string; pollMs?: number; timeoutMs?: number; now: () => number }): LineSequencer {
+export function plcPhaseObserver(
+  read: (tags: readonly string[]) => Promise<Sample[]>,
+  opts: { tag?: string; values?: Readonly<Partial<Record<string, readonly (string | number)[]>>>; pollMs?: number; timeoutMs?: number; now: () => number },
+): LineSequencer {
   const tag = opts.tag ?? 'plc.BatchPhase';
+  // the PLC's own values for a phase (a PackML UnitState number, an ISA-88 state word), else the phase's name
+  const means = (phase: string, v: unknown): boolean => (opts.values?.[phase] ?? [phase]).some((x) => x === v);
   return {
     kind: 'plc',
     async enter(phase, _batch, signal) {
       const until = opts.now() + (opts.timeoutMs ?? 3_600_000);
       for (;;) {
         const [s] = await read([tag]);
-        if (s?.quality === 'good' && s.value === phase) return;
+        if (s?.quality === 'good' && means(phase, s.value)) return;
         if (opts.now() > until) throw new LkError('LK_CONN_TIMEOUT', `the line PLC did not report phase ${phase} (${tag} is ${String(s?.value)})`, { phase });
         if (signal.aborted) return;
         await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
