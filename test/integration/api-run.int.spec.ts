@@ -14,7 +14,7 @@ import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
 import { systemClock } from '../../src/clock.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
-import { call, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
 import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -46,6 +46,9 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
   let cut: number;
 
   it('POST /runs starts it: 201, its location, the plan of 10 steps and 1 approval gate', async () => {
+    // a PLC whose watchdog lapsed while a loaded machine started the daemon is re-armed by a person first: no run
+    // starts on a line with a LOST PLC (409 LK_LINE_NOT_READY)
+    await rearmLostPlcs(node, 'acme-pharma', tok('p.bianchi'));
     const r = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: REQUEST } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     runId = r.body.id;

@@ -16,7 +16,7 @@ function plc(values: readonly (string | number)[]) {
   const read = async (tags: readonly string[]): Promise<Sample[]> => {
     reads.push(...tags);
     const v = values[Math.min(i++, values.length - 1)]!;
-    return tags.map((tag) => ({ tag, value: v, quality: 'good' as const, unit: '1', sourceTime: 0, receivedAt: 0 }));
+    return tags.map((tag) => ({ tag, value: v, quality: 'good' as const, status: 'Good', unit: '1', sourceTime: 0, receivedAt: 0 }));
   };
   return { read, reads };
 }
