@@ -22,6 +22,8 @@ import { composePlan, type StepName } from '../../src/domain/run.js';
 import { parseRunRequest } from '../../src/domain/run-request.js';
 import { RunEngine, type RunEngineOptions, type RunView as EngineRunView } from '../../src/engine/run/engine.js';
 import { StepAborted } from '../../src/engine/run/step-context.js';
+import { judgeRun } from '../../src/engine/run/quality.js';
+import { json } from '../../src/engine/json.js';
 import type { ParsedRequest, StepHandler, StepResult } from '../../src/engine/run/types.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore, type Store } from '../../src/store/store.js';
@@ -160,11 +162,14 @@ describe('GET /runs/{id} from the view cache', () => {
       expect(status(r.text).steps[Number(seq) - 1]!.status).toBe('SUCCEEDED');
       expect(r.text).toBe(fresh(n1, runId));
     }
-    // the gate as steps/gate.ts writes it: approval row, step and run in one transaction
+    // the gate as steps/gate.ts writes it: approval row, the specification table judged on the run's data, step and
+    // run in one transaction
     await waitFor('step 09 to run', () => waiting.has('09'));
     const approval = 'apr_0123456789abcdef';
     n1.store.tx((t) => {
       n1.engine.runs.insertApproval(t, { id: approval, run: runId, tenant: A, reviewer: 'm.rossi', record: '{}', recordHash: 'ab'.repeat(32), requestedAt: clock.now() });
+      const before = n1.engine.runs.runById(runId)!;
+      n1.engine.runs.setData(t, runId, { ...before.data, quality: json(judgeRun(before, before.data, [])) }, clock.now());
       const run = n1.engine.runs.runById(runId)!;
       n1.engine.setStep(t, run, n1.engine.runs.steps(runId).find((s) => s.seq === '09')!, 'APPROVAL', 'agent.orchestrator', 'waits for m.rossi');
       n1.engine.setRun(t, run, 'APPROVAL', 'waits for QA reviewer m.rossi', 'system', 'approval gate reached');
