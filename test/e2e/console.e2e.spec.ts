@@ -24,6 +24,8 @@ let browser: Browser;
 let ctx: BrowserContext;
 let page: Page;
 let runId: string;
+/** Whether the batch's own data allows its release (no specification FAILed); otherwise QA can only reject it. */
+let released = true;
 /** The made-up identity provider whose JWKS the daemon trusts (api.oidc): SSO and local users on one daemon. */
 let idp: ProviderKey;
 const problems: string[] = [];
@@ -200,7 +202,9 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await panel.getByTestId('spec-table').waitFor();
     expect(await panel.locator('table.spec tbody tr').count()).toBe(11);
     const api = await signIn(node.url, 'm.rossi', node.passwords.get('m.rossi')!);
-    const listed = (await call(node.url, 'GET', `${A}/runs/${runId}/exceptions`, { token: api })).body as { counts: { blocking: number }; items: { id: string; status: string; blocking: boolean }[] };
+    const listed = (await call(node.url, 'GET', `${A}/runs/${runId}/exceptions`, { token: api })).body as { counts: { blocking: number }; items: { id: string; status: string; blocking: boolean }[]; specTable: { results: { verdict: string }[] } };
+    released = !listed.specTable.results.some((r) => r.verdict === 'FAIL');
+    progress(`batch ${released ? 'releasable' : 'failed a specification: rejection only'}`);
     if (listed.counts.blocking > 0) {
       await panel.getByTestId('exceptions-blocking').waitFor();
       await check('05b-exceptions');
@@ -226,7 +230,11 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.getByRole('button', { name: 'Review and sign…' }).first().click();
     const dialog = page.getByRole('dialog');
     await dialog.waitFor();
-    expect(await page.getByTestId('meaning-shown').textContent()).toContain('approve: QA release of batch B-1042');
+    // a batch that failed a specification is offered only a rejection, and the dialog says why
+    const decision = released ? 'approve: QA release of batch B-1042' : 'reject: QA rejection of batch B-1042';
+    expect(await page.getByTestId('meaning-shown').textContent()).toContain(decision);
+    expect(await dialog.getByRole('radio', { name: 'Approve' }).isDisabled()).toBe(!released);
+    expect(await page.getByTestId('release-refused').count()).toBe(released ? 0 : 1);
     await check('07-signing-dialog');
     await dialog.getByLabel('Password (re-entered to sign)').fill('not her password');
     await dialog.getByRole('button', { name: 'Sign' }).click();
@@ -238,7 +246,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await dialog.getByRole('button', { name: 'Sign' }).click();
     const m = page.getByTestId('signature-manifestation');
     await m.waitFor();
-    expect(await m.textContent()).toMatch(/Maria Rossi \(m\.rossi, qa_reviewer\).*UTC.*approve: QA release of batch B-1042/);
+    expect(await m.textContent()).toMatch(new RegExp(`Maria Rossi \\(m\\.rossi, qa_reviewer\\).*UTC.*${decision}`));
     await check('08-signed');
     await dialog.getByRole('button', { name: 'Close' }).click();
   });
@@ -277,7 +285,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
 
   it('the run completes and its genealogy is plotted; the release package downloads', async () => {
     await page.goto(`${node.url}/console#/runs/${runId}`);
-    await until(async () => ((await page.getByTestId('run-status').textContent())!.includes('SUCCEEDED') ? true : undefined), 250);
+    await until(async () => ((await page.getByTestId('run-status').textContent())!.includes(released ? 'SUCCEEDED' : 'REJECTED') ? true : undefined), 250);
     expect(await page.getByTestId('manifestation').textContent()).toContain('Maria Rossi');
     await page.getByRole('link', { name: 'Genealogy plot and release package' }).click();
     const plot = page.getByTestId('genealogy-plot');

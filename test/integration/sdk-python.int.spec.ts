@@ -56,16 +56,17 @@ describe('the Python SDK against a real daemon', { timeout: 300_000 }, () => {
       return m ? [{ seq: m[1]!, name: m[2]!, status: m[3]!, duration: m[4]! }] : [];
     });
     expect([...new Set(steps.map((s) => s.name))], detail).toEqual([...STEP_NAMES]);
-    expect(steps.filter((s) => s.name === 'approval.batch_release').map((s) => s.status).filter((s) => s !== 'RUNNING')).toEqual(['APPROVAL', 'SUCCEEDED']);
-    expect(steps.find((s) => s.name === 'inspect.tablets' && s.status === 'SUCCEEDED')?.duration).toBe('continuous');
-    expect(out).toContain('signed m.rossi approve');
-    expect(out).toContain("stream requests [None, '10']");
+    // the batch's own data decided: released, or (a specification FAILed) rejected — what the child saw is what the daemon holds
     const done = out.map((l) => /^run (run_[0-9a-z]+) ([A-Z]+)$/.exec(l)).find((m) => m !== null);
-    expect(done?.[2]).toBe('SUCCEEDED');
-
-    // the daemon holds what the child saw: the run it started, released by m.rossi
+    expect(['SUCCEEDED', 'REJECTED']).toContain(done?.[2]);
+    const released = done![2] === 'SUCCEEDED';
+    expect(steps.filter((s) => s.name === 'approval.batch_release').map((s) => s.status).filter((s) => s !== 'RUNNING')).toEqual(['APPROVAL', done![2]]);
+    expect(steps.find((s) => s.name === 'inspect.tablets' && s.status === 'SUCCEEDED')?.duration).toBe('continuous');
+    expect(out).toContain(`signed m.rossi ${released ? 'approve' : 'reject'}`);
+    expect(out).toContain("stream requests [None, '10']");
     const held = node.daemon.engine.get('acme-pharma', done![1]!);
-    expect(held).toMatchObject({ batch: 'B-1042', status: 'SUCCEEDED', startedBy: 'o.operator' });
-    expect(held.approvalGate.signature).toMatchObject({ user: 'm.rossi', decision: 'approve' });
+    expect(held).toMatchObject({ batch: 'B-1042', status: done![2], startedBy: 'o.operator' });
+    expect(held.approvalGate.signature).toMatchObject({ user: 'm.rossi', decision: released ? 'approve' : 'reject' });
+    if (!released) expect((node.daemon.engine.runs.runById(done![1]!)!.data['quality'] as { specTable: { verdict: string } }).specTable.verdict).toBe('FAIL');
   });
 });

@@ -159,6 +159,8 @@ class RunThroughTheSdkTest(unittest.TestCase):
         threading.Thread(target=presence, daemon=True).start()
         steps: List[Step] = []
         signature: Any = None
+        # the batch's own data decides what QA can sign: a release, or, when a specification FAILed, only a rejection
+        released = True
         try:
             for step in run.stream():
                 steps.append(step)
@@ -170,26 +172,33 @@ class RunThroughTheSdkTest(unittest.TestCase):
                     # review by exception: the release waits until QA has closed each blocking exception with a comment
                     listed = qa.run(run.id).exceptions()
                     self.assertEqual(len(listed["specTable"]["results"]), 11)
-                    if listed["counts"]["blocking"] > 0:
-                        self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_EXCEPTIONS_OPEN")
+                    released = not any(r["verdict"] == "FAIL" for r in listed["specTable"]["results"])
+                    if listed["counts"]["blocking"] > 0 or not released:
+                        self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_EXCEPTIONS_OPEN" if released else "LK_SPEC_FAILED")
                     for e in [x for x in listed["items"] if x["status"] == "open"]:
                         closed = qa.close_exception(e["id"], f"{e['kind']}: investigated; tablets of the excursion segregated", ENV["LINEKEEPER_QA_PASSWORD"], deviation="DEV-2026-0142")
                         self.assertEqual(closed["exception"]["status"], "closed")
                     print(f"closed {len(listed['items'])} exceptions", flush=True)
-                    signature = qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])
+                    if released:
+                        signature = qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])
+                    else:
+                        # every exception closed, and still no release: the data failed
+                        self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_SPEC_FAILED")
+                        signature = qa.run(run.id).approve("reject", f"QA rejection of batch {BATCH}: a specification failed", ENV["LINEKEEPER_QA_PASSWORD"])
                     print(f"signed {signature['user']} {signature['decision']}", flush=True)
         finally:
             stop.set()
 
         status = run.record["status"]  # type: ignore[index]
         print(f"run {run.id} {status}", flush=True)
-        self.assertEqual(status, "SUCCEEDED")
-        self.assertEqual((signature["user"], signature["decision"], signature["run"]), (QA, "approve", run.id))
+        final = "SUCCEEDED" if released else "REJECTED"
+        self.assertEqual(status, final)
+        self.assertEqual((signature["user"], signature["decision"], signature["run"]), (QA, "approve" if released else "reject", run.id))
         # a released run has no way out left to take: resume, abort and reassign are refused by code, nothing changes
         self.assertEqual(refusal(lambda: qa.resume_run(run.id, "nothing to resume")).code, "LK_RUN_STATE")
         self.assertEqual(refusal(lambda: qa.abort_run(run.id, "too late", ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_RUN_STATE")
         self.assertEqual(refusal(lambda: qa.reassign_reviewer(run.id, "a.ricci", "on leave", ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_RUN_STATE")
-        self.assertEqual(qa.get_run(run.id)["status"], "SUCCEEDED")
+        self.assertEqual(qa.get_run(run.id)["status"], final)
         # the first stream dropped after DROP_AFTER events; the SDK resumed naming the last line it had
         print(f"stream requests {transport.streams}", flush=True)
         self.assertGreaterEqual(len(transport.streams), 2)
@@ -202,19 +211,22 @@ class RunThroughTheSdkTest(unittest.TestCase):
         self.assertEqual([s.seq for s in steps], sorted(s.seq for s in steps))
         for name in STEP_NAMES:
             last = [s for s in steps if s.name == name][-1]
-            self.assertEqual(last.status, "SUCCEEDED", name)
+            expected = "SUCCEEDED" if released or name not in ("approval.batch_release", "release.genealogy") else ("REJECTED" if name == "approval.batch_release" else "SKIPPED")
+            self.assertEqual(last.status, expected, name)
+            if last.status == "SKIPPED":
+                continue
             if name == "inspect.tablets":
                 self.assertEqual(last.duration, "continuous")
             else:
                 self.assertRegex(last.duration, r"^(\d+\.\ds|\d+:\d{2})$", name)
         gate = [s for s in steps if s.name == "approval.batch_release"]
         self.assertTrue(all(s.gate and s.tool == "approval.request" for s in gate))
-        self.assertEqual([s.status for s in gate if s.status != "RUNNING"], ["APPROVAL", "SUCCEEDED"])
+        self.assertEqual([s.status for s in gate if s.status != "RUNNING"], ["APPROVAL", "SUCCEEDED" if released else "REJECTED"])
 
         # the raw lines of the finished run: each once, in order, call then its result, ending with the stream
         with op.tool_calls(run.id) as lines:
             got = list(lines)
-        self.assertEqual(lines.status, "SUCCEEDED")
+        self.assertEqual(lines.status, final)
         self.assertEqual([line.id for line in got], list(range(1, len(got) + 1)))
         self.assertEqual([line.kind for line in got[::2]], ["call"] * len(got[::2]))
         self.assertEqual([line.kind for line in got if line.tool == "approval.request"], ["call", "ok"])
