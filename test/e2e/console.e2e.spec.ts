@@ -396,6 +396,29 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await page.locator('table.runs tbody tr').count()).toBe(0);
   });
 
+  it('a batch release whose specification failed is offered only a rejection, saying which specification (the approvals answer as the daemon gives it for such a batch)', async () => {
+    // the daemon's refusal itself (LK_SPEC_FAILED) is proved over REST and the CLI on real batches (api-run,
+    // cli-daemon); here the page is given what GET /approvals answers for such a batch, to see what a reviewer sees
+    const item = {
+      id: 'apr_00000000000000f1', kind: 'batch_release', run: runId, batch: 'B-1042', needs: 'qa', reviewer: 'm.rossi', requestedAt: new Date().toISOString(), recordHash: 'ab'.repeat(32),
+      detail: { verdict: 'FAIL', releasable: false, failed: [{ id: 'hardness', title: 'Hardness', limits: '80–150 N', reason: '22 of 22 outside 80–150 N; worst 171 N' }] },
+    };
+    await signInAs('m.rossi');
+    await page.route('**/approvals', (r) => (r.request().method() === 'GET' ? r.fulfill({ json: { items: [item] } }) : r.continue()).catch(() => undefined));
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('specification failed: rejection only').waitFor();
+    await page.getByRole('button', { name: 'Review and sign…' }).first().click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await page.getByTestId('release-refused').textContent()).toContain('Hardness (22 of 22 outside 80–150 N; worst 171 N)');
+    expect(await dialog.getByRole('radio', { name: 'Approve' }).isDisabled()).toBe(true);
+    expect(await dialog.getByRole('radio', { name: 'Reject' }).isChecked()).toBe(true);
+    expect(await page.getByTestId('meaning-shown').textContent()).toContain('reject: QA rejection of batch B-1042');
+    await check('07b-release-refused');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+
   it('a log of 10,000 entries renders only the rows in view and scrolls to the last', async () => {
     const fake = 'run_00000000000000000000';
     const lines = Array.from({ length: 10_000 }, (_, i) => ({ id: i + 1, run: fake, at: 1_800_000_000_000 + i, time: '08:00:00', kind: i % 2 ? 'ok' : 'call', step: 'compress.press', agent: 'agent.compress_fill', tool: `press.tool_${i + 1}`, auditSeq: i + 1 }));

@@ -161,7 +161,7 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     expect(agent.tools.map((t) => t.limits?.toString())).toEqual(['ir-family-a × round-10mm-ff']);
   });
 
-  it('agent.start(line-3, B-1042): run.stream() yields the plan\'s steps in order with statuses and durations, the gate as APPROVAL signed by m.rossi, across a closed connection, and ends SUCCEEDED', async () => {
+  it('agent.start(line-3, B-1042): run.stream() yields the plan\'s steps in order with statuses and durations, the gate as APPROVAL signed by m.rossi, across a closed connection, and ends as its data allows (SUCCEEDED, or REJECTED when a specification failed)', async () => {
     const press = Tool({ name: 'press.write_setpoint', tags: ['press.MainForce', 'press.PreForce', 'press.TurretSpeed'], limits, readOnly: false, autonomyNeeded: 'L2' });
     const agent = Agent({ id: 'agent.compress_fill', goal: GOAL, tools: [press], autonomy: 'L2', verify: 'twin', audit: 'part11' });
     setDefaultClient(lk);
