@@ -12,7 +12,7 @@ import type { PolicyBundle } from '../policy/index.js';
 import type { GuardedWriter } from './guarded-writer.js';
 import type { LkgCommandResult, Sample } from '../../connectors/types.js';
 import { stateName } from '../supervision/plc-watch.js';
-import { profileOf } from '../../connectors/index.js';
+import { profileOf } from '../../connectors/supervision.js';
 
 export interface RearmDeps {
   readonly site: SiteConfig;

@@ -24,7 +24,7 @@ import { readPolicyBundle } from '../config/policy-bundle.js';
 import { lastAcceptedBundle, policySignatureStatus } from '../engine/policy-gate.js';
 import { DB_FILE, openStore } from '../store/store.js';
 import { verifyStore } from '../audit/verify.js';
-import { profileOf } from '../../connectors/index.js';
+import { profileOf } from '../../connectors/supervision.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 

@@ -10,7 +10,7 @@
  * not evidence of a state change.
  */
 import type { Sample } from '../../connectors/types.js';
-import { stateOf, type SupervisionProfile } from '../../connectors/index.js';
+import { stateOf, type SupervisionProfile } from '../../connectors/supervision.js';
 
 export const WATCHED_SUPERVISOR_TAGS = ['SupervisorState', 'RevertCount', 'ActiveRecipe'] as const;
 type Watched = (typeof WATCHED_SUPERVISOR_TAGS)[number];

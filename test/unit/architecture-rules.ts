@@ -100,7 +100,9 @@ export const PROTOCOL_EXCEPTIONS: Readonly<Record<string, string>> = {
 };
 
 /** What src/ may import from connectors/ by value: entry points and the interface, never internals. */
-export const CONNECTOR_ENTRY = /^connectors\/(index|types|(opcua|modbus|sim|mqtt|mes|lims)\/index|opcua\/pki)\.ts$/;
+// connectors/supervision.ts: the PLC supervision profiles, pure (no protocol library), so that what loads them — the
+// CLI's doctor, the engine — does not load node-opcua and modbus-serial with them
+export const CONNECTOR_ENTRY = /^connectors\/(index|types|supervision|(opcua|modbus|sim|mqtt|mes|lims)\/index|opcua\/pki)\.ts$/;
 
 /** The only file that may claim a connector's write capability and hold one. */
 export const WRITE_HOLDERS = new Set(['src/engine/guarded-writer.ts']);

@@ -34,7 +34,7 @@ import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult 
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 import { releaseView } from './release-view.js';
 import { judgeRun, qualityExceptions, releaseRefusal, type RunQuality } from './quality.js';
-import { profileOf, profilesOf } from '../../../connectors/index.js';
+import { profileOf, profilesOf } from '../../../connectors/supervision.js';
 
 export type { RunEngineOptions, RunView, StartRunInput } from './types.js';
 export type { ViewEncoder } from './view-cache.js';

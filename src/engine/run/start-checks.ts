@@ -12,7 +12,7 @@ import type { AuditEntryInput } from '../../audit/index.js';
 import type { KeptRecord } from '../../../connectors/mes/index.js';
 import type { RunStore } from '../../store/run-store.js';
 import type { RunEngineOptions } from './types.js';
-import { profileOf } from '../../../connectors/index.js';
+import { profileOf } from '../../../connectors/supervision.js';
 
 /** The snapshot the readiness judgement reads: PLC supervisor states, connections, the tenant's models, the policy bundle. */
 export function gatherReadiness(o: RunEngineOptions & { readonly runs: Pick<RunStore, 'activeOnLine'> }, tenant: string): ReadinessSnapshot {

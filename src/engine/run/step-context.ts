@@ -14,7 +14,7 @@ import type { ExceptionRecord } from '../../store/exception-store.js';
 import type { Store } from '../../store/store.js';
 import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
 import { stateName } from '../../supervision/plc-watch.js';
-import type { SupervisionProfile } from '../../../connectors/index.js';
+import type { SupervisionProfile } from '../../../connectors/supervision.js';
 import type { RaiseInput } from './exceptions.js';
 import { json } from '../json.js';
 
