@@ -65,7 +65,11 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     void (async (): Promise<void> => {
       for (let i = 0; i < 3000; i++) {
         if (node.daemon.engine.get('acme-pharma', runId).steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
-          node.daemon.simulator!.plant.writeSetpoints('press', { MainForce: 15, PreForce: 4 });
+          // after compress_fill's first move (made before any tablet is measured), or it would overwrite the disturbance
+          const plant = node.daemon.simulator!.plant;
+          const recipe = plant.setpoints('press')['MainForce'];
+          for (let j = 0; j < 200 && plant.setpoints('press')['MainForce'] === recipe; j++) await new Promise((r) => setTimeout(r, 25));
+          plant.writeSetpoints('press', { MainForce: 15, PreForce: 4 });
           return;
         }
         await new Promise((r) => setTimeout(r, 50));
