@@ -46,21 +46,29 @@ export interface OpcUaFixture {
   close(): Promise<void>;
 }
 
-/** Start the fixture server on 127.0.0.1 (free port); its PKI goes under `dataDir`. */
-export async function startOpcUaFixture(dataDir: string): Promise<OpcUaFixture> {
-  const pki = join(dataDir, 'fixture-pki');
+/**
+ * A node-opcua server for a test, initialised and not yet started: loopback, a free port, anonymous, its PKI
+ * (accepting any client certificate) in `pki`. The caller builds its address space, then `start()`s it.
+ */
+export async function testOpcUaServer(pki: string, resourcePath: string): Promise<OPCUAServer> {
   mkdirSync(pki, { recursive: true });
   const server = new OPCUAServer({
     port: 0,
     hostname: '127.0.0.1',
     host: '127.0.0.1',
-    resourcePath: '/fixture',
+    resourcePath,
     serverCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'server'), automaticallyAcceptUnknownCertificate: true }),
     userCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'user'), automaticallyAcceptUnknownCertificate: true }),
     allowAnonymous: true,
     disableDiscovery: true,
   });
   await server.initialize();
+  return server;
+}
+
+/** Start the fixture server on 127.0.0.1 (free port); its PKI goes under `dataDir`. */
+export async function startOpcUaFixture(dataDir: string): Promise<OpcUaFixture> {
+  const server = await testOpcUaServer(join(dataDir, 'fixture-pki'), '/fixture');
   const as = server.engine.addressSpace!;
   const ns = as.registerNamespace(FIXTURE_NS);
   const rig = ns.addObject({ organizedBy: as.rootFolder.objects, browseName: 'rig', nodeId: 's=rig' });

@@ -14,12 +14,12 @@
  * RevertCount + 1). Writing the fallback value commands the revert at once; writing the supervised value re-arms
  * only while the life sign changed within `watchdogMs`.
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Server } from 'node:net';
 import { once } from 'node:events';
 import modbus from 'modbus-serial';
-import { DataType, OPCUACertificateManager, OPCUAServer, StatusCodes, Variant, type UAVariable } from 'node-opcua';
+import { DataType, StatusCodes, Variant, type UAVariable } from 'node-opcua';
+import { testOpcUaServer } from './opcua-fixture.js';
 import type { ModbusConnectionConfig, ModbusEquipmentConfig, OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 
 export const VENDOR_NS = 'urn:vendor:line';
@@ -86,14 +86,7 @@ export async function startVendorPlcs(dataDir: string, o: { watchdogMs: number; 
   }, 20);
 
   // ── OPC UA ──
-  const pki = join(dataDir, 'vendor-pki');
-  mkdirSync(pki, { recursive: true });
-  const server = new OPCUAServer({
-    port: 0, hostname: '127.0.0.1', host: '127.0.0.1', resourcePath: '/vendor', allowAnonymous: true, disableDiscovery: true,
-    serverCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'server'), automaticallyAcceptUnknownCertificate: true }),
-    userCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'user'), automaticallyAcceptUnknownCertificate: true }),
-  });
-  await server.initialize();
+  const server = await testOpcUaServer(join(dataDir, 'vendor-pki'), '/vendor');
   const as = server.engine.addressSpace!;
   const ns = as.registerNamespace(VENDOR_NS);
   const nirWrites: unknown[] = [];

@@ -21,9 +21,9 @@
  *   s=Press.Counter         UInt32
  *   i=6001 in urn:acme:other: a decoy Double (so a wrong namespace reads a wrong value, not an error)
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataType, OPCUACertificateManager, OPCUAServer, Variant, VariantArrayType, type UAVariable } from 'node-opcua';
+import { DataType, Variant, VariantArrayType, type OPCUAServer, type UAVariable } from 'node-opcua';
+import { testOpcUaServer } from './opcua-fixture.js';
 import { euInformationFor } from '../../connectors/opcua/units.js';
 
 export const PRESS_NS = 'urn:acme:press';
@@ -40,19 +40,7 @@ export interface VendorPress {
 const eu = (displayName: string, unitId = -1) => ({ namespaceUri: 'http://www.opcfoundation.org/UA/units/un/cefact', unitId, displayName: { text: displayName }, description: { text: displayName } });
 
 export async function startVendorPress(dir: string): Promise<VendorPress> {
-  const pki = join(dir, 'vendor-pki');
-  mkdirSync(pki, { recursive: true });
-  const server = new OPCUAServer({
-    port: 0,
-    hostname: '127.0.0.1',
-    host: '127.0.0.1',
-    resourcePath: '/acme',
-    serverCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'server'), automaticallyAcceptUnknownCertificate: true }),
-    userCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'user'), automaticallyAcceptUnknownCertificate: true }),
-    allowAnonymous: true,
-    disableDiscovery: true,
-  });
-  await server.initialize();
+  const server = await testOpcUaServer(join(dir, 'vendor-pki'), '/acme');
   const as = server.engine.addressSpace!;
   const other = as.registerNamespace('urn:acme:other');
   const ns = as.registerNamespace(PRESS_NS);

@@ -10,12 +10,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DataType, OPCUACertificateManager, OPCUAServer, VariantArrayType } from 'node-opcua';
+import { DataType, VariantArrayType, type OPCUAServer } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseDocument } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
 import { euInformationFor } from '../../connectors/opcua/units.js';
 import { runCli } from '../helpers/cli.js';
+import { testOpcUaServer } from '../helpers/opcua-fixture.js';
 import { startTestSimulator, type Simulator } from '../helpers/sim.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,17 +33,7 @@ let vendorUrl: string;
 
 /** A press as another vendor builds it: its own names, namespaces, id styles, types and units. */
 async function startVendorServer(pki: string): Promise<OPCUAServer> {
-  const server = new OPCUAServer({
-    port: 0,
-    hostname: '127.0.0.1',
-    host: '127.0.0.1',
-    resourcePath: '/acme',
-    serverCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'server'), automaticallyAcceptUnknownCertificate: true }),
-    userCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'user'), automaticallyAcceptUnknownCertificate: true }),
-    allowAnonymous: true,
-    disableDiscovery: true,
-  });
-  await server.initialize();
+  const server = await testOpcUaServer(pki, '/acme');
   const as = server.engine.addressSpace!;
   const ns = as.registerNamespace(PRESS_NS);
   const util = as.registerNamespace(UTIL_NS);
