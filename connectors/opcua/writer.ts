@@ -19,7 +19,7 @@ import type { ConnectorEvent, LkgCommandResult, Sample, WriteCapability, WriteRe
 import { countOf, LKG_READBACK_TAGS, lkgResult, rearmResult, recipeOf, STATE_UNKNOWN, SUPERVISOR_STATE_TAG } from '../lkg.js';
 import type { OpcUaTag } from './tags.js';
 import { builtInDataType, encodeForWrite, numericValue } from './values.js';
-import { assertSupervised, commandValue, nextBeat, stateOf, type StateValue, type SupervisionProfile } from '../supervision.js';
+import { assertSupervised, commandValue, counterMax, nextBeat, stateOf, type StateValue, type SupervisionProfile } from '../supervision.js';
 import type { Linear } from './units.js';
 
 export interface WriteHost {
@@ -232,11 +232,6 @@ export function writeCapability(host: WriteHost): WriteCapability {
  * and retried on the next period; a write still in flight skips a beat rather
  * than queueing (a late burst would fake liveness).
  */
-/** Largest value of the integer DataTypes a heartbeat counter may have. */
-const INTEGER_MAX: Partial<Record<DataType, number>> = {
-  [DataType.SByte]: 127, [DataType.Byte]: 255, [DataType.Int16]: 32_767, [DataType.UInt16]: 65_535, [DataType.Int32]: 2 ** 31 - 1, [DataType.UInt32]: 2 ** 32 - 1,
-};
-
 export class Heartbeats {
   private timers: NodeJS.Timeout[] = [];
   private readonly counters = new Map<string, number>();
@@ -295,7 +290,7 @@ export class Heartbeats {
     const dataType = await dataTypeOf(this.host, session, tag, nodeId).catch(() => DataType.UInt32);
     const hb = this.host.profiles.get(equipment)?.heartbeat ?? { kind: 'counter' as const, periodMs: 1000, wrapAt: null };
     // a counter wraps inside the node's type even where the profile did not say (an Int16 goes 32767 → 0)
-    const typeMax = INTEGER_MAX[dataType];
+    const typeMax = counterMax(DataType[dataType] ?? '');
     const next = nextBeat(n, { ...hb, wrapAt: Math.min(hb.wrapAt ?? Infinity, typeMax ?? 2 ** 32 - 1) });
     const enc = encodeForWrite(tag.id, next, dataType);
     const status = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: enc.dataType, value: enc.value } } });

@@ -125,7 +125,7 @@ export const Connection = z.discriminatedUnion('protocol', [OpcUaConnection, Mod
 
 /** Largest value of an integer type (OPC UA data types and Modbus register types). */
 const TYPE_MAX: Readonly<Record<string, number>> = {
-  Int16: 32_767, UInt16: 65_535, Int32: 2 ** 31 - 1, UInt32: 2 ** 32 - 1,
+  SByte: 127, Byte: 255, Int16: 32_767, UInt16: 65_535, Int32: 2 ** 31 - 1, UInt32: 2 ** 32 - 1,
   int16: 32_767, uint16: 65_535, int32: 2 ** 31 - 1, uint32: 2 ** 32 - 1,
 };
 
