@@ -3,6 +3,7 @@
  * audit trail. Read-only except attendance (the engine's attended operator, audited when it changes) and the
  * rehearsal (a tool call of a person, audited with its arguments and a summary of its result, R10).
  */
+import { byRole, roleMapOf } from '../domain/roles.js';
 import type { Sample } from '../../connectors/types.js';
 import { queryAudit } from '../audit/query.js';
 import { LkError } from '../errors.js';
@@ -72,7 +73,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
     const tooling = config.products.find((p) => p.id === product)?.tooling[0];
     if (!product || !tooling) throw new LkError('LK_NOT_FOUND', `tenant ${tenant} has no product and tooling on this site`);
     const model = twinModelOf(loadValidated(d.store, d.loaded.dataDir, tenant, config.site.id, 'process', 'twin'));
-    const designSpace = twinDesignSpace(bundle.designSpace.approved(product, tooling).setpoints, `${product} × ${tooling}`);
+    const designSpace = twinDesignSpace(byRole(bundle.designSpace.approved(product, tooling).setpoints, roleMapOf(config)), `${product} × ${tooling}`);
     const seed = req.body.seed ?? 1;
     // a large rehearsal runs on a worker thread, which also encodes its answer: the loop that feeds the PLC
     // heartbeats neither rehearses nor decodes and re-encodes 10,000 entries

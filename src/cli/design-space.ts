@@ -1,3 +1,4 @@
+import { byRole, roleMapOf } from '../domain/roles.js';
 import type { LoadedConfig } from '../config/load.js';
 import { LkError } from '../errors.js';
 import { type PolicyBundle } from '../policy/index.js';
@@ -12,8 +13,9 @@ import { SETPOINT_IDS, SETPOINTS, type DesignSpaceRanges } from '../twin/setpoin
  */
 export function instrumentRanges(config: LoadedConfig['config']): Partial<DesignSpaceRanges> {
   const out: Partial<DesignSpaceRanges> = {};
+  const roles = roleMapOf(config);
   for (const id of SETPOINT_IDS) {
-    const [equipment, name] = id.split('.') as [string, string];
+    const [equipment, name] = roles.tag(id).split('.') as [string, string];
     const tag = config.equipment.find((e) => e.id === equipment)?.tags.find((t) => t.name === name);
     if (!tag?.range) continue;
     const unit = SETPOINTS[id].unit;
@@ -41,6 +43,6 @@ export function approvedTwinSpace(
   const product = choice.product ?? loaded.config.tenants.find((t) => t.id === tenant)?.products[0];
   const tooling = choice.tooling ?? loaded.config.products.find((p) => p.id === product)?.tooling[0];
   if (!product || !tooling) throw new LkError('LK_VALIDATION', `tenant ${tenant}: no product or tooling to take the design space from`, { tenant });
-  const space = twinDesignSpace(bundle.designSpace.approved(product, tooling).setpoints, `${product} × ${tooling}`);
+  const space = twinDesignSpace(byRole(bundle.designSpace.approved(product, tooling).setpoints, roleMapOf(loaded.config)), `${product} × ${tooling}`);
   return { bundle, product, tooling, space };
 }

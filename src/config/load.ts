@@ -13,6 +13,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { LkError } from '../errors.js';
 import { checkDataDirPath } from '../files.js';
+import { EQUIPMENT_ROLES, ROLES, isRole } from '../domain/roles.js';
 import { isValidUnit } from '../domain/units.js';
 import { ARRAY_ELEMENT, counterMax, SiteConfig } from './schema.js';
 
@@ -187,6 +188,46 @@ const COUNTER_TYPES: ReadonlySet<string> = new Set(['Int16', 'UInt16', 'Int32', 
  * no value means both supervised and fallback, and the heartbeat kind suits its tag (a Boolean life bit toggles;
  * a counter is an integer that wraps inside its type).
  */
+/**
+ * The role map against the site: each key a known role, each value a configured tag of the role's kind and unit,
+ * one tag per role, and no site tag named like a role that is mapped elsewhere (a read by that name would be
+ * ambiguous).
+ */
+export function roleIssues(c: SiteConfig): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  const tags = new Map<string, { kind: string; unit: string }>();
+  for (const e of c.equipment) for (const t of e.tags) tags.set(`${e.id}.${t.name}`, { kind: t.kind, unit: t.unit });
+  const byTag = new Map<string, string>();
+  const units = new Set(c.equipment.map((e) => e.id));
+  for (const [role, tag] of Object.entries(c.roles ?? {})) {
+    const path = ['roles', role];
+    if (!role.includes('.')) {
+      if (!(EQUIPMENT_ROLES as readonly string[]).includes(role)) out.push({ path, message: `unknown equipment role "${role}" (one of ${EQUIPMENT_ROLES.join(', ')})` });
+      else if (tag.includes('.') || !units.has(tag)) out.push({ path, message: `"${tag}" is not configured equipment (an equipment role maps to an equipment id)` });
+      else if (role !== tag && units.has(role)) out.push({ path, message: `the site also has equipment named ${role}: rename it or map the role to it, so that the name means one thing` });
+      continue;
+    }
+    if (!isRole(role)) {
+      out.push({ path, message: `unknown role "${role}" (the roles are listed in docs/roles.md)` });
+      continue;
+    }
+    const info = ROLES[role];
+    const t = tags.get(tag);
+    if (!t) {
+      out.push({ path, message: `"${tag}" is not a configured tag (<equipment>.<Tag> of this file's equipment)` });
+      continue;
+    }
+    if (info.kind === 'setpoint' && t.kind !== 'setpoint') out.push({ path, message: `${role} is a setpoint: "${tag}" is a ${t.kind} tag, which linekeeper never writes` });
+    if (info.kind === 'measurement' && t.kind === 'supervisor') out.push({ path, message: `${role} is a measurement: "${tag}" is a supervisor tag` });
+    if (t.unit !== info.unit) out.push({ path, message: `${role} is in ${info.unit}: "${tag}" is in ${t.unit} (give the tag the role's unit, with its scale or a unit alias)` });
+    const prev = byTag.get(tag);
+    if (prev) out.push({ path, message: `"${tag}" already plays ${prev}: one tag plays one role` });
+    byTag.set(tag, role);
+    if (tag !== role && tags.has(role)) out.push({ path, message: `the site also has a tag named ${role}: rename that tag or map the role to it, so that the name means one thing` });
+  }
+  return out;
+}
+
 function supervisionIssues(e: SiteConfig['equipment'][number]): { path: (string | number)[]; message: string }[] {
   const out: { path: (string | number)[]; message: string }[] = [];
   const typeOf = (name: string): string | undefined => {
@@ -278,6 +319,7 @@ function crossCheck(c: SiteConfig, baseDir: string): RawIssue[] {
     const unit = c.equipment.find((e) => e.id === eq);
     if (!unit || !unit.tags.some((t) => t.name === name)) add(['line', 'phase', 'tag'], `the phase tag "${c.line.phase.tag}" is not a configured tag`);
   }
+  for (const issue of roleIssues(c)) add(issue.path, issue.message);
   for (const [label, a] of Object.entries(c.unit_aliases ?? {})) {
     if (!isValidUnit(a.unit)) add(['unit_aliases', label, 'unit'], `unknown unit "${a.unit}" (expected a UCUM code such as N, kN, {tbl}/h)`);
   }

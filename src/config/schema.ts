@@ -365,6 +365,13 @@ export const SiteConfig = z.strictObject({
   connections: z.array(Connection).min(1),
   equipment: z.array(Equipment).min(1),
   /**
+   * Equipment roles → this site's tags (`press.MainForce: kp200.Hauptdruck`), or an equipment role → a unit
+   * (`press: kp200`: kp200's tags of the roles' names play them): the run engine, the agents and the
+   * twin address the line by role (docs/roles.md lists them with units); a role not listed maps to the site tag of
+   * the same id, if there is one. A step whose roles the site does not map is skipped or held, with the reason.
+   */
+  roles: z.record(z.string().regex(/^[a-z][a-z0-9-]*(\.[A-Z][A-Za-z0-9]*)?$/, 'must be a role such as press.MainForce, or an equipment role such as press'), z.string().regex(/^[a-z][a-z0-9-]*(\.[A-Z][A-Za-z0-9]*)?$/, 'must be <equipment>.<Tag> (or <equipment> for an equipment role)')).optional(),
+  /**
    * Vendor unit labels → UCUM, for every OPC UA tag whose server EngineeringUnits show that label
    * (`kp: { unit: N, factor: 9.80665 }`). The tag keeps its UCUM `unit`; the alias's unit must be it or convert to it.
    */

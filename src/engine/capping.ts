@@ -20,8 +20,9 @@ import { pressModel } from '../twin/process.js';
 import { outOfRange, SETPOINTS, type SetpointVector } from '../twin/setpoints.js';
 import type { TwinModel } from '../twin/simulate.js';
 import type { WriteProposal } from './writer-types.js';
+import type { RoleMap } from '../domain/roles.js';
 
-/** The press setpoints the twin's press relations take, keyed by the site's tag ids. */
+/** The press setpoint roles the twin's press relations take (each played by a site tag: {@link RoleMap}). */
 export const PRESS_SETPOINTS = ['press.FillDepth', 'press.MainForce', 'press.PreForce', 'press.TurretSpeed'] as const;
 
 /** True when the bundle says `setpoint` is on a press (its capping risk must be known before it moves). */
@@ -39,6 +40,7 @@ export function cappingRisk(
   p: WriteProposal,
   current: ReadonlyMap<string, number | null>,
   bundle: PolicyBundle,
+  roles?: RoleMap,
 ): CappingRisk {
   if (!twinOf) return { risk: null, model: null, error: 'LK_MODEL_MISSING' };
   let twin: TwinModel & { readonly sha256?: string };
@@ -51,8 +53,10 @@ export function cappingRisk(
   const press: Record<string, number | null> = {};
   let error: string | undefined;
   for (const id of PRESS_SETPOINTS) {
-    const sp = bundle.content.setpoints[id];
-    const move = p.moves.find((m) => m.setpoint === id);
+    // the twin's press relations take the roles; the proposal, the bundle and the readings name the site's tags
+    const tag = roles ? roles.tag(id) : id;
+    const sp = bundle.content.setpoints[tag];
+    const move = p.moves.find((m) => m.setpoint === tag);
     let inTag: number | null = null;
     if (!sp) error ??= 'TAG_UNKNOWN';
     else if (move) {
@@ -60,7 +64,7 @@ export function cappingRisk(
       if (v.ok) inTag = v.value;
       else error ??= v.reason;
     } else {
-      const c = current.get(id);
+      const c = current.get(tag);
       if (typeof c === 'number' && Number.isFinite(c)) inTag = c;
       else error ??= 'CURRENT_VALUE_UNKNOWN';
     }

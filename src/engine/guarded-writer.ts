@@ -20,6 +20,7 @@ import { LkError } from '../errors.js';
 import type { PolicyBundle } from '../policy/index.js';
 import type { TxContext } from '../store/store.js';
 import { ArbitrationStore } from '../store/arbitration-store.js';
+import { roleMapOf } from '../domain/roles.js';
 import { cappingRisk, isPressMove, modelRecordOf, PRESS_SETPOINTS } from './capping.js';
 import { decisionContext } from './decision-context.js';
 import { json } from './json.js';
@@ -432,8 +433,9 @@ export class GuardedWriter {
    */
   private async inputsOf(p: WriteProposal, bundle: PolicyBundle | null, now: number, approval: Approval | null): Promise<Inputs> {
     const press = p.moves.some((m) => isPressMove(bundle, m.setpoint));
-    const current = await this.reader.current([...new Set([...p.moves.map((m) => m.setpoint), ...(press ? PRESS_SETPOINTS : [])])]);
-    const capping = press && bundle ? cappingRisk(this.o.twin, p, current, bundle) : undefined;
+    const roles = roleMapOf(this.o.site);
+    const current = await this.reader.current([...new Set([...p.moves.map((m) => m.setpoint), ...(press ? PRESS_SETPOINTS.map((r) => roles.tag(r)) : [])])]);
+    const capping = press && bundle ? cappingRisk(this.o.twin, p, current, bundle, roles) : undefined;
     const modelRecord = modelRecordOf(this.o.models, p);
     const contexts = p.moves.map((m) => {
       const computed = { modelRecord, ...(capping && isPressMove(bundle, m.setpoint) ? { capping } : {}) };

@@ -6,6 +6,7 @@ import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
 import { SiteConfig } from '../../config/schema.js';
 import { BatchRecord } from '../../domain/batch-record.js';
+import { missingRoles, roleMapOf, ROLES, STEP_ROLES } from '../../domain/roles.js';
 import { QcResult } from '../../domain/qc-result.js';
 import { RecordedBatches } from '../../models/site-fit.js';
 import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
@@ -37,6 +38,13 @@ export function registerConfig(program: Command): void {
       );
       const sig = policySignatureStatus(loaded, bundle);
       // reported, not failed: the daemon starts with an unsigned bundle refused (every write denied, audited)
+      // the roles the plan's steps need that this site does not map: those steps are skipped or held at run time
+      const roles = roleMapOf(c);
+      process.stdout.write(`roles: ${roles.entries.size} of ${Object.keys(ROLES).length} mapped${c.roles ? ` (${Object.keys(c.roles).length} in roles:, the rest by the same tag id)` : ' (by the same tag id)'}\n`);
+      for (const [step, rule] of Object.entries(STEP_ROLES)) {
+        const missing = missingRoles(step, roles);
+        if (missing.length > 0) process.stdout.write(`  ${step}: ${rule.missing === 'skip' ? 'skipped' : 'HELD'} — ${rule.without}; not mapped: ${missing.join(', ')}\n`);
+      }
       process.stdout.write(`${loaded.policyDir}: ok — policy bundle ${bundle.version}, ${Object.keys(bundle.content.designSpaces).length} design spaces, ${Object.keys(bundle.content.agents).length} agents; signature: ${sig.status === 'fail' ? 'REFUSED — ' : ''}${sig.text}\n`);
     });
   config

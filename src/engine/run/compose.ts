@@ -2,6 +2,7 @@
  * Main-level composition of the run engine from the daemon's parts: the connectors (read-only), the one
  * guarded writer, the MES and LIMS folders, the model registry and the way phases start on this line.
  */
+import { roleMapOf } from '../../domain/roles.js';
 import type { LimsSource } from '../../../connectors/lims/index.js';
 import type { MesIntake, MesSource } from '../../../connectors/mes/index.js';
 import type { Connector } from '../../../connectors/types.js';
@@ -70,7 +71,7 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     ...(o.lims ? { lims: o.lims } : {}),
     sequencer: o.startPhase
       ? simulatorOperator(o.startPhase)
-      : plcPhaseObserver(read, { now: () => o.clock.now(), ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : {}) }),
+      : plcPhaseObserver(read, { now: () => o.clock.now(), ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : { tag: roleMapOf(config).tag('plc.BatchPhase') }) }),
     policy: o.policy,
     log: o.log,
     models: registryModels(o.store, o.loaded.dataDir, config.site.id),

@@ -30,6 +30,7 @@ import { StepAborted, StepContext, type StepHost } from './step-context.js';
 import { closeStepWaits } from './step-waits.js';
 import { assertBatchOpen, assertLineReady, ingestedEntry, keepIngested, releaseInbox } from './start-checks.js';
 import { setAutonomy } from '../../store/autonomy-store.js';
+import { missingRoles, roleMapOf, STEP_ROLES } from '../../domain/roles.js';
 import type { RunEngineOptions, RunView, StartRunInput, StepHandler, StepResult } from './types.js';
 import { ViewCache, ViewFrame, type OpenStep, type ViewEncoder } from './view-cache.js';
 import { releaseView } from './release-view.js';
@@ -96,6 +97,7 @@ export class RunEngine {
       notify,
       raise: (run, e) => this.raiseException(run, e),
       profiles: profilesOf(o.site.equipment),
+      roles: roleMapOf(o.site),
     };
   }
 
@@ -655,12 +657,20 @@ export class RunEngine {
         return this.waitsEnded(id, null, 0, 'SUCCEEDED');
       }
       const plan = composePlan().find((p) => p.seq === step.seq)!;
+      // a step whose roles this site does not map is not run: skipped (a line without that unit) or held (a line that
+      // cannot make the batch without it), with the roles and the reason
+      const missing = missingRoles(plan.name, this.host.roles!);
+      if (missing.length > 0 && step.status === 'PENDING' && STEP_ROLES[plan.name]!.missing === 'skip') {
+        this.o.store.tx((t) => this.setStep(t, run, step, 'SKIPPED', 'system', `${STEP_ROLES[plan.name]!.without} (roles not mapped on this site: ${missing.join(', ')})`));
+        run = this.runs.runById(id)!;
+        continue;
+      }
       if (step.status === 'PENDING') {
         this.o.store.tx((t) => this.setStep(t, run, step, 'RUNNING', 'system', '', { attempt: 1, startedAt: this.o.clock.now() }));
       }
       // a resumed step is RUNNING already with its new attempt number; a fresh one starts as attempt 1
       const ctx = new StepContext(this.host, run, plan, signal, run.data, step.status === 'PENDING' ? 1 : step.attempt);
-      const handler = this.o.steps[plan.name as StepName];
+      const handler: StepHandler = missing.length > 0 ? async () => ({ status: 'HELD', detail: `${STEP_ROLES[plan.name]!.without} (roles not mapped on this site: ${missing.join(', ')}); a person decides` }) : this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {
         result = await handler(ctx, this);

@@ -17,6 +17,7 @@ import { stateName } from '../../supervision/plc-watch.js';
 import type { SupervisionProfile } from '../../../connectors/supervision.js';
 import type { RaiseInput } from './exceptions.js';
 import { json } from '../json.js';
+import type { RoleMap } from '../../domain/roles.js';
 
 /** A numeric reading of good quality, as agents take them. */
 export interface Reading {
@@ -44,6 +45,8 @@ export interface StepHost {
   readonly raise: (run: RunRecord, e: RaiseInput) => ExceptionRecord | null;
   /** Each equipment's supervision profile (what its SupervisorState values mean); absent: the simulator's conventions. */
   readonly profiles?: ReadonlyMap<string, SupervisionProfile>;
+  /** The site's role map: steps read and propose by role; the line, the writer and the audit trail see site tags. */
+  readonly roles?: RoleMap;
 }
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
@@ -154,9 +157,8 @@ export class StepContext {
   }
 
   /** Good-quality numeric readings of `tags` now; a tag that is bad or not numeric is left out. */
-  async readings(tags: readonly string[]): Promise<Map<string, Reading>> {
-    this.watchConnections(tags);
-    const samples = await this.h.read(tags);
+  async readings(roles: readonly string[]): Promise<Map<string, Reading>> {
+    const samples = await this.samples(roles);
     const out = new Map<string, Reading>();
     for (const s of samples) {
       if (s.quality === 'good' && typeof s.value === 'number' && Number.isFinite(s.value)) out.set(s.tag, { tag: s.tag, value: s.value, unit: s.unit, at: this.processNow });
@@ -164,10 +166,22 @@ export class StepContext {
     return out;
   }
 
-  /** Raw samples (spectra, frames, strings) of `tags`. */
-  samples(tags: readonly string[]): Promise<Sample[]> {
+  /**
+   * Raw samples (spectra, frames, strings) of `roles`, keyed by role: each is read from the site tag that plays it
+   * (a role the site does not map reads as a bad sample, LK_TAG_UNKNOWN).
+   */
+  async samples(roles: readonly string[]): Promise<Sample[]> {
+    const tags = roles.map((r) => this.tagOf(r));
     this.watchConnections(tags);
-    return this.h.read(tags);
+    const samples = await this.h.read(tags);
+    if (!this.h.roles) return samples;
+    const roleOf = new Map(tags.map((t, i) => [t, roles[i]!]));
+    return samples.map((s) => ({ ...s, tag: roleOf.get(s.tag) ?? s.tag }));
+  }
+
+  /** The site tag that plays a role (the role's id on a site that names its tags like the reference line). */
+  tagOf(role: string): string {
+    return this.h.roles ? this.h.roles.tag(role) : role;
   }
 
   /**
@@ -235,6 +249,8 @@ export class StepContext {
     // once the engine stops, no new move starts (the writes under way drain; the step is interrupted)
     this.check();
     const { run } = this;
+    // agents propose by role; the writer, the policy and the audit trail see the site's tags
+    p = { ...p, moves: p.moves.map((m) => ({ ...m, setpoint: this.tagOf(m.setpoint) })) };
     // no proposal for a unit whose connection is lost: its PLC is on its own (and on LKG once its watchdog fires)
     const units = [...new Set(p.moves.map((m) => m.setpoint.split('.')[0]!))];
     this.watchConnections(p.moves.map((m) => m.setpoint));

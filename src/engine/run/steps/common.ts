@@ -20,12 +20,13 @@ export function bundleOf(engine: RunEngine): PolicyBundle {
   return b;
 }
 
-/** Approved limits of the run's product × tooling, for the given setpoints (tag unit, max step). */
+/** Approved limits of the run's product × tooling, for the given setpoint roles (tag unit, max step), keyed by role. */
 export function limitsOf(engine: RunEngine, ctx: StepContext, setpoints: readonly string[]): Record<string, Limit> {
   const approved = bundleOf(engine).designSpace.approved(ctx.run.product, ctx.run.tooling).setpoints;
   const out: Record<string, Limit> = {};
+  // by role: the design space is approved on the site's tags
   for (const id of setpoints) {
-    const l = approved[id];
+    const l = approved[ctx.tagOf(id)];
     if (l) out[id] = { min: l.min, max: l.max, unit: l.unit, maxStep: l.maxStep };
   }
   return out;
@@ -82,7 +83,8 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
   // a vector is written whole or not at all: the low-risk setpoints (which an attended L3 agent may move) go as
   // one vector, the others (which wait for a reviewer or QA) as another, so one does not hold the other back
   const info = bundleOf(engine).content.setpoints;
-  const groups = [moves.filter((m) => info[m.setpoint]?.lowRisk === true), moves.filter((m) => info[m.setpoint]?.lowRisk !== true)].filter((g) => g.length > 0);
+  const low = (m: { setpoint: string }): boolean => info[ctx.tagOf(m.setpoint)]?.lowRisk === true;
+  const groups = [moves.filter(low), moves.filter((m) => !low(m))].filter((g) => g.length > 0);
   let last: WriteOutcome | null = null;
   for (const g of groups) last = await ctx.propose({ agent, moves: g, attribute, justification: why, ...model }, tool);
   return last;

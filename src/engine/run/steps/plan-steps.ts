@@ -7,6 +7,7 @@ import { evaluate } from '../../../policy/index.js';
 import { DEFAULT_CONTEXT, type BatchContext as TwinBatchContext } from '../../../twin/predict.js';
 import { rehearse as rehearseOnTwin } from '../../rehearsal.js';
 import { twinDesignSpace } from '../../../twin/design-space.js';
+import { byRole, roleMapOf } from '../../../domain/roles.js';
 import { canonical, sha256Hex } from '../approval.js';
 import type { StepHandler } from '../types.js';
 import { bundleOf, num, recordAt, runLimits } from './common.js';
@@ -43,7 +44,8 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
   const bundle = bundleOf(engine);
   const twin = engine.options.models.twin(run.tenant);
-  const space = twinDesignSpace(bundle.designSpace.approved(run.product, run.tooling).setpoints, `${run.product} × ${run.tooling}`);
+  // the twin speaks roles; the design space is approved on the site's tags
+  const space = twinDesignSpace(byRole(bundle.designSpace.approved(run.product, run.tooling).setpoints, roleMapOf(engine.options.site)), `${run.product} × ${run.tooling}`);
   const limits = runLimits(ctx);
   const cappingThresholdPct = num(limits['cappingRiskPct'], bundle.content.cappingRiskThreshold * 100);
   const context: TwinBatchContext = {
@@ -81,7 +83,7 @@ export const rehearse: StepHandler = async (ctx, engine) => {
     () => {
       const now = ctx.now;
       const moves = Object.entries(best.setpoints).map(([setpoint, v]) =>
-        evaluate({ agent: owners.get(setpoint) ?? 'agent.orchestrator', setpoint, value: { value: v.value, unit: v.unit }, product: run.product, tooling: run.tooling }, bundle, {
+        evaluate({ agent: owners.get(ctx.tagOf(setpoint)) ?? 'agent.orchestrator', setpoint: ctx.tagOf(setpoint), value: { value: v.value, unit: v.unit }, product: run.product, tooling: run.tooling }, bundle, {
           now, batchState: 'running', current: current.get(setpoint)?.value ?? null, lastMove: null, reviewer: null, attendance: null, approval: null,
         }),
       );

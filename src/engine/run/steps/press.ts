@@ -199,18 +199,20 @@ export const compress: StepHandler = async (ctx, engine) => {
       if (raise && hold) {
         contests++;
         // the orchestrator's round: two requests for one setpoint, decided on the quality attributes
-        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${ctx.step.seq}:${ctx.attempt}:c${decisions}:${i}`, agent: p.agent, setpoint: 'press.TurretSpeed', value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
+        // the writer arbitrates the site's tag that plays the turret-speed role
+        const turret = ctx.tagOf('press.TurretSpeed');
+        const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${ctx.step.seq}:${ctx.attempt}:c${decisions}:${i}`, agent: p.agent, setpoint: turret, value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
         // arbitrated against the owners and escalations in force and persisted by the writer with the round's audit
         // entry: a deadlock is pending for a person (GET /arbitration/escalations) and holds the setpoint
         const res = await engine.options.writer.contest({
           tenant: run.tenant, product: run.product, tooling: run.tooling, requests: reqs,
           audit: (r) => {
-            const rec = roundRecord(r);
-            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: 'press.TurretSpeed' }, args: json({ requests: reqs }), result: json(rec), reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest' };
+            const rec = roundRecord(r, turret);
+            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: turret }, args: json({ requests: reqs }), result: json(rec), reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest' };
           },
         });
-        const rec = roundRecord(res);
-        ctx.event('arbitration', contestText(contestOutcome('press.TurretSpeed', res)), rec, { agent: 'agent.orchestrator', tag: 'press.TurretSpeed' });
+        const rec = roundRecord(res, turret);
+        ctx.event('arbitration', contestText(contestOutcome(turret, res)), rec, { agent: 'agent.orchestrator', tag: turret });
         for (const d of res.declined) {
           if (d.request.agent !== 'agent.yield_takt') continue;
           const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
@@ -235,8 +237,8 @@ export const compress: StepHandler = async (ctx, engine) => {
  * What the audit trail and the genealogy keep of one turret-speed round: its one outcome, the winner (none when
  * the owner keeps the setpoint or the round escalated), the losers with score and reason, and the escalation.
  */
-function roundRecord(r: ArbitrationResult): { outcome: string; winners: { agent: string; attribute: string; score: number; value: number | null }[]; declined: { agent: string; setpoint: string; score: number; reason: string }[]; escalated: ArbitrationResult['escalated'] } {
-  const o = contestOutcome('press.TurretSpeed', r);
+function roundRecord(r: ArbitrationResult, turret: string): { outcome: string; winners: { agent: string; attribute: string; score: number; value: number | null }[]; declined: { agent: string; setpoint: string; score: number; reason: string }[]; escalated: ArbitrationResult['escalated'] } {
+  const o = contestOutcome(turret, r);
   const winners = o.kind === 'won' && !o.winner.owner ? [{ agent: o.winner.agent, attribute: o.winner.attribute, score: o.winner.score, value: r.winners[0]?.valueInSetpointUnit ?? null }] : [];
   const declined = o.kind === 'won' ? o.declined.map((d) => ({ agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })) : [];
   return { outcome: o.kind, winners, declined, escalated: r.escalated };
