@@ -102,4 +102,14 @@ describe('equipment roles', () => {
   });
 });
 
+describe('docs/roles.md', () => {
+  it('lists every role with its kind, unit and meaning, and every step’s needs, as the code has them', () => {
+    const doc = readFileSync(join(dirname(defaultConfigFile()), '..', 'docs', 'roles.md'), 'utf8');
+    for (const [id, r] of Object.entries(ROLES)) expect(doc).toContain(`| \`${id}\` | ${r.kind} | \`${r.unit}\` | ${r.meaning} |`);
+    const listed = [...doc.matchAll(/^\| `([a-z]+\.[A-Za-z0-9]+)` \| (setpoint|measurement) \|/gm)].map((m) => m[1]);
+    expect(listed.sort()).toEqual(Object.keys(ROLES).sort());
+    for (const [step, r] of Object.entries(STEP_ROLES)) expect(doc).toContain(`| \`${step}\` | ${r.roles.map((x) => `\`${x}\``).join(', ')} | ${r.missing === 'skip' ? 'SKIPPED' : 'HELD'} — ${r.without} |`);
+  });
+});
+
 const ROLE_BLOCK = '  press: kp200\n  press.MainForce: kp200.Hauptdruck';
