@@ -7,6 +7,7 @@ import { evaluate } from '../../../policy/index.js';
 import { DEFAULT_CONTEXT, type BatchContext as TwinBatchContext } from '../../../twin/predict.js';
 import { rehearse as rehearseOnTwin } from '../../rehearsal.js';
 import { twinDesignSpace } from '../../../twin/design-space.js';
+import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS } from '../../../twin/setpoints.js';
 import { byRole, roleMapOf } from '../../../domain/roles.js';
 import { canonical, sha256Hex } from '../approval.js';
 import type { StepHandler } from '../types.js';
@@ -44,8 +45,13 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
   const bundle = bundleOf(engine);
   const twin = engine.options.models.twin(run.tenant);
-  // the twin speaks roles; the design space is approved on the site's tags
-  const space = twinDesignSpace(byRole(bundle.designSpace.approved(run.product, run.tooling).setpoints, roleMapOf(engine.options.site)), `${run.product} × ${run.tooling}`);
+  // the twin speaks roles; the design space is approved on the site's tags. A unit this line does not have (a
+  // direct-compression line has no fluid bed) is simulated on the twin's reference ranges: never written, and said
+  const roles = roleMapOf(engine.options.site);
+  const approved: Record<string, { min: number; max: number; unit: string }> = byRole(bundle.designSpace.approved(run.product, run.tooling).setpoints, roles);
+  const standIns = SETPOINT_IDS.filter((id) => !roles.has(id) && !approved[id]);
+  for (const id of standIns) approved[id] = DEFAULT_DESIGN_SPACE[id];
+  const space = twinDesignSpace(approved, `${run.product} × ${run.tooling}`);
   const limits = runLimits(ctx);
   const cappingThresholdPct = num(limits['cappingRiskPct'], bundle.content.cappingRiskThreshold * 100);
   const context: TwinBatchContext = {
@@ -76,13 +82,14 @@ export const rehearse: StepHandler = async (ctx, engine) => {
 
   // policy.evaluate of the chosen candidate: what the policy engine says of each move now (nothing is written)
   const owners = ownerOf(bundle);
-  const current = await ctx.readings(Object.keys(best.setpoints));
+  const mapped = Object.keys(best.setpoints).filter((id) => roles.has(id));
+  const current = await ctx.readings(mapped);
   const decisions = await ctx.tool(
     'policy.evaluate',
     { candidate: best.index, moves: Object.keys(best.setpoints).length, release: true },
     () => {
       const now = ctx.now;
-      const moves = Object.entries(best.setpoints).map(([setpoint, v]) =>
+      const moves = Object.entries(best.setpoints).filter(([setpoint]) => roles.has(setpoint)).map(([setpoint, v]) =>
         evaluate({ agent: owners.get(ctx.tagOf(setpoint)) ?? 'agent.orchestrator', setpoint: ctx.tagOf(setpoint), value: { value: v.value, unit: v.unit }, product: run.product, tooling: run.tooling }, bundle, {
           now, batchState: 'running', current: current.get(setpoint)?.value ?? null, lastMove: null, reviewer: null, attendance: null, approval: null,
         }),
@@ -101,7 +108,7 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const inside = insideCount(decisions.moves);
   return {
     status: 'SUCCEEDED',
-    detail: `Rehearsed ${sim.requested} candidate setpoint vectors over the full batch on ${twin.ref.id} (v${twin.ref.version}); ${sim.discarded.length} discarded (${Object.entries(countReasons(sim.discarded)).map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}). Candidate #${best.index} predicts capping ${best.predicted.cappingRiskPct.toFixed(2)} % (threshold ${cappingThresholdPct} %), weight ${best.predicted.tabletWeightMg.toFixed(1)} mg, hardness ${best.predicted.hardnessN.toFixed(0)} N, AV ${best.predicted.contentUniformityAv.toFixed(1)}; policy: ${inside} of ${decisions.moves.length} moves inside the design space, release held for QA.`,
+    detail: `Rehearsed ${sim.requested} candidate setpoint vectors over the full batch on ${twin.ref.id} (v${twin.ref.version}); ${sim.discarded.length} discarded (${Object.entries(countReasons(sim.discarded)).map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}). Candidate #${best.index} predicts capping ${best.predicted.cappingRiskPct.toFixed(2)} % (threshold ${cappingThresholdPct} %), weight ${best.predicted.tabletWeightMg.toFixed(1)} mg, hardness ${best.predicted.hardnessN.toFixed(0)} N, AV ${best.predicted.contentUniformityAv.toFixed(1)}; policy: ${inside} of ${decisions.moves.length} moves inside the design space, release held for QA.${standIns.length > 0 ? ` Not on this line, simulated on the twin's reference ranges and never written: ${standIns.join(', ')}.` : ''}`,
     data: { candidate: { index: best.index, setpoints: best.setpoints, predicted: best.predicted, model: twin.ref }, cappingThresholdPct, twinContext: { batchTablets: context.batchTablets, targetLodPct: context.targetLodPct, targetWeightGainPct: context.targetWeightGainPct, targetWeightMg: context.targetWeightMg } },
   };
 };
