@@ -36,6 +36,8 @@ interface Unit {
   lifeAt: number;
   /** Every life-sign value written, in order. */
   readonly beats: (number | boolean)[];
+  /** Wall-clock ms of the last fallback (the PLC's own timestamp of its revert). */
+  revertedAt?: number;
 }
 
 export interface VendorPlcs {
@@ -67,6 +69,7 @@ export async function startVendorPlcs(dataDir: string, o: { watchdogMs: number; 
     u.state = u.fallback;
     u.active = u.lkg;
     u.reverts++;
+    u.revertedAt = Date.now();
   };
   const beat = (u: Unit, v: number | boolean): void => {
     if (v !== u.life) u.lifeAt = Date.now();
