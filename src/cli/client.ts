@@ -141,7 +141,7 @@ function cliError(err: unknown, url: string, what: string): unknown {
   if (!LinekeeperError.is(err)) return err;
   if (err.code === 'LK_API_UNREACHABLE') return new LkError('LK_API_UNREACHABLE', `cannot reach the linekeeper daemon at ${url} (${err.detail})`, { url, hint: 'is `linekeeper serve` running there? (--url or LINEKEEPER_URL name another address)' }, { cause: err });
   // an answer that was not a problem body (a proxy's page): the status says what it can, as for a JSON call
-  if (err.code === 'LK_API_RESPONSE' && err.status > 0 && err.status !== 200) return problemError(err.status, undefined, what);
+  if (err.code === 'LK_API_RESPONSE' && err.detail.startsWith(`HTTP ${err.status} without a problem body`)) return problemError(err.status, undefined, what);
   return problemError(err.status, { code: err.code, detail: err.detail, ...(err.issues.length > 0 ? { issues: err.issues } : {}) }, what);
 }
 
