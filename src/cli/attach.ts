@@ -1,13 +1,14 @@
 /**
  * Attached to a run: its event stream printed through the transcript, the run's view fetched when the log
  * moves to another step (and every few seconds, for a run that waits for a person without a log line saying
- * so), operator presence sent while attached (R5), and Ctrl-C detaching without touching the run. A stream the
- * daemon closes is resumed with Last-Event-ID; the transcript's state is saved so `runs watch` resumes it.
+ * so), operator presence sent while attached (R5), and Ctrl-C detaching without touching the run. A stream that
+ * closes or drops is resumed with Last-Event-ID (by the SDK's event-stream reader, src/sdk/events.ts); the
+ * transcript's state is saved so `runs watch` resumes it.
  */
 import { formatDuration } from '../domain/run.js';
 import { LkError } from '../errors.js';
 import type { DaemonClient } from './client.js';
-import { header, RunTranscript, type ApiRun, type Escalation, type LogLine, type TranscriptState } from './run-transcript.js';
+import { header, RunTranscript, type ApiRun, type Escalation, type TranscriptState } from './run-transcript.js';
 
 export interface AttachOptions {
   readonly client: DaemonClient;
@@ -78,7 +79,7 @@ export function progressText(view: ApiRun, sinceViewMs: number, frame: number): 
 /** Errors after which the stream is opened again: the daemon went away or is restarting. */
 function transient(err: unknown): boolean {
   if (LkError.is(err)) return err.code === 'LK_API_UNREACHABLE' || err.code === 'LK_NOT_READY';
-  // fetch's body ends with a TypeError ("terminated") when the connection drops mid-stream
+  // fetch's body ends with a TypeError ("terminated") when the connection drops while it is read
   return err instanceof TypeError;
 }
 
@@ -167,51 +168,70 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
     print(header(view, o.how));
     // what finished since the saved state (a resumed attachment), before the log goes on
     if (o.how === 'resumed') print(t.poll(view));
+    const giveUpMs = o.giveUpMs ?? 60_000;
     let awaySince: number | null = null;
     let told = false;
+    const away = (last: number): void => {
+      if (!told) o.err.write(`linekeeper: event stream of ${view.id} closed; resuming after line ${last}…\n`);
+      told = true;
+      awaySince ??= Date.now();
+    };
+    let gaveUp: LkError | undefined;
     for (;;) {
-      let retryMs = 2000;
+      // the SDK's reader resumes a dropped stream itself; this loop opens it again only after a failed look at the run
+      const log = o.client.toolCalls(`${base}/stream`, {
+        after: t.state.lastEventId,
+        maxRetries: Number.POSITIVE_INFINITY,
+        onConnection: (state, last, why) => {
+          if (state === 'open') {
+            if (told) o.err.write(`linekeeper: event stream of ${view.id} resumed after line ${last}\n`);
+            told = false;
+            awaySince = null;
+            return;
+          }
+          if (ctl.signal.aborted) return;
+          away(last);
+          if (Date.now() - awaySince! > giveUpMs) {
+            gaveUp = new LkError('LK_API_UNREACHABLE', `${why ?? `the event stream of ${view.id} could not be resumed after line ${last}`}, for ${Math.round(giveUpMs / 1000)} s`, { hint: `the run goes on; re-attach later: linekeeper runs watch ${view.id}` });
+            log.fail(gaveUp);
+          }
+        },
+      });
+      const detach = (): void => void log.return();
+      ctl.signal.addEventListener('abort', detach, { once: true });
       try {
-        const stream = await o.client.stream(`${base}/stream`, t.state.lastEventId, ctl.signal);
-        awaySince = null;
-        if (told) o.err.write(`linekeeper: event stream of ${view.id} resumed after line ${t.state.lastEventId}\n`);
-        told = false;
-        for await (const e of stream.events()) {
-          if (e.event === 'end') {
+        for (;;) {
+          const r = await log.next();
+          if (ctl.signal.aborted) return { how: 'detached', run: view };
+          if (r.done) {
             const v = await serial(refresh);
             print(t.end(v));
             return { how: 'ended', run: v };
           }
-          if (e.event !== 'call' && e.event !== 'ok' && e.event !== 'error') continue;
-          let l: LogLine;
-          try {
-            l = JSON.parse(e.data) as LogLine;
-          } catch {
-            continue;
-          }
+          const l = r.value;
           await serial(async () => print(t.line(l, t.needsView(l) ? await refresh() : undefined)));
         }
-        retryMs = stream.parser.retryMs ?? retryMs;
       } catch (err) {
         if (ctl.signal.aborted) return { how: 'detached', run: view };
+        if (err === gaveUp) throw err;
         if (LkError.is(err, 'LK_UNAUTHENTICATED')) {
           // the session ended while attached (signed out, disabled, or past its maximum age): the run is not affected
           throw new LkError('LK_UNAUTHENTICATED', err.message, { hint: `the run goes on; sign in again (linekeeper login), then re-attach: linekeeper runs watch ${view.id}` }, { cause: err });
         }
+        // the run's view could not be read (the daemon went away between two lines): the stream is opened again
+        // after the last line handled, which is then read again with its view
         if (!transient(err)) throw err;
-        awaySince ??= Date.now();
-        const giveUpMs = o.giveUpMs ?? 60_000;
-        if (Date.now() - awaySince > giveUpMs) {
+        away(t.state.lastEventId);
+        if (Date.now() - awaySince! > giveUpMs) {
           const why = err instanceof Error ? err.message : String(err);
           throw new LkError('LK_API_UNREACHABLE', `${why}, for ${Math.round(giveUpMs / 1000)} s`, { hint: `the run goes on; re-attach later: linekeeper runs watch ${view.id}` }, { cause: err });
         }
+      } finally {
+        ctl.signal.removeEventListener('abort', detach);
+        void log.return();
       }
-      if (ctl.signal.aborted) return { how: 'detached', run: view };
-      // closed without `end`: the daemon stopped its streams, restarted, or cut a slow reader
-      if (!told) o.err.write(`linekeeper: event stream of ${view.id} closed; resuming after line ${t.state.lastEventId}…\n`);
-      told = true;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, retryMs);
+        const timer = setTimeout(resolve, 2000);
         ctl.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
       });
       if (ctl.signal.aborted) return { how: 'detached', run: view };

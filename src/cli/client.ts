@@ -1,10 +1,15 @@
 /**
  * The CLI's HTTP client of the daemon's REST API (Node's fetch): JSON calls whose refusals come back as the
- * problem+json `code` and `detail` the daemon sent, and a reader of the run's server-sent events that resumes
- * with Last-Event-ID. It knows routes and wire formats, nothing of what the commands print.
+ * problem+json `code` and `detail` the daemon sent, and a run's tool-call log read from its server-sent events
+ * by the SDK's reader (src/sdk/events.ts, on the `eventsource` package), so the CLI and the SDK read the stream
+ * one way. It knows routes and wire formats, nothing of what the commands print.
  */
+import type { RunStatus } from '../domain/run.js';
 import { ERRORS, LkError, type ErrorCode } from '../errors.js';
+import { LinekeeperError } from '../sdk/errors.js';
+import { toolCallStream, type Channel, type ToolCallStreamOptions } from '../sdk/events.js';
 import { VERSION } from '../version.js';
+import type { LogLine } from './run-transcript.js';
 
 /**
  * A problem+json refusal whose code this CLI does not know (a newer daemon): printed like any other,
@@ -94,83 +99,76 @@ export class DaemonClient {
   }
 
   /**
-   * Open a run's event stream after `lastEventId` (0: from its first line).
-   * @throws as {@link json} when the daemon refuses the stream.
+   * Follow a run's tool-call log at `path` (its `/stream` route) after line `after` (0: from its first line),
+   * over the SDK's event-stream reader: the `eventsource` client parses the server-sent events and reconnects
+   * after a dropped connection, each request naming the last line handed on in Last-Event-ID. The iteration
+   * returns the run's terminal status when the daemon sends `end`.
+   * Its errors are the CLI's: an LkError of the daemon's refusal (LK_UNAUTHENTICATED, LK_NOT_FOUND,
+   * LK_TOO_MANY_STREAMS, …; ProblemError for a code this CLI does not know), LK_API_UNREACHABLE after
+   * `maxRetries` failed reconnections.
    */
-  async stream(path: string, lastEventId: number, signal: AbortSignal): Promise<SseStream> {
-    let res: Response;
-    try {
-      res = await fetch(`${this.o.url}${path}`, { headers: this.headers({ accept: 'text/event-stream', ...(lastEventId > 0 ? { 'last-event-id': String(lastEventId) } : {}) }), signal });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw unreachable(this.o.url, err);
-    }
-    if (!res.ok || !res.body) {
-      const text = await res.text().catch(() => '');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-      throw problemError(res.status, parsed, `GET ${path}`);
-    }
-    return new SseStream(res.body);
+  toolCalls(path: string, o: { after: number; maxRetries?: number; onConnection?: ToolCallStreamOptions['onConnection'] }): RunLog {
+    // why the last request got no stream, in the CLI's words (the reader's own are a chain of causes)
+    let failure: string | undefined;
+    const onConnection = o.onConnection;
+    const stream = toolCallStream(
+      async (url, init) => {
+        try {
+          const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), ...this.headers() } });
+          failure = res.status === 503 ? `the daemon at ${this.o.url} is not ready (HTTP 503)` : undefined;
+          return res;
+        } catch (err) {
+          // the reader closing its own request stays an abort; anything else says where the daemon was not found
+          if (init.signal?.aborted) throw err;
+          const e = unreachable(this.o.url, err);
+          failure = e.message;
+          throw e;
+        }
+      },
+      `${this.o.url}${path}`,
+      {
+        after: o.after,
+        ...(o.maxRetries !== undefined ? { maxRetries: o.maxRetries } : {}),
+        ...(onConnection ? { onConnection: (state, last, why) => onConnection(state, last, state === 'lost' ? (failure ?? why) : undefined) } : {}),
+      },
+    );
+    return new RunLog(stream as unknown as Channel<LogLine, RunStatus>, (err) => cliError(err, this.o.url, `GET ${path}`));
   }
 }
 
-export interface SseEvent {
-  readonly id?: string;
-  readonly event: string;
-  readonly data: string;
+/** The CLI's error for what the SDK's stream reader failed with (its own LkErrors pass as they are). */
+function cliError(err: unknown, url: string, what: string): unknown {
+  if (!LinekeeperError.is(err)) return err;
+  if (err.code === 'LK_API_UNREACHABLE') return new LkError('LK_API_UNREACHABLE', `cannot reach the linekeeper daemon at ${url} (${err.detail})`, { url, hint: 'is `linekeeper serve` running there? (--url or LINEKEEPER_URL name another address)' }, { cause: err });
+  // an answer that was not a problem body (a proxy's page): the status says what it can, as for a JSON call
+  if (err.code === 'LK_API_RESPONSE' && err.detail.startsWith(`HTTP ${err.status} without a problem body`)) return problemError(err.status, undefined, what);
+  return problemError(err.status, { code: err.code, detail: err.detail, ...(err.issues.length > 0 ? { issues: err.issues } : {}) }, what);
 }
 
 /**
- * Server-sent events parsed as the WHATWG EventSource does it (fields `id`, `event`, `data`, `retry`; comments
- * skipped; a block without data dispatches nothing).
+ * A run's tool-call log as it is written: an async iterator of its lines, whose iteration returns the run's
+ * terminal status. `return()` stops it (a detach); `fail(err)` ends it with `err` (a caller that gives up).
  */
-export class SseParser {
-  private buf = '';
-  /** The server's `retry:` in ms, when it sent one. */
-  retryMs: number | undefined;
+export class RunLog implements AsyncIterableIterator<LogLine> {
+  constructor(private readonly lines: Channel<LogLine, RunStatus>, private readonly mapError: (err: unknown) => unknown) {}
 
-  /** Feed text; @returns the events completed by it. */
-  push(text: string): SseEvent[] {
-    this.buf += text.replace(/\r\n?/g, '\n');
-    const out: SseEvent[] = [];
-    let i: number;
-    while ((i = this.buf.indexOf('\n\n')) >= 0) {
-      const block = this.buf.slice(0, i);
-      this.buf = this.buf.slice(i + 2);
-      let id: string | undefined;
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line === '' || line.startsWith(':')) continue;
-        const c = line.indexOf(':');
-        const name = c < 0 ? line : line.slice(0, c);
-        const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
-        if (name === 'id') id = value;
-        else if (name === 'event') event = value;
-        else if (name === 'data') data.push(value);
-        else if (name === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
-      }
-      if (data.length > 0) out.push({ ...(id !== undefined ? { id } : {}), event, data: data.join('\n') });
+  async next(): Promise<IteratorResult<LogLine, RunStatus | undefined>> {
+    try {
+      return await this.lines.next();
+    } catch (err) {
+      throw this.mapError(err);
     }
-    return out;
   }
-}
 
-/** An open event stream: its events in order until the server closes it (or the caller aborts). */
-export class SseStream {
-  readonly parser = new SseParser();
+  return(): Promise<IteratorResult<LogLine, RunStatus | undefined>> {
+    return this.lines.return();
+  }
 
-  constructor(private readonly body: ReadableStream<Uint8Array>) {}
+  fail(err: unknown): void {
+    this.lines.fail(err);
+  }
 
-  async *events(): AsyncGenerator<SseEvent> {
-    const decoder = new TextDecoder();
-    for await (const chunk of this.body as unknown as AsyncIterable<Uint8Array>) {
-      for (const e of this.parser.push(decoder.decode(chunk, { stream: true }))) yield e;
-    }
+  [Symbol.asyncIterator](): this {
+    return this;
   }
 }

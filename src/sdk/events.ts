@@ -18,6 +18,12 @@ export interface ToolCallStreamOptions {
   readonly after?: number;
   /** Reconnection attempts in a row without an answer before the iteration fails with LK_API_UNREACHABLE (default 20). */
   readonly maxRetries?: number;
+  /**
+   * Told of the connection: `open` each time the stream is (again) open, `lost` each time it was lost or could
+   * not be opened and is about to be tried again (`why`: what happened). `last` is the line id the next request
+   * resumes after. For a caller that says so to a person; the iteration goes on either way.
+   */
+  readonly onConnection?: (state: 'open' | 'lost', last: number, why?: string) => void;
 }
 
 interface Waiter<T, R> {
@@ -186,6 +192,7 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
   };
   es.addEventListener('open', () => {
     failures = 0;
+    o.onConnection?.('open', last);
   });
   es.addEventListener('call', onLine);
   es.addEventListener('ok', onLine);
@@ -196,6 +203,9 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
       out.fail(refusal ?? sdkError('LK_API_RESPONSE', 'the tool-call stream was refused without a problem body'));
     } else if (++failures > maxRetries) {
       out.fail(sdkError('LK_API_UNREACHABLE', `the tool-call stream could not reconnect after ${maxRetries} attempts (last line ${last})`));
+    } else {
+      const why = (ev as Event & { message?: unknown }).message;
+      o.onConnection?.('lost', last, typeof why === 'string' && why.length > 0 ? why : undefined);
     }
   });
   // the daemon ended the stream's session (signed out, disabled, not renewed): reconnecting would only be refused

@@ -1,11 +1,11 @@
 /**
  * What `linekeeper run` and `runs watch` print, from log lines and run views alone: the spec's transcript in
  * plan order, nothing printed twice across a re-attachment, a run that stops for a person said so once, and
- * text from agents or equipment made safe for a terminal. Also the SSE parser and the problem mapping the
- * attachment rests on, and the CLI's exit codes.
+ * text from agents or equipment made safe for a terminal. Also the problem mapping the attachment rests on, and
+ * the CLI's exit codes (the event stream itself: test/integration/cli-event-stream.int.spec.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { problemError, ProblemError, SseParser } from '../../src/cli/client.js';
+import { problemError, ProblemError } from '../../src/cli/client.js';
 import { exitCodeFor } from '../../src/cli/main.js';
 import { CliExit } from '../../src/cli/prompt.js';
 import { header, RunTranscript, stepLine, type ApiRun, type LogLine } from '../../src/cli/run-transcript.js';
@@ -120,19 +120,6 @@ describe('the run transcript', () => {
     const end = t.end(view(8, 'REJECTED', { status: 'REJECTED', reason: 'rejected by QA', endedAt: '2026-11-20T10:02:00.000Z' }));
     expect(end.at(-1)).toBe('completed: run_0123456789abcdef0123 REJECTED — batch B-1042 not released in 2:00: rejected by QA');
     expect(stepLine({ ...view(0).steps[0]!, name: 'x\u001b]0;owned\u0007', status: 'FAILED', detail: 'bad\nthing' })).not.toMatch(/[\u0000-\u001f]/);
-  });
-});
-
-describe('server-sent events', () => {
-  it('are parsed across chunk boundaries, with CRLF, comments, multi-line data and the server\'s retry', () => {
-    const p = new SseParser();
-    expect(p.push('retry: 2000\n\n: keep-alive\n\nid: 7\nevent: ok\nda')).toEqual([]);
-    expect(p.push('ta: {"id":7}\r\n\r\nid: 8\nevent: call\ndata: a\ndata: b\n\nevent: end\ndata: {"status":"SUCCEEDED"}\n\n')).toEqual([
-      { id: '7', event: 'ok', data: '{"id":7}' },
-      { id: '8', event: 'call', data: 'a\nb' },
-      { event: 'end', data: '{"status":"SUCCEEDED"}' },
-    ]);
-    expect(p.retryMs).toBe(2000);
   });
 });
 

@@ -56,16 +56,13 @@ async function onlineLog(client: DaemonClient, path: string, run: ApiRun): Promi
   if (!TERMINAL_RUN.has(run.status as RunStatus)) {
     throw new LkError('LK_VALIDATION', `${run.id} is ${run.status}: its log is still growing`, { hint: `follow it with: linekeeper runs watch ${run.id} (or read what is stored so far with --offline)` });
   }
-  const ctl = new AbortController();
   const out: LogLine[] = [];
+  // a stream dropped on the way is resumed after the last line read, a few times at most
+  const log = client.toolCalls(`${path}/stream`, { after: 0, maxRetries: 3 });
   try {
-    const stream = await client.stream(`${path}/stream`, 0, ctl.signal);
-    for await (const e of stream.events()) {
-      if (e.event === 'end') break;
-      if (e.event === 'call' || e.event === 'ok' || e.event === 'error') out.push(JSON.parse(e.data) as LogLine);
-    }
+    for await (const l of log) out.push(l);
   } finally {
-    ctl.abort();
+    await log.return();
   }
   return out;
 }
