@@ -185,10 +185,17 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     const refused = await cli(qa, ['approve', approval, '--decision', 'approve', '--meaning', 'QA release of batch B-1042'], { input: password('m.rossi') });
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/batch B-1042 failed .*Hardness.*the decision left is a rejection \[LK_SPEC_FAILED\]/);
-    for (const id of ids) {
-      const closed = await cli(qa, ['exceptions', 'close', id, '--comment', 'investigated; the excursion tablets were segregated', '--deviation', 'DEV-2026-0142'], { input: password('m.rossi') });
-      expect(closed.code, closed.err).toBe(0);
-      expect(closed.out).toMatch(new RegExp(`^✓ .*${id} — closed by Maria Rossi \\(m\\.rossi\\)`, 'm'));
+    // QA closes every open exception; one the line raises while the run waits at the gate (a PLC that lapsed on a
+    // loaded machine) is closed the same way, up to three rounds
+    let open = ids;
+    for (let round = 0; round < 3 && open.length > 0; round++) {
+      for (const id of open) {
+        const closed = await cli(qa, ['exceptions', 'close', id, '--comment', 'investigated; the excursion tablets were segregated', '--deviation', 'DEV-2026-0142'], { input: password('m.rossi') });
+        expect(closed.code, closed.err).toBe(0);
+        expect(closed.out).toMatch(new RegExp(`^✓ .*${id} — closed by Maria Rossi \\(m\\.rossi\\)`, 'm'));
+      }
+      const again = await cli(qa, ['runs', 'exceptions', runId]);
+      open = [...again.out.matchAll(/^ {2}[!~] \S+ +\S+ +open .* (exc_[0-9a-f]+)$/gm)].map((m) => m[1]!);
     }
     const after = await cli(qa, ['runs', 'exceptions', runId]);
     expect(after.out).toMatch(/\(0 open, 0 blocking release\)/);
