@@ -239,11 +239,76 @@ describe('a batch on a site with its own equipment and tag names', () => {
     const sensed = new Map<string, Set<string>>();
     for (const e of events.filter((x) => x.kind === 'sensor')) for (const k of Object.keys((typeof e.data === 'string' ? JSON.parse(e.data) : e.data) as object)) (sensed.get(e.step ?? '') ?? sensed.set(e.step ?? '', new Set()).get(e.step ?? '')!).add(k);
     expect([...(sensed.get('granulate.dry') ?? [])]).toEqual(expect.arrayContaining(['fluidbed.Lod', 'fluidbed.InletAirTemp']));
-    expect([...(sensed.get('compress.press') ?? [])]).toEqual(expect.arrayContaining(['press.TabletWeight', 'press.Hardness', 'press.MainForce']));
+    expect([...(sensed.get('coat.spray') ?? [])]).toEqual(expect.arrayContaining(['coater.WeightGain', 'coater.InletAirTemp']));
+    // the press's weights and hardness, read as press.TabletWeight / press.Hardness through kp200.Gewicht / kp200.Haerte
+    const pressData = (d.engine.runs.runById(run.id)!.data as { compress?: { weightMeanMg?: number; hardnessMeanN?: number; samples?: number } }).compress;
+    expect(pressData?.weightMeanMg).toBeGreaterThan(270);
+    expect(pressData?.weightMeanMg).toBeLessThan(330);
+    expect(pressData?.hardnessMeanN).toBeGreaterThanOrEqual(80);
+    expect(pressData?.hardnessMeanN).toBeLessThanOrEqual(150);
     const compress = v.steps.find((s) => s.seq === '05')!;
     // the batch's tablets were counted from the press's output in process time (the standalone simulator's scale)
     const pressed = /^Pressed ([\d,]+) tablets; last weights \d+\.\d mg/.exec(compress.detail);
     expect(pressed, compress.detail).not.toBeNull();
     expect(Number(pressed![1]!.replaceAll(',', ''))).toBeGreaterThanOrEqual(8_000);
+  }, 900_000);
+});
+
+describe('the same site without a coater and a vision camera', () => {
+  let sim: Simulator;
+  let site: RenamedSite;
+  let d: Daemon | undefined;
+
+  beforeAll(async () => {
+    sim = await startTestSimulator({ timeScale: TIME_SCALE, seed: loadConfig(defaultConfigFile()).config.simulator.seed });
+    site = renamedSite(sim, { batches: { 'B-1043': 8_000 }, without: ['coater', 'vision'] });
+    await prepare(site);
+  }, 180_000);
+
+  afterAll(async () => {
+    await d?.stop('test done');
+    await sim?.close();
+    site?.cleanup();
+  });
+
+  it('config check names the steps this site cannot run and the roles it does not map', async () => {
+    const r = await runCli('config', 'check', site.config);
+    expect(r.code, r.err).toBe(0);
+    const skipped = r.out.split('\n').filter((l) => /^ {2}\S+: (skipped|HELD) — /.test(l));
+    expect(skipped.map((l) => l.trim().split(':')[0])).toEqual(['coat.spray', 'inspect.tablets']);
+    expect(skipped[0]).toContain('not mapped: coater.SprayRate, coater.InletAirTemp, coater.Airflow, coater.PanSpeed, coater.WeightGain');
+    expect(skipped[1]).toContain('not mapped: vision.Inspected, vision.Rejected, vision.TriggerId, vision.Frame1');
+    expect(r.out).toMatch(/signature: (?!REFUSED)/);
+  });
+
+  it('a batch skips coating and inspection with the roles not mapped, and runs the rest', async () => {
+    d = await boot(site);
+    const dd = d;
+    const presence = setInterval(() => dd.engine.presence(OPERATOR), 5_000);
+    dd.engine.presence(OPERATOR);
+    const started: string[] = [];
+    const run = dd.engine.start({ tenant: T, request: request('B-1043'), by: OPERATOR });
+    const stop = hmiOperator(dd, sim, run.id, started);
+    let v: RunView;
+    try {
+      v = await waitFor(`run ${run.id} past step 08`, () => {
+        const r = dd.engine.get(T, run.id);
+        return (!['PENDING', 'RUNNING'].includes(r.status) || ['SUCCEEDED', 'FAILED', 'HELD'].includes(r.steps.find((s) => s.seq === '08')!.status)) && r;
+      }, 600_000, 200);
+    } finally {
+      stop();
+      clearInterval(presence);
+    }
+    const by = new Map(v.steps.map((s) => [s.seq, s]));
+    expect(['03', '04', '05'].map((s) => [s, by.get(s)!.status]), v.steps.map((s) => `${s.seq} ${s.status} ${s.detail}`).join(' | ')).toEqual([['03', 'SUCCEEDED'], ['04', 'SUCCEEDED'], ['05', 'SUCCEEDED']]);
+    expect(by.get('06')!.status).toBe('SKIPPED');
+    expect(by.get('06')!.detail).toBe('no coater mapped (uncoated tablets): no coating step (roles not mapped on this site: coater.SprayRate, coater.InletAirTemp, coater.Airflow, coater.PanSpeed, coater.WeightGain)');
+    expect(by.get('07')!.status).toBe('SKIPPED');
+    expect(by.get('07')!.detail).toMatch(/^no vision inspection mapped: .* \(roles not mapped on this site: vision\.Inspected, vision\.Rejected, vision\.TriggerId, vision\.Frame1, .*vision\.Frame6\)$/);
+    // no coating phase was asked of the line
+    expect(started).toEqual(['BLEND', 'DRY', 'COMPRESS']);
+    // the skips are on the tenant's chain with their reasons
+    const skips = [...iterateAudit(dd.store.db, T, { run: run.id })].filter((e) => e.action === 'step.status' && JSON.stringify(e).includes('SKIPPED'));
+    expect(skips).toHaveLength(2);
   }, 900_000);
 });

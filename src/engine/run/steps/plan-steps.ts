@@ -6,8 +6,9 @@
 import { evaluate } from '../../../policy/index.js';
 import { DEFAULT_CONTEXT, type BatchContext as TwinBatchContext } from '../../../twin/predict.js';
 import { rehearse as rehearseOnTwin } from '../../rehearsal.js';
-import { twinDesignSpace } from '../../../twin/design-space.js';
-import { byRole, roleMapOf } from '../../../domain/roles.js';
+import { twinDesignSpace, type ApprovedLimit } from '../../../twin/design-space.js';
+import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS, type DesignSpaceRanges } from '../../../twin/setpoints.js';
+import { byRole, roleMapOf, type RoleMap } from '../../../domain/roles.js';
 import { canonical, sha256Hex } from '../approval.js';
 import type { StepHandler } from '../types.js';
 import { bundleOf, num, recordAt, runLimits } from './common.js';
@@ -45,7 +46,8 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const bundle = bundleOf(engine);
   const twin = engine.options.models.twin(run.tenant);
   // the twin speaks roles; the design space is approved on the site's tags
-  const space = twinDesignSpace(byRole(bundle.designSpace.approved(run.product, run.tooling).setpoints, roleMapOf(engine.options.site)), `${run.product} × ${run.tooling}`);
+  const roles = roleMapOf(engine.options.site);
+  const space = rehearsalSpace(bundle.designSpace.approved(run.product, run.tooling).setpoints, roles, `${run.product} × ${run.tooling}`);
   const limits = runLimits(ctx);
   const cappingThresholdPct = num(limits['cappingRiskPct'], bundle.content.cappingRiskThreshold * 100);
   const context: TwinBatchContext = {
@@ -76,13 +78,15 @@ export const rehearse: StepHandler = async (ctx, engine) => {
 
   // policy.evaluate of the chosen candidate: what the policy engine says of each move now (nothing is written)
   const owners = ownerOf(bundle);
-  const current = await ctx.readings(Object.keys(best.setpoints));
+  // the moves of the units this line has (a role not mapped is a unit it does not have: nothing to evaluate)
+  const onLine = Object.entries(best.setpoints).filter(([setpoint]) => roles.has(setpoint));
+  const current = await ctx.readings(onLine.map(([setpoint]) => setpoint));
   const decisions = await ctx.tool(
     'policy.evaluate',
-    { candidate: best.index, moves: Object.keys(best.setpoints).length, release: true },
+    { candidate: best.index, moves: onLine.length, release: true },
     () => {
       const now = ctx.now;
-      const moves = Object.entries(best.setpoints).map(([setpoint, v]) =>
+      const moves = onLine.map(([setpoint, v]) =>
         evaluate({ agent: owners.get(ctx.tagOf(setpoint)) ?? 'agent.orchestrator', setpoint: ctx.tagOf(setpoint), value: { value: v.value, unit: v.unit }, product: run.product, tooling: run.tooling }, bundle, {
           now, batchState: 'running', current: current.get(setpoint)?.value ?? null, lastMove: null, reviewer: null, attendance: null, approval: null,
         }),
@@ -105,6 +109,19 @@ export const rehearse: StepHandler = async (ctx, engine) => {
     data: { candidate: { index: best.index, setpoints: best.setpoints, predicted: best.predicted, model: twin.ref }, cappingThresholdPct, twinContext: { batchTablets: context.batchTablets, targetLodPct: context.targetLodPct, targetWeightGainPct: context.targetWeightGainPct, targetWeightMg: context.targetWeightMg } },
   };
 };
+
+/**
+ * The design space the twin rehearses in, by role: the site's approved limits (keyed by its tags). A setpoint role the
+ * site does not map is a unit the line does not have (no coater on a line of uncoated tablets): the twin, which
+ * models the whole process, rehearses it on its built-in range, and nothing is ever proposed for it. A role the
+ * site maps without approved limits is still refused (LK_POLICY_BUNDLE): the twin does not invent a limit for a unit
+ * that exists. Pure.
+ */
+export function rehearsalSpace(approved: Readonly<Record<string, ApprovedLimit>>, roles: RoleMap, label: string): DesignSpaceRanges {
+  const absent: Record<string, ApprovedLimit> = {};
+  for (const id of SETPOINT_IDS) if (!roles.has(id)) absent[id] = DEFAULT_DESIGN_SPACE[id];
+  return twinDesignSpace({ ...absent, ...byRole(approved, roles) }, label);
+}
 
 /** Moves inside the approved design space and the instrument range (whatever else the policy says of them now). */
 function insideCount(ds: readonly { reasons: readonly string[] }[]): number {
