@@ -65,6 +65,13 @@ export interface DaemonOptions {
   /** Wall ms between the run engine's readings inside a step (default 250). */
   pollMs?: number;
   /**
+   * How many times faster than the wall clock the line's process time runs when its plant simulator is NOT embedded
+   * (a `linekeeper sim` started on its own at a `time_scale`): the steps' process minutes and the writer's rates of
+   * change are judged on it. Not in site.yaml, so that a real line (1, the default) cannot be given another; the
+   * embedded simulator's own time scale always wins.
+   */
+  processTimeScale?: number;
+  /**
    * Serve the REST API once the engine is up (without it, none: the daemon alone). `host`/`port` default to the
    * configuration's `api` section; port 0 takes a free port. On the embedded default the demo identities are
    * created at the first start and returned once in `Daemon.demoUsers`.
@@ -343,6 +350,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     setBundle = (b) => {
       bundle = b;
     };
+    // process time: the embedded simulator's scaled clock, a standalone simulator's scale when the caller gives it, else the wall clock
+    const processScale = simulator ? simulator.plant.timeScale : (opts.processTimeScale ?? 1);
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
     // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
@@ -353,7 +362,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
       attendance: () => engine?.attended() ?? null,
       // rates of change are judged in process time: the embedded simulator runs it time_scale times faster
-      ...(simulator ? { processTimeScale: simulator.plant.timeScale } : {}),
+      ...(processScale !== 1 ? { processTimeScale: processScale } : {}),
     });
     // after connect, before ready: close intents a crash left open with what the equipment holds now
     const recovered = await writer.recover();
@@ -431,7 +440,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     engine = createRunEngine({
       store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
       supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
-      processClock: embedded ? scaledClock(embedded.plant.timeScale, clock) : clock,
+      processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
       ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
       // the people a batch record names are checked at intake against the site's local identities, which exist

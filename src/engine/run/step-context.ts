@@ -146,7 +146,8 @@ export class StepContext {
 
   /** Raise an exception seen in this step (by the step's agent unless `by` names another). */
   exception(e: Omit<RaiseInput, 'step' | 'by'> & { readonly by?: string }): ExceptionRecord | null {
-    return this.h.raise(this.run, { ...e, by: e.by ?? this.step.agent, step: { seq: this.step.seq, name: this.step.name } });
+    // a step names the tag by role; the exception, its audit entry and the reviewer see the site's tag
+    return this.h.raise(this.run, { ...e, ...(e.tag !== undefined ? { tag: this.tagOf(e.tag) } : {}), by: e.by ?? this.step.agent, step: { seq: this.step.seq, name: this.step.name } });
   }
 
   /** A genealogy event of this step (sensor state, recommendation, action, response, arbitration, qc…). */

@@ -6,9 +6,9 @@
 import { evaluate } from '../../../policy/index.js';
 import { DEFAULT_CONTEXT, type BatchContext as TwinBatchContext } from '../../../twin/predict.js';
 import { rehearse as rehearseOnTwin } from '../../rehearsal.js';
-import { twinDesignSpace } from '../../../twin/design-space.js';
-import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS } from '../../../twin/setpoints.js';
-import { byRole, roleMapOf } from '../../../domain/roles.js';
+import { twinDesignSpace, type ApprovedLimit } from '../../../twin/design-space.js';
+import { DEFAULT_DESIGN_SPACE, SETPOINT_IDS, type DesignSpaceRanges } from '../../../twin/setpoints.js';
+import { byRole, roleMapOf, type RoleMap } from '../../../domain/roles.js';
 import { canonical, sha256Hex } from '../approval.js';
 import type { StepHandler } from '../types.js';
 import { bundleOf, num, recordAt, runLimits } from './common.js';
@@ -45,13 +45,9 @@ export const rehearse: StepHandler = async (ctx, engine) => {
   const { run } = ctx;
   const bundle = bundleOf(engine);
   const twin = engine.options.models.twin(run.tenant);
-  // the twin speaks roles; the design space is approved on the site's tags. A unit this line does not have (a
-  // direct-compression line has no fluid bed) is simulated on the twin's reference ranges: never written, and said
+  // the twin speaks roles; the design space is approved on the site's tags
   const roles = roleMapOf(engine.options.site);
-  const approved: Record<string, { min: number; max: number; unit: string }> = byRole(bundle.designSpace.approved(run.product, run.tooling).setpoints, roles);
-  const standIns = SETPOINT_IDS.filter((id) => !roles.has(id) && !approved[id]);
-  for (const id of standIns) approved[id] = DEFAULT_DESIGN_SPACE[id];
-  const space = twinDesignSpace(approved, `${run.product} × ${run.tooling}`);
+  const space = rehearsalSpace(bundle.designSpace.approved(run.product, run.tooling).setpoints, roles, `${run.product} × ${run.tooling}`);
   const limits = runLimits(ctx);
   const cappingThresholdPct = num(limits['cappingRiskPct'], bundle.content.cappingRiskThreshold * 100);
   const context: TwinBatchContext = {
@@ -82,14 +78,15 @@ export const rehearse: StepHandler = async (ctx, engine) => {
 
   // policy.evaluate of the chosen candidate: what the policy engine says of each move now (nothing is written)
   const owners = ownerOf(bundle);
-  const mapped = Object.keys(best.setpoints).filter((id) => roles.has(id));
-  const current = await ctx.readings(mapped);
+  // the moves of the units this line has (a role not mapped is a unit it does not have: nothing to evaluate)
+  const onLine = Object.entries(best.setpoints).filter(([setpoint]) => roles.has(setpoint));
+  const current = await ctx.readings(onLine.map(([setpoint]) => setpoint));
   const decisions = await ctx.tool(
     'policy.evaluate',
-    { candidate: best.index, moves: Object.keys(best.setpoints).length, release: true },
+    { candidate: best.index, moves: onLine.length, release: true },
     () => {
       const now = ctx.now;
-      const moves = Object.entries(best.setpoints).filter(([setpoint]) => roles.has(setpoint)).map(([setpoint, v]) =>
+      const moves = onLine.map(([setpoint, v]) =>
         evaluate({ agent: owners.get(ctx.tagOf(setpoint)) ?? 'agent.orchestrator', setpoint: ctx.tagOf(setpoint), value: { value: v.value, unit: v.unit }, product: run.product, tooling: run.tooling }, bundle, {
           now, batchState: 'running', current: current.get(setpoint)?.value ?? null, lastMove: null, reviewer: null, attendance: null, approval: null,
         }),
@@ -106,12 +103,26 @@ export const rehearse: StepHandler = async (ctx, engine) => {
     },
   );
   const inside = insideCount(decisions.moves);
+  const absent = SETPOINT_IDS.filter((id) => !roles.has(id));
   return {
     status: 'SUCCEEDED',
-    detail: `Rehearsed ${sim.requested} candidate setpoint vectors over the full batch on ${twin.ref.id} (v${twin.ref.version}); ${sim.discarded.length} discarded (${Object.entries(countReasons(sim.discarded)).map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}). Candidate #${best.index} predicts capping ${best.predicted.cappingRiskPct.toFixed(2)} % (threshold ${cappingThresholdPct} %), weight ${best.predicted.tabletWeightMg.toFixed(1)} mg, hardness ${best.predicted.hardnessN.toFixed(0)} N, AV ${best.predicted.contentUniformityAv.toFixed(1)}; policy: ${inside} of ${decisions.moves.length} moves inside the design space, release held for QA.${standIns.length > 0 ? ` Not on this line, simulated on the twin's reference ranges and never written: ${standIns.join(', ')}.` : ''}`,
+    detail: `Rehearsed ${sim.requested} candidate setpoint vectors over the full batch on ${twin.ref.id} (v${twin.ref.version}); ${sim.discarded.length} discarded (${Object.entries(countReasons(sim.discarded)).map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}). Candidate #${best.index} predicts capping ${best.predicted.cappingRiskPct.toFixed(2)} % (threshold ${cappingThresholdPct} %), weight ${best.predicted.tabletWeightMg.toFixed(1)} mg, hardness ${best.predicted.hardnessN.toFixed(0)} N, AV ${best.predicted.contentUniformityAv.toFixed(1)}; policy: ${inside} of ${decisions.moves.length} moves inside the design space, release held for QA.${absent.length > 0 ? ` Not on this line, rehearsed on the twin's built-in ranges and never written: ${absent.join(', ')}.` : ''}`,
     data: { candidate: { index: best.index, setpoints: best.setpoints, predicted: best.predicted, model: twin.ref }, cappingThresholdPct, twinContext: { batchTablets: context.batchTablets, targetLodPct: context.targetLodPct, targetWeightGainPct: context.targetWeightGainPct, targetWeightMg: context.targetWeightMg } },
   };
 };
+
+/**
+ * The design space the twin rehearses in, by role: the site's approved limits (keyed by its tags). A setpoint role the
+ * site does not map is a unit the line does not have (no coater on a line of uncoated tablets): the twin, which
+ * models the whole process, rehearses it on its built-in range, and nothing is ever proposed for it. A role the
+ * site maps without approved limits is still refused (LK_POLICY_BUNDLE): the twin does not invent a limit for a unit
+ * that exists. Pure.
+ */
+export function rehearsalSpace(approved: Readonly<Record<string, ApprovedLimit>>, roles: RoleMap, label: string): DesignSpaceRanges {
+  const absent: Record<string, ApprovedLimit> = {};
+  for (const id of SETPOINT_IDS) if (!roles.has(id)) absent[id] = DEFAULT_DESIGN_SPACE[id];
+  return twinDesignSpace({ ...absent, ...byRole(approved, roles) }, label);
+}
 
 /** Moves inside the approved design space and the instrument range (whatever else the policy says of them now). */
 function insideCount(ds: readonly { reasons: readonly string[] }[]): number {
