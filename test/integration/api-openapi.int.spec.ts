@@ -3,7 +3,8 @@
  * validates the document as served; then real responses — successes, downloads and refusals of many kinds —
  * are checked against it with Ajv (test/helpers/openapi-check.ts): the status is documented for the operation,
  * the media type is the documented one (errors: application/problem+json), and the body validates against the
- * documented schema. Any API test can run the same check on all its calls with LK_CHECK_OPENAPI=1.
+ * documented schema. Every API test runs the same check on all its calls (test/helpers/api.ts call(); that it can
+ * fail: openapi-check.int.spec.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn, startApiNode, type ApiNode } from '../helpers/api.js';
