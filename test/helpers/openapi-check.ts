@@ -38,7 +38,9 @@ export interface Conformance {
 
 export class OpenApiDocument {
   private readonly ajv: Ajv2020;
+  /** By the pointer checked, and by the schema's text (see validator()). */
   private readonly validators = new Map<string, ValidateFunction>();
+  private readonly compiled = new Map<string, ValidateFunction>();
   private readonly templates: { method: string; template: string; re: RegExp; literal: number }[] = [];
 
   private constructor(readonly doc: Json) {
@@ -161,12 +163,18 @@ export class OpenApiDocument {
 
   private validator(pointer: string): ValidateFunction {
     let v = this.validators.get(pointer);
+    if (v) return v;
+    const target = resolvePointer(this.doc, pointer) as Json;
+    // compiled by the schema's text, not its place: the 4XX and 5XX of every operation are the one `$ref` to
+    // Problem, compiled once for all of them
+    const key = JSON.stringify(target);
+    v = this.compiled.get(key);
     if (!v) {
       // the schema with the document's components beside it, so its "#/components/schemas/…" refs resolve
-      const target = resolvePointer(this.doc, pointer) as Json;
       v = this.ajv.compile({ ...target, components: this.doc['components'] });
-      this.validators.set(pointer, v);
+      this.compiled.set(key, v);
     }
+    this.validators.set(pointer, v);
     return v;
   }
 }
