@@ -116,7 +116,8 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   const problems = PROBLEM_RESPONSES;
 
   registerAuthRoutes(app, o.users, o.clock, o.signInLimits);
-  app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers', response: { 200: Health } } }, async () => ({ status: 'ok' as const, version: VERSION }));
+  // while the API stops, the onRequest hook above answers every request, this one too, 503 LK_NOT_READY
+  app.get('/healthz', { schema: { tags: ['health'], summary: 'The process answers (503 LK_NOT_READY while it stops)', response: { 200: Health, '5xx': problems['5xx'] } } }, async () => ({ status: 'ok' as const, version: VERSION }));
   app.get('/readyz', { schema: { tags: ['health'], summary: 'The daemon can serve requests', response: { 200: Health, ...problems } } }, async () => {
     if (o.ready && !o.ready()) throw new LkError('LK_NOT_READY', 'linekeeper is starting or stopping');
     const d = o.loopDelay?.();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
-import { openApiOf } from './openapi-check.js';
+import { openApiCheckOn, openApiOf } from './openapi-check.js';
 
 export interface ApiNode {
   readonly daemon: Daemon;
@@ -81,15 +81,16 @@ export interface Reply {
 }
 
 /**
- * One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. With `LK_CHECK_OPENAPI=1`
- * every response is checked against the daemon's OpenAPI document (openapi-check.ts), and one that departs from it
- * throws.
+ * One HTTP call; `body` is sent as JSON unless `raw` gives the bytes and content type. Every response is checked
+ * against the daemon's OpenAPI document (openapi-check.ts), and one that departs from it throws — unless
+ * `LK_CHECK_OPENAPI=0` (with a reason, see openApiCheckOn), or the call names in `unchecked` why its answer may
+ * depart (a test of the checker itself, say).
  */
 export async function call(
   url: string,
   method: string,
   path: string,
-  o: { token?: string; body?: unknown; raw?: { data: string; type: string }; headers?: Record<string, string> } = {},
+  o: { token?: string; body?: unknown; raw?: { data: string; type: string }; headers?: Record<string, string>; unchecked?: string } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (o.token) headers['authorization'] = `Bearer ${o.token}`;
@@ -110,7 +111,8 @@ export async function call(
     body = undefined;
   }
   const type = res.headers.get('content-type') ?? '';
-  if (process.env['LK_CHECK_OPENAPI'] === '1') (await openApiOf(url)).assert(method, path, { status: res.status, type, text });
+  if (o.unchecked !== undefined && !o.unchecked.trim()) throw new Error('call(): `unchecked` needs the reason the answer is not checked');
+  if (o.unchecked === undefined && openApiCheckOn()) (await openApiOf(url)).assert(method, path, { status: res.status, type, text });
   return { status: res.status, type, headers: res.headers, body };
 }
 
@@ -129,19 +131,27 @@ export interface SseEvent {
 
 /**
  * An open event stream. `events` fills as events arrive; `next(n)` waits for the n-th; `done` resolves when the
- * server ends the stream (or `abort()` is called). Comments (keep-alives) are counted, not returned.
+ * server ends the stream (or `abort()` is called), and rejects when the answer departs from the OpenAPI document. Comments (keep-alives) are counted, not returned. The answer's
+ * status and media type (and a refusal's body) are checked against the OpenAPI document as call() checks.
  */
 export class SseReader {
   readonly events: SseEvent[] = [];
   comments = 0;
   status = 0;
   ended = false;
+  /** Why the answer departs from the OpenAPI document (then the stream is not read, and next() throws it). */
+  departure: Error | undefined;
   readonly done: Promise<void>;
   private readonly ctl = new AbortController();
   private waiters: (() => void)[] = [];
 
   constructor(url: string, token: string, headers: Record<string, string> = {}) {
-    this.done = this.read(url, token, headers).finally(() => {
+    this.done = this.read(url, token, headers).catch((e: unknown) => {
+      // an answer that departs from the OpenAPI document: next() throws it, and done rejects with it (a test that
+      // awaits neither still fails, on the unhandled rejection)
+      this.departure = e instanceof Error ? e : new Error(String(e));
+      throw this.departure;
+    }).finally(() => {
       this.ended = true;
       this.wake();
     });
@@ -159,10 +169,14 @@ export class SseReader {
       return;
     }
     this.status = res.status;
+    const type = res.headers.get('content-type') ?? '';
     if (res.status !== 200 || !res.body) {
-      await res.text().catch(() => '');
+      const text = await res.text().catch(() => '');
+      await this.conform(url, { status: res.status, type, text });
       return;
     }
+    // the stream's status and media type (its events are not a JSON body the document could describe)
+    await this.conform(url, { status: res.status, type, text: '' });
     const decoder = new TextDecoder();
     let buf = '';
     try {
@@ -199,9 +213,17 @@ export class SseReader {
     }
   }
 
-  /** Wait until at least `n` events arrived (or the stream ended). */
+  /** Check the answer against the daemon's OpenAPI document, as call() does; a departure ends the stream and fails next() and done. */
+  private async conform(url: string, res: { status: number; type: string; text: string }): Promise<void> {
+    if (!openApiCheckOn()) return;
+    const u = new URL(url);
+    (await openApiOf(u.origin)).assert('GET', u.pathname, res);
+  }
+
+  /** Wait until at least `n` events arrived (or the stream ended). @throws the OpenAPI departure of the answer. */
   async next(n: number): Promise<SseEvent[]> {
     while (this.events.length < n && !this.ended) await new Promise<void>((r) => this.waiters.push(r));
+    if (this.departure) throw this.departure;
     return this.events;
   }
 

@@ -5,6 +5,7 @@
  * over the REST API with the reviewer's token and password — and return how many they closed.
  */
 import type { RunEngine } from '../../src/engine/run/engine.js';
+import { call } from './api.js';
 
 export const QA_SIGNER = { user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer' } as const;
 const COMMENT = 'investigated under the batch deviation; the tablets of the excursion were segregated';
@@ -15,13 +16,14 @@ export function closeOpenExceptions(engine: RunEngine, tenant: string, run: stri
   return open.length;
 }
 
+/** Over the REST API through call(), so each answer is also checked against the OpenAPI document. */
 export async function closeOpenExceptionsOverApi(url: string, token: string, tenant: string, run: string, password: string): Promise<number> {
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const list = (await (await fetch(`${url}/v1/tenants/${tenant}/runs/${run}/exceptions`, { headers })).json()) as { items: { id: string; kind: string; status: string }[] };
-  const open = list.items.filter((e) => e.status === 'open');
+  const list = await call(url, 'GET', `/v1/tenants/${tenant}/runs/${run}/exceptions`, { token });
+  if (list.status !== 200) throw new Error(`listing the exceptions of ${run}: HTTP ${list.status} ${JSON.stringify(list.body)}`);
+  const open = (list.body as { items: { id: string; kind: string; status: string }[] }).items.filter((e) => e.status === 'open');
   for (const e of open) {
-    const r = await fetch(`${url}/v1/tenants/${tenant}/exceptions/${e.id}/close`, { method: 'POST', headers, body: JSON.stringify({ comment: `${e.kind}: ${COMMENT}`, deviation: 'DEV-2026-0142', password }) });
-    if (r.status !== 200) throw new Error(`closing ${e.id}: HTTP ${r.status} ${await r.text()}`);
+    const r = await call(url, 'POST', `/v1/tenants/${tenant}/exceptions/${e.id}/close`, { token, body: { comment: `${e.kind}: ${COMMENT}`, deviation: 'DEV-2026-0142', password } });
+    if (r.status !== 200) throw new Error(`closing ${e.id}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
   }
   return open.length;
 }

@@ -19,6 +19,7 @@ import { LkError } from '../../src/errors.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import type { PolicyBundle } from '../../src/policy/index.js';
 import { openStore, type Store } from '../../src/store/store.js';
+import { openApiCheckOn, OpenApiDocument } from './openapi-check.js';
 
 export const ISSUER = 'https://idp.plant.example/realms/ravenna';
 export const AUDIENCE = 'linekeeper';
@@ -148,8 +149,13 @@ export function writeJwks(dir: string, keys: readonly ProviderKey[]): string {
   return 'jwks.json';
 }
 
-/** One request through fastify's inject (no socket), with an optional bearer token. */
-export async function req(a: IdentityApi, method: 'GET' | 'POST' | 'PUT', url: string, o: { token?: string; body?: unknown; ip?: string } = {}) {
+/**
+ * One request through fastify's inject (no socket), with an optional bearer token. The answer is checked against
+ * the API's OpenAPI document (openapi-check.ts), and one that departs from it throws, as `call()` does for the
+ * daemon's API — unless `LK_CHECK_OPENAPI=0` (with a reason) or the request names why in `unchecked`.
+ */
+export async function req(a: IdentityApi, method: 'GET' | 'POST' | 'PUT', url: string, o: { token?: string; body?: unknown; ip?: string; unchecked?: string } = {}) {
+  if (o.unchecked !== undefined && !o.unchecked.trim()) throw new Error('req(): `unchecked` needs the reason the answer is not checked');
   const r = await a.api.app.inject({
     method, url, ...(o.ip ? { remoteAddress: o.ip } : {}),
     headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -161,7 +167,26 @@ export async function req(a: IdentityApi, method: 'GET' | 'POST' | 'PUT', url: s
   } catch {
     body = undefined;
   }
+  if (o.unchecked === undefined && openApiCheckOn()) {
+    const type = r.headers['content-type'];
+    (await documentOf(a.api)).assert(method, url, { status: r.statusCode, type: typeof type === 'string' ? type : '', text: r.body });
+  }
   return { status: r.statusCode, headers: r.headers, body };
+}
+
+const documents = new WeakMap<ApiServer, Promise<OpenApiDocument>>();
+
+/** The validated OpenAPI document `api` serves, asked once per API (validated once per distinct text). */
+function documentOf(api: ApiServer): Promise<OpenApiDocument> {
+  let d = documents.get(api);
+  if (!d) {
+    d = api.app.inject({ method: 'GET', url: '/openapi.json' }).then((r) => {
+      if (r.statusCode !== 200) throw new Error(`GET /openapi.json: ${r.statusCode}`);
+      return OpenApiDocument.parse(r.body);
+    });
+    documents.set(api, d);
+  }
+  return d;
 }
 
 /** Audit actions of the site chain, in order. */

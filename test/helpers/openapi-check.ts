@@ -9,8 +9,10 @@
  * `application/problem+json`, the document's `Problem` schema). Hidden routes (the document itself, /metrics,
  * the console) are not in the document and are not checked.
  *
- * `test/helpers/api.ts` `call()` runs this on every response when `LK_CHECK_OPENAPI=1`.
+ * `test/helpers/api.ts` `call()` and `test/helpers/identity-api.ts` `req()` run this on every response, by default
+ * (see {@link openApiCheckOn}): a test that gets an answer the document does not describe fails at the call.
  */
+import { createHash } from 'node:crypto';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -36,7 +38,9 @@ export interface Conformance {
 
 export class OpenApiDocument {
   private readonly ajv: Ajv2020;
+  /** By the pointer checked, and by the schema's text (see validator()). */
   private readonly validators = new Map<string, ValidateFunction>();
+  private readonly compiled = new Map<string, ValidateFunction>();
   private readonly templates: { method: string; template: string; re: RegExp; literal: number }[] = [];
 
   private constructor(readonly doc: Json) {
@@ -60,10 +64,29 @@ export class OpenApiDocument {
   static async load(url: string): Promise<OpenApiDocument> {
     const res = await fetch(`${url}/openapi.json`);
     if (res.status !== 200) throw new Error(`GET /openapi.json: ${res.status}`);
-    const doc = (await res.json()) as Json;
-    // swagger-parser dereferences what it validates: give it a copy, keep the document as served
-    await SwaggerParser.validate(structuredClone(doc) as never);
-    return new OpenApiDocument(doc);
+    return OpenApiDocument.parse(await res.text());
+  }
+
+  /**
+   * The document from its text, validated by swagger-parser — once per distinct text in this process: every
+   * daemon of a test file serves the same document, and the validation and the Ajv compilations are the check's
+   * cost, so a document already seen is the same (already compiled) instance.
+   * @throws Error when the document is not a valid OpenAPI document (swagger-parser's message).
+   */
+  static parse(text: string): Promise<OpenApiDocument> {
+    const key = createHash('sha256').update(text).digest('hex');
+    let d = byText.get(key);
+    if (!d) {
+      d = (async () => {
+        const doc = JSON.parse(text) as Json;
+        // swagger-parser dereferences what it validates: give it a copy, keep the document as served
+        await SwaggerParser.validate(structuredClone(doc) as never);
+        return new OpenApiDocument(doc);
+      })();
+      d.catch(() => byText.delete(key));
+      byText.set(key, d);
+    }
+    return d;
   }
 
   /** The operation `method path` falls under (path as requested, query ignored). */
@@ -140,12 +163,18 @@ export class OpenApiDocument {
 
   private validator(pointer: string): ValidateFunction {
     let v = this.validators.get(pointer);
+    if (v) return v;
+    const target = resolvePointer(this.doc, pointer) as Json;
+    // compiled by the schema's text, not its place: the 4XX and 5XX of every operation are the one `$ref` to
+    // Problem, compiled once for all of them
+    const key = JSON.stringify(target);
+    v = this.compiled.get(key);
     if (!v) {
       // the schema with the document's components beside it, so its "#/components/schemas/…" refs resolve
-      const target = resolvePointer(this.doc, pointer) as Json;
       v = this.ajv.compile({ ...target, components: this.doc['components'] });
-      this.validators.set(pointer, v);
+      this.compiled.set(key, v);
     }
+    this.validators.set(pointer, v);
     return v;
   }
 }
@@ -164,9 +193,11 @@ function resolvePointer(doc: unknown, pointer: string): unknown {
   return at;
 }
 
+/** Validated documents by the SHA-256 of their text (see {@link OpenApiDocument.parse}). */
+const byText = new Map<string, Promise<OpenApiDocument>>();
 const loaded = new Map<string, Promise<OpenApiDocument>>();
 
-/** The validated document of the daemon at `url`, loaded once per daemon. */
+/** The validated document of the daemon at `url`, fetched once per daemon (and validated once per distinct text). */
 export function openApiOf(url: string): Promise<OpenApiDocument> {
   let d = loaded.get(url);
   if (!d) {
@@ -175,4 +206,18 @@ export function openApiOf(url: string): Promise<OpenApiDocument> {
     loaded.set(url, d);
   }
   return d;
+}
+
+/**
+ * Whether the API test helpers check every response against the document: yes, unless `LK_CHECK_OPENAPI=0`, and
+ * that only with the reason in `LK_CHECK_OPENAPI_REASON` (a run without the check says why). Any other value of
+ * `LK_CHECK_OPENAPI` than `1` or `0` is a mistake, not a way to turn the check off.
+ * @throws Error for `LK_CHECK_OPENAPI=0` without a reason, or a value other than `0`/`1`.
+ */
+export function openApiCheckOn(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env['LK_CHECK_OPENAPI'];
+  if (v === undefined || v === '' || v === '1') return true;
+  if (v !== '0') throw new Error(`LK_CHECK_OPENAPI=${v}: 1 (the default) checks every API response against the OpenAPI document, 0 turns the check off (with LK_CHECK_OPENAPI_REASON)`);
+  if (!env['LK_CHECK_OPENAPI_REASON']?.trim()) throw new Error('LK_CHECK_OPENAPI=0 turns off the OpenAPI check of every API response: name the reason in LK_CHECK_OPENAPI_REASON');
+  return false;
 }

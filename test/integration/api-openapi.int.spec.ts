@@ -3,10 +3,12 @@
  * validates the document as served; then real responses — successes, downloads and refusals of many kinds —
  * are checked against it with Ajv (test/helpers/openapi-check.ts): the status is documented for the operation,
  * the media type is the documented one (errors: application/problem+json), and the body validates against the
- * documented schema. Any API test can run the same check on all its calls with LK_CHECK_OPENAPI=1.
+ * documented schema. Every API test runs the same check on all its calls (test/helpers/api.ts call(); that it can
+ * fail: openapi-check.int.spec.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { req, startIdentityApi } from '../helpers/identity-api.js';
 import { OpenApiDocument } from '../helpers/openapi-check.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -58,7 +60,7 @@ describe('the OpenAPI document as served', () => {
     for (const [path, ops] of Object.entries(paths)) {
       for (const [method, op] of Object.entries(ops)) {
         for (const range of ['4XX', '5XX']) {
-          if (path === '/healthz') continue; // answers 200 or not at all
+          if (path === '/healthz' && range === '4XX') continue; // refuses nothing: 200, or 503 while the API stops
           const r = op.responses[range];
           expect(r, `${method} ${path} ${range}`).toBeDefined();
           expect(Object.keys(r!.content ?? {}), `${method} ${path} ${range}`).toEqual(['application/problem+json']);
@@ -75,6 +77,22 @@ describe('the OpenAPI document as served', () => {
     const media = (m: string, p: string): string[] => Object.keys(((doc.operationOf(m, p)!.op['responses'] as Record<string, { content: object }>)['200']!).content).sort();
     expect(media('GET', `${A}/audit/export`)).toEqual(['application/pdf', 'application/x-ndjson', 'text/csv']);
     expect(media('GET', `${A}/runs/run_nope000000/release`)).toEqual(['application/json', 'application/pdf', 'application/x-ndjson']);
+  });
+});
+
+describe('an API that stops answers as its document says', () => {
+  it('GET /healthz while the API stops is 503 LK_NOT_READY as application/problem+json, documented (req() checks it)', async () => {
+    const a = await startIdentityApi();
+    try {
+      expect((await req(a, 'GET', '/healthz')).status).toBe(200);
+      const closing = a.api.close();
+      // the close has begun: the onRequest hook answers every request, the health probe too
+      const r = await req(a, 'GET', '/healthz');
+      expect([r.status, r.body.code]).toEqual([503, 'LK_NOT_READY']);
+      await closing;
+    } finally {
+      await a.close();
+    }
   });
 });
 
