@@ -63,7 +63,7 @@ function engineOn(store: Store): RunEngine {
     writer: {} as RunEngineOptions['writer'],
     read: async () => [],
     mes: { read: (tenant, batch) => records[`${tenant}/${batch}`] },
-    sequencer: { kind: 'simulator-operator', enter: async () => {} },
+    sequencer: { kind: 'plc', tag: 'plc.BatchPhase', enter: async () => {} },
     policy: () => bundle,
     models,
     parseRequest: (text) => parseRunRequest(text) as unknown as ParsedRequest,

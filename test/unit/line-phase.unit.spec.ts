@@ -38,6 +38,20 @@ describe('the phase source of a line', () => {
     expect(names.reads).toEqual(['plc.BatchPhase', 'plc.BatchPhase']);
   });
 
+  it('the operator\u2019s notice comes before the first read, once per step, and the phase still counts only when the line reports it', async () => {
+    const p = plc(['BLEND', 'BLEND', 'DRY']);
+    const notices: string[] = [];
+    const seq = plcPhaseObserver(p.read, { pollMs: 1, now: () => 0, onWait: (phase, batch) => notices.push(`${phase}/${batch}:${p.reads.length}`) });
+    await seq.enter('DRY', 'B-7', new AbortController().signal);
+    expect(notices).toEqual(['DRY/B-7:0']);
+    expect(p.reads).toHaveLength(3);
+    // a line already in the phase (a resumed step) is still told, and the step goes on at the first read
+    const same = plc(['DRY']);
+    const told: string[] = [];
+    await plcPhaseObserver(same.read, { pollMs: 1, now: () => 0, onWait: (phase) => told.push(phase) }).enter('DRY', 'B-7', new AbortController().signal);
+    expect([told, same.reads.length]).toEqual([['DRY'], 1]);
+  });
+
   it('a phase the PLC never reports ends in LK_CONN_TIMEOUT after the configured wait (injected clock), naming the tag and what it said', async () => {
     let t = 0;
     const p = plc([3]);

@@ -16,7 +16,7 @@ import type { Store } from '../../store/store.js';
 import type { GuardedWriter } from '../guarded-writer.js';
 import { RunEngine } from './engine.js';
 import { effectiveLimits } from './limits.js';
-import { lineReader, plcPhaseObserver, simulatorOperator } from './line.js';
+import { lineReader, plcPhaseObserver } from './line.js';
 import { registryModels } from './models.js';
 import { STEPS } from './steps/index.js';
 import type { ParsedRequest } from './types.js';
@@ -38,8 +38,11 @@ export interface ComposeOptions {
   readonly lims?: LimsSource;
   readonly log: Logger;
   readonly policy: () => PolicyBundle | null;
-  /** The embedded simulator's phase start (the daemon plays the HMI operator); absent on a real line. */
-  readonly startPhase?: (phase: string) => void;
+  /**
+   * Told which phase the engine waits for (the operator's notice): the embedded simulator's operator presses start
+   * at its HMI; the engine then reads the phase from the line like on any other.
+   */
+  readonly startPhase?: (phase: string, batch: string) => void;
   readonly pollMs?: number;
   /** The site's people, when linekeeper holds them (its local identities): checked at batch-record intake. */
   readonly people?: PeopleLookup;
@@ -69,9 +72,13 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
       connections: () => o.connectors.map((c) => ({ id: c.id, state: c.health().state })),
     },
     ...(o.lims ? { lims: o.lims } : {}),
-    sequencer: o.startPhase
-      ? simulatorOperator(o.startPhase)
-      : plcPhaseObserver(read, { now: () => o.clock.now(), ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : { tag: roleMapOf(config).tag('plc.BatchPhase') }) }),
+    // one phase source for every line: the embedded simulator's operator answers the engine's notice like a person at the HMI
+    sequencer: plcPhaseObserver(read, {
+      now: () => o.clock.now(),
+      pollMs: o.pollMs ?? 1000,
+      ...(o.startPhase ? { onWait: o.startPhase } : {}),
+      ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : { tag: roleMapOf(config).tag('plc.BatchPhase') }),
+    }),
     policy: o.policy,
     log: o.log,
     models: registryModels(o.store, o.loaded.dataDir, config.site.id),

@@ -27,21 +27,34 @@ export function lineReader(connectors: readonly Connector[], served: ReadonlyMap
 }
 
 /**
- * A real line: the PLC's phase logic starts each phase (from the operator at the HMI or the MES); the engine
- * waits until `plc.BatchPhase` reports it, polling every `pollMs`, and gives up after `timeoutMs` (the step
- * is then held for a person).
+ * How every line's batch phases start: the PLC's phase logic starts each phase (the operator at the HMI, or the
+ * MES); the engine says which phase it waits for (`onWait`: the operator's notice; on the embedded simulator, its
+ * simulated operator presses start) and then waits until the phase tag reports it, polling every `pollMs`, for at
+ * most `timeoutMs` (the step is then held for a person). The embedded simulator answers through this same
+ * interface: the engine has no path of its own for it.
  */
 export function plcPhaseObserver(
   read: (tags: readonly string[]) => Promise<Sample[]>,
-  opts: { tag?: string; values?: Readonly<Partial<Record<string, readonly (string | number)[]>>>; pollMs?: number; timeoutMs?: number; now: () => number },
+  opts: {
+    tag?: string;
+    values?: Readonly<Partial<Record<string, readonly (string | number)[]>>>;
+    pollMs?: number;
+    timeoutMs?: number;
+    now: () => number;
+    onWait?: (phase: string, batch: string) => void;
+  },
 ): LineSequencer {
   const tag = opts.tag ?? 'plc.BatchPhase';
   // the PLC's own values for a phase (a PackML UnitState number, an ISA-88 state word), else the phase's name
   const means = (phase: string, v: unknown): boolean => (opts.values?.[phase] ?? [phase]).some((x) => x === v);
   return {
     kind: 'plc',
-    async enter(phase, _batch, signal) {
+    tag,
+    async enter(phase, batch, signal) {
       const until = opts.now() + (opts.timeoutMs ?? 3_600_000);
+      // the notice comes first, every time a step asks (a new batch's phase starts afresh even when the line
+      // still shows the same phase from the last one)
+      opts.onWait?.(phase, batch);
       for (;;) {
         const [s] = await read([tag]);
         if (s?.quality === 'good' && means(phase, s.value)) return;
@@ -49,19 +62,6 @@ export function plcPhaseObserver(
         if (signal.aborted) return;
         await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
       }
-    },
-  };
-}
-
-/**
- * The embedded simulator: the daemon stands in for the line operator who starts each phase at the HMI
- * (the simulator's `startPhase`); the phase is then visible over OPC UA as plc.BatchPhase like on a real line.
- */
-export function simulatorOperator(startPhase: (phase: string) => void): LineSequencer {
-  return {
-    kind: 'simulator-operator',
-    async enter(phase) {
-      startPhase(phase);
     },
   };
 }

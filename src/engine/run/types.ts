@@ -43,12 +43,14 @@ export interface LineState {
 }
 
 /**
- * How a phase of the batch starts on the line. On a real line the PLC's phase logic starts it (from the
- * operator at the HMI or the MES) and linekeeper waits until plc.BatchPhase reports it; on the embedded
- * simulator the daemon plays that operator.
+ * How a phase of the batch starts on the line: the PLC's phase logic starts it (from the operator at the HMI or
+ * the MES) and linekeeper waits until the line's phase tag reports it — the embedded simulator included, whose
+ * simulated operator answers the engine's notice.
  */
 export interface LineSequencer {
-  readonly kind: 'plc' | 'simulator-operator';
+  readonly kind: 'plc';
+  /** The tag the phase is read from (line.phase.tag, or the tag playing plc.BatchPhase). */
+  readonly tag: string;
   enter(phase: 'BLEND' | 'DRY' | 'COMPRESS' | 'COAT' | 'INSPECT' | 'RELEASE' | 'COMPLETE', batch: string, signal: AbortSignal): Promise<void>;
 }
 
