@@ -14,7 +14,7 @@
 //
 // Options: --out <dir> (default build/), --skip-build (reuse dist/), --no-deb.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -59,7 +59,9 @@ say('copying dist, bin, configuration templates, unit');
 cpSync(join(root, 'dist'), join(app, 'dist'), { recursive: true, filter: (s) => !/\.(map|tsbuildinfo)$/.test(s) && !s.includes(`${sep}test${sep}`) });
 for (const f of ['bin', 'systemd', 'package.json', 'package-lock.json', 'README.md']) cpSync(join(root, f), join(app, f), { recursive: true });
 mkdirSync(join(app, 'config'));
-for (const f of ['site.yaml', 'site.schema.json', 'batch-record.schema.json', 'qc-result.schema.json', 'recorded-batches.schema.json', 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
+// every shipped JSON Schema (config/<kind>.schema.json, one per `linekeeper config schema --of` kind)
+const schemas = readdirSync(join(root, 'config')).filter((f) => f.endsWith('.schema.json'));
+for (const f of ['site.yaml', ...schemas, 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
 
 say('copying the production node_modules (npm ls --omit=dev)');
 const modules = realpathSync(join(root, 'node_modules'));

@@ -46,6 +46,14 @@ export const SITE_LIMITS: Readonly<Record<ModelKind, Readonly<Record<string, Acc
 });
 
 /**
+ * The acceptance criteria a card of this kind states when it is built (a copy of the site limits): the golden
+ * gate's pass criteria, written before any evaluation, as a validation protocol states its criteria before the test.
+ */
+export function siteCriteria(kind: ModelKind): Record<string, AcceptanceCriterion> {
+  return Object.fromEntries(Object.entries(SITE_LIMITS[kind]).map(([k, v]) => [k, { ...v }]));
+}
+
+/**
  * The twin's run-time acceptance against the plant (R8, card section `fidelity`): the largest residual of the mean
  * measured at the setpoints in force against the twin's prediction there, beyond which the model counts as lost for
  * the run. Sized from what the plant may do while the model is right: granulate bulk density wanders about 1.5 % (1 SD)

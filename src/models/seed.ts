@@ -28,9 +28,9 @@ import { NOMINAL_PARAMS } from '../twin/params.js';
 import { classifyFeatures, frameSetFeatures, precisionRecall, trainVisionOnFeatures, type VisionArtefact } from '../twin/vision/classifier.js';
 import { DEFECT_CLASSES, forEachFrameSet, HEIGHT, WIDTH, type DefectClass } from '../twin/vision/frames.js';
 import type { TwinArtefact } from './artefacts.js';
-import { SITE_LIMITS, TWIN_FIDELITY } from './golden.js';
+import { siteCriteria, TWIN_FIDELITY } from './golden.js';
 import { defaultGoldenDir } from './golden-data.js';
-import { registerModel, type ModelKind, type ModelSummary, type RegisterInput } from './registry.js';
+import { registerModel, type ModelSummary, type RegisterInput } from './registry.js';
 
 /** The default model families, as agents.yaml names them (`<analyte>-<family>`). */
 export const DEFAULT_FAMILIES = ['process-twin', 'potency-pls', 'defects-softmax'] as const;
@@ -55,7 +55,7 @@ export interface SeedOptions {
 /** A model to register: kind, analyte/family, artefact and card. */
 export type Candidate = Pick<RegisterInput, 'analyte' | 'family' | 'kind' | 'artefact' | 'card'>;
 
-const criteria = (kind: ModelKind): ModelCard['acceptance'] => Object.fromEntries(Object.entries(SITE_LIMITS[kind]).map(([k, v]) => [k, { ...v }]));
+const criteria = siteCriteria;
 
 function hull(a: Readonly<DesignSpaceRanges>, b: Readonly<DesignSpaceRanges>): DesignSpaceRanges {
   const out = {} as DesignSpaceRanges;

@@ -16,7 +16,7 @@ import { evaluateTwin, fitTwin } from '../twin/fit.js';
 import type { RecordedBatch } from '../twin/recorded.js';
 import { SETPOINT_IDS } from '../twin/setpoints.js';
 import type { TwinArtefact } from './artefacts.js';
-import { SITE_LIMITS, TWIN_FIDELITY } from './golden.js';
+import { siteCriteria, TWIN_FIDELITY } from './golden.js';
 import { registerModel, type ModelSummary } from './registry.js';
 
 const finite = z.number().refine(Number.isFinite, 'must be a finite number');
@@ -48,6 +48,29 @@ export const RecordedBatches = z.strictObject({
   batches: z.array(RecordedBatchSchema).min(1),
 });
 export type RecordedBatchesFile = z.infer<typeof RecordedBatches>;
+
+/** The documents `models fit --from` takes, by their `kind`: the twin's recorded batches, the NIR model's spectra (site-nir.ts). */
+export const SITE_DATA_KINDS = ['recorded-batches', 'nir-calibration'] as const;
+export type SiteDataKind = (typeof SITE_DATA_KINDS)[number];
+
+/**
+ * Which site-data document this is, by its `kind`, so that it is parsed by its own schema.
+ * @throws LkError LK_VALIDATION (not JSON, or no known kind), naming the file
+ */
+export function siteDataKind(text: string, file: string): SiteDataKind {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new LkError('LK_VALIDATION', `${file}: not JSON (${(err as Error).message})`, { file });
+  }
+  const kind = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>)['kind'] : undefined;
+  if (!(SITE_DATA_KINDS as readonly unknown[]).includes(kind)) {
+    const message = `must be one of ${SITE_DATA_KINDS.map((k) => `"${k}"`).join(', ')}, not ${JSON.stringify(kind) ?? 'missing'}`;
+    throw new LkError('LK_VALIDATION', `${file}: kind: ${message}`, { file, issues: [{ path: 'kind', message }] });
+  }
+  return kind as SiteDataKind;
+}
 
 /** Fewest batches a site fit takes: two thirds train the twin, one third measures it. */
 export const MIN_SITE_BATCHES = 6;
@@ -106,7 +129,7 @@ export function fitSiteTwin(store: Store, dataDir: string, i: SiteFitInput): { m
   const card: ModelCard = {
     ...fit.card,
     metrics: { ...fit.card.metrics, ...Object.fromEntries(Object.entries(residuals).map(([k, r]) => [`rmsep.${k}`, r.rmse])) },
-    acceptance: Object.fromEntries(Object.entries(SITE_LIMITS.twin).map(([k, v]) => [k, { ...v }])),
+    acceptance: siteCriteria('twin'),
     fidelity: Object.fromEntries(Object.entries(TWIN_FIDELITY).map(([k, v]) => [k, { ...v }])),
     trainingData: {
       summary: `${train.length} recorded batches of site ${i.site} from ${i.file} (sha256 ${sha256}): ${doc.description}; held out to measure it: ${held.map((b) => b.id).join(', ')}`,

@@ -112,9 +112,9 @@ describe('site configuration', () => {
     expect(shipped).toEqual(configJsonSchema());
   });
 
-  it('ships the JSON Schemas of a batch record and a QC result in sync, and an independent validator (Ajv) accepts the sample record and refuses a broken one', () => {
+  it('ships the JSON Schemas of a batch record, a QC result and the site data of `models fit` in sync, and an independent validator (Ajv) accepts a sample of each and refuses broken ones', () => {
     const ajv = new Ajv2020({ strict: false, allErrors: true });
-    for (const kind of ['batch-record', 'qc-result', 'recorded-batches'] as const) {
+    for (const kind of ['batch-record', 'qc-result', 'recorded-batches', 'nir-calibration'] as const) {
       const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', `${kind}.schema.json`), 'utf8')) as Record<string, unknown>;
       expect(shipped).toEqual(jsonSchemaOf(kind));
     }
@@ -127,6 +127,11 @@ describe('site configuration', () => {
     const validResult = ajv.compile(jsonSchemaOf('qc-result'));
     expect(validResult(result), JSON.stringify(validResult.errors)).toBe(true);
     expect(validResult({ ...result, test: 'taste' })).toBe(false);
+    const nir = { format: 1, kind: 'nir-calibration', description: 'analyser 2, HPLC assay', analyte: 'potency', wavelengths: { start_nm: 1100, step_nm: 4, count: 2 }, spectra: [{ id: 'S1', absorbance: [0.41, 0.42], reference_pct: 99.2, lims_ref: 'LIMS-1' }] };
+    const validNir = ajv.compile(jsonSchemaOf('nir-calibration'));
+    expect(validNir(nir), JSON.stringify(validNir.errors)).toBe(true);
+    expect(validNir({ ...nir, spectra: [{ id: 'S1', absorbance: ['0.41'], reference_pct: 99.2 }] })).toBe(false);
+    expect(validNir({ ...nir, spectra: [{ id: 'S1', absorbance: [0.41], reference_pct: 99.2, assay: 'hplc' }] })).toBe(false);
   });
 });
 

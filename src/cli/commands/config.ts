@@ -9,6 +9,7 @@ import { BatchRecord } from '../../domain/batch-record.js';
 import { missingRoles, roleMapOf, ROLES, STEP_ROLES } from '../../domain/roles.js';
 import { QcResult } from '../../domain/qc-result.js';
 import { RecordedBatches } from '../../models/site-fit.js';
+import { NirCalibration } from '../../models/site-nir.js';
 import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
 import { readLine, readPassword } from '../prompt.js';
 import { readPolicyBundle } from '../../config/policy-bundle.js';
@@ -83,7 +84,7 @@ export function registerConfig(program: Command): void {
     });
   config
     .command('schema')
-    .description('Print (or write) the JSON Schema of the site configuration (for editors), or of a batch record or a QC result (for an MES or LIMS integration)')
+    .description('Print (or write) the JSON Schema of the site configuration (for editors), of a batch record or a QC result (for an MES or LIMS integration), or of the site data `models fit` takes (recorded batches, NIR calibration spectra)')
     .option('-o, --output <file>', 'write to a file instead of stdout')
     .option('--of <kind>', `which document: ${SCHEMA_KINDS.join(', ')}`, 'site')
     .action((opts: { output?: string; of: string }) => {
@@ -113,16 +114,17 @@ export function configJsonSchema(): Record<string, unknown> {
 /**
  * The documents linekeeper reads from other systems, as JSON Schemas an integration is written against: the
  * site configuration, a batch record from the MES inbox, a QC result from the LIMS folder. Generated from the
- * same zod schemas that validate them; and the recorded batches a site fits its twin on (`models fit`) (cross-field rules, such as a reviewer who is not the QA reviewer, are
+ * same zod schemas that validate them; and the recorded batches and NIR calibration spectra a site fits its twin and its NIR model on (`models fit`) (cross-field rules, such as a reviewer who is not the QA reviewer, are
  * checked on intake and not expressible here). Shipped as config/<kind>.schema.json.
  */
-export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result', 'recorded-batches'] as const;
+export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result', 'recorded-batches', 'nir-calibration'] as const;
 export type SchemaKind = (typeof SCHEMA_KINDS)[number];
 export function jsonSchemaOf(kind: SchemaKind): Record<string, unknown> {
   if (kind === 'site') return configJsonSchema();
   const [schema, title] =
     kind === 'batch-record' ? [BatchRecord, 'linekeeper batch record (MES inbox)']
     : kind === 'qc-result' ? [QcResult, 'linekeeper QC result (LIMS results folder)']
-    : [RecordedBatches, 'linekeeper recorded batches (a site\'s historian/LIMS export for `models fit`)'];
+    : kind === 'recorded-batches' ? [RecordedBatches, 'linekeeper recorded batches (a site\'s historian/LIMS export for `models fit`)']
+    : [NirCalibration, 'linekeeper NIR calibration spectra (a site\'s NIR spectra with LIMS reference values for `models fit`)'];
   return { ...z.toJSONSchema(schema, { io: 'input' }), $id: `https://linekeeper.invalid/schema/${kind}-v1.json`, title };
 }

@@ -13,7 +13,8 @@ import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../config/l
 import { LkError } from '../../errors.js';
 import { listModels, parseStatus, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
-import { fitSiteTwin, parseRecordedBatches } from '../../models/site-fit.js';
+import { fitSiteTwin, parseRecordedBatches, siteDataKind } from '../../models/site-fit.js';
+import { fitSiteNir, parseNirCalibration } from '../../models/site-nir.js';
 import { readInputFile } from '../../files.js';
 import { type PolicyBundle } from '../../policy/index.js';
 import { loadPolicyBundle } from '../../config/policy-bundle.js';
@@ -195,9 +196,14 @@ export function registerModels(program: Command): void {
     });
   models
     .command('fit')
-    .description('Fit the process twin on the site\'s own recorded batches (a historian/LIMS export in the documented format: `linekeeper config schema --of recorded-batches`) and register it as a draft pinned to the site; every third batch (by id) is held out to measure it. Promote it like any model: the golden-dataset gate decides')
+    .description(
+      'Fit a model on the site\'s own data and register it as a draft pinned to the site; FILE\'s `kind` says which: ' +
+        '`recorded-batches` (a historian/LIMS export, `linekeeper config schema --of recorded-batches`) fits the process twin, every third batch by id held out to measure it; ' +
+        '`nir-calibration` (NIR spectra on linekeeper\'s wavelength axis with their LIMS reference potency, `linekeeper config schema --of nir-calibration`) fits the NIR potency PLS model, every fourth spectrum by id held out as its test set. ' +
+        'Promote it like any model: the golden-dataset gate decides',
+    )
     .requiredOption('--tenant <id>', 'tenant the model belongs to (must be in the configuration)')
-    .requiredOption('--from <file>', 'the recorded batches (JSON)')
+    .requiredOption('--from <file>', 'the site\'s data (JSON): recorded batches or NIR calibration spectra')
     .option('--config <file>', 'site configuration file', defaultConfigFile())
     .option('--data <dir>', 'data directory (default: the configuration data_dir)')
     .option('--site <id>', 'site to pin the model to (default: the configuration site id)')
@@ -207,14 +213,18 @@ export function registerModels(program: Command): void {
       const loaded = configOf(opts);
       checkTenant(loaded, opts.tenant);
       // the file first: a wrong file costs nobody a password prompt
-      const text = readInputFile(opts.from, 'recorded batches (--from)');
-      parseRecordedBatches(text, opts.from);
+      const text = readInputFile(opts.from, 'site data (--from)');
+      const kind = siteDataKind(text, opts.from);
+      if (kind === 'nir-calibration') parseNirCalibration(text, opts.from);
+      else parseRecordedBatches(text, opts.from);
       const by = await registrant(loaded, opts.as, opts.tenant);
-      const r = withStore(loaded, (store) => fitSiteTwin(store, loaded.dataDir, { tenant: opts.tenant, site: opts.site ?? loaded.config.site.id, by, text, file: basename(opts.from) }));
+      const input = { tenant: opts.tenant, site: opts.site ?? loaded.config.site.id, by, text, file: basename(opts.from) };
+      const r = withStore(loaded, (store) => (kind === 'nir-calibration' ? fitSiteNir : fitSiteTwin)(store, loaded.dataDir, input));
       if (opts.json) process.stdout.write(`${JSON.stringify({ ...r.model, trained: r.trained, heldOut: r.heldOut }, null, 2)}\n`);
       else {
+        const what = kind === 'nir-calibration' ? 'spectra' : 'batches';
         process.stdout.write(`registered ${r.model.tenant}/${r.model.id} (${r.model.status}, pinned to ${r.model.sites.join(',')}), sha256 ${r.model.sha256}\n`);
-        process.stdout.write(`fitted on ${r.trained.length} batches, measured on ${r.heldOut.length} held out (${r.heldOut.join(', ')}): ${headline(r.model)}\n`);
+        process.stdout.write(`fitted on ${r.trained.length} ${what}, measured on ${r.heldOut.length} held out (${r.heldOut.join(', ')}): ${headline(r.model)}\n`);
       }
     });
   changeOptions(

@@ -14,7 +14,7 @@ import { PLS } from 'ml-pls';
 import { createRng } from '../../clock.js';
 import { LkError } from '../../errors.js';
 import type { ModelCard } from '../card.js';
-import { snv, WL_COUNT, WL_START_NM, WL_STEP_NM, type NirSample } from './spectra.js';
+import { snv, WL_COUNT, WL_START_NM, WL_STEP_NM } from './spectra.js';
 
 /** The stored form of a PLS model (the registry's artefact JSON). */
 export interface PlsArtefact {
@@ -81,6 +81,12 @@ function predictWith(pls: PLS, x: number[][]): number[] {
   return z.mmul(b).getColumn(0).map((v) => v * (pls.stdDevY as number[])[0]! + (pls.meanY as number[])[0]!);
 }
 
+/** What PLS training reads of a sample: its spectrum and its reference potency (a LIMS value, or the simulator's). */
+export interface PlsSample {
+  spectrum: ArrayLike<number>;
+  potencyPct: number;
+}
+
 export interface TrainPlsOptions {
   tenant: string;
   analyte?: string;
@@ -97,7 +103,7 @@ export interface TrainPlsOptions {
  * independent set. Throws LK_VALIDATION with fewer than 20 calibration or 5
  * test samples, or spectra of the wrong length.
  */
-export function trainPls(calibration: readonly NirSample[], test: readonly NirSample[], opts: TrainPlsOptions): PlsTraining {
+export function trainPls(calibration: readonly PlsSample[], test: readonly PlsSample[], opts: TrainPlsOptions): PlsTraining {
   if (calibration.length < 20 || test.length < 5) throw new LkError('LK_VALIDATION', 'PLS training needs at least 20 calibration and 5 test samples');
   for (const s of [...calibration, ...test]) {
     if (s.spectrum.length !== WL_COUNT) throw new LkError('LK_VALIDATION', `spectra must have ${WL_COUNT} points`);
