@@ -20,11 +20,23 @@ function meanings(item) {
 /** A batch whose specification table FAILed is never released: the only decision offered is a rejection. */
 const rejectOnly = (item) => item.kind === 'batch_release' && item.detail?.releasable === false;
 
+/**
+ * Who can take a decision: a batch release its named QA reviewer (any QA reviewer when none is named); a move that
+ * needs QA a QA reviewer; an L2 review the batch's assigned reviewer or QA. The daemon decides (it refuses anyone
+ * else); the console offers the dialog only to who can sign it, and tells the others who it waits for.
+ */
+export function canSign(item, user) {
+  if (item.kind === 'batch_release') return user.role === 'qa_reviewer' && (!item.reviewer || item.reviewer === user.id);
+  if (item.needs === 'qa') return user.role === 'qa_reviewer';
+  return user.role === 'qa_reviewer' || (user.role === 'process_engineer' && item.reviewer === user.id);
+}
+
 function SignDialog({ item, onDone, onClose }) {
   const m = meanings(item);
   const only = rejectOnly(item);
-  const [decision, setDecision] = useState(only ? 'reject' : 'approve');
-  const [meaning, setMeaning] = useState(only ? m.reject : m.approve);
+  // nothing is pre-selected: a password and Enter must never release a batch or approve a move by default
+  const [decision, setDecision] = useState(only ? 'reject' : null);
+  const [meaning, setMeaning] = useState(only ? m.reject : '');
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const [signed, setSigned] = useState(null);
@@ -38,8 +50,9 @@ function SignDialog({ item, onDone, onClose }) {
     setBusy(true);
     setError(null);
     try {
+      if (!decision) throw new Error('choose a decision first: approve or reject');
       const r = await api('POST', `/approvals/${item.id}`, { decision, meaning, password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
-      setSigned(r.kind === 'setpoint_write' ? r.signature : r);
+      setSigned(r.kind === 'setpoint_write' ? { ...r.signature, outcome: r.outcome } : r);
       onDone();
     } catch (err) {
       setError(err);
@@ -51,27 +64,31 @@ function SignDialog({ item, onDone, onClose }) {
   return html`<${Dialog} id="sign" title=${signed ? 'Signed' : 'Electronic signature'} onClose=${onClose}>
     ${signed ? html`<div class="manifestation" data-testid="signature-manifestation" role="status">
         <p>Signature recorded:</p>
+        ${signed.outcome ? html`<p class=${signed.outcome.status === 'written' ? '' : 'refusal'} data-testid="write-outcome" role="note">What the guarded writer did with it: <strong>${signed.outcome.status}</strong>${signed.outcome.reasons?.length ? ` (${signed.outcome.reasons.join(', ')})` : ''}${signed.outcome.error ? ` — ${signed.outcome.error.code}: ${signed.outcome.error.message}` : ''}${signed.outcome.status === 'written' ? '' : '; nothing was written to the equipment'}.</p>` : null}
         <dl><dt>Name</dt><dd>${signed.name} (${signed.user}, ${signed.role})</dd><dt>Date and time</dt><dd>${time(signed.timestamp)}</dd>
         <dt>Meaning</dt><dd>${signed.decision}: ${signed.meaning}</dd><dt>Record</dt><dd><code>${short(signed.recordHash, 16)}</code></dd><dt>Key</dt><dd><code>${short(signed.keyId, 16)}</code></dd></dl>
         <form method="dialog"><button type="submit" autofocus>Close</button></form></div>`
       : html`<form onSubmit=${submit}>
-        <p>You are signing <strong>${item.kind === 'batch_release' ? `the release of batch ${item.batch}` : `setpoint write ${item.id}`}</strong>, record <code>${short(item.recordHash, 16)}</code>.</p>
+        <p>You are signing <strong>${item.kind === 'batch_release' ? `the release of batch ${item.batch}` : `setpoint write ${item.id}: ${moveText(item)}`}</strong>, record <code>${short(item.recordHash, 16)}</code>.</p>
         ${only ? html`<p class="refusal" data-testid="release-refused" role="note">Batch ${item.batch} failed ${(item.detail.failed ?? []).map((f) => `${f.title} (${f.reason})`).join('; ') || 'its specifications'}: it cannot be released; the decision left is a rejection.</p>` : null}
         <fieldset><legend>Decision</legend>
-          <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} disabled=${only} onChange=${() => choose('approve')} /> Approve</label>
+          <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} disabled=${only} onChange=${() => choose('approve')} autofocus=${!only} /> Approve</label>
           <label><input type="radio" name="decision" value="reject" checked=${decision === 'reject'} onChange=${() => choose('reject')} /> Reject</label>
         </fieldset>
         <label for="sign-meaning">Meaning of this signature</label>
         <input id="sign-meaning" value=${meaning} onInput=${(e) => setMeaning(e.target.value)} required minlength="3" maxlength="190" />
-        <p class="meaning" data-testid="meaning-shown">This signature means: <strong>${decision}: ${meaning}</strong></p>
+        <p class="meaning" data-testid="meaning-shown">${decision ? html`This signature means: <strong>${decision}: ${meaning}</strong>` : 'Choose a decision: nothing is chosen for you.'}</p>
         <label for="sign-password">Password (re-entered to sign)</label>
-        <input id="sign-password" name="password" type="password" autocomplete="current-password" required autofocus />
+        <input id="sign-password" name="password" type="password" autocomplete="current-password" required autofocus=${only} />
         <${ErrorNote} error=${error} />
         ${error ? html`<p class="quiet" data-testid="nothing-signed">Nothing was signed.</p>` : null}
-        <div class="actions"><button type="submit" disabled=${busy}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
+        <div class="actions"><button type="submit" disabled=${busy || !decision}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
       </form>`}
   <//>`;
 }
+
+/** `press.MainForce 12 → 10.5 kN, …` of a move. */
+const moveText = (item) => (item.detail?.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${mv.value?.unit ?? ''}`.trim()).join(', ');
 
 function What({ item }) {
   const d = item.detail ?? {};
@@ -88,13 +105,24 @@ export function ApprovalsPage({ s }) {
   const [items, setItems] = useState(null);
   const [error, setError] = useState(null);
   const [open, setOpen] = useState(null);
-  const load = () => api('GET', '/approvals').then((r) => setItems(r.items)).catch(setError);
+  // oldest first, and a stable order: the card under the pointer stays where it is between refreshes
+  const load = () =>
+    api('GET', '/approvals')
+      .then((r) => {
+        setError(null);
+        setItems([...r.items].sort((a, b) => (a.requestedAt < b.requestedAt ? -1 : a.requestedAt > b.requestedAt ? 1 : a.id < b.id ? -1 : 1)));
+      })
+      .catch(setError);
   useEffect(() => {
     load();
     const t = setInterval(load, 3000);
     return () => clearInterval(t);
   }, []);
-  const maySign = ['qa_reviewer', 'process_engineer'].includes(s.user.role);
+  // after the dialog closes, focus returns to the page, not to <body>
+  const close = () => {
+    setOpen(null);
+    document.querySelector('h1')?.focus();
+  };
   return html`<h1 tabindex="-1">Approvals</h1>
     <${ErrorNote} error=${error} />
     ${items && items.length === 0 ? html`<p role="status">Nothing waits for a person.</p>` : null}
@@ -103,8 +131,10 @@ export function ApprovalsPage({ s }) {
       <dl><dt>Approval</dt><dd><code>${i.id}</code></dd><dt>Reviewer</dt><dd>${i.reviewer ?? 'any QA reviewer'}</dd><dt>Requested</dt><dd>${time(i.requestedAt)}</dd><dt>Record hash</dt><dd><code>${i.recordHash}</code></dd></dl>
       <${What} item=${i} />
       ${i.kind === 'batch_release' && i.run ? html`<${ExceptionsPanel} s=${s} run=${i.run} />` : null}
-      ${maySign ? html`<button type="button" onClick=${() => setOpen(i)}>Review and sign…</button>` : null}
+      ${canSign(i, s.user)
+        ? html`<button type="button" onClick=${() => setOpen(i)}>Review and sign…</button>`
+        : html`<p class="quiet" data-testid="not-yours">Waits for ${i.kind === 'batch_release' || i.needs === 'qa' ? (i.reviewer ? `QA reviewer ${i.reviewer}` : 'a QA reviewer') : `reviewer ${i.reviewer ?? '(none assigned)'} or QA`}: you (${s.user.id}, ${s.user.role}) cannot sign it.</p>`}
     </li>`)}</ul>
-    ${open ? html`<${SignDialog} item=${open} onDone=${load} onClose=${() => setOpen(null)} />` : null}
+    ${open ? html`<${SignDialog} item=${open} onDone=${load} onClose=${close} />` : null}
     <${Escalations} s=${s} />`;
 }

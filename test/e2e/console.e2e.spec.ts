@@ -232,6 +232,13 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await dialog.waitFor();
     // a batch that failed a specification is offered only a rejection, and the dialog says why
     const decision = released ? 'approve: QA release of batch B-1042' : 'reject: QA rejection of batch B-1042';
+    if (released) {
+      // nothing is chosen for the reviewer: password and Enter sign nothing until a decision is taken
+      expect(await page.getByTestId('meaning-shown').textContent()).toContain('nothing is chosen for you');
+      expect(await dialog.getByRole('radio', { name: 'Approve' }).isChecked()).toBe(false);
+      expect(await dialog.getByRole('button', { name: 'Sign' }).isDisabled()).toBe(true);
+      await dialog.getByRole('radio', { name: 'Approve' }).check();
+    }
     expect(await page.getByTestId('meaning-shown').textContent()).toContain(decision);
     expect(await dialog.getByRole('radio', { name: 'Approve' }).isDisabled()).toBe(!released);
     expect(await page.getByTestId('release-refused').count()).toBe(released ? 0 : 1);
@@ -249,6 +256,8 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await m.textContent()).toMatch(new RegExp(`Maria Rossi \\(m\\.rossi, qa_reviewer\\).*UTC.*${decision}`));
     await check('08-signed');
     await dialog.getByRole('button', { name: 'Close' }).click();
+    // focus comes back to the page, not to <body>
+    await poll(() => page.evaluate(() => (globalThis as unknown as { document: { activeElement: { tagName: string } | null } }).document.activeElement?.tagName)).toBe('H1');
   });
 
   it('an arbitration deadlock shows both sides; resolving it needs a reason, sent with the chosen side', async () => {
@@ -417,6 +426,40 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await check('07b-release-refused');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+
+  it('a process engineer is offered only what he can sign: the QA reviewer\u2019s release says who it waits for; his move\u2019s signature shows what the writer did (denied: nothing written)', async () => {
+    // the daemon's answers as it gives them (GET /approvals, and POST for a move the policy now refuses: proved over
+    // REST in api-approvals); here what a process engineer sees of them
+    const release = { id: 'apr_00000000000000f2', kind: 'batch_release', run: runId, batch: 'B-1042', needs: 'qa', reviewer: 'm.rossi', requestedAt: '2026-11-27T08:00:01.000Z', recordHash: 'cd'.repeat(32), detail: { verdict: 'PASS', releasable: true, failed: [] } };
+    const move = {
+      id: 'pw_00000000000000f3', kind: 'setpoint_write', run: runId, batch: 'B-1042', needs: 'reviewer', reviewer: 'p.bianchi', requestedAt: '2026-11-27T08:00:00.000Z', recordHash: 'ef'.repeat(32),
+      detail: { agent: 'agent.compress_fill', moves: [{ setpoint: 'press.MainForce', value: { value: 11.5, unit: 'kN' } }], attribute: 'hardness', justification: 'hardness below target', reasons: ['L2_REVIEW'] },
+    };
+    const signature = { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', timestamp: '2026-11-27T08:01:00.000Z', decision: 'approve', meaning: `Approve setpoint write ${move.id} of batch B-1042`, recordHash: move.recordHash, keyId: '0123456789abcdef0123', signature: 'x' };
+    await signInAs('p.bianchi');
+    await page.route('**/approvals', (r) => (r.request().method() === 'GET' ? r.fulfill({ json: { items: [release, move] } }) : r.continue()).catch(() => undefined));
+    await page.route(`**/approvals/${move.id}`, (r) => r.fulfill({ json: { kind: 'setpoint_write', signature, outcome: { status: 'denied', proposal: 'p1', vectorHash: move.recordHash, reasons: ['BATCH_STATE_FORBIDS'] } } }).catch(() => undefined));
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const cards = page.locator('ul.approvals > li');
+    await poll(() => cards.count()).toBe(2);
+    // oldest first: the move (08:00:00) before the release (08:00:01), whatever order the answer had
+    expect(await cards.nth(0).textContent()).toContain('Setpoint write');
+    expect(await cards.nth(1).getByTestId('not-yours').textContent()).toContain('Waits for QA reviewer m.rossi: you (p.bianchi, process_engineer) cannot sign it');
+    expect(await cards.nth(1).getByRole('button', { name: 'Review and sign…' }).count()).toBe(0);
+    await cards.nth(0).getByRole('button', { name: 'Review and sign…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain('press.MainForce → 11.5 kN');
+    await dialog.getByRole('radio', { name: 'Approve' }).check();
+    await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('p.bianchi')!);
+    await dialog.getByRole('button', { name: 'Sign' }).click();
+    const outcome = page.getByTestId('write-outcome');
+    await outcome.waitFor();
+    expect(await outcome.textContent()).toMatch(/denied.*BATCH_STATE_FORBIDS.*nothing was written to the equipment/);
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await signOut();
   });
 
   it('a log of 10,000 entries renders only the rows in view and scrolls to the last', async () => {
