@@ -202,7 +202,7 @@ export function buildMatrix(reqs: RequirementsFile, tests: readonly TaggedTest[]
   };
 }
 
-const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
+const cell = (s: string): string => s.replace(/</g, '&lt;').replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
 
 export function renderJson(m: Matrix): string {
   return `${JSON.stringify(m, null, 2)}\n`;
