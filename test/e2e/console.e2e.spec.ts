@@ -192,7 +192,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await signOut();
   });
 
-  it('the QA reviewer signs the release: a wrong password signs nothing; the right one shows the manifestation', async () => {
+  it('[P11.50] [P11.200] the QA reviewer signs the release: a wrong password signs nothing; the right one shows the manifestation', async () => {
     // review by exception: the approval page shows the specification table and the exceptions before the signing
     // button; the release is refused while a critical or major one is open
     await signInAs('m.rossi');
@@ -387,7 +387,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await signOut();
   });
 
-  it('a reviewer of another tenant sees nothing of this one', async () => {
+  it('[R1] a reviewer of another tenant sees nothing of this one', async () => {
     await signInAs('g.ferri');
     await page.getByRole('link', { name: 'Runs' }).click();
     await page.locator('table.runs').waitFor();

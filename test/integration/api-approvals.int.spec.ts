@@ -61,7 +61,7 @@ afterAll(async () => {
 describe('a write beyond the design space waits for QA', () => {
   let w: PendingWrite;
 
-  it('is listed with its vector hash; refused to a process engineer and to another tenant before any password is checked', async () => {
+  it('[R4] [ERR-OUTSIDE-DESIGN-SPACE] is listed with its vector hash; refused to a process engineer and to another tenant before any password is checked', async () => {
     w = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.PanSpeed', from: 14, to: 14.5, unit: '{rev}/min' });
     expect(w).toMatchObject({ needs: 'qa' });
     expect(w.id).toMatch(/^pw_/);
@@ -82,7 +82,7 @@ describe('a write beyond the design space waits for QA', () => {
     expect(plant('coater.PanSpeed')).toBe(14);
   });
 
-  it('a QA reviewer must name the vector they saw, and give their own password; nothing moves until then', async () => {
+  it('[R4] [P11.200] a QA reviewer must name the vector they saw, and give their own password; nothing moves until then', async () => {
     const none = await decide('m.rossi', w.id, {});
     expect(none.status).toBe(400);
     expect(none.body.issues).toEqual([{ path: 'body.recordHash', message: 'required for a setpoint write' }]);
@@ -97,7 +97,7 @@ describe('a write beyond the design space waits for QA', () => {
     expect(plant('coater.PanSpeed')).toBe(14);
   });
 
-  it('the QA reviewer approves: a signature bound to the vector that verifies, audited before the write, and the writer writes it', async () => {
+  it('[R4] [ERR-OUTSIDE-DESIGN-SPACE] [P11.70] the QA reviewer approves: a signature bound to the vector that verifies, audited before the write, and the writer writes it', async () => {
     await present();
     const r = await decide('m.rossi', w.id, { recordHash: w.vectorHash });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -139,7 +139,7 @@ describe('a write beyond the design space waits for QA', () => {
 });
 
 describe('an L2 move waits for the batch\'s reviewer', () => {
-  it('never the person who started the run, even as the assigned reviewer; nor another process engineer; QA may', async () => {
+  it('[P11.10(g)] never the person who started the run, even as the assigned reviewer; nor another process engineer; QA may', async () => {
     await present();
     const w = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.InletAirTemp', from: 60, to: 61, unit: 'Cel' });
     expect(w.needs).toBe('reviewer');
@@ -175,7 +175,7 @@ describe('an L2 move waits for the batch\'s reviewer', () => {
 });
 
 describe('a batch release on the same route', () => {
-  it('is the named QA reviewer\'s: a process engineer is refused before the password, a record hash given must be the record\'s', async () => {
+  it('[R3] is the named QA reviewer\'s: a process engineer is refused before the password, a record hash given must be the record\'s', async () => {
     const runs = node.daemon.engine.list('acme-pharma', 1);
     const gate = seedGate(node.daemon, runs[0]!.id);
     const pe = await decide('p.bianchi', gate.id, { meaning: 'release of B-1042' });

@@ -58,7 +58,7 @@ afterAll(async () => {
 });
 
 describe('arbitration escalations over the API', () => {
-  it('lists the tenant\'s pending deadlocks with both sides — never another tenant\'s', async () => {
+  it('[ERR-DEADLOCK] lists the tenant\'s pending deadlocks with both sides — never another tenant\'s', async () => {
     const list = await req(a, 'GET', `${ACME}/arbitration/escalations`, { token: tokens['o.operator'] });
     expect(list.status).toBe(200);
     expect(list.body.items).toHaveLength(1);
@@ -86,7 +86,7 @@ describe('arbitration escalations over the API', () => {
     expect(writer.arbitration().escalations['press.TurretSpeed']).toBeDefined();
   });
 
-  it('a process engineer decides with a reason: audited with who and why, the chosen side owns the setpoint, nothing is written', async () => {
+  it('[ERR-DEADLOCK] [R2] a process engineer decides with a reason: audited with who and why, the chosen side owns the setpoint, nothing is written', async () => {
     const before = queryAudit(a.store.db, 'acme-pharma', {}, { limit: 1000 }).entries.length;
     const r = await req(a, 'POST', `${ACME}/arbitration/escalations/press.TurretSpeed`, {
       token: tokens['p.bianchi'], body: { choose: 'prop-c:press.TurretSpeed', reason: 'dissolution first on this batch' },

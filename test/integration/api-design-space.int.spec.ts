@@ -47,7 +47,7 @@ describe('GET /design-space', () => {
     expect(none.body.code).toBe('LK_UNAUTHENTICATED');
   });
 
-  it('another tenant\'s product family is 404 like an unknown pair, never its limits (R1/R9)', async () => {
+  it('another tenant\'s product family is 404 like an unknown pair, never its limits [R1] [R9]', async () => {
     const foreign = await call(url, 'GET', `${A}/design-space${QUERY_B}`, { token: tok('o.operator') });
     expect(foreign.status).toBe(404);
     expect(foreign.body.code).toBe('LK_NOT_FOUND');

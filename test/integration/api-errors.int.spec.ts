@@ -112,7 +112,7 @@ describe('errors are problem+json with registry codes', () => {
 });
 
 describe('identity: 401, 403 by role, 404 for another tenant', () => {
-  it('a missing or unknown token is 401 with a Bearer challenge', async () => {
+  it('[P11.10(d)] a missing or unknown token is 401 with a Bearer challenge', async () => {
     const none = await call(url, 'GET', `${A}/runs`);
     expectProblem(none, 'LK_UNAUTHENTICATED');
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
@@ -128,7 +128,7 @@ describe('identity: 401, 403 by role, 404 for another tenant', () => {
     expectProblem(await call(url, 'GET', `${A}/runs`, { token: tok('d.marino') }), 'LK_FORBIDDEN');
   });
 
-  it('another tenant, or one the site does not have, is 404 — before the role is even looked at', async () => {
+  it('[R1] another tenant, or one the site does not have, is 404 — before the role is even looked at', async () => {
     const lc = tok('l.conti');
     for (const [m, p] of [['GET', `${A}/runs`], ['GET', `${A}/models`], ['GET', `${A}/line`], ['POST', `${A}/runs`], ['GET', `${A}/audit`]] as const) {
       const r = await call(url, m, p, { token: lc, ...(m === 'POST' ? { body: { request: 'run batch B-1042 on line-3' } } : {}) });
@@ -177,7 +177,7 @@ describe('the read routes and the OpenAPI document', () => {
     expect(audited[0]).toMatchObject({ actor: 'p.bianchi', kind: 'tool_call', args: { candidates: 40, seed: 7 } });
   });
 
-  it('POST /attendance makes the operator attended; a change of hands is audited, a heartbeat is not', async () => {
+  it('[R2] POST /attendance makes the operator attended; a change of hands is audited, a heartbeat is not', async () => {
     const first = await call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ operator: 'o.operator', attended: true });

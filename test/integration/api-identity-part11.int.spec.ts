@@ -35,7 +35,7 @@ const raise = (x: IdentityApi, token: string, password: string, ip?: string) =>
   req(x, 'PUT', `${T}/autonomy`, { token, body: { agent: 'agent.compress_fill', level: 'L1', changeRef: 'CC-2026-0420', reason: 'drift explained', password }, ...(ip ? { ip } : {}) });
 
 describe('a password someone else set must be changed first, and signs nothing before', () => {
-  it('an administrator who resets a QA reviewer\'s password can sign in with it but cannot sign as the reviewer; the reviewer\'s own change opens the session', async () => {
+  it('[P11.300] an administrator who resets a QA reviewer\'s password can sign in with it but cannot sign as the reviewer; the reviewer\'s own change opens the session', async () => {
     a = await startIdentityApi();
     await lowered(a);
     const own = (await signIn(a, 'm.rossi')).body.token as string;
@@ -65,7 +65,7 @@ describe('a password someone else set must be changed first, and signs nothing b
     expect((await raise(a, tok, mine)).body).toMatchObject({ type: 'autonomy_raised', by: 'm.rossi', signed: true });
   });
 
-  it('a new user\'s first session: who-am-I and the change only; a wrong current password, a weak or the same password are refused with their codes', async () => {
+  it('[P11.300] a new user\'s first session: who-am-I and the change only; a wrong current password, a weak or the same password are refused with their codes', async () => {
     a = await startIdentityApi();
     const initial = 'welcome to the plant, Quinta';
     await a.identity.create({ id: 'q.nuovo', name: 'Quinta Nuovo', role: 'qa_reviewer', tenants: ['acme-pharma'], password: initial }, 'd.marino', 'new QA reviewer');
@@ -86,7 +86,7 @@ describe('a password someone else set must be changed first, and signs nothing b
     expect(await rejectionCode(a.identity.create({ id: 'w.eak', name: 'Wes Eak', role: 'operator', tenants: ['acme-pharma'], password: 'aaaaaaaaaaaa' }, 'd.marino', 'x'))).toBe('LK_PASSWORD_WEAK');
   });
 
-  it('history: none of the recent passwords comes back; ageing: past the maximum age the session may only change it', async () => {
+  it('[P11.300] history: none of the recent passwords comes back; ageing: past the maximum age the session may only change it', async () => {
     a = await startIdentityApi();
     const tok = (await signIn(a, 'm.rossi')).body.token as string;
     const second = 'second of maria\'s passwords 2026';
@@ -101,7 +101,7 @@ describe('a password someone else set must be changed first, and signs nothing b
     expect((await req(a, 'GET', `${T}/autonomy`, { token: aged.body.token })).status).toBe(200);
   });
 
-  it('the demo identities\' one-time passwords must be changed, and no demo administrator shares a person with a signer', async () => {
+  it('[P11.100] the demo identities\' one-time passwords must be changed, and no demo administrator shares a person with a signer', async () => {
     a = await startIdentityApi();
     const other = new Identity({ store: a.store, clock: a.clock, scryptLog2N: 4 });
     const demo = await ensureDemoUsers(other, ['acme-pharma', 'borealis-bio']);
@@ -111,7 +111,7 @@ describe('a password someone else set must be changed first, and signs nothing b
 });
 
 describe('separation of duties', () => {
-  it('one person holds no administrator\'s account beside a signing one; a site may add roles to the set, never remove; an administrator never signs', async () => {
+  it('[P11.100] one person holds no administrator\'s account beside a signing one; a site may add roles to the set, never remove; an administrator never signs', async () => {
     a = await startIdentityApi();
     const pw = 'a long password for this test 9';
     expect(await rejectionCode(a.identity.create({ id: 'm.rossi2', name: 'maria  ROSSI', role: 'admin', tenants: ['acme-pharma'], password: pw }, 'd.marino', 'x'))).toBe('LK_SOD_CONFLICT');
@@ -131,7 +131,7 @@ describe('separation of duties', () => {
 });
 
 describe('lock-out per account and source (the stranger of issue 20)', () => {
-  it('a stranger guessing from one source makes that source wait, doubling; the reviewer at another source signs in and signs; audited, counted, and an administrator clears it', async () => {
+  it('[P11.300] a stranger guessing from one source makes that source wait, doubling; the reviewer at another source signs in and signs; audited, counted, and an administrator clears it', async () => {
     a = await startIdentityApi();
     const metrics = new Metrics();
     metrics.observeAudit(a.store);
@@ -167,7 +167,7 @@ describe('lock-out per account and source (the stranger of issue 20)', () => {
     expect((await signIn(a, 'm.rossi', PASSWORD, STRANGER)).status).toBe(200);
   });
 
-  it('at signing: who may sign is checked before the password (a wrong one from someone who may not sign counts nowhere); a signer\'s source that waits is answered as a wrong password', async () => {
+  it('[P11.200] at signing: who may sign is checked before the password (a wrong one from someone who may not sign counts nowhere); a signer\'s source that waits is answered as a wrong password', async () => {
     a = await startIdentityApi();
     await lowered(a);
     const op = (await signIn(a, 'o.operator', PASSWORD, DESK)).body.token as string;

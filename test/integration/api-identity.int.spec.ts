@@ -43,7 +43,7 @@ describe('sessions: renewal, maximum age, sign-out, disabled accounts', () => {
     expect(siteActions(a.store).filter((e) => e.action === 'auth.token_refreshed')).toHaveLength(2);
   });
 
-  it('sign-out ends the session at once: every token of it is refused, and the sign-out is audited', async () => {
+  it('[R2] [P11.10(d)] sign-out ends the session at once: every token of it is refused, and the sign-out is audited', async () => {
     a = await startIdentityApi();
     const t1 = (await signIn(a, 'p.bianchi')).body.token as string;
     const t2 = (await req(a, 'POST', '/v1/auth/token/refresh', { token: t1 })).body.token as string;
@@ -56,7 +56,7 @@ describe('sessions: renewal, maximum age, sign-out, disabled accounts', () => {
     expect(siteActions(a.store).filter((e) => e.action === 'auth.sign_out').map((e) => e.actor)).toEqual(['p.bianchi']);
   });
 
-  it('a disabled user\'s tokens stop at the next request — disabled here, or within a second by another connection to the database (the offline CLI)', async () => {
+  it('[P11.10(d)] a disabled user\'s tokens stop at the next request — disabled here, or within a second by another connection to the database (the offline CLI)', async () => {
     a = await startIdentityApi();
     const rossi = (await signIn(a, 'm.rossi')).body.token as string;
     const bianchi = (await signIn(a, 'p.bianchi')).body.token as string;
@@ -110,7 +110,7 @@ describe('sessions: renewal, maximum age, sign-out, disabled accounts', () => {
 describe('sign-in throttling and lock-out', () => {
   const limits = { windowMs: 60_000, perAddress: 5, perAccount: 3 };
 
-  it('per account: past the limit, 429 LK_RATE_LIMITED with Retry-After — before the password is checked — audited once per window; the window passes with the clock', async () => {
+  it('[P11.300] per account: past the limit, 429 LK_RATE_LIMITED with Retry-After — before the password is checked — audited once per window; the window passes with the clock', async () => {
     a = await startIdentityApi({ limits });
     for (let i = 0; i < 3; i++) expect((await signIn(a, 'o.operator', 'wrong password!!')).status).toBe(401);
     const limited = await signIn(a, 'o.operator'); // even the right password waits
@@ -162,7 +162,7 @@ describe('sign-in throttling and lock-out', () => {
     expect(siteActions(a.store).filter((e) => e.action === 'auth.locked')).toHaveLength(0);
   });
 
-  it('the lock-out still stops guessing from a source: consecutive failures across windows make it wait (answered as a wrong password), and enabling lifts the wait', async () => {
+  it('[P11.300] the lock-out still stops guessing from a source: consecutive failures across windows make it wait (answered as a wrong password), and enabling lifts the wait', async () => {
     a = await startIdentityApi({ limits });
     const codes: string[] = [];
     for (let i = 0; i < 7; i++) {
@@ -180,7 +180,7 @@ describe('sign-in throttling and lock-out', () => {
 });
 
 describe('autonomy through the API as the signed-in person', () => {
-  it('lowering needs no password; raising is refused without one (428), signed with it, and refused to a role the bundle does not permit', async () => {
+  it('[LIM-AUTONOMY] lowering needs no password; raising is refused without one (428), signed with it, and refused to a role the bundle does not permit', async () => {
     a = await startIdentityApi();
     const op = (await signIn(a, 'o.operator')).body.token as string;
     const qa = (await signIn(a, 'm.rossi')).body.token as string;

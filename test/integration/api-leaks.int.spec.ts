@@ -84,7 +84,7 @@ describe('nothing of the server\'s file system in what the API answers', () => {
 });
 
 describe('exports and verifies of the audit trail are recorded; plain reads are not', () => {
-  it('a CSV export: who, role, format, filter, entries, the digest of the bytes handed out — after the content, so it never holds its own record', async () => {
+  it('[A11.9] a CSV export: who, role, format, filter, entries, the digest of the bytes handed out — after the content, so it never holds its own record', async () => {
     const before = await accesses();
     const csv = await raw(`${A}/audit/export?format=csv&run=${runId}`, 'a.ricci');
     expect(csv.status).toBe(200);

@@ -49,7 +49,7 @@ describe('model lifecycle changes by the signed-in person', () => {
     expect(modelStatus(a.store, 'borealis-bio', theirs)?.status).toBe('draft');
   });
 
-  it('a change is signed: 428 without the password, 401 with a wrong one, then a model_change entry by the session\'s person that verifies', async () => {
+  it('[P11.200] a change is signed: 428 without the password, 401 with a wrong one, then a model_change entry by the session\'s person that verifies', async () => {
     const id = draft('acme-pharma', 'signed');
     const body = { changeRef: 'CC-2026-0701', reason: 'superseded' };
     const url = `${A}/models/${id}/retire`;

@@ -80,7 +80,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(second.body.code).toBe('LK_LINE_BUSY');
   });
 
-  it('streams the tool calls as server-sent events; a reconnection with Last-Event-ID gets exactly what was missed', async () => {
+  it('[R10] streams the tool calls as server-sent events; a reconnection with Last-Event-ID gets exactly what was missed', async () => {
     first = new SseReader(`${url}${A}/runs/${runId}/stream`, tok('p.bianchi'));
     await first.next(12);
     expect(first.status).toBe(200);
@@ -95,7 +95,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(first.events.map((e) => Number(e.id))).toEqual(Array.from({ length: cut }, (_, i) => i + 1));
   });
 
-  it('another tenant\'s people get 404 for this run, its stream, genealogy and approvals, never its data (R1)', async () => {
+  it('another tenant\'s people get 404 for this run, its stream, genealogy and approvals, never its data [R1]', async () => {
     for (const path of [`${A}/runs/${runId}`, `${B}/runs/${runId}`, `${B}/runs/${runId}/stream`, `${B}/runs/${runId}/genealogy`]) {
       const r = await call(url, 'GET', path, { token: tok('l.conti') });
       expect(r.status, path).toBe(404);
@@ -120,7 +120,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     await until(async () => (node.daemon.api!.streams.size <= before - 4 ? true : undefined), 50);
   });
 
-  it('reaches the approval gate; the batch release waits for its named QA reviewer', async () => {
+  it('[R3] [ERR-RELEASE-HELD] reaches the approval gate; the batch release waits for its named QA reviewer', async () => {
     await until(async () => {
       const r = await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') });
       expect(['RUNNING', 'APPROVAL', 'PENDING'], JSON.stringify(r.body.reason)).toContain(r.body.status);
@@ -136,7 +136,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(foreign.status).toBe(404);
   });
 
-  it('signs nothing on a wrong password (401), for the operator who started it, or for a QA reviewer the batch does not name', async () => {
+  it('[P11.200] signs nothing on a wrong password (401), for the operator who started it, or for a QA reviewer the batch does not name', async () => {
     const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
     const sign = (token: string, password: string, extra: Record<string, unknown> = {}) =>
       call(url, 'POST', `${A}/approvals/${gate.id}`, { token, body: { decision: 'approve', meaning: 'QA release of batch B-1042', password, ...extra } });
@@ -181,7 +181,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     }
   });
 
-  it('review by exception over REST: the run lists its exceptions and its specification table; the hardness excursion FAILs it, so the release is 409 LK_SPEC_FAILED before and after QA closes every exception, signed', async () => {
+  it('[A11.13] review by exception over REST: the run lists its exceptions and its specification table; the hardness excursion FAILs it, so the release is 409 LK_SPEC_FAILED before and after QA closes every exception, signed', async () => {
     const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
     const list = await call(url, 'GET', `${A}/runs/${runId}/exceptions`, { token: tok('a.ricci') });
     expect(list.status, JSON.stringify(list.body)).toBe(200);
@@ -219,7 +219,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('the named QA reviewer rejects it with the password: identity, meaning, time, a signature that verifies; once', async () => {
+  it('[P11.50] [A11.14] the named QA reviewer rejects it with the password: identity, meaning, time, a signature that verifies; once', async () => {
     const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
     const body = { decision: 'reject', meaning: 'QA rejection of batch B-1042: hardness out of specification', password: node.passwords.get('m.rossi') };
     const r = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body });
@@ -231,7 +231,7 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(again.body.code).toBe('LK_APPROVAL_DECIDED');
   });
 
-  it('the run completes REJECTED; the stream ends with `end`; the two streams together are the whole log, in order, without gap or duplicate', async () => {
+  it('[R10] the run completes REJECTED; the stream ends with `end`; the two streams together are the whole log, in order, without gap or duplicate', async () => {
     await second.done;
     expect(second.events.at(-1)).toMatchObject({ event: 'end' });
     expect(JSON.parse(second.events.at(-1)!.data)).toEqual({ run: runId, status: 'REJECTED' });

@@ -94,7 +94,7 @@ describe('SSO bearer tokens against a JWKS file', () => {
     expect((await req(a, 'GET', `${T}/models`, { token: await token(key, { ...base, exp: s - 30, preferred_username: 'q.other' }) })).status).toBe(401);
   });
 
-  it('no mapped role, no tenant of the site, or a local user\'s id → 403 LK_SSO_UNMAPPED', async () => {
+  it('[P11.100] no mapped role, no tenant of the site, or a local user\'s id → 403 LK_SSO_UNMAPPED', async () => {
     a = await withFile();
     for (const claims of [{ ...base, groups: ['staff'] }, { plants: ['plant-elsewhere'] }, { ...base, preferred_username: 'm.rossi' }]) {
       const r = await req(a, 'GET', `${T}/models`, { token: await token(key, claims) });
@@ -114,7 +114,7 @@ describe('SSO bearer tokens against a JWKS file', () => {
     expect((await req(a, 'GET', `${T}/models`, { token: await token(key, { ...base, preferred_username: 'q.late' }) })).status).toBe(401); // expired by now
   });
 
-  it('signing: an SSO user needs a provider sign-in within signing_max_auth_age_s (auth_time); a password is not taken', async () => {
+  it('[P11.200] signing: an SSO user needs a provider sign-in within signing_max_auth_age_s (auth_time); a password is not taken', async () => {
     a = await withFile({ signing_max_auth_age_s: 120 });
     const stale = await token(key, { ...base, auth_time: Math.floor(T0 / 1000) - 600 });
     const qaUser = await a.identity.authenticate(stale);

@@ -152,7 +152,7 @@ afterAll(async () => {
   await node?.close();
 });
 
-describe('R1: another tenant\'s objects are 404 with nothing in the body, never 403', () => {
+describe('[R1] another tenant\'s objects are 404 with nothing in the body, never 403', () => {
   it('the route table is the OpenAPI document\'s: every operation, nothing else', () => {
     expect(ops.map((o) => o.key).sort()).toEqual(Object.keys(ROUTE_ACCESS).sort());
   });
@@ -217,7 +217,7 @@ describe('R1: another tenant\'s objects are 404 with nothing in the body, never 
 });
 
 describe('roles: each role reaches exactly the routes its declaration admits', () => {
-  it('every operation × every role, on the role\'s own tenant, against the route table', async () => {
+  it('[P11.10(g)] [A11.12] every operation × every role, on the role\'s own tenant, against the route table', async () => {
     const seen: Record<string, string[]> = {};
     const want: Record<string, string[]> = {};
     for (const op of ops) {
@@ -239,7 +239,7 @@ describe('roles: each role reaches exactly the routes its declaration admits', (
     expect(seen).toEqual(want);
   });
 
-  it('a public route needs no token; every other one answers 401 without one', async () => {
+  it('[P11.10(d)] a public route needs no token; every other one answers 401 without one', async () => {
     for (const op of ops) {
       const path = op.path.replace('{tenant}', 'acme-pharma').replace('{id}', 'run_ffffffffffffffffffff');
       const r = await call(node.url, op.method, path, op.method === 'POST' ? { body: {} } : {});
@@ -249,7 +249,7 @@ describe('roles: each role reaches exactly the routes its declaration admits', (
   });
 });
 
-describe('R1: autonomy levels are the tenant\'s', () => {
+describe('[R1] autonomy levels are the tenant\'s', () => {
   const get = (t: Tenant, user: string) => call(node.url, 'GET', `/v1/tenants/${t}/autonomy`, { token: tokens.get(user)! });
   /** The effective level the guarded writer decides a coater.Airflow move of agent.coat_dry at, for `t`'s run. */
   const levelInForce = async (t: Tenant): Promise<string> => {
@@ -308,7 +308,7 @@ describe('R1: autonomy levels are the tenant\'s', () => {
   });
 });
 
-describe('R9: a busy line says that it is busy, not whose run it is', () => {
+describe('[R9] a busy line says that it is busy, not whose run it is', () => {
   it('another tenant\'s run on the line: 409 LK_LINE_BUSY with nothing of that run; the tenant\'s own run is named', async () => {
     // a fresh acme batch record in the MES inbox, so the start reaches the line check (B-1042 ran already)
     const inbox = mesInboxDir(node.daemon.loaded.dataDir);

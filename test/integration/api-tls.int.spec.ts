@@ -57,7 +57,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('HTTPS for the REST API', () => {
-  it('with api.tls the daemon serves HTTPS: a client trusting the certificate signs in; plain HTTP gets no API', async () => {
+  it('[A11.12] with api.tls the daemon serves HTTPS: a client trusting the certificate signs in; plain HTTP gets no API', async () => {
     let daemon: Daemon | undefined;
     try {
       daemon = await startDaemon({ configFile: site('{ tls: { cert: tls/api.pem, key: tls/api.key } }'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 } });

@@ -107,7 +107,7 @@ function damage(text: string, kind: number, rng: Rng): string {
 }
 
 describe('audit bundle', () => {
-  it('intact bundles verify the same in linekeeper and in the standalone verifier', () => {
+  it('[R12] [P11.10(b)] intact bundles verify the same in linekeeper and in the standalone verifier', () => {
     for (const f of [full, filtered]) {
       const text = readFileSync(f, 'utf8');
       expect(ours(text)).toEqual({ ok: true });
@@ -126,7 +126,7 @@ describe('audit bundle', () => {
     expect(es.every((r) => r.in_filter === (r.entry!.subject.batch === 'B-7'))).toBe(true);
   });
 
-  it('every damage is detected, and both verifiers name the same kind and first bad seq', () => {
+  it('[R12] [P11.10(a)] every damage is detected, and both verifiers name the same kind and first bad seq', () => {
     const rng = createRng(42);
     const kinds = new Set<string>();
     for (let n = 0; n < 120; n++) {
@@ -197,7 +197,7 @@ describe('PDF report', () => {
     return [...raw.matchAll(/\[([^\]]*)\] TJ/g)].map((m) => [...m[1]!.matchAll(/<([0-9a-f]*)>/g)].map((h) => Buffer.from(h[1]!, 'hex').toString('latin1')).join('')).join('\n');
   }
 
-  it('shows each entry with actor, time, old -> new, reason, signature manifestation and the changed-since statement', async () => {
+  it('[P11.50] [P11.10(e)] [A11.8] [A11.9] shows each entry with actor, time, old -> new, reason, signature manifestation and the changed-since statement', async () => {
     const f = join(t.dir, 'report.pdf');
     const s = openStore({ dataDir: t.dir, readonly: true });
     const r = await exportPdf(s, T, { batch: 'B-7' }, f, { now: Date.UTC(2026, 0, 2), compress: false, siteName: 'Ravenna' });

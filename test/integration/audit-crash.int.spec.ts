@@ -11,7 +11,7 @@ import { crashOnce } from '../fault/audit-crash-lib.js';
 import { tempDir } from '../unit/audit-helpers.js';
 
 describe('audit trail survives SIGKILL', () => {
-  it('20 kills at random moments: integrity ok, chain intact, every acknowledged seq present, no torn transaction', async () => {
+  it('[R12] [A11.7] [INV-AUDIT-TX] 20 kills at random moments: integrity ok, chain intact, every acknowledged seq present, no torn transaction', async () => {
     const { dir, cleanup } = tempDir('lk-crash-');
     const rng = createRng(20261121);
     let acked = 0;

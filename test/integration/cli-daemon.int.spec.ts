@@ -160,7 +160,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(busy.err).toContain(`linekeeper: line line-3 runs ${runId} (APPROVAL); one run at a time per line [LK_LINE_BUSY]`);
   });
 
-  it('approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits — and a stranger guessing her password elsewhere does not keep her out', async () => {
+  it('[P11.200] approve with a wrong password signs nothing (LK_REAUTH_FAILED, exit 1); the run still waits — and a stranger guessing her password elsewhere does not keep her out', async () => {
     // issue 20: three guesses from another machine used to hold m.rossi's account for everyone for a window
     for (let i = 0; i < 3; i++) {
       const g = await node.daemon.api!.app.inject({ method: 'POST', url: '/v1/auth/token', remoteAddress: '10.66.0.1', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ user: 'm.rossi', password: `stranger's guess ${i}` }) });
@@ -175,7 +175,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('review by exception in the CLI: the transcript named each exception as it was raised; runs exceptions lists them with the failed hardness; approve is refused (LK_SPEC_FAILED) before and after QA closes each', async () => {
+  it('[A11.13] review by exception in the CLI: the transcript named each exception as it was raised; runs exceptions lists them with the failed hardness; approve is refused (LK_SPEC_FAILED) before and after QA closes each', async () => {
     const list = await cli(qa, ['runs', 'exceptions', runId]);
     expect(list.code, list.err).toBe(0);
     expect(list.out).toMatch(/^specifications of batch B-1042: FAIL$/m);
@@ -205,7 +205,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect((await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor })).body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('approve --decision reject as m.rossi with her password prints the signature manifestation', async () => {
+  it('[P11.50] approve --decision reject as m.rossi with her password prints the signature manifestation', async () => {
     const meaning = 'QA rejection of batch B-1042: hardness out of specification';
     const signed = await cli(qa, ['approve', approval, '--decision', 'reject', '--meaning', meaning], { input: password('m.rossi') });
     expect(signed.code, signed.err).toBe(0);
@@ -256,7 +256,7 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(offline.out).toBe(online.out);
   });
 
-  it('a rejected batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
+  it('[INV-BATCH-ONCE] a rejected batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {
     const again = await cli(operator, ['run', REQUEST, '--json']);
     expect(again.code).toBe(1);
     expect(again.err).toContain(`batch B-1042 was run already: ${runId} ended REJECTED`);

@@ -42,7 +42,7 @@ describe('linekeeper users', () => {
     expect(trail().find((e) => e.action === 'user.create')).toMatchObject({ actor: 'system', reason: expect.stringMatching(/^BOOTSTRAP/) });
   }, 180_000);
 
-  it('adds, disables, enables as the administrator whose password is typed; a wrong one is refused and audited', async () => {
+  it('[R2] [A11.12] adds, disables, enables as the administrator whose password is typed; a wrong one is refused and audited', async () => {
     const add = await users(['add', 'm.new', '--name', 'Mara New', '--role', 'qa_reviewer', '--tenant', 'acme-pharma', '--as', 'd.admin'], `${ADMIN_PW}\n${NEW_PW}\n`);
     expect(add.code, add.err).toBe(0);
     const wrong = await users(['disable', 'm.new', '--as', 'd.admin'], 'not the admin password\n');

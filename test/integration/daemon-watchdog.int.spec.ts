@@ -20,13 +20,13 @@ afterAll(async () => {
   rmSync(data, { recursive: true, force: true });
 });
 
-describe('the daemon records what the PLC watchdogs do (R8) on the site chain', () => {
+describe('the daemon records what the PLC watchdogs do [R8] on the site chain', () => {
   it('heartbeats flowing: no watchdog event', async () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(watchdogEntries()).toEqual([]);
   });
 
-  it('heartbeats of the Modbus connection stop: the blender and fluid bed revert by themselves, and each revert is audited with old and new state', async () => {
+  it('[ERR-LKG] heartbeats of the Modbus connection stop: the blender and fluid bed revert by themselves, and each revert is audited with old and new state', async () => {
     const sim = daemon.simulator!;
     const modbus = daemon.connectors.find((c) => c.protocol === 'modbus')!;
     modbus.stopHeartbeat();

@@ -210,7 +210,7 @@ describe('guarded writer state across a restart', () => {
     }
   });
 
-  it('an intent a crash left without outcome is closed as interrupted with what the equipment holds (unknown when it cannot be read)', async () => {
+  it('[INV-AUDIT-TX] an intent a crash left without outcome is closed as interrupted with what the equipment holds (unknown when it cannot be read)', async () => {
     const dir = freshDir();
     later();
     sim.plant.writeSetpoint('press', 'MainForce', 14);
@@ -346,7 +346,7 @@ describe('integrity at the crash points of an approved write', () => {
 });
 
 describe('arbitration state across a restart', () => {
-  it('a quality agent that won press.TurretSpeed still owns it after a restart: a takt request inside the window is declined', async () => {
+  it('[LIM-OWNERSHIP] a quality agent that won press.TurretSpeed still owns it after a restart: a takt request inside the window is declined', async () => {
     const dir = freshDir();
     later();
     sim.plant.writeSetpoint('press', 'TurretSpeed', 40);
@@ -375,7 +375,7 @@ describe('arbitration state across a restart', () => {
     }
   });
 
-  it('a deadlock escalation survives a restart and stays pending, however long, until a named person resolves it', async () => {
+  it('[ERR-DEADLOCK] a deadlock escalation survives a restart and stays pending, however long, until a named person resolves it', async () => {
     const dir = freshDir();
     later();
     sim.plant.writeSetpoint('press', 'TurretSpeed', 40);

@@ -187,7 +187,7 @@ describe.skipIf(!mountable)('a full disk (tmpfs; skipped where mount -t tmpfs is
     }
   }, 180_000);
 
-  it('entries are held while the disk is full, the daemon fails closed past the bound, and everything held is written behind an outage entry when space returns; a stop on a full disk does not throw', async () => {
+  it('[INV-FAIL-CLOSED-AUDIT] entries are held while the disk is full, the daemon fails closed past the bound, and everything held is written behind an outage entry when space returns; a stop on a full disk does not throw', async () => {
     const data = join(mnt, 'data');
     mkdirSync(data, { mode: 0o700 });
     // warn threshold above the whole file system: the start itself is "low on space"

@@ -57,7 +57,7 @@ function storeWithEntries(dir: string, n = 12): void {
 }
 
 describe('dropped append-only triggers', () => {
-  it('audit verify reports them missing (exit 65); a writable open re-creates them and records that on the site chain', async () => {
+  it('[P11.10(c)] audit verify reports them missing (exit 65); a writable open re-creates them and records that on the site chain', async () => {
     const dir = join(t.dir, 'triggers');
     storeWithEntries(dir);
     const raw = new Database(join(dir, DB_FILE));
@@ -138,7 +138,7 @@ describe('a write-protected data directory', () => {
 });
 
 describe('a data directory writable by others', () => {
-  it('serve refuses it (LK_DATA_INSECURE, exit 78) before opening anything in it', async () => {
+  it('[A11.12] serve refuses it (LK_DATA_INSECURE, exit 78) before opening anything in it', async () => {
     const dir = join(t.dir, 'world');
     mkdirSync(dir);
     chmodSync(dir, 0o777);
@@ -150,7 +150,7 @@ describe('a data directory writable by others', () => {
 });
 
 describe('change control: a change reference belongs to exactly one bundle version', () => {
-  it('a bundle that replays an older version\'s change reference is refused, audited as policy.refused, and no bundle is in force', async () => {
+  it('[A11.10] a bundle that replays an older version\'s change reference is refused, audited as policy.refused, and no bundle is in force', async () => {
     const shipped = join(defaultConfigFile(), '..', 'policy');
     const v2 = join(t.dir, 'policy-v2');
     const v3 = join(t.dir, 'policy-v3');

@@ -122,7 +122,7 @@ afterAll(async () => {
 });
 
 describe('guarded writer on the simulator', () => {
-  it('claims each write capability once: nobody else can obtain it afterwards', () => {
+  it('[INV-WRITE-PATH] claims each write capability once: nobody else can obtain it afterwards', () => {
     for (const c of connectors) {
       let code: string | undefined;
       try {
@@ -134,7 +134,7 @@ describe('guarded writer on the simulator', () => {
     }
   });
 
-  it('L3 attended, inside the design space: written in another unit, read back, and audited decision → intent → outcome', async () => {
+  it('[R2] [R10] L3 attended, inside the design space: written in another unit, read back, and audited decision → intent → outcome', async () => {
     raise('agent.compress_fill', 'L3');
     const out = await writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '13000 N' }] }));
     expect(out.status).toBe('written');
@@ -150,7 +150,7 @@ describe('guarded writer on the simulator', () => {
     expect(outcome!.intent).toBe(intent!.seq);
   });
 
-  it('R7: a setpoint outside the allow-list is denied and never reaches the equipment', async () => {
+  it('[ERR-ALLOW-LIST] [R7] a setpoint outside the allow-list is denied and never reaches the equipment', async () => {
     later();
     const out = await writer.propose(proposal({ agent: 'agent.yield_takt', attribute: 'takt', model: undefined }));
     expect(out.status).toBe('denied');
@@ -158,7 +158,7 @@ describe('guarded writer on the simulator', () => {
     expect(plant('press', 'MainForce')).toBe(13);
   });
 
-  it('R6: batch state and model version are checked before any move', async () => {
+  it('[R6] batch state and model version are checked before any move', async () => {
     later();
     batches.set('B-2026-0311', { ...RUNNING, state: 'hold' });
     try {
@@ -175,7 +175,7 @@ describe('guarded writer on the simulator', () => {
     expect(plant('press', 'MainForce')).toBe(13);
   });
 
-  it('R5: without an attended operator an L3 move is only recommended', async () => {
+  it('[R5] without an attended operator an L3 move is only recommended', async () => {
     later();
     const saved = attendance;
     attendance = null;
@@ -189,7 +189,7 @@ describe('guarded writer on the simulator', () => {
     }
   });
 
-  it('R4: outside the design space waits for QA; the approval binds to the exact vector', async () => {
+  it('[ERR-OUTSIDE-DESIGN-SPACE] [R4] outside the design space waits for QA; the approval binds to the exact vector', async () => {
     later();
     sim.plant.writeSetpoint('press', 'MainForce', 18); // the operator moved it at the HMI
     const out = await writer.propose(proposal({ moves: [{ setpoint: 'press.MainForce', value: '18.5 kN' }] }));
@@ -239,7 +239,7 @@ describe('guarded writer on the simulator', () => {
     expect(plant('blender', 'Speed')).toBeCloseTo(22, 5);
   });
 
-  it('an approval is checked against the batch as it is at approval time (R6), not as it was when proposed', async () => {
+  it('an approval is checked against the batch as it is at approval time [R6], not as it was when proposed', async () => {
     const l2 = (value: string) => proposal({ agent: 'agent.blend_dispense', model: undefined, moves: [{ setpoint: 'blender.Speed', value }] });
     const approveBy = (out: { pending?: { id: string }; vectorHash: string | null }, by: string) =>
       writer.approve(out.pending!.id, { by, role: 'process_engineer', kind: 'reviewer', vectorHash: out.vectorHash! });
@@ -274,7 +274,7 @@ describe('guarded writer on the simulator', () => {
     expect(plant('press', 'TurretSpeed')).toBe(before);
   });
 
-  it('arbitration: the quality request wins the turret speed; the takt request inside the window is declined and recorded', async () => {
+  it('[ERR-ARBITRATION] [LIM-OWNERSHIP] arbitration: the quality request wins the turret speed; the takt request inside the window is declined and recorded', async () => {
     later();
     for (const l of ['L1', 'L2', 'L3'] as const) raise('agent.quality_conf', l);
     for (const l of ['L2', 'L3'] as const) raise('agent.yield_takt', l);
@@ -291,7 +291,7 @@ describe('guarded writer on the simulator', () => {
     expect(entries({ kind: 'arbitration', agent: 'agent.yield_takt' }).length).toBeGreaterThan(0);
   });
 
-  it('a read-back mismatch raises an alarm entry and reverts the setpoint', async () => {
+  it('[INV-LKG-REVERT] a read-back mismatch raises an alarm entry and reverts the setpoint', async () => {
     later();
     // DriftingPress: the simulator cannot make equipment hold another value than it accepted, so after the
     // real write this double moves the simulated press off target, as a PLC clamping the setpoint would.
@@ -439,7 +439,7 @@ describe('guarded writer on the simulator', () => {
     }
   });
 
-  it('every intent has its outcome (no write of unknown result)', () => {
+  it('[INV-AUDIT-TX] [P11.10(f)] every intent has its outcome (no write of unknown result)', () => {
     expect(store.audit.openIntents(T)).toEqual([]);
   });
 });

@@ -79,7 +79,7 @@ describe('folder LIMS', () => {
     expect(readFileSync(broken, 'utf8')).toBe('{ "format": 1');
   });
 
-  it('keeps tenants apart: another tenant’s folder is not visible, and a result naming another tenant is a problem, not a result (R1)', () => {
+  it('keeps tenants apart: another tenant’s folder is not visible, and a result naming another tenant is a problem, not a result [R1]', () => {
     const lims = open();
     put('borealis-bio', 'b.json', result({ tenant: 'borealis-bio', batch: 'B-1042', lims_ref: 'BB-1' }));
     put('acme-pharma', 'stray.json', result({ tenant: 'borealis-bio', lims_ref: 'BB-2' }));

@@ -75,7 +75,7 @@ describe('commandLkg over OPC UA (press)', () => {
     await c?.close();
   });
 
-  it('after a supervisory write, reverts the press to its LKG recipe, counts one revert and proves it by read-back', async () => {
+  it('[ERR-LKG] [INV-LKG-REVERT] after a supervisory write, reverts the press to its LKG recipe, counts one revert and proves it by read-back', async () => {
     const away = awayFromLkg('press');
     for (const [name, v] of Object.entries(away)) expect((await w.write(`press.${name}`, v)).verified).toBe(true);
     const before = sim.plant.supervisor('press');
@@ -182,7 +182,7 @@ describe('commandLkg over Modbus TCP (blender, unit 1)', () => {
     await c?.close();
   });
 
-  it('reverts the blender to its LKG recipe while heartbeats and polls share its lane, and proves it by read-back', async () => {
+  it('[INV-LKG-REVERT] reverts the blender to its LKG recipe while heartbeats and polls share its lane, and proves it by read-back', async () => {
     const away = awayFromLkg('blender');
     for (const [name, v] of Object.entries(away)) expect((await w.write(`blender.${name}`, v)).verified).toBe(true);
     const before = sim.plant.supervisor('blender');

@@ -108,7 +108,7 @@ describe('folder MES: list and read', () => {
     expect(mes.list('globex')).toEqual([]);
   });
 
-  it('never serves one tenant’s record to another (R1)', () => {
+  it('never serves one tenant’s record to another [R1]', () => {
     const mes = open();
     expect(codeOf(() => mes.read('borealis-bio', 'B-1042'))).toBe('LK_NOT_FOUND');
     expect(codeOf(() => mes.read('acme-pharma', 'B-2001'))).toBe('LK_NOT_FOUND');

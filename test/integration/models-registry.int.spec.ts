@@ -40,7 +40,7 @@ const change = (over: Partial<StatusChange> & Pick<StatusChange, 'id' | 'to'>): 
 const promote = (over: Partial<StatusChange> & Pick<StatusChange, 'id' | 'to'>) => changeStatus(store, dir, change(over), { approvers: APPROVERS });
 
 describe('registration and loading', () => {
-  it('registers drafts numbered per tenant, the artefact as a file checked by SHA-256, the row and its audit entry together', () => {
+  it('[R2] registers drafts numbered per tenant, the artefact as a file checked by SHA-256, the row and its audit entry together', () => {
     const m1 = registeredTwin(store, dir, A, 'draft');
     const m2 = registeredTwin(store, dir, A, 'draft');
     expect([m1.id, m2.id, m1.status]).toEqual(['process-twin-v1', 'process-twin-v2', 'draft']);
@@ -53,7 +53,7 @@ describe('registration and loading', () => {
     expect(twinModelOf(loadModel(store, dir, A, 'process-twin-v1', { statuses: ['draft'] })).version).toBe(1);
   });
 
-  it('never gives tenant A’s model to tenant B (R9): not listed, not loadable, not its status', () => {
+  it('never gives tenant A’s model to tenant B [R9]: not listed, not loadable, not its status', () => {
     registeredTwin(store, dir, A, 'draft'); // acme has v3; borealis has nothing
     expect(listModels(store, B)).toEqual([]);
     expect(modelStatus(store, B, 'process-twin-v3')).toBeNull();
@@ -76,7 +76,7 @@ describe('registration and loading', () => {
 });
 
 describe('status changes under change control', () => {
-  it('promotes draft → shadow → validated through the golden gate; each change one signed entry with the model’s SHA-256 and the evaluation', () => {
+  it('[A11.10] promotes draft → shadow → validated through the golden gate; each change one signed entry with the model’s SHA-256 and the evaluation', () => {
     const s = promote({ id: 'process-twin-v1', to: 'shadow' });
     expect(s).toMatchObject({ from: 'draft', to: 'shadow', model: { status: 'shadow', changeRef: 'CC-2026-0301', changedBy: QA.by } });
     const v = promote({ id: 'process-twin-v1', to: 'validated', name: 'Quirino Russo' });

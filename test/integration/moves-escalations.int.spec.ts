@@ -150,7 +150,7 @@ describe('moves and escalations on a run the test drives', { timeout: 120_000 },
     setStatus(node.daemon, run.id, 'RUNNING', 'test: resumed');
   });
 
-  it('a deadlock of equal rank is pending in GET /arbitration/escalations, holds its setpoint, is an exception when its step ends, and a person decides it', async () => {
+  it('[ERR-DEADLOCK] a deadlock of equal rank is pending in GET /arbitration/escalations, holds its setpoint, is an exception when its step ends, and a person decides it', async () => {
     // compress_fill's waiting move owns the turret speed; quality_conf (same rank) asks another target: a deadlock
     const owner = await queueWrite(node.daemon, { run, agent: 'agent.compress_fill', setpoint: 'press.TurretSpeed', from: 40, to: 42, unit: '{rev}/min' });
     const base = { tenant: T, batch: run.batch, run: run.id, product: run.product, tooling: run.tooling };

@@ -68,7 +68,7 @@ afterAll(async () => {
 });
 
 describe('OPC UA security and server certificate trust', () => {
-  it('refuses an unknown server certificate with LK_CERT_UNTRUSTED and keeps it in rejected/', async () => {
+  it('[P11.10(h)] refuses an unknown server certificate with LK_CERT_UNTRUSTED and keeps it in rejected/', async () => {
     const e = await connectError('Sign');
     expect(e?.code).toBe('LK_CERT_UNTRUSTED');
     const certs = listCertificates(dataDir);

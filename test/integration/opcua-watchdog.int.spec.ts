@@ -64,7 +64,7 @@ describe('reads', () => {
     expect(s.every((x) => x.quality === 'good')).toBe(true);
   });
 
-  it('surfaces Bad and Uncertain statuses as such, never as numbers', async () => {
+  it('[P11.10(h)] surfaces Bad and Uncertain statuses as such, never as numbers', async () => {
     fx.set('Value', 42, DataType.Double, StatusCodes.UncertainLastUsableValue);
     expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'uncertain', status: 'UncertainLastUsableValue' });
     fx.set('Value', 42, DataType.Double, StatusCodes.BadSensorFailure);
@@ -73,7 +73,7 @@ describe('reads', () => {
     expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: 42, quality: 'good', status: 'Good', unit: 'kN' });
   });
 
-  it('surfaces NaN, Infinity and a value of the wrong type as bad', async () => {
+  it('[A11.5] surfaces NaN, Infinity and a value of the wrong type as bad', async () => {
     fx.set('Value', Number.NaN);
     expect((await c.read(['rig.Value']))[0]).toMatchObject({ value: null, quality: 'bad', status: 'LK_VALUE_INVALID' });
     fx.set('Value', Number.NEGATIVE_INFINITY);

@@ -90,7 +90,7 @@ describe('/metrics', () => {
 
 describe('backup and restore', () => {
   let backup: string;
-  it('takes an online backup while the daemon writes, verified, with the checkpoint log and the public key only', async () => {
+  it('[P11.10(c)] [A11.7] takes an online backup while the daemon writes, verified, with the checkpoint log and the public key only', async () => {
     node.daemon.store.audit.checkpointAll();
     const r = await node.daemon.backups!.now();
     backup = r.dir;
@@ -113,7 +113,7 @@ describe('backup and restore', () => {
     rmSync(to, { recursive: true, force: true });
   });
 
-  it('restore verifies the audit chain first: an edited backup is refused, even with a forged manifest', async () => {
+  it('[P11.10(c)] [A11.7] restore verifies the audit chain first: an edited backup is refused, even with a forged manifest', async () => {
     const bad = mkdtempSync(join(tmpdir(), 'lk-bad-'));
     for (const f of [DB_FILE, 'audit-checkpoints.log', MANIFEST]) copyFileSync(join(backup, f), join(bad, f));
     mkdirSync(join(bad, 'keys'));
@@ -134,7 +134,7 @@ describe('backup and restore', () => {
     rmSync(target, { recursive: true, force: true });
   });
 
-  it('restores into an empty data directory, and over an existing one only with force (moved aside, audited)', () => {
+  it('[A11.16] restores into an empty data directory, and over an existing one only with force (moved aside, audited)', () => {
     const fresh = mkdtempSync(join(tmpdir(), 'lk-rf-'));
     const r = restoreBackup(backup, fresh);
     expect(r.audited).toBe(false); // no private key there: it comes from escrow, never from a backup
@@ -187,7 +187,7 @@ describe('change-controlled configuration and SIGHUP reload', () => {
     expect(out.out).toContain('sections changed: log');
   });
 
-  it('an operator may not approve; a process engineer may, and the reload applies the live sections', async () => {
+  it('[A11.10] an operator may not approve; a process engineer may, and the reload applies the live sections', async () => {
     const f = write('next.yaml', (s) => s.replace('level: info', 'level: debug').replace('policy:\n', 'maintenance: { backup_keep: 3 }\npolicy:\n'));
     expect(await codeOfAsync(apply(f, 'o.operator'))).toBe('LK_FORBIDDEN');
     expect(await codeOfAsync(apply(f, 'p.bianchi', ''))).toBe('LK_VALIDATION');
@@ -204,7 +204,7 @@ describe('change-controlled configuration and SIGHUP reload', () => {
     expect(node.daemon.connectors.every((c) => c.health().state === 'connected')).toBe(true);
   });
 
-  it('keeps the configuration in force on an invalid file, an unapproved one, and one that needs a restart (each audited)', async () => {
+  it('[A11.10] keeps the configuration in force on an invalid file, an unapproved one, and one that needs a restart (each audited)', async () => {
     const inForce = node.daemon.loaded.hash;
     const good = readFileSync(siteFile(), 'utf8');
     writeFileSync(siteFile(), good.replace('version: 1', 'version: 1\nbogus: true'));

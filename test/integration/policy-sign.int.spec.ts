@@ -90,7 +90,7 @@ describe('the embedded default signs its first bundle at set-up, honestly', () =
 });
 
 describe('an unsigned change never takes effect', () => {
-  it('the forged approver: design-space.yaml edited, CHANGE.yaml typed with m.rossi, SIGHUP → refused, audited, 18 kN still the max', async () => {
+  it('[INV-POLICY-SIGNED] [A11.10] the forged approver: design-space.yaml edited, CHANGE.yaml typed with m.rossi, SIGHUP → refused, audited, 18 kN still the max', async () => {
     const before = node.daemon.policy.bundle!.version;
     await withEdited({ 'design-space.yaml': (s) => raise(s, 25), 'CHANGE.yaml': () => change('CC-2026-0666', 'm.rossi') }, async () => {
       await node.daemon.reload();
@@ -106,7 +106,7 @@ describe('an unsigned change never takes effect', () => {
     });
   });
 
-  it('ghost.user (no such user) as the approver is refused the same way', async () => {
+  it('[INV-POLICY-SIGNED] ghost.user (no such user) as the approver is refused the same way', async () => {
     const before = node.daemon.policy.bundle!.version;
     const n = site().filter((e) => e.action === 'policy.refused').length;
     await withEdited({ 'design-space.yaml': (s) => raise(s, 25), 'CHANGE.yaml': () => change('CC-2026-0667', 'ghost.user') }, async () => {
@@ -117,7 +117,7 @@ describe('an unsigned change never takes effect', () => {
     });
   });
 
-  it('a signature made with the site key for a user the site does not have is refused (LK_POLICY_SIGNER)', async () => {
+  it('[INV-POLICY-SIGNED] a signature made with the site key for a user the site does not have is refused (LK_POLICY_SIGNER)', async () => {
     const before = node.daemon.policy.bundle!.version;
     await withEdited({ 'design-space.yaml': (s) => raise(s, 24), 'CHANGE.yaml': () => change('CC-2026-0668', 'ghost.user') }, async () => {
       const bundle = readPolicyBundle(inForce(), node.daemon.loaded.config);
@@ -151,7 +151,7 @@ describe('policy apply', () => {
     }
   });
 
-  it('a user of a role the bundle in force does not let approve (a process engineer) is refused, audited, nothing installed', async () => {
+  it('[P11.10(g)] a user of a role the bundle in force does not let approve (a process engineer) is refused, audited, nothing installed', async () => {
     const dir = newBundle(20, 'CC-2026-0701', 'p.bianchi');
     try {
       const before = files();
@@ -174,7 +174,7 @@ describe('policy apply', () => {
     }
   });
 
-  it('the CLI shows the content diff, signs as the QA reviewer, audits it with the diff and a signature that verifies; SIGHUP puts it in force', async () => {
+  it('[A11.10] the CLI shows the content diff, signs as the QA reviewer, audits it with the diff and a signature that verifies; SIGHUP puts it in force', async () => {
     const dir = newBundle(20, 'CC-2026-0703', 'm.rossi');
     try {
       const dry = await runCli('policy', 'apply', dir, '--change', 'CC-2026-0703', '-c', node.daemon.loaded.file, '-d', node.daemon.loaded.dataDir, '--dry-run');
@@ -212,7 +212,7 @@ describe('policy apply', () => {
     expect(policy.message).toMatch(/signed by m\.rossi \(qa_reviewer\) under CC-2026-0703/);
   });
 
-  it('the bundle tampered with after signing is refused at SIGHUP and at start', async () => {
+  it('[INV-POLICY-SIGNED] the bundle tampered with after signing is refused at SIGHUP and at start', async () => {
     const signedVersion = node.daemon.policy.bundle!.version;
     const ds = join(inForce(), 'design-space.yaml');
     writeFileSync(ds, readFileSync(ds, 'utf8').replace('press.MainForce:          { min: 8,    max: 20,', 'press.MainForce:          { min: 8,    max: 30,'));

@@ -95,7 +95,7 @@ async function everyPlcSupervised(): Promise<[string, number][]> {
 }
 
 describe('releasing a batch leaves every PLC supervised', () => {
-  it('the package is written off the event loop; no PLC reverts; the package verifies', async () => {
+  it('[INV-HEARTBEAT] the package is written off the event loop; no PLC reverts; the package verifies', async () => {
     const plant = d.simulator!.plant;
     const equipment = d.loaded.config.equipment.map((e) => e.id);
     const run = d.engine.start({ tenant: T, request: 'run batch B-1042 on line-3, keep weight and hardness on target', by: OPERATOR });
@@ -160,7 +160,7 @@ describe('releasing a batch leaves every PLC supervised', () => {
     expect(verify.status, verify.out).toBe(0);
   }, 420_000);
 
-  it('a 10,000-candidate rehearsal through the REST API leaves every PLC supervised; the loop turns while it runs', async () => {
+  it('[INV-HEARTBEAT] a 10,000-candidate rehearsal through the REST API leaves every PLC supervised; the loop turns while it runs', async () => {
     const plant = d.simulator!.plant;
     const equipment = d.loaded.config.equipment.map((e) => e.id);
     const counts = await everyPlcSupervised();

@@ -97,7 +97,7 @@ afterAll(() => {
 });
 
 describe('release package', () => {
-  it('holds exactly the bundle, release.json and release.pdf, read-only, with the digests it reports', () => {
+  it('[P11.10(b)] holds exactly the bundle, release.json and release.pdf, read-only, with the digests it reports', () => {
     expect(readdirSync(pkg.dir).sort()).toEqual([RELEASE_FILES.bundle, RELEASE_FILES.json, RELEASE_FILES.pdf].sort());
     expect(sha(readFileSync(pkg.bundleFile))).toBe(pkg.sha256.bundle);
     expect(sha(readFileSync(pkg.jsonFile))).toBe(pkg.sha256.json);
@@ -158,7 +158,7 @@ describe('release package', () => {
     expect(readFileSync(checkpointLogFile(join(t.dir, 'data')), 'utf8')).toContain(c.sig);
   });
 
-  it('(d) release.pdf shows each signature manifestation, the evidence chain and the anchors', () => {
+  it('[P11.50] (d) release.pdf shows each signature manifestation, the evidence chain and the anchors', () => {
     const pdf = readFileSync(pkg.pdfFile);
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     const text = pdfText(pdf);
@@ -312,7 +312,7 @@ describe('release package: page 1 is the verdict', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
-  it('page 1 holds the decision, every specification, every exception, the reconciliation and the signatures; the rest comes after', () => {
+  it('[A11.8] page 1 holds the decision, every specification, every exception, the reconciliation and the signatures; the rest comes after', () => {
     const pdf = readFileSync(qpkg.pdfFile); // compressed, as written for real
     const pages = pdfPages(pdf);
     const p1 = flat(pages[0]!);

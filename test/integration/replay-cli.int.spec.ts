@@ -48,7 +48,7 @@ beforeAll(() => {
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe('linekeeper replay (real store, real registry)', () => {
-  it('replays the golden run byte-identically with its recorded models, and says so', async () => {
+  it('[R11] replays the golden run byte-identically with its recorded models, and says so', async () => {
     const before = dbHash();
     const j = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--json');
     expect(j.code, j.err).toBe(0);
@@ -64,7 +64,7 @@ describe('linekeeper replay (real store, real registry)', () => {
     expect(dbHash()).toBe(before);
   });
 
-  it('against the tenant\'s draft twin v2, prints the changed press moves with both values and their predictions', async () => {
+  it('[R11] against the tenant\'s draft twin v2, prints the changed press moves with both values and their predictions', async () => {
     const j = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', 'process-twin-v2@2', '--json');
     expect(j.code, j.err).toBe(0);
     const r = JSON.parse(j.out) as ReplayReport;
@@ -93,7 +93,7 @@ describe('linekeeper replay (real store, real registry)', () => {
     expect(r.summary.identical).toBe(golden.calls.length);
   });
 
-  it('does not find an unknown run, nor the run under another tenant (R1)', async () => {
+  it('does not find an unknown run, nor the run under another tenant [R1]', async () => {
     for (const args of [['run_doesnotexist', '--tenant', 'acme-pharma'], [golden.run.id, '--tenant', 'borealis-bio']]) {
       const r = await cli('replay', ...args, '--data', data);
       expect(r.code).toBe(1);
@@ -102,7 +102,7 @@ describe('linekeeper replay (real store, real registry)', () => {
     }
   });
 
-  it('refuses a malformed --model as a usage error, a model of another tenant (R9), a missing one, a non-twin and one not pinned to the site', async () => {
+  it('refuses a malformed --model as a usage error, a model of another tenant [R9], a missing one, a non-twin and one not pinned to the site', async () => {
     for (const m of ['process-twin-v2', 'process-twin-v2@3', 'twin@2', 'process-twin-v2@x']) {
       const r = await cli('replay', golden.run.id, '--tenant', 'acme-pharma', '--data', data, '--model', m);
       expect([r.code, r.err.match(/\[(LK_\w+)\]/)?.[1]], m).toEqual([2, 'LK_VALIDATION']);

@@ -146,7 +146,7 @@ describe('a released batch: B-1042', () => {
     expect([...iterateAudit(d.store.db, OTHER, {})].filter((e2) => e2.action === 'run.start')).toEqual([]);
   });
 
-  it('runs steps 01–08 to SUCCEEDED in order and waits at the gate with the batch on hold: nothing moves', async () => {
+  it('[R3] [ERR-RELEASE-HELD] runs steps 01–08 to SUCCEEDED in order and waits at the gate with the batch on hold: nothing moves', async () => {
     const v = await settle(run.id, 'APPROVAL');
     expect(v.steps.map((s) => s.status)).toEqual([...Array(8).fill('SUCCEEDED'), 'APPROVAL', 'PENDING']);
     const rows = d.engine.runs.steps(run.id);
@@ -170,7 +170,7 @@ describe('a released batch: B-1042', () => {
     expect(d.simulator!.plant.read('press', 'MainForce')).toBe(force);
   });
 
-  it('logs every tool call as call/ok with monotonic ids and its audit entry; approval.request has no ok line before the signature', () => {
+  it('[R10] [R2] logs every tool call as call/ok with monotonic ids and its audit entry; approval.request has no ok line before the signature', () => {
     const rows = checkToolLog(run.id, true);
     const last = rows.at(-1)!;
     expect([last.kind, last.tool, last.step]).toEqual(['call', 'approval.request', 'approval.batch_release']);
@@ -178,7 +178,7 @@ describe('a released batch: B-1042', () => {
     expect(rows.filter((r) => r.tool === 'approval.request')).toHaveLength(1);
   });
 
-  it('another tenant finds neither the run, its tool calls nor its approval (R1)', () => {
+  it('another tenant finds neither the run, its tool calls nor its approval [R1]', () => {
     expect(codeOf(() => d.engine.get(OTHER, run.id))).toBe('LK_NOT_FOUND');
     expect(codeOf(() => d.engine.toolCalls(OTHER, run.id))).toBe('LK_NOT_FOUND');
     expect(codeOf(() => d.engine.resume(OTHER, run.id, 'l.verdi', 'not theirs'))).toBe('LK_NOT_FOUND');
@@ -189,7 +189,7 @@ describe('a released batch: B-1042', () => {
     expect(d.engine.batches(OTHER, 'B-1042')).toBeNull();
   });
 
-  it('refuses a non-QA role, a QA reviewer the batch does not name, and the named one signing in another role; the run keeps waiting', () => {
+  it('[R3] [P11.10(g)] refuses a non-QA role, a QA reviewer the batch does not name, and the named one signing in another role; the run keeps waiting', () => {
     const decides = countAction(d.store, T, 'approval.decide');
     const lines = d.engine.toolCalls(T, run.id).length;
     expect(codeOf(() => decideAs(approval, { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer' }))).toBe('LK_APPROVAL_FORBIDDEN');
@@ -202,7 +202,7 @@ describe('a released batch: B-1042', () => {
     expect(d.engine.toolCalls(T, run.id)).toHaveLength(lines);
   });
 
-  it('review by exception: the batch\'s deviations are listed with their evidence; a critical or major one holds the release until QA has closed it with a comment', () => {
+  it('[INV-RELEASE-EXCEPTIONS] [A11.13] review by exception: the batch\'s deviations are listed with their evidence; a critical or major one holds the release until QA has closed it with a comment', () => {
     const all = d.engine.exceptionsOf(T, run.id);
     const blocking = d.engine.exceptions.blocking(run.id);
     // every specification of the batch record was judged with its data at the gate, and the table is in the record QA signs
@@ -250,7 +250,7 @@ describe('a released batch: B-1042', () => {
     expect(d.engine.exceptions.blocking(run.id)).toEqual([]);
   });
 
-  it('the named QA reviewer signs: a Part 11 signature bound to the record, and the run SUCCEEDED with its release package', async () => {
+  it('[R3] [ERR-RELEASE-HELD] [P11.70] [A11.14] the named QA reviewer signs: a Part 11 signature bound to the record, and the run SUCCEEDED with its release package', async () => {
     const gate = view(run.id).approvalGate;
     sig = decideAs(approval, QA);
     // the signature says what was reviewed: every exception (closed) and the specification table, by hash
@@ -296,13 +296,13 @@ describe('a released batch: B-1042', () => {
     expect(verify.status, verify.stdout + verify.stderr).toBe(0);
   }, 120_000);
 
-  it('a second decision on the same approval is refused (LK_APPROVAL_DECIDED)', () => {
+  it('[ERR-RELEASE-HELD] a second decision on the same approval is refused (LK_APPROVAL_DECIDED)', () => {
     expect(codeOf(() => decideAs(approval, QA))).toBe('LK_APPROVAL_DECIDED');
     expect(codeOf(() => decideAs(approval, QA, 'reject'))).toBe('LK_APPROVAL_DECIDED');
     expect(view(run.id).approvalGate.signature).toEqual(sig);
   });
 
-  it('the genealogy holds sensor states, recommendations, the turret-speed contest with its loser, score, reason and re-plan, and the approvals', () => {
+  it('[ERR-ARBITRATION] the genealogy holds sensor states, recommendations, the turret-speed contest with its loser, score, reason and re-plan, and the approvals', () => {
     const ev = d.engine.runs.events(run.id);
     const kinds = new Set(ev.map((e) => e.kind));
     for (const k of ['sensor', 'recommendation', 'arbitration', 'approval']) expect(kinds, k).toContain(k);
@@ -358,7 +358,7 @@ describe('a released batch: B-1042', () => {
 });
 
 describe('a rejected batch: B-1043', () => {
-  it('a reject ends the run REJECTED, step 10 SKIPPED, with the genealogy and the rejection package written all the same', async () => {
+  it('[ERR-RELEASE-HELD] a reject ends the run REJECTED, step 10 SKIPPED, with the genealogy and the rejection package written all the same', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
     await rearmLostPlcs(d, T);
     const run = d.engine.start({ tenant: T, request: request('B-1043'), by: OPERATOR });
@@ -395,7 +395,7 @@ describe('durability: B-1044 across clean stops', () => {
   let id: string;
   let beforeResume: { steps: ReturnType<Daemon['engine']['runs']['steps']>; calls: ToolCallRecord[] };
 
-  it('a stop during a RUNNING step leaves the run INTERRUPTED with the step and the reason; no step or tool call is lost or duplicated', async () => {
+  it('[A11.16] a stop during a RUNNING step leaves the run INTERRUPTED with the step and the reason; no step or tool call is lost or duplicated', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
     await rearmLostPlcs(d, T);
     id = d.engine.start({ tenant: T, request: request('B-1044'), by: OPERATOR }).id;
@@ -427,7 +427,7 @@ describe('durability: B-1044 across clean stops', () => {
     beforeResume = { steps, calls };
   }, 120_000);
 
-  it('resume by a named person re-runs the interrupted step as attempt 2 and the run goes on to the gate', async () => {
+  it('[A11.16] resume by a named person re-runs the interrupted step as attempt 2 and the run goes on to the gate', async () => {
     const resumed = d.engine.resume(T, id, 'p.bianchi', 'fluid bed checked after the stop');
     expect([resumed.status, resumed.steps[3]!.status, resumed.steps[3]!.attempt]).toEqual(['RUNNING', 'RUNNING', 2]);
     expect(codeOf(() => d.engine.resume(T, id, 'p.bianchi', 'twice'))).toBe('LK_RUN_STATE');
@@ -483,7 +483,7 @@ describe('durability: B-1044 across clean stops', () => {
 });
 
 describe('separation of duties: B-1045', () => {
-  it('the person who started the run cannot sign its release, even as its named QA reviewer; the run keeps waiting', async () => {
+  it('[R3] [P11.10(g)] the person who started the run cannot sign its release, even as its named QA reviewer; the run keeps waiting', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
     await rearmLostPlcs(d, T);
     const run = d.engine.start({ tenant: T, request: request('B-1045'), by: QA.user });

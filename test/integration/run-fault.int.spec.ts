@@ -115,7 +115,7 @@ afterAll(async () => {
 });
 
 describe('SIGKILL of the daemon while a step runs', () => {
-  it('PLCs revert to LKG by themselves, the trail verifies, the next daemon records the run INTERRUPTED in that step, and the resumed step decides afresh', { timeout: FAULT_TEST_MS }, async () => {
+  it('[R8] [ERR-LKG] [A11.16] PLCs revert to LKG by themselves, the trail verifies, the next daemon records the run INTERRUPTED in that step, and the resumed step decides afresh', { timeout: FAULT_TEST_MS }, async () => {
     const data = dataDir('kill');
     const config = writeSiteConfig(join(root, 'kill'), { opcua: sim.opcuaUrl, modbus: sim.modbusEndpoint });
     await rearmAll(sim, REVERT_DEADLINE_MS);
@@ -215,7 +215,7 @@ describe('the Modbus link cut during a run (black-hole proxy)', () => {
     await opcuaProxy?.close();
   });
 
-  it('the blender and the fluid bed revert to LKG, the OPC UA equipment does not, the daemon records the reverts once it reads them again, and nothing moves a LOST PLC', { timeout: FAULT_TEST_MS }, async () => {
+  it('[R8] [ERR-LKG] the blender and the fluid bed revert to LKG, the OPC UA equipment does not, the daemon records the reverts once it reads them again, and nothing moves a LOST PLC', { timeout: FAULT_TEST_MS }, async () => {
     const data = dataDir('cut');
     const config = writeSiteConfig(join(root, 'cut'), { opcua: opcuaProxy.via(sim.opcuaUrl), modbus: modbusProxy.url() });
     sim.plant.startPhase('IDLE'); // the engine waits in step 03 until the operator starts BLEND

@@ -173,7 +173,7 @@ describe('the embedded default at L2: the press moves wait for the batch reviewe
   }, 600_000);
 });
 
-describe('a twin the plant no longer follows is a lost model (R8)', () => {
+describe('a twin the plant no longer follows is a lost model [R8]', () => {
   it('B-1048: MODEL_FIDELITY (major, with the residuals), line to LKG by command, twin agents at L0, run held', async () => {
     const plant = d.simulator!.plant;
     await rearm();

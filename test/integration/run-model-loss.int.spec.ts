@@ -28,8 +28,8 @@ afterAll(async () => {
   site?.cleanup();
 });
 
-describe('a model lost during a run (R8)', () => {
-  it('reverts every PLC to LKG through the guarded writer, drops the twin agents to L0 and holds the run', async () => {
+describe('a model lost during a run [R8]', () => {
+  it('[ERR-LKG] reverts every PLC to LKG through the guarded writer, drops the twin agents to L0 and holds the run', async () => {
     const plant = d.simulator!.plant;
     const run = d.engine.start({ tenant: T, request: 'run batch B-2101 on line-3, keep weight and hardness on target', by: 'o.operator' });
     const presence = setInterval(() => d.engine.presence('o.operator'), 5_000);

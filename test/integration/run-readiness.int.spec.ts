@@ -110,7 +110,7 @@ describe('a batch runs once', () => {
     expect(done.status).toBe('SUCCEEDED');
   });
 
-  it('a second run of the released batch is 409 LK_BATCH_CLOSED naming the batch, the run and its final status; nothing is written', async () => {
+  it('[INV-BATCH-ONCE] a second run of the released batch is 409 LK_BATCH_CLOSED naming the batch, the run and its final status; nothing is written', async () => {
     const runs = runCount();
     const starts = entries('run.start').length;
     const head = node.daemon.store.audit.head(T).seq;
@@ -123,7 +123,7 @@ describe('a batch runs once', () => {
     expect(node.daemon.engine.runs.runsOfBatch('borealis-bio', 'B-1042')).toEqual([]);
   });
 
-  it('a changed record for the closed batch is refused and audited with both hashes, never ingested; the batch stays closed', async () => {
+  it('[INV-BATCH-ONCE] a changed record for the closed batch is refused and audited with both hashes, never ingested; the batch stays closed', async () => {
     const edited = { ...JSON.parse(released.bytes.toString('utf8')) as Record<string, unknown> };
     const specs = edited['specifications'] as Record<string, Record<string, unknown>>;
     // the edit of the issue: the hardness limit raised after release
@@ -173,7 +173,7 @@ describe('a run starts only on a ready line', () => {
     expect(cli.out).toMatch(/^ {2}✗ PLC_LOST +blender +blender is LOST/m);
   });
 
-  it('an operator may not re-arm; a re-arm needs a reason; nothing re-arms by itself', async () => {
+  it('[INV-LKG-REVERT] an operator may not re-arm; a re-arm needs a reason; nothing re-arms by itself', async () => {
     const op = await call(node.url, 'POST', `${A}/line/equipment/blender/rearm`, { token: tok('o.operator'), body: { reason: 'looks fine to me' } });
     expect([op.status, op.body.code]).toEqual([403, 'LK_FORBIDDEN']);
     const noReason = await call(node.url, 'POST', `${A}/line/equipment/blender/rearm`, { token: tok('p.bianchi'), body: {} });

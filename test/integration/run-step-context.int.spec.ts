@@ -79,7 +79,7 @@ describe('StepContext.tool', () => {
     expect(rows.map((r) => [audit.get(r.auditSeq)?.kind, audit.get(r.auditSeq)?.action])).toEqual([['tool_call', 'vision.stream'], ['tool_result', 'vision.stream']]);
   });
 
-  it('logs a failing call as an error line with its code, and its result as an ok line otherwise', async () => {
+  it('[R10] logs a failing call as an error line with its code, and its result as an ok line otherwise', async () => {
     const run = newRun();
     const ctx = contextOf(run, new AbortController().signal);
     await expect(ctx.tool('vision.stream', {}, () => {

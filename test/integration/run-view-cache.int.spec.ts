@@ -220,7 +220,7 @@ describe('GET /runs/{id} from the view cache', () => {
     expect(run.required.sort()).toEqual(Object.keys(body).sort());
   });
 
-  it('another tenant\'s people and paths get 404 for the run, cached or not (R1)', async () => {
+  it('another tenant\'s people and paths get 404 for the run, cached or not [R1]', async () => {
     expect((await get(n1, 'p.bianchi', A, runId)).status).toBe(200);
     for (const [user, tenant] of [['l.conti', B], ['l.conti', A], ['p.bianchi', B]] as const) {
       const r = await get(n1, user, tenant, runId);

@@ -81,7 +81,7 @@ describe('heartbeats as each PLC counts them', () => {
   });
 });
 
-describe('a commanded revert writes the PLC\'s own fallback value and is verified by read-back', () => {
+describe('[INV-LKG-REVERT] a commanded revert writes the PLC\'s own fallback value and is verified by read-back', () => {
   it('coater (String REMOTE/LOCAL): LOCAL written, read back as LOST on its LKG recipe', async () => {
     const r = await ow.commandLkg('coater');
     expect(unit('coater')).toMatchObject({ state: 'LOCAL', active: 'RCP-COAT-LKG', reverts: 1 });

@@ -51,7 +51,7 @@ describe('rehearsal on a worker thread', () => {
     expect(rehearsalWorkerStats().ran).toBe(before + 1);
   });
 
-  it('the loop turns while a worker rehearses: a timer set after the call fires before the result', async () => {
+  it('[INV-HEARTBEAT] the loop turns while a worker rehearses: a timer set after the call fires before the result', async () => {
     const order: string[] = [];
     const p = rehearse(model, req).then(() => order.push('result'));
     setImmediate(() => order.push('loop'));

@@ -99,7 +99,7 @@ afterAll(async () => {
 });
 
 describe('the writer computes the capping risk of every press move from the tenant’s validated twin', () => {
-  it('a move the twin predicts under the threshold is written; the decision entry shows the risk and the twin that predicted it', async () => {
+  it('[LIM-CAPPING] a move the twin predicts under the threshold is written; the decision entry shows the risk and the twin that predicted it', async () => {
     later();
     const out = await writer.propose(proposal());
     expect(out.status, JSON.stringify(out.decisions.map((d) => d.reasons))).toBe('written');
@@ -112,7 +112,7 @@ describe('the writer computes the capping risk of every press move from the tena
     expect(d.args.context.modelRecord).toEqual({ owner: 'own', family: 'process-twin', version: 1, status: 'validated', sites: ['site-ravenna'], sha256: twinSha });
   });
 
-  it('a proposer that claims 0.1 % on a move the twin predicts at about 5 % is denied (CAPPING_RISK_TOO_HIGH): its claim is not an input', async () => {
+  it('[LIM-CAPPING] [R6] a proposer that claims 0.1 % on a move the twin predicts at about 5 % is denied (CAPPING_RISK_TOO_HIGH): its claim is not an input', async () => {
     later();
     sim.plant.writeSetpoint('press', 'MainForce', 15.5); // the operator moved it at the HMI
     const liar = { ...proposal({ moves: [{ setpoint: 'press.MainForce', value: '16 kN' }] }), predictedCappingRisk: 0.001 } as WriteProposal;
@@ -147,7 +147,7 @@ describe('the model a proposal names is checked against the registry at call tim
     ['a model the registry does not know', { id: 'process-twin-v9', version: '9' }, 'MODEL_MISSING', null],
   ];
   for (const [what, model, reason, record] of cases) {
-    it(`a proposal from ${what} is denied (${reason}) and the decision entry shows the registry’s record`, async () => {
+    it(`[R6] a proposal from ${what} is denied (${reason}) and the decision entry shows the registry’s record`, async () => {
       later();
       const before = plant('MainForce');
       const out = await writer.propose(proposal({ model, moves: [{ setpoint: 'press.MainForce', value: `${(before as number) - 0.5} kN` }] }));

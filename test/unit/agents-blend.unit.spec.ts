@@ -19,7 +19,7 @@ function input(values: readonly number[], over: Partial<BlendDispenseInput> = {}
 }
 
 describe('agent.blend_dispense', () => {
-  it('reaches the end point on a low-RSD scan series, naming the scan and every block', () => {
+  it('[LIM-BLEND-END-POINT] reaches the end point on a low-RSD scan series, naming the scan and every block', () => {
     const out = decide(input(noisy(40, 100, 1.5, 11)));
     expect(out.verdict.endpoint).toBe(true);
     expect(out.verdict.blocks).toHaveLength(31);
@@ -31,7 +31,7 @@ describe('agent.blend_dispense', () => {
     expect(out.trace.why).toMatch(/end point at scan 111/);
   });
 
-  it('judges the UPPER chi-square bound of the block RSD, not the RSD itself', () => {
+  it('[LIM-BLEND-END-POINT] judges the UPPER chi-square bound of the block RSD, not the RSD itself', () => {
     // a block RSD of about 3.5 %: under the 5 % limit itself, over it once its 95 % upper bound is taken
     const values = noisy(30, 100, 3.5, 5);
     const out = decide(input(values));

@@ -16,7 +16,7 @@ const raise = req('r-yield', 'agent.yield_takt', 'takt', '60 {rev}/min', T0 - 20
 const hold = req('r-cu', 'agent.quality_conf', 'content_uniformity', '45 {rev}/min', T0 - 1000);
 
 
-describe('rule 1: quality outranks yield, energy and takt, regardless of order', () => {
+describe('[ERR-ARBITRATION] rule 1: quality outranks yield, energy and takt, regardless of order', () => {
   it('the quality request wins; the throughput request is declined with its score and reason and told to re-plan', () => {
     for (const order of [
       [raise, hold],
@@ -57,7 +57,7 @@ describe('rule 1: quality outranks yield, energy and takt, regardless of order',
 });
 
 describe('rule 2: the design space is a limit, not a target', () => {
-  it('refuses a request outside the design space before arbitration, so it cannot win or contest', () => {
+  it('[LIM-SETPOINT-BOUNDS] refuses a request outside the design space before arbitration, so it cannot win or contest', () => {
     const outside = req('r-out', 'agent.quality_conf', 'content_uniformity', '75 {rev}/min');
     const r = arbitrate([outside, raise], EMPTY_ARBITRATION, T0, bundle, scope);
     expect(r.refused).toEqual([{ request: outside, reasons: ['OUTSIDE_DESIGN_SPACE'] }]);
@@ -88,7 +88,7 @@ describe('rule 2: the design space is a limit, not a target', () => {
   });
 });
 
-describe('rule 3: ownership is time-boxed; after the window the owner must re-justify', () => {
+describe('[LIM-OWNERSHIP] rule 3: ownership is time-boxed; after the window the owner must re-justify', () => {
   const first = arbitrate([raise, hold], EMPTY_ARBITRATION, T0, bundle, scope);
 
   it('gives the winner of a contest the setpoint until the window ends', () => {
@@ -133,7 +133,7 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
   const b = req('pot', 'agent.compress_fill', 'potency', '55 {rev}/min');
   const dead = arbitrate([a, b, raise], EMPTY_ARBITRATION, T0, bundle, scope);
 
-  it('two requests of equal rank with different targets escalate; the lower rank is held with the escalation, not declined without a winner', () => {
+  it('[ERR-DEADLOCK] [ERR-ARBITRATION] two requests of equal rank with different targets escalate; the lower rank is held with the escalation, not declined without a winner', () => {
     expect(dead.winners).toEqual([]);
     expect(dead.escalated).toHaveLength(1);
     expect(dead.escalated[0]).toMatchObject({ setpoint: 'press.TurretSpeed', reason: 'DEADLOCK_EQUAL_RANK', score: 2, since: T0 });
@@ -142,7 +142,7 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
     expect(dead.declined).toEqual([]);
   });
 
-  it('stays pending however much time passes; later equal-rank requests join it, one side per agent (its latest request)', () => {
+  it('[ERR-DEADLOCK] stays pending however much time passes; later equal-rank requests join it, one side per agent (its latest request)', () => {
     let state: ArbitrationState = dead.state;
     for (const later of [W, 10 * W, 1000 * W]) {
       const r = arbitrate([req(`x${later}`, 'agent.quality_potency', 'potency', '50 {rev}/min', T0 + later), req(`y${later}`, 'agent.yield_takt', 'takt', '66 {rev}/min', T0 + later)], state, T0 + later, bundle, scope);
@@ -156,7 +156,7 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
     expect(state.escalations['press.TurretSpeed']!.outranked?.map((r) => r.id)).toEqual([`y${1000 * W}`]);
   });
 
-  it('a named reviewer resolves it: the chosen request wins and owns the setpoint, the other sides are declined as HUMAN_DECISION, the lower rank as OUTRANKED by the winner', () => {
+  it('[ERR-DEADLOCK] a named reviewer resolves it: the chosen request wins and owns the setpoint, the other sides are declined as HUMAN_DECISION, the lower rank as OUTRANKED by the winner', () => {
     const r = resolveEscalation(dead.state, 'press.TurretSpeed', { requestId: 'pot', by: { person: 'q.russo', role: 'qa_reviewer' }, reason: 'potency trend' }, T0 + 60_000, bundle);
     expect(r.winners.map((w) => w.request.id)).toEqual(['pot']);
     expect(r.declined.map((d) => [d.request.id, d.reason, d.winner?.requestId])).toEqual([['cu', 'HUMAN_DECISION', 'pot'], ['r-yield', 'OUTRANKED', 'pot']]);
@@ -164,7 +164,7 @@ describe('rule 4 and deadlock: losers are recorded; equal rank escalates to a hu
     expect(r.state.owners['press.TurretSpeed']).toMatchObject({ agent: 'agent.compress_fill', since: T0 + 60_000 });
   });
 
-  it('only a named person with a reviewer or QA role may resolve, and only a pending escalation', () => {
+  it('[ERR-DEADLOCK] only a named person with a reviewer or QA role may resolve, and only a pending escalation', () => {
     expect(codeOf(() => resolveEscalation(dead.state, 'press.TurretSpeed', { requestId: 'pot', by: { person: 'op', role: 'operator' }, reason: '' }, T0, bundle))).toBe('LK_POLICY_DENIED');
     expect(codeOf(() => resolveEscalation(dead.state, 'press.TurretSpeed', { requestId: 'nope', by: { person: 'q', role: 'qa_reviewer' }, reason: '' }, T0, bundle))).toBe('LK_NOT_FOUND');
     expect(codeOf(() => resolveEscalation(EMPTY_ARBITRATION, 'press.TurretSpeed', { requestId: 'pot', by: { person: 'q', role: 'qa_reviewer' }, reason: '' }, T0, bundle))).toBe('LK_NOT_FOUND');

@@ -31,12 +31,12 @@ function checkSamples(samples: Readonly<Record<string, string>>): Violation[] {
 const lines = (v: readonly Violation[], file: string, rule: Violation['rule']): number[] => v.filter((x) => x.file === file && x.rule === rule).map((x) => x.line).sort((a, b) => a - b);
 
 describe('architecture: the real tree', () => {
-  it('every file of src/ and connectors/ is in a layer and breaks no rule', () => {
+  it('[INV-WRITE-PATH] [INV-PURE-CORE] every file of src/ and connectors/ is in a layer and breaks no rule', () => {
     expect(files.length).toBeGreaterThan(150);
     expect(checkArchitecture(real, ROOT, files)).toEqual([]);
   }, 120_000);
 
-  it('the holder of the write capability does claim it (otherwise nothing could write at all)', () => {
+  it('[INV-WRITE-PATH] the holder of the write capability does claim it (otherwise nothing could write at all)', () => {
     const checker = real.getTypeChecker();
     let claims = 0;
     for (const h of WRITE_HOLDERS) {
@@ -79,7 +79,7 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(lines(v, 'src/twin/arch-sample-dyn.ts', 'layer')).toEqual([1]);
   });
 
-  it('no I/O modules in a pure layer (node:fs, fs, better-sqlite3, node:net, a dynamic import)', () => {
+  it('[INV-PURE-CORE] no I/O modules in a pure layer (node:fs, fs, better-sqlite3, node:net, a dynamic import)', () => {
     const v = checkSamples({
       'src/twin/arch-sample.ts': [
         "import { readFileSync } from 'node:fs';",
@@ -93,7 +93,7 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(lines(v, 'src/twin/arch-sample.ts', 'io-module')).toEqual([1, 2, 3, 5]);
   });
 
-  it('no wall clock or randomness in a pure layer, aliased or not', () => {
+  it('[INV-PURE-CORE] no wall clock or randomness in a pure layer, aliased or not', () => {
     const v = checkSamples({
       'src/agents/arch-sample.ts': [
         'export const a = Date.now();', // 1
@@ -146,7 +146,7 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(v.filter((x) => x.file === 'src/models/arch-sample-ground.ts' || x.file === 'connectors/sim/arch-sample-ground.ts')).toEqual([]);
   });
 
-  it('one holder of write capabilities: claiming by name, by computed key, by destructuring, or naming the type', () => {
+  it('[INV-WRITE-PATH] one holder of write capabilities: claiming by name, by computed key, by destructuring, or naming the type', () => {
     const v = checkSamples({
       'src/api/arch-sample.ts': [
         "import type { Connector, WriteCapability } from '../../connectors/types.js';", // 1: names the type
@@ -162,7 +162,7 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(lines(v, 'connectors/mqtt/arch-sample.ts', 'write-capability')).toEqual([2]);
   });
 
-  it('the holder itself must not hand the capability out through an export', () => {
+  it('[INV-WRITE-PATH] the holder itself must not hand the capability out through an export', () => {
     const holder = [...WRITE_HOLDERS][0]!;
     const text = ts.sys.readFile(resolve(ROOT, holder))!;
     const leak = "\nexport function leakedCapability(c: import('../../connectors/types.js').Connector) { return c.claimWriter(); }\n";

@@ -23,7 +23,7 @@ function dir(): string {
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 describe('audit.append', () => {
-  it('numbers each chain gap-free from 1, links prev_hash, hashes the canonical JSON of the entry, stamps UTC ms from the clock', () => {
+  it('[R12] [P11.10(e)] numbers each chain gap-free from 1, links prev_hash, hashes the canonical JSON of the entry, stamps UTC ms from the clock', () => {
     const { store, clock } = newStore(dir());
     clock.set(Date.UTC(2026, 2, 4, 5, 6, 7, 89));
     const a1 = store.audit.append(entry(1, 'acme-pharma'));

@@ -30,7 +30,7 @@ afterAll(() => {
 });
 
 describe('audit query', () => {
-  it('filters by batch, run, agent, tool, reviewer, kind and time, in chain order, within one tenant', () => {
+  it('[R1] [A11.9] filters by batch, run, agent, tool, reviewer, kind and time, in chain order, within one tenant', () => {
     const all = queryAudit(store.db, 'acme-pharma', {}, { limit: 1000 }).entries;
     expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
     const byBatch = queryAudit(store.db, 'acme-pharma', { batch: 'A-2' }, { limit: 1000 }).entries;
@@ -77,7 +77,7 @@ describe('audit query', () => {
 });
 
 describe('exports', () => {
-  it('CSV: one row per entry, quoted, formula cells defused, nothing of another tenant', () => {
+  it('[P11.10(b)] CSV: one row per entry, quoted, formula cells defused, nothing of another tenant', () => {
     const f = join(t.dir, 'acme.csv');
     expect(exportCsv(store.db, 'acme-pharma', {}, f)).toBe(41);
     const text = readFileSync(f, 'utf8');
@@ -91,7 +91,7 @@ describe('exports', () => {
     expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
   });
 
-  it('a bundle of tenant A, filtered or not, contains nothing of tenant B', () => {
+  it('[R1] [R9] a bundle of tenant A, filtered or not, contains nothing of tenant B', () => {
     for (const filter of [{}, { batch: 'A-2' }]) {
       const f = join(t.dir, `acme-${Object.keys(filter).length}.jsonl`);
       exportBundle(store, 'acme-pharma', filter, f);

@@ -82,7 +82,7 @@ function flipChar(s: string, pos: number, hex: boolean): string {
   return s.slice(0, p) + (repl === c ? (c === 'a' ? 'b' : 'a') : repl) + s.slice(p + 1);
 }
 
-describe('audit verify finds every tamper (property)', () => {
+describe('[R12] [P11.10(a)] [P11.10(e)] audit verify finds every tamper (property)', () => {
   it('an intact chain verifies, with count, head and every checkpoint matched', () => {
     fc.assert(
       fc.property(chainArb, ({ n, every, batch }) => {
@@ -256,7 +256,7 @@ describe('checkpoints, key and file faults', () => {
     s2.close();
   });
 
-  it('damaged database pages → LK_STORE_CORRUPT or a damage report, never an intact verdict', () => {
+  it('[A11.7] damaged database pages → LK_STORE_CORRUPT or a damage report, never an intact verdict', () => {
     for (let k = 0; k < 6; k++) {
       const dir = join(root.dir, `pages${k}`);
       const { store } = newStore(dir, { audit: { checkpointEvery: 10 } });

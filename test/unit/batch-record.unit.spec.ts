@@ -120,7 +120,7 @@ describe('batch record schema', () => {
     ['QA reviewer is the reviewer', (r) => (r.qa_reviewer = r.reviewer), 'qa_reviewer'],
   ];
 
-  it.each(bad)('refuses %s at the path of the field', (_what, edit, path) => {
+  it.each(bad)('[A11.5] refuses %s at the path of the field', (_what, edit, path) => {
     const e = refusal(variant(edit));
     expect(e.code).toBe('LK_BATCH_RECORD_INVALID');
     expect(e.status).toBe(422);
@@ -128,7 +128,7 @@ describe('batch record schema', () => {
     expect(e.message.startsWith(`B-1042.json: ${path}: `)).toBe(true);
   });
 
-  it('names the source and the first bad field, and lists every issue', () => {
+  it('[A11.5] names the source and the first bad field, and lists every issue', () => {
     const e = refusal(
       variant((r) => {
         r.specifications.hardness.min = 200;
@@ -188,7 +188,7 @@ describe('batch record against the site configuration', () => {
     expect(codeOf(() => checkBatchRecordAgainstSite(parsed(), site))).toBeUndefined();
   });
 
-  it('refuses another line, an unknown tenant, a product the tenant does not run, foreign tooling', () => {
+  it('[A11.5] refuses another line, an unknown tenant, a product the tenant does not run, foreign tooling', () => {
     expect(sitePaths(parsed((r) => (r.line = 'line-4')))).toEqual(['line']);
     expect(sitePaths(parsed((r) => (r.tenant = 'globex')))).toEqual(['tenant']);
     expect(sitePaths(parsed((r) => (r.product = 'ir-family-b')))).toEqual(['product']);

@@ -107,7 +107,7 @@ describe('site configuration', () => {
     expect(loadError(join(dir, 'nope.yaml')).code).toBe('LK_CONFIG_NOT_FOUND');
   });
 
-  it('ships a JSON Schema in sync with the zod schema', () => {
+  it('[P11.10(k)] ships a JSON Schema in sync with the zod schema', () => {
     const shipped = JSON.parse(readFileSync(join(defaultConfigFile(), '..', 'site.schema.json'), 'utf8')) as unknown;
     expect(shipped).toEqual(configJsonSchema());
   });

@@ -61,7 +61,7 @@ describe('persisted autonomy levels', () => {
     ]);
   });
 
-  it('raises one level at a time from the level in force, with a permitted role and a change reference', () => {
+  it('[LIM-AUTONOMY] raises one level at a time from the level in force, with a permitted role and a change reference', () => {
     // L3 in the shipped bundle (CC-2026-0219): a person lowers it to L2 (no role needed), then a QA reviewer raises it again
     expect(autonomyLevels(store.db, T, bundle, A, 'press.MainForce').agent).toBe('L3');
     setAutonomy(store, bundle, { tenant: T, agent: A, to: 'L2', by: { person: 'l.verdi', role: 'operator' }, reason: 'shadow the press after a tooling change' });

@@ -67,7 +67,7 @@ describe('capping risk of a press vector', () => {
 
 describe('the registry record of a named model', () => {
   const models = viewsOf(view(), view({ id: 'process-twin-v2', version: 2, status: 'draft' }), view({ tenant: 'borealis-bio', id: 'process-twin-v7', version: 7 }));
-  it('is the tenant’s own record in full, only "another tenant’s" for another tenant’s id (R9), null when unknown or unanswerable', () => {
+  it('is the tenant’s own record in full, only "another tenant’s" for another tenant’s id [R9], null when unknown or unanswerable', () => {
     expect(modelRecordOf(models, p([], { model: { id: 'process-twin-v2', version: '2' } }))).toEqual({ owner: 'own', family: 'process-twin', version: 2, status: 'draft', sites: ['site-ravenna'], sha256: 'a'.repeat(64) });
     expect(modelRecordOf(models, p([], { model: { id: 'process-twin-v7', version: '7' } }))).toEqual({ owner: 'other_tenant' });
     expect(modelRecordOf(models, p([], { model: { id: 'process-twin-v8', version: '8' } }))).toBeNull();

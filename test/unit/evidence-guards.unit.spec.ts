@@ -69,7 +69,7 @@ function fakeStore() {
 const ev = (i: number): AuditEntryInput => ({ tenant: 'site', actor: 'system', kind: 'watchdog', action: 'watchdog.lkg_revert', args: { i } });
 
 describe('storage guard: a daemon that cannot audit must not supervise', () => {
-  it('holds entries while the disk is full, fails closed at the bound, and writes them in order behind an outage entry when space returns', () => {
+  it('[INV-FAIL-CLOSED-AUDIT] holds entries while the disk is full, fails closed at the bound, and writes them in order behind an outage entry when space returns', () => {
     const store = fakeStore();
     const clock = new ManualClock(Date.UTC(2026, 10, 23, 6));
     const calls: string[] = [];
@@ -96,7 +96,7 @@ describe('storage guard: a daemon that cannot audit must not supervise', () => {
     expect(outage.held.map((h) => h.at)).toEqual([new Date(clock.now() - 1000).toISOString(), new Date(clock.now()).toISOString(), new Date(clock.now()).toISOString()]);
   });
 
-  it('fails closed after the outage has lasted failClosedAfterMs, even with few entries held', () => {
+  it('[INV-FAIL-CLOSED-AUDIT] fails closed after the outage has lasted failClosedAfterMs, even with few entries held', () => {
     const store = fakeStore();
     const clock = new ManualClock(Date.UTC(2026, 10, 23, 6));
     let closed = 0;
@@ -111,7 +111,7 @@ describe('storage guard: a daemon that cannot audit must not supervise', () => {
     expect(closed).toBe(1);
   });
 
-  it('a full disk met by another writer (a run step, an equipment intent) starts the outage too: fail closed on time, an outage entry when space returns', () => {
+  it('[INV-FAIL-CLOSED-AUDIT] a full disk met by another writer (a run step, an equipment intent) starts the outage too: fail closed on time, an outage entry when space returns', () => {
     const store = fakeStore();
     let full: (() => void) | undefined;
     const withListener = { ...store, onFull: (f: () => void) => ((full = f), () => (full = undefined)) };
@@ -132,7 +132,7 @@ describe('storage guard: a daemon that cannot audit must not supervise', () => {
     expect(full).toBeUndefined();
   });
 
-  it('past the memory bound an entry is counted in the outage entry, never dropped silently', () => {
+  it('[INV-FAIL-CLOSED-AUDIT] past the memory bound an entry is counted in the outage entry, never dropped silently', () => {
     const store = fakeStore();
     const g = new StorageGuard(store as never, new ManualClock(0), silentLogger, { onFailClosed: () => undefined, onRecovered: () => undefined }, { holdMax: 1 });
     store.full = true;

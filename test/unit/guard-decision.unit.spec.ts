@@ -103,7 +103,7 @@ describe('decideArbitration', () => {
     expect(decideArbitration(proposal(), null, EMPTY_ARBITRATION, T0)).toEqual({ kind: 'proceed', result: null });
   });
 
-  it('a setpoint owned for a quality attribute declines a throughput proposal, with the entry to audit', () => {
+  it('[ERR-ARBITRATION] a setpoint owned for a quality attribute declines a throughput proposal, with the entry to audit', () => {
     const first = decideArbitration(proposal(), bundle, EMPTY_ARBITRATION, T0);
     if (first.kind !== 'proceed' || !first.result) throw new Error('fixture');
     const owned: ArbitrationState = first.result.state;

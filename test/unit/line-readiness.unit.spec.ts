@@ -56,7 +56,7 @@ describe('line readiness (pure judgement)', () => {
 });
 
 describe('line readiness: another run', () => {
-  it('a run on the line is LINE_BUSY, named for its own tenant and anonymous for another (R9)', () => {
+  it('a run on the line is LINE_BUSY, named for its own tenant and anonymous for another [R9]', () => {
     expect(judgeReadiness({ ...READY, activeRun: { id: 'run_ab', status: 'HELD' } }).reasons).toEqual([{ code: 'LINE_BUSY', subject: 'line', message: expect.stringContaining('run_ab (HELD)') }]);
     expect(judgeReadiness({ ...READY, activeRun: { id: null, status: 'RUNNING' } }).reasons[0]!.message).toContain("another tenant's run");
     expect(judgeReadiness({ ...READY, activeRun: null }).ready).toBe(true);

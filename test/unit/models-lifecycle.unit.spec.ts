@@ -14,7 +14,7 @@ describe('model lifecycle (pure transition table)', () => {
     expect(nextStatuses('retired')).toEqual([]);
   });
 
-  it('never goes back: no shadow → draft, no validated → shadow or draft, no change to the same status', () => {
+  it('[P11.10(f)] never goes back: no shadow → draft, no validated → shadow or draft, no change to the same status', () => {
     const back: [ModelStatus, ModelStatus][] = [['shadow', 'draft'], ['validated', 'shadow'], ['validated', 'draft']];
     for (const [from, to] of back) expect(transition(from, to)).toBeUndefined();
     for (const s of MODEL_STATUSES) expect(transition(s, s)).toBeUndefined();

@@ -51,7 +51,7 @@ describe('PLC watchdog events from supervisor tags', () => {
     expect(run([[sample('coater.SupervisorState', 'LOST'), sample('coater.RevertCount', 2)]])).toEqual([{ event: 'found_lost', equipment: 'coater' }]);
   });
 
-  it('a bad-quality reading is not evidence of anything', () => {
+  it('[P11.10(h)] a bad-quality reading is not evidence of anything', () => {
     expect(run([attended, [sample('press.SupervisorState', null, 'bad'), sample('press.RevertCount', null, 'bad')], [sample('press.SupervisorState', 'ATTENDED')]])).toEqual([]);
   });
 

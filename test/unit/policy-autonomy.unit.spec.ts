@@ -20,14 +20,14 @@ describe('autonomy levels per agent and per setpoint', () => {
     expect(autonomyFor(s0, 'agent.compress_fill', 'plc.LineSpeedFactor').effective).toBe('L1');
   });
 
-  it('raises one level with a named person of a permitted role and a change reference, recording who and why', () => {
+  it('[LIM-AUTONOMY] raises one level with a named person of a permitted role and a change reference, recording who and why', () => {
     const r = changeAutonomy(l2, { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-2026-0150', reason: '30 shadow batches clean', at: T0 }, bundle);
     expect(r.state.agents['agent.compress_fill']).toBe('L3');
     expect(l2.agents['agent.compress_fill']).toBe('L2'); // pure: the old state is untouched
     expect(r.event).toMatchObject({ type: 'autonomy_raised', from: 'L2', to: 'L3', by: qa, changeRef: 'CC-2026-0150', at: T0, bundleVersion: bundle.version });
   });
 
-  it('refuses to raise without a person, without a change reference, by a role the bundle does not permit, or by two levels', () => {
+  it('[LIM-AUTONOMY] refuses to raise without a person, without a change reference, by a role the bundle does not permit, or by two levels', () => {
     const base: AutonomyChange = { target: { agent: 'agent.brand_new' }, to: 'L1', by: pe, changeRef: 'CC-1', at: T0 };
     expect(changeAutonomy(s0, base, bundle).state.agents['agent.brand_new']).toBe('L1');
     expect(codeOf(() => changeAutonomy(s0, { ...base, by: undefined }, bundle))).toBe('LK_AUTONOMY_CHANGE');
@@ -38,7 +38,7 @@ describe('autonomy levels per agent and per setpoint', () => {
     expect(codeOf(() => changeAutonomy(s0, { ...base, to: 'L4' as never, by: qa }, bundle))).toBe('LK_AUTONOMY_CHANGE');
   });
 
-  it('lowers immediately, by any number of levels, without a role or change reference', () => {
+  it('[LIM-AUTONOMY] lowers immediately, by any number of levels, without a role or change reference', () => {
     const r = changeAutonomy(s0, { target: { setpoint: 'press.MainForce' }, to: 'L0', by: { person: 'system', role: 'watchdog' }, reason: 'model lost', at: T0 }, bundle);
     expect(r.event).toMatchObject({ type: 'autonomy_lowered', from: 'L3', to: 'L0' });
     const d = evaluate(request(), bundle, context({ autonomy: autonomyFor(r.state, 'agent.compress_fill', 'press.MainForce') }));
@@ -80,7 +80,7 @@ describe('attendance', () => {
     expect(back.event?.type).toBe('attendance_resumed');
   });
 
-  it('a lapse turns an L3 allow into recommend_only with UNATTENDED', () => {
+  it('[R5] a lapse turns an L3 allow into recommend_only with UNATTENDED', () => {
     const at = T0 + W + 1;
     const d = evaluate(request(), bundle, context({ now: at, attendance: op, lastMove: null }));
     expect(d.outcome).toBe('recommend_only');

@@ -41,7 +41,7 @@ describe('policy bundle: load and compile', () => {
     expect(b.version).not.toBe(bundle.version);
   });
 
-  it('DesignSpace.approved gives unit-aware limits narrower than the instrument range', () => {
+  it('[LIM-SETPOINT-BOUNDS] DesignSpace.approved gives unit-aware limits narrower than the instrument range', () => {
     const ds = bundle.designSpace.approved('ir-family-a', 'round-10mm-ff');
     const mf = ds.setpoints['press.MainForce']!;
     expect(mf).toMatchObject({ min: 8, max: 18, unit: 'kN', maxStep: 1.5 });
@@ -118,7 +118,7 @@ describe('policy bundle: load and compile', () => {
     }
   });
 
-  it('without a bundle every write is denied (fail closed)', () => {
+  it('[INV-FAIL-CLOSED-AUDIT] without a bundle every write is denied (fail closed)', () => {
     const d = evaluate(request(), null, context());
     expect(d.outcome).toBe('deny');
     expect(d.reasons).toEqual(['BUNDLE_MISSING']);
@@ -137,7 +137,7 @@ describe('policy bundle: change control', () => {
     expect(loadPolicyBundle(policyDir, { site, lastAccepted: accepted }).changeControl.kind).toBe('unchanged');
   });
 
-  it('refuses a changed bundle that still carries the last accepted change reference', () => {
+  it('[A11.10] refuses a changed bundle that still carries the last accepted change reference', () => {
     expect(codeOf(() => loadPolicyBundle(changed(), { site, lastAccepted: accepted }))).toBe('LK_POLICY_CHANGE_CONTROL');
   });
 

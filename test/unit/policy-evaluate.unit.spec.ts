@@ -57,14 +57,14 @@ describe('evaluate: the textbook allow', () => {
   });
 });
 
-describe('R7: allow-list at call time', () => {
-  it('denies a setpoint outside the agent allow-list and an unknown agent', () => {
+describe('[R7] allow-list at call time', () => {
+  it('[ERR-ALLOW-LIST] denies a setpoint outside the agent allow-list and an unknown agent', () => {
     expect(ev({ agent: 'agent.coat_dry' })).toMatchObject({ outcome: 'deny', reasons: expect.arrayContaining(['NOT_IN_ALLOW_LIST']) });
     expect(ev({ agent: 'agent.rogue' }).reasons).toEqual(expect.arrayContaining(['AGENT_UNKNOWN', 'NOT_IN_ALLOW_LIST']));
     expect(ev({ agent: 'agent.orchestrator' }).outcome).toBe('deny');
   });
 
-  it('follows the bundle in force: removing the setpoint from the allow-list turns the same request into a deny', () => {
+  it('[ERR-ALLOW-LIST] follows the bundle in force: removing the setpoint from the allow-list turns the same request into a deny', () => {
     const dir = bundleCopy({ 'agents.yaml': (t) => t.replace('allow: [press.FillDepth, press.MainForce, press.PreForce, press.TurretSpeed]', 'allow: [press.FillDepth, press.PreForce, press.TurretSpeed]') });
     const narrowed = loadPolicyBundle(dir, { site }).bundle;
     expect(evaluate(request(), narrowed, context()).reasons).toContain('NOT_IN_ALLOW_LIST');
@@ -78,8 +78,8 @@ describe('R7: allow-list at call time', () => {
   });
 });
 
-describe('R4: design space and validated parameters wait for QA', () => {
-  it('a move outside the approved range is needs_qa at every level that may propose it, never allow', () => {
+describe('design space and validated parameters wait for QA', () => {
+  it('[R4] [ERR-OUTSIDE-DESIGN-SPACE] [LIM-SETPOINT-BOUNDS] a move outside the approved range is needs_qa at every level that may propose it, never allow', () => {
     for (const level of ['L2', 'L3'] as const) {
       const d = ev({ value: '18.5 kN' }, { current: 18, lastMove: null, autonomy: { agent: level } });
       expect(d.outcome).toBe('needs_qa');
@@ -88,14 +88,14 @@ describe('R4: design space and validated parameters wait for QA', () => {
     }
   });
 
-  it('a QA approval bound to the move lets it through; a reviewer approval or a QA approval from a wrong role does not', () => {
+  it('[R4] [ERR-OUTSIDE-DESIGN-SPACE] a QA approval bound to the move lets it through; a reviewer approval or a QA approval from a wrong role does not', () => {
     const c = { current: 18, lastMove: null };
     expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'q.russo', role: 'qa_reviewer', kind: 'qa' } })).toMatchObject({ outcome: 'allow', reasons: ['OUTSIDE_DESIGN_SPACE', 'QA_APPROVED'] });
     expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'a.bianchi', role: 'process_engineer', kind: 'reviewer' } }).outcome).toBe('needs_qa');
     expect(ev({ value: '18.5 kN' }, { ...c, approval: { by: 'p.costa', role: 'process_engineer', kind: 'qa' } })).toMatchObject({ outcome: 'deny', reasons: expect.arrayContaining(['APPROVAL_ROLE_INVALID']) });
   });
 
-  it('any change to a validated parameter waits for QA, even inside the design space', () => {
+  it('[R4] [ERR-VALIDATED-PARAMETER] any change to a validated parameter waits for QA, even inside the design space', () => {
     const d = evaluate(
       request({ agent: 'agent.granulate_dry', setpoint: 'fluidbed.InletAirTemp', value: '60 Cel' }),
       bundle,
@@ -106,7 +106,7 @@ describe('R4: design space and validated parameters wait for QA', () => {
     expect(d.reasons).not.toContain('OUTSIDE_DESIGN_SPACE');
   });
 
-  it('a batch release is needs_qa whatever the level, attendance or approvals (R3)', () => {
+  it('[ERR-RELEASE-HELD] a batch release is needs_qa whatever the level, attendance or approvals [R3]', () => {
     for (const level of AUTONOMY_LEVELS) {
       const d = ev({ kind: 'release' }, { autonomy: { agent: level, setpoint: level }, approval: { by: 'q.russo', role: 'qa_reviewer', kind: 'qa' } });
       expect(d.outcome).toBe('needs_qa');
@@ -115,7 +115,7 @@ describe('R4: design space and validated parameters wait for QA', () => {
   });
 });
 
-describe('R5: no unattended level', () => {
+describe('[R5] no unattended level', () => {
   it('L2/L3 without an attended operator fall to recommend_only (UNATTENDED)', () => {
     expect(ev({}, { attendance: null })).toMatchObject({ outcome: 'recommend_only', reasons: ['UNATTENDED'] });
     expect(ev({}, { attendance: { operator: 'l.verdi', lastPresenceAt: T0 - 121_000 } }).reasons).toEqual(['UNATTENDED']);
@@ -129,7 +129,7 @@ describe('R5: no unattended level', () => {
   });
 });
 
-describe('R6: batch state, model version, reviewer assignment before any move', () => {
+describe('[R6] batch state, model version, reviewer assignment before any move', () => {
   it('denies outside a writable batch state', () => {
     for (const s of ['hold', 'complete', 'released', '']) expect(ev({}, { batchState: s }).reasons).toContain('BATCH_STATE_FORBIDS');
     expect(ev({}, { batchState: 'setup' }).outcome).toBe('allow');
@@ -168,13 +168,13 @@ describe('R6: batch state, model version, reviewer assignment before any move', 
     expect(d.reasons).toEqual(expect.arrayContaining(['APPROVAL_REQUIRED', 'NO_REVIEWER_ASSIGNED']));
   });
 
-  it('denies a compression move whose predicted capping risk is over the site threshold', () => {
+  it('[LIM-CAPPING] denies a compression move whose predicted capping risk is over the site threshold', () => {
     expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.02 } }).reasons).toContain('CAPPING_RISK_TOO_HIGH');
     expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.02 } }).outcome).toBe('deny');
     expect(ev({}, { capping: { ...CAPPING_OK, risk: 0.01 } }).outcome).toBe('allow');
   });
 
-  it('denies a compression move whose capping risk is unknown: none computed, no twin, or not finite (fail closed)', () => {
+  it('[LIM-CAPPING] denies a compression move whose capping risk is unknown: none computed, no twin, or not finite (fail closed)', () => {
     const unknown: Partial<PolicyContext>[] = [
       { capping: undefined },
       { capping: null },
@@ -211,7 +211,7 @@ describe('step, rate and instrument limits', () => {
     expect(ev({}, { lastMove: { value: 12, at: T0 } }).reasons).toEqual(['RATE_TOO_HIGH']);
   });
 
-  it('denies a value outside the instrument range outright (it cannot be a QA decision)', () => {
+  it('[LIM-SETPOINT-BOUNDS] denies a value outside the instrument range outright (it cannot be a QA decision)', () => {
     const d = ev({ value: '45 kN' }, { current: 44, lastMove: null });
     expect(d.outcome).toBe('deny');
     expect(d.reasons).toEqual(expect.arrayContaining(['OUTSIDE_INSTRUMENT_RANGE', 'OUTSIDE_DESIGN_SPACE']));

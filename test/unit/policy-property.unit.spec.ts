@@ -91,7 +91,7 @@ function l3(c: { model: string | null; version: string | null; current: number }
 }
 
 describe('policy properties (fast-check)', () => {
-  it('every value outside its range after unit conversion is needs_qa or deny, never allow', () => {
+  it('[LIM-SETPOINT-BOUNDS] [R4] every value outside its range after unit conversion is needs_qa or deny, never allow', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         fc.pre(c.x < c.lim.min - 1e-6 * (c.lim.max - c.lim.min) || c.x > c.lim.max + 1e-7 * (c.lim.max - c.lim.min));
@@ -102,7 +102,7 @@ describe('policy properties (fast-check)', () => {
     );
   });
 
-  it('every value inside its range, within the step, and otherwise allowed is allow', () => {
+  it('[LIM-SETPOINT-BOUNDS] every value inside its range, within the step, and otherwise allowed is allow', () => {
     fc.assert(
       fc.property(caseArb, (c) => {
         const inside = c.x >= c.lim.min && c.x <= c.lim.max;

@@ -57,7 +57,7 @@ describe('QC result schema', () => {
     ['batch', { batch: 'b 1042' }],
     ['lims_ref', { lims_ref: '' }],
     ['remarks', { remarks: 'looks fine' }],
-  ])('refuses a bad %s', (path, patch) => {
+  ])('[A11.5] refuses a bad %s', (path, patch) => {
     expect(firstPath({ ...assay(), ...patch })).toBe(path);
   });
 

@@ -149,7 +149,7 @@ describe('units: the record’s limits are converted to the data’s unit', () =
 });
 
 describe('nothing unjudged is shown as passed', () => {
-  it('non-finite data is never PASS, and the reason names it', () => {
+  it('[INV-RELEASE-EXCEPTIONS] non-finite data is never PASS, and the reason names it', () => {
     const ip = good().inProcess;
     const t = evaluateSpecifications(
       good({
@@ -178,7 +178,7 @@ describe('nothing unjudged is shown as passed', () => {
     expect(t).toMatchObject({ verdict: 'INCOMPLETE', counts: { PASS: 0, FAIL: 0, NOT_EVALUATED: 11 } });
   });
 
-  it('property: arbitrary partial inputs never PASS a specification whose data is missing or non-finite', () => {
+  it('[INV-RELEASE-EXCEPTIONS] property: arbitrary partial inputs never PASS a specification whose data is missing or non-finite', () => {
     const value = (lo: number, hi: number) => fc.oneof({ weight: 8, arbitrary: fc.double({ min: lo, max: hi, noNaN: true }) }, { weight: 1, arbitrary: fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY) });
     const arr = (lo: number, hi: number) => fc.oneof(fc.constant([] as number[]), fc.array(value(lo, hi), { minLength: 1, maxLength: 40 }));
     const scalar = (lo: number, hi: number) => fc.option(fc.record({ v: fc.option(value(lo, hi)) }), { nil: undefined });

@@ -47,7 +47,7 @@ const lims = fc.array(
 ) as fc.Arbitrary<LimsRow[]>;
 
 describe('a batch that failed a specification is never released', () => {
-  it('property: refused (LK_SPEC_FAILED) exactly when a specification FAILs, naming every failed one; the judgement is the same twice', () => {
+  it('[INV-RELEASE-EXCEPTIONS] property: refused (LK_SPEC_FAILED) exactly when a specification FAILs, naming every failed one; the judgement is the same twice', () => {
     const seen = { refused: 0, allowed: 0 };
     fc.assert(
       fc.property(data, lims, (d, l) => {
@@ -73,7 +73,7 @@ describe('a batch that failed a specification is never released', () => {
     expect(seen.allowed).toBeGreaterThan(20);
   });
 
-  it('no table, or a table whose verdict says FAIL without a failed result, is refused all the same', () => {
+  it('[INV-RELEASE-EXCEPTIONS] no table, or a table whose verdict says FAIL without a failed result, is refused all the same', () => {
     expect(releaseRefusal(undefined, 'B-1042')?.code).toBe('LK_SPEC_FAILED');
     expect(releaseRefusal({} as RunQuality, 'B-1042')?.code).toBe('LK_SPEC_FAILED');
     const q = judgeRun(RUN, {}, []);

@@ -20,7 +20,7 @@ function perturbedTwin(seed: number): TwinModel {
   return { id: 'process-twin-v2', version: 2, params: perturbParams(v1.params, seed), validRanges: v1.validRanges };
 }
 
-describe('replay of the golden batch (R11)', () => {
+describe('replay of the golden batch [R11]', () => {
   it('holds a whole run: every agent function of the line, each call with its model', () => {
     expect(golden.run).toMatchObject({ tenant: 'acme-pharma', batch: 'B-1042', line: 'line-3' });
     expect(new Set(golden.calls.map((c) => c.fn))).toEqual(new Set(Object.keys(REPLAYABLE)));

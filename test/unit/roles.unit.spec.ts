@@ -103,7 +103,7 @@ describe('equipment roles', () => {
 });
 
 describe('docs/roles.md', () => {
-  it('lists every role with its kind, unit and meaning, and every step’s needs, as the code has them', () => {
+  it('[P11.10(k)] lists every role with its kind, unit and meaning, and every step’s needs, as the code has them', () => {
     const doc = readFileSync(join(dirname(defaultConfigFile()), '..', 'docs', 'roles.md'), 'utf8');
     for (const [id, r] of Object.entries(ROLES)) expect(doc).toContain(`| \`${id}\` | ${r.kind} | \`${r.unit}\` | ${r.meaning} |`);
     const listed = [...doc.matchAll(/^\| `([a-z]+\.[A-Za-z0-9]+)` \| (setpoint|measurement) \|/gm)].map((m) => m[1]);

@@ -42,20 +42,20 @@ function oneByte(s: string): string {
 describe('signRecord / verifySignature', () => {
   const sig = signRecord(key, record);
 
-  it('signs the record as it is, with the key id of the site key, and verifies with the public key alone', () => {
+  it('[A11.14] [P11.70] signs the record as it is, with the key id of the site key, and verifies with the public key alone', () => {
     expect(sig).toMatchObject(record);
     expect(sig.keyId).toBe(key.keyId);
     expect(Buffer.from(sig.signature, 'base64')).toHaveLength(64);
     expect(verifySignature(publicOf(key), sig)).toBe(true);
   });
 
-  it.each(Object.keys(record).filter((k) => typeof record[k as keyof SignedRecord] === 'string'))('a changed byte of %s no longer verifies', (field) => {
+  it.each(Object.keys(record).filter((k) => typeof record[k as keyof SignedRecord] === 'string'))('[P11.70] a changed byte of %s no longer verifies', (field) => {
     const tampered = { ...sig, [field]: oneByte(sig[field as keyof Signature] as string) } as Signature;
     expect(tampered).not.toEqual(sig);
     expect(verifySignature(publicOf(key), tampered)).toBe(false);
   });
 
-  it('a changed decision, format, signature or key id, or an added field, no longer verifies', () => {
+  it('[P11.70] a changed decision, format, signature or key id, or an added field, no longer verifies', () => {
     const pk = publicOf(key);
     expect(verifySignature(pk, { ...sig, decision: 'reject' })).toBe(false);
     expect(verifySignature(pk, { ...sig, format: 2 } as unknown as Signature)).toBe(false);
@@ -67,7 +67,7 @@ describe('signRecord / verifySignature', () => {
     expect(verifySignature(pk, { ...sig, signature: 'not base64 at all!' })).toBe(false);
   });
 
-  it('another site key does not verify it, even when the signature claims that key', () => {
+  it('[P11.70] another site key does not verify it, even when the signature claims that key', () => {
     expect(verifySignature(publicOf(other), sig)).toBe(false);
     expect(verifySignature(publicOf(other), { ...sig, keyId: other.keyId })).toBe(false);
     // and a record signed by the other key is not this site's

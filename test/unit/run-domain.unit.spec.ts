@@ -41,7 +41,7 @@ const key = (p: readonly [string, string]): string => `${p[0]}→${p[1]}`;
 describe('run transitions', () => {
   const allowed = new Set(RUN_ALLOWED.map(key));
 
-  it.each(pairs(RUN_STATUSES))('%s → %s is accepted exactly when the lifecycle allows it', (from, to) => {
+  it.each(pairs(RUN_STATUSES))('[P11.10(f)] %s → %s is accepted exactly when the lifecycle allows it', (from, to) => {
     if (allowed.has(key([from, to]))) {
       expect(codeOf(() => checkRunTransition(from, to, 'run_0123456789'))).toBeUndefined();
     } else {
@@ -61,7 +61,7 @@ describe('run transitions', () => {
     expect(Object.entries(RUN_TRANSITIONS).flatMap(([f, ts]) => ts.map((t) => `${f}→${t}`)).sort()).toEqual([...allowed].sort());
   });
 
-  it('a finished run never changes again; nothing goes back to PENDING; only a gate is rejected', () => {
+  it('[P11.10(f)] a finished run never changes again; nothing goes back to PENDING; only a gate is rejected', () => {
     expect([...TERMINAL_RUN].sort()).toEqual(['ABORTED', 'FAILED', 'REJECTED', 'SUCCEEDED']);
     for (const s of TERMINAL_RUN) expect(RUN_TRANSITIONS[s]).toEqual([]);
     for (const s of RUN_STATUSES) expect(RUN_TRANSITIONS[s]).not.toContain('PENDING');
@@ -69,7 +69,7 @@ describe('run transitions', () => {
     expect(RUN_STATUSES.filter((s) => RUN_TRANSITIONS[s].includes('SUCCEEDED'))).toEqual(['RUNNING']);
   });
 
-  it('every state that is not final has a way out a person takes: abort; and a stopped run resumes', () => {
+  it('[INV-BATCH-ONCE] every state that is not final has a way out a person takes: abort; and a stopped run resumes', () => {
     const open = RUN_STATUSES.filter((s) => !TERMINAL_RUN.has(s));
     expect(open.sort()).toEqual(['APPROVAL', 'HELD', 'INTERRUPTED', 'PENDING', 'RUNNING']);
     for (const s of open) expect(RUN_TRANSITIONS[s]).toContain('ABORTED');

@@ -89,7 +89,7 @@ describe('Agent', () => {
     expect(a.request('line-3', 'B-1042', 'keep weight on target')).toBe('run batch B-1042 on line-3, keep weight on target');
   });
 
-  it('refuses, naming each field: an id not agent.<role>, a level outside L0–L3, verify or audit other than the spec\'s, unknown keys, tools not declared with Tool or declared twice', () => {
+  it('[LIM-AUTONOMY] refuses, naming each field: an id not agent.<role>, a level outside L0–L3, verify or audit other than the spec\'s, unknown keys, tools not declared with Tool or declared twice', () => {
     expect(issues(() => Agent(good))).toEqual([]);
     expect(issues(() => Agent({ ...good, id: 'compress_fill', autonomy: 'L4', verify: 'none', audit: 'gmp', model: 'x' } as never))).toEqual(['audit', 'autonomy', 'id', 'model', 'verify']);
     expect(issues(() => Agent({ ...good, goal: '  ' }))).toEqual(['goal']);

@@ -98,7 +98,7 @@ describe('NIR spectrum feed', () => {
 });
 
 describe('six-camera frame feed', () => {
-  it('six frames carry the trigger id of vision.TriggerId in their header at every scan, and their truth is kept', () => {
+  it('[LIM-CAMERAS] six frames carry the trigger id of vision.TriggerId in their header at every scan, and their truth is kept', () => {
     const { p, clock } = plant({ timeScale: 60 });
     let checked = 0;
     run(p, clock, 3000, 50, () => {

@@ -194,7 +194,7 @@ describe('plant supervision and watchdog', () => {
     expect(p.supervisor('press').armed).toBe(false);
   });
 
-  it('reverts exactly when the heartbeat has stood still for the timeout (wall clock), then refuses writes until re-armed', () => {
+  it('[R8] reverts exactly when the heartbeat has stood still for the timeout (wall clock), then refuses writes until re-armed', () => {
     const { p, clock } = plant({ timeScale: 60, watchdogTimeoutMs: 1000 });
     const events: string[] = [];
     p.on((e) => events.push(`${e.type}:${e.equipment}`));

@@ -43,7 +43,7 @@ describe('openStore', () => {
     expect(codeOf(() => openStore({ dataDir: b, readonly: true }))).toBe('LK_STORE_CORRUPT');
   });
 
-  it('refuses a database whose header was damaged', () => {
+  it('[A11.7] refuses a database whose header was damaged', () => {
     const d = dir();
     const { store } = newStore(d);
     store.audit.append(entry(1));
@@ -107,7 +107,7 @@ describe('openStore', () => {
 describe('store.tx', () => {
   const stateMigration: Migration = { version: MIGRATIONS.length + 1, name: 'test state', up: 'CREATE TABLE setpoint_state (tag TEXT PRIMARY KEY, value REAL NOT NULL)' };
 
-  it('commits a state change and its audit entry together, and rolls both back together', () => {
+  it('[R2] [INV-AUDIT-TX] commits a state change and its audit entry together, and rolls both back together', () => {
     const d = dir();
     const { store } = newStore(d, { migrations: [...MIGRATIONS, stateMigration] });
     store.tx((t) => {
@@ -149,7 +149,7 @@ describe('store.tx', () => {
     store.close();
   });
 
-  it('refuses UPDATE and DELETE on audit rows (triggers), even inside a transaction', () => {
+  it('[R12] [P11.10(e)] [P11.10(c)] refuses UPDATE and DELETE on audit rows (triggers), even inside a transaction', () => {
     const { store } = newStore(dir());
     store.audit.append(entry(1));
     expect(store.audit.checkpoint('acme-pharma')?.seq).toBe(1);

@@ -24,7 +24,7 @@ describe('twin rehearsal (simulate)', () => {
     expect(a.ranked.length + a.discarded.length).toBe(300);
   });
 
-  it('discards every candidate over the capping threshold, with the reason, and keeps the rest ranked', () => {
+  it('[ERR-CAPPING] [LIM-CAPPING] discards every candidate over the capping threshold, with the reason, and keeps the rest ranked', () => {
     const r = simulate(model, { ...req, cappingThresholdPct: 1.0 });
     const capped = r.discarded.filter((d) => d.reasons[0]!.code === 'capping_risk');
     expect(capped.length).toBeGreaterThan(0);

@@ -14,7 +14,7 @@ const held = featuresOf(20, 32, 100_000);
 const model = trainVisionOnFeatures(train);
 
 describe('six-camera defect classifier', () => {
-  it('renders six 640×480 8-bit frames per trigger, deterministically for the rng state', () => {
+  it('[LIM-CAMERAS] renders six 640×480 8-bit frames per trigger, deterministically for the rng state', () => {
     const a = renderFrameSet('capped', 4242, createRng(1));
     expect(a.frames).toHaveLength(CAMERAS);
     expect(a.frames.every((f) => f instanceof Uint8Array && f.length === PIXELS && PIXELS === WIDTH * HEIGHT)).toBe(true);
@@ -37,7 +37,7 @@ describe('six-camera defect classifier', () => {
     }
   });
 
-  it('keeps frame sets together by trigger id; probabilities sum to 1', () => {
+  it('[LIM-CAMERAS] keeps frame sets together by trigger id; probabilities sum to 1', () => {
     const s = renderFrameSet('capped', 4242, createRng(1));
     const r = classifyFrameSet(model, s);
     expect(r.triggerId).toBe(4242);
