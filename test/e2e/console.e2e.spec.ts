@@ -428,7 +428,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.unrouteAll({ behavior: 'ignoreErrors' });
   });
 
-  it('a process engineer is offered only what he can sign: the QA reviewer\u2019s release says who it waits for; his move\u2019s signature shows what the writer did (denied: nothing written)', async () => {
+  it('[P11.10(g)] a process engineer is offered only what he can sign: the QA reviewer\u2019s release says who it waits for; his move\u2019s signature shows what the writer did (denied: nothing written)', async () => {
     // the daemon's answers as it gives them (GET /approvals, and POST for a move the policy now refuses: proved over
     // REST in api-approvals); here what a process engineer sees of them
     const release = { id: 'apr_00000000000000f2', kind: 'batch_release', run: runId, batch: 'B-1042', needs: 'qa', reviewer: 'm.rossi', requestedAt: '2026-11-27T08:00:01.000Z', recordHash: 'cd'.repeat(32), detail: { verdict: 'PASS', releasable: true, failed: [] } };

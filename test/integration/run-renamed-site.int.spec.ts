@@ -199,7 +199,7 @@ describe('a batch on a site with its own equipment and tag names', () => {
     expect(site.roles).toMatchObject({ press: 'kp200', 'press.MainForce': 'kp200.Hauptdruck', 'fluidbed.Lod': 'wsg1.Restfeuchte', 'plc.BatchPhase': 'linie.Schritt' });
   });
 
-  it('runs the batch to the approval gate, the engine speaking roles and the line, the writer and the trail the site\'s tags', async () => {
+  it('[R7] runs the batch to the approval gate, the engine speaking roles and the line, the writer and the trail the site\'s tags', async () => {
     const started: string[] = [];
     const run = d.engine.start({ tenant: T, request: request('B-1042'), by: OPERATOR });
     const stop = hmiOperator(d, sim, run.id, started);
