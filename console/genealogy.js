@@ -57,6 +57,8 @@ function Plot({ g }) {
     const opts = {
       width: Math.max(600, el.current.clientWidth || 900), height: 380,
       title: `Batch ${g.batch}: other measurements, setpoints and events`,
+      // the axis says UTC and shows UTC, whatever the browser's time zone (records are UTC)
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
       scales,
       cursor: { drag: { x: true, y: false } },
       series: [{ label: 'time (UTC)' }, ...p.keys.map((k, i) => (k === 'events'
