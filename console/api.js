@@ -117,10 +117,16 @@ export async function api(method, path, body) {
   const t = session?.tenant;
   const init = { method, headers: headers(body !== undefined ? { 'content-type': 'application/json' } : {}) };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const r = await fetch(`/v1/tenants/${encodeURIComponent(t)}${path}`, init);
+  const r = await fetch(`/v1/tenants/${encodeURIComponent(t)}${path}`, init).catch((err) => {
+    // the daemon is not answering (stopped, restarting, the network): said as such, never as a refusal
+    throw new ApiError(0, 'LK_API_UNREACHABLE', `linekeeper is not answering (${err?.message ?? 'no connection'})`);
+  });
   if (!r.ok) throw await fail(r);
   return r.status === 204 ? null : r.json();
 }
+
+/** True for an error that means the daemon did not answer (or is stopping), rather than refused. */
+export const unreachable = (err) => err?.code === 'LK_API_UNREACHABLE' || err?.code === 'LK_NOT_READY';
 
 /** Download a file of the API (export, release package) through the session: a blob handed to the browser. */
 export async function download(path, name) {

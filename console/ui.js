@@ -38,7 +38,8 @@ export function Dialog({ title, onClose, children, id }) {
 
 export function ErrorNote({ error }) {
   if (!error) return null;
-  return html`<p class="error" role="alert"><strong>Refused:</strong> ${error.message}${error.code ? html` <code>[${error.code}]</code>` : ''}</p>`;
+  const away = error.code === 'LK_API_UNREACHABLE' || error.code === 'LK_NOT_READY';
+  return html`<p class="error" role="alert"><strong>${away ? 'Not answering:' : 'Refused:'}</strong> ${error.message}${error.code ? html` <code>[${error.code}]</code>` : ''}</p>`;
 }
 
 export const time = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');

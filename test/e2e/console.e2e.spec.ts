@@ -462,6 +462,31 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await signOut();
   });
 
+  it('when linekeeper stops answering, the Line page says since when, keeps the time of the last values, and shows no connection as connected; it clears when the daemon answers again', async () => {
+    await signInAs('o.operator');
+    await page.getByRole('link', { name: 'Line' }).click();
+    const updated = page.getByTestId('line-updated');
+    await updated.waitFor();
+    expect(await page.getByTestId('line-stale').count()).toBe(0);
+    // the daemon's port refuses connections, as a stopped daemon's does (the browser's network, not the page, fails)
+    let refused = 0;
+    await page.route('**/line**', (r) => (refused++, r.abort('connectionrefused')).catch(() => undefined));
+    await page.getByTestId('line-stale').waitFor();
+    const at = await updated.textContent();
+    expect(await page.getByTestId('line-stale').textContent()).toMatch(/No data since .* UTC.*has not answered since .* UTC/);
+    expect(await page.locator('p.error').first().textContent()).toContain('Not answering:');
+    expect(await page.locator('[data-stale="true"]').count()).toBe(1);
+    expect(await page.locator('table').first().textContent()).not.toMatch(/✓ connected/);
+    expect(await page.locator('table').first().textContent()).toContain('unknown (last read: connected)');
+    // the next polls fail too: the time of the values does not move with the browser's clock
+    const seen = refused;
+    await poll(async () => refused).toBeGreaterThanOrEqual(seen + 4);
+    expect(await updated.textContent()).toBe(at);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await poll(() => page.getByTestId('line-stale').count()).toBe(0);
+    await signOut();
+  });
+
   it('a log of 10,000 entries renders only the rows in view and scrolls to the last', async () => {
     const fake = 'run_00000000000000000000';
     const lines = Array.from({ length: 10_000 }, (_, i) => ({ id: i + 1, run: fake, at: 1_800_000_000_000 + i, time: '08:00:00', kind: i % 2 ? 'ok' : 'call', step: 'compress.press', agent: 'agent.compress_fill', tool: `press.tool_${i + 1}`, auditSeq: i + 1 }));
