@@ -71,6 +71,7 @@ function sendLarge(base: URL, r: RawRequest): Promise<Answer> {
     const chunks: Buffer[] = [];
     let answered = false;
     let finished = false;
+    let bodyStarted = false;
     const finish = (error?: string): void => {
       if (finished) return;
       finished = true;
@@ -83,12 +84,26 @@ function sendLarge(base: URL, r: RawRequest): Promise<Answer> {
     });
     sock.on('end', () => finish());
     sock.on('close', () => finish());
-    sock.on('error', (e) => finish(e.message));
+    sock.on('error', (e) => {
+      // the server refused the request from its head and closed while the body was still going: the reset can
+      // discard its answer before it is read (TCP's doing). Inconclusive, not a missing answer: -1, as a request
+      // the client could not send.
+      if (!answered && bodyStarted && /EPIPE|ECONNRESET/.test((e as NodeJS.ErrnoException).code ?? e.message)) {
+        if (!finished) {
+          finished = true;
+          sock.destroy();
+          resolve({ status: -1, type: '', text: '', error: `reset while the body was sent (${e.message}): the answer was lost with the connection` });
+        }
+        return;
+      }
+      finish(e.message);
+    });
     sock.setTimeout(120_000, () => finish('no answer within 120 s')); // hang guard
     sock.write(head, 'latin1');
     setTimeout(() => {
       // nothing yet: the server wants the body; send it while it has not answered
       const body = r.body!;
+      bodyStarted = true;
       let at = 0;
       const pump = (): void => {
         while (!answered && !finished && at < body.length) {

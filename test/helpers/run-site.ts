@@ -13,6 +13,7 @@ import type { AuditEntry } from '../../src/audit/entry.js';
 import { defaultConfigFile } from '../../src/config/load.js';
 import type { Daemon } from '../../src/daemon.js';
 import { rearmPlc } from '../../src/engine/rearm.js';
+import { relaxedWatchdog } from './api.js';
 import { lineReadiness } from '../../src/engine/run/start-checks.js';
 import { LkError } from '../../src/errors.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
@@ -41,7 +42,7 @@ export function makeRunSite(o: RunSiteOptions): RunSite {
   const yaml = readFileSync(defaultConfigFile(), 'utf8');
   const faster = yaml.replace(/^(\s*)time_scale: 60$/m, `$1time_scale: ${o.timeScale}`);
   if (faster === yaml) throw new Error('config/site.yaml no longer says time_scale: 60; update the test site');
-  writeFileSync(join(dir, 'site.yaml'), faster);
+  writeFileSync(join(dir, 'site.yaml'), relaxedWatchdog(faster));
   const sample = JSON.parse(readFileSync(join(shipped, 'batches', 'acme-pharma', 'B-1042.json'), 'utf8')) as Record<string, unknown>;
   mkdirSync(join(dir, 'batches', 'acme-pharma'), { recursive: true });
   // the other tenant's sample stays as shipped (one record per tenant folder at least)

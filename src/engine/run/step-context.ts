@@ -104,7 +104,13 @@ export class StepContext {
       }
       throw err;
     }
-    const s = summarise(r);
+    // the call happened: its ok line is written even if its summary cannot be made (no call stays open)
+    let s: { summary: string; result?: unknown };
+    try {
+      s = summarise(r);
+    } catch (err) {
+      s = { summary: `done (its summary failed: ${err instanceof Error ? err.message : String(err)})` };
+    }
     this.line('ok', tool, agent, { summary: s.summary, ...(s.result !== undefined ? { result: s.result } : {}) });
     return r;
   }
