@@ -58,18 +58,22 @@ export type SiteDataKind = (typeof SITE_DATA_KINDS)[number];
  * @throws LkError LK_VALIDATION (not JSON, or no known kind), naming the file
  */
 export function siteDataKind(text: string, file: string): SiteDataKind {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new LkError('LK_VALIDATION', `${file}: not JSON (${(err as Error).message})`, { file });
-  }
+  const raw = parseJsonFile(text, file);
   const kind = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>)['kind'] : undefined;
   if (!(SITE_DATA_KINDS as readonly unknown[]).includes(kind)) {
     const message = `must be one of ${SITE_DATA_KINDS.map((k) => `"${k}"`).join(', ')}, not ${JSON.stringify(kind) ?? 'missing'}`;
     throw new LkError('LK_VALIDATION', `${file}: kind: ${message}`, { file, issues: [{ path: 'kind', message }] });
   }
   return kind as SiteDataKind;
+}
+
+/** A site-data file's JSON. @throws LkError LK_VALIDATION naming the file when it is not JSON */
+export function parseJsonFile(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new LkError('LK_VALIDATION', `${file}: not JSON (${(err as Error).message})`, { file });
+  }
 }
 
 /** Fewest batches a site fit takes: two thirds train the twin, one third measures it. */
@@ -80,13 +84,7 @@ export const MIN_SITE_BATCHES = 6;
  * @throws LkError LK_VALIDATION
  */
 export function parseRecordedBatches(text: string, file: string): RecordedBatchesFile {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new LkError('LK_VALIDATION', `${file}: not JSON (${(err as Error).message})`, { file });
-  }
-  const r = RecordedBatches.safeParse(raw);
+  const r = RecordedBatches.safeParse(parseJsonFile(text, file));
   if (!r.success) {
     const issues = r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.') || '(root)', message: i.message }));
     throw new LkError('LK_VALIDATION', issues.map((i) => `${file}: ${i.path}: ${i.message}`).join('\n'), { file, issues });

@@ -20,6 +20,7 @@ import type { ModelCard } from '../twin/card.js';
 import { trainPls } from '../twin/nir/pls.js';
 import { WL_COUNT, WL_START_NM, WL_STEP_NM } from '../twin/nir/spectra.js';
 import { siteCriteria } from './golden.js';
+import { parseJsonFile } from './site-fit.js';
 import { registerModel, type ModelSummary } from './registry.js';
 
 const finite = z.number().refine(Number.isFinite, 'must be a finite number');
@@ -81,13 +82,7 @@ function refuse(file: string, issues: Issue[]): never {
  * @throws LkError LK_VALIDATION
  */
 export function parseNirCalibration(text: string, file: string): NirCalibrationFile {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new LkError('LK_VALIDATION', `${file}: not JSON (${(err as Error).message})`, { file });
-  }
-  const r = NirCalibration.safeParse(raw);
+  const r = NirCalibration.safeParse(parseJsonFile(text, file));
   if (!r.success) refuse(file, r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.') || '(root)', message: i.message })));
   const doc = r.data;
   const axis: Issue[] = [];
