@@ -660,8 +660,9 @@ export class RunEngine {
       // a step whose roles this site does not map is not run: skipped (a line without that unit) or held (a line that
       // cannot make the batch without it), with the roles and the reason
       const missing = missingRoles(plan.name, this.host.roles!);
+      const without = missing.length > 0 ? `${STEP_ROLES[plan.name]!.without} (roles not mapped on this site: ${missing.join(', ')})` : '';
       if (missing.length > 0 && step.status === 'PENDING' && STEP_ROLES[plan.name]!.missing === 'skip') {
-        this.o.store.tx((t) => this.setStep(t, run, step, 'SKIPPED', 'system', `${STEP_ROLES[plan.name]!.without} (roles not mapped on this site: ${missing.join(', ')})`));
+        this.o.store.tx((t) => this.setStep(t, run, step, 'SKIPPED', 'system', without));
         run = this.runs.runById(id)!;
         continue;
       }
@@ -670,7 +671,7 @@ export class RunEngine {
       }
       // a resumed step is RUNNING already with its new attempt number; a fresh one starts as attempt 1
       const ctx = new StepContext(this.host, run, plan, signal, run.data, step.status === 'PENDING' ? 1 : step.attempt);
-      const handler: StepHandler = missing.length > 0 ? async () => ({ status: 'HELD', detail: `${STEP_ROLES[plan.name]!.without} (roles not mapped on this site: ${missing.join(', ')}); a person decides` }) : this.o.steps[plan.name as StepName];
+      const handler: StepHandler = missing.length > 0 ? async () => ({ status: 'HELD', detail: `${without}; a person decides` }) : this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {
         result = await handler(ctx, this);
