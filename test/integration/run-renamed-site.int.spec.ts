@@ -159,6 +159,17 @@ async function settle(d: Daemon, id: string, want: string): Promise<RunView> {
   return v;
 }
 
+/** Start a run of `batch` and play the HMI operator until it leaves PENDING/RUNNING in the state `want`; `started` collects the phases started. */
+async function runWithOperator(d: Daemon, sim: Simulator, batch: string, started: string[], want: string): Promise<{ run: { id: string }; v: RunView }> {
+  const run = d.engine.start({ tenant: T, request: request(batch), by: OPERATOR });
+  const stop = hmiOperator(d, sim, run.id, started);
+  try {
+    return { run, v: await settle(d, run.id, want) };
+  } finally {
+    stop();
+  }
+}
+
 const boot = (site: RenamedSite): Promise<Daemon> =>
   startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100, processTimeScale: TIME_SCALE, maintenance: false });
 
@@ -201,14 +212,7 @@ describe('a batch on a site with its own equipment and tag names', () => {
 
   it('[R7] runs the batch to the approval gate, the engine speaking roles and the line, the writer and the trail the site\'s tags', async () => {
     const started: string[] = [];
-    const run = d.engine.start({ tenant: T, request: request('B-1042'), by: OPERATOR });
-    const stop = hmiOperator(d, sim, run.id, started);
-    let v: RunView;
-    try {
-      v = await settle(d, run.id, 'APPROVAL');
-    } finally {
-      stop();
-    }
+    const { run, v } = await runWithOperator(d, sim, 'B-1042', started, 'APPROVAL');
     // the engine waited for each phase the operator started; the line reported it on linie.Schritt
     expect(started).toEqual(['BLEND', 'DRY', 'COMPRESS', 'COAT']);
     expect(d.live.get('linie.Schritt')?.value ?? (await d.connectors.find((c) => c.id === 'opcua-line')!.read(['linie.Schritt']))[0]!.value).toBe('COAT');
@@ -288,14 +292,12 @@ describe('the same site without a coater and a vision camera', () => {
     const presence = setInterval(() => dd.engine.presence(OPERATOR), 5_000);
     dd.engine.presence(OPERATOR);
     const started: string[] = [];
-    const run = dd.engine.start({ tenant: T, request: request('B-1043'), by: OPERATOR });
-    const stop = hmiOperator(dd, sim, run.id, started);
+    let run: { id: string };
     let v: RunView;
     try {
       // the rest of the batch runs to the approval gate (the defect specification is the LIMS's on this line)
-      v = await settle(dd, run.id, 'APPROVAL');
+      ({ run, v } = await runWithOperator(dd, sim, 'B-1043', started, 'APPROVAL'));
     } finally {
-      stop();
       clearInterval(presence);
     }
     const by = new Map(v.steps.map((s) => [s.seq, s]));
