@@ -17,6 +17,7 @@ import { clientProblem, frameworkProblem, installProblems, PROBLEM_RESPONSES } f
 import { lazyRequestLogger } from './request-log.js';
 import { registerConsole } from './console.js';
 import { registerReviewRoutes } from './routes-review.js';
+import { registerTrailReviewRoutes } from './routes-trail-review.js';
 import { registerExceptionRoutes } from './routes-exceptions.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { registerLifecycleRoutes } from './routes-lifecycle.js';
@@ -139,6 +140,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   }
   registerAutonomyRoutes(app, ctx);
   registerReviewRoutes(app, ctx);
+  registerTrailReviewRoutes(app, ctx);
   registerArbitrationRoutes(app, ctx);
   if (o.console !== false) registerConsole(app);
   registerModelRoutes(app, ctx);

@@ -318,6 +318,15 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   if (input.signatures.length === 0) r.line('none: no QA reviewer has signed this batch');
   input.signatures.forEach((s, n) => r.signature(s, n));
 
+  r.heading('Audit-trail review (EU GMP Annex 11 §9)');
+  if (!input.trailReview) r.line('not recorded: this package predates audit-trail reviews', { color: RED });
+  else {
+    r.line(input.trailReview.statement, { bold: !input.trailReview.reviewed, size: 9, color: input.trailReview.reviewed ? 'black' : RED });
+    for (const v of input.trailReview.reviews) {
+      r.line(`${v.name} (${v.user}, ${v.role}) at ${v.at}: "${v.meaning}"; comment: ${v.comment}; entries #${v.first}–#${v.last} (${v.entries}), digest ${v.digest}; audit entry #${v.seq}; record SHA-256 ${v.recordHash}`, { size: 8 });
+    }
+  }
+
   // From page 2: the record behind the verdict.
   doc.addPage();
   r.heading('Run');

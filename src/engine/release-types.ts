@@ -177,6 +177,36 @@ export interface ReleaseInput {
    * aborted batch, never a release. Absent otherwise, so a released or rejected batch's package is unchanged.
    */
   abort?: ReleaseAbort;
+  /**
+   * Whether the run's audit trail was reviewed (EU GMP Annex 11 §9) before the package was written, and by whom
+   * (src/audit/review.ts). Optional for callers that predate it; the report then says nothing was recorded.
+   */
+  trailReview?: ReleaseTrailReview;
+}
+
+/** The audit-trail reviews of the run recorded before its package was sealed, and what they mean in words. */
+export interface ReleaseTrailReview {
+  reviewed: boolean;
+  statement: string;
+  reviews: {
+    /** The audit entry that records the review. */
+    seq: number;
+    user: string;
+    name: string;
+    role: string;
+    /** ISO 8601 UTC. */
+    at: string;
+    meaning: string;
+    comment: string;
+    /** The entries of the run the review covered: how many, first and last seq, SHA-256 over their hashes. */
+    entries: number;
+    first: number;
+    last: number;
+    digest: string;
+    recordHash: string;
+    signature: string;
+    keyId: string;
+  }[];
 }
 
 /** Who aborted the run, when, why and from which state, with the Part 11 signature of the act. */
@@ -304,6 +334,15 @@ export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
     reverted: z.array(z.strictObject({ equipment: name, ok: z.boolean(), state: name.optional(), error: text.optional() })),
     recordHash: hex64, signature: base64, keyId: name,
   }).optional(),
+  trailReview: z.strictObject({
+    reviewed: z.boolean(),
+    statement: text.refine(nonBlank, 'the review statement must not be blank'),
+    reviews: z.array(z.strictObject({
+      seq: z.number().int().positive(), user: name, name: name.refine(nonBlank, 'printed name must not be blank'), role: name, at: z.iso.datetime({ offset: false }),
+      meaning: name, comment: text, entries: z.number().int().nonnegative(), first: z.number().int().nonnegative(), last: z.number().int().nonnegative(),
+      digest: hex64, recordHash: hex64, signature: base64, keyId: name,
+    })),
+  }).refine((t) => t.reviewed === (t.reviews.length > 0), { message: 'reviewed must say whether a review is listed', path: ['reviewed'] }).optional(),
 });
 
 /**

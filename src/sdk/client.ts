@@ -11,7 +11,7 @@ import { LinekeeperError, problemOf, sdkError } from './errors.js';
 import { toolCallStream, type Channel, type ToolCallStreamOptions } from './events.js';
 import { Run } from './run.js';
 import type {
-  AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, LineReadiness, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
+  AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, TrailReview, TrailReviewView, TrailScope, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, LineReadiness, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
   Rearmed, Simulation, TokenInfo, ToolCallLine,
 } from './types.js';
 
@@ -411,6 +411,26 @@ export class LinekeeperClient {
   /** GET /audit: the tenant's audit trail by batch, run, agent, tool, reviewer, time; one page. */
   audit(filter: AuditFilter = {}): Promise<AuditPage> {
     return this.#tenantCall<AuditPage>('GET', '/audit', { query: filter });
+  }
+
+  /** GET /audit/review: a run's or a period's trail as a reviewer reads it, GMP-relevant changes first, with the reviews so far. */
+  auditTrailForReview(scope: TrailScope): Promise<TrailReviewView> {
+    return this.#tenantCall<TrailReviewView>('GET', '/audit/review', { query: scope });
+  }
+
+  /**
+   * POST /audit/reviews: sign, as the signed-in QA reviewer, that the scope's audit trail was reviewed (Annex 11 §9), with a comment;
+   * pass the view's `last` as `through` and its `digest` to sign exactly what was read.
+   * @throws LinekeeperError LK_APPROVAL_FORBIDDEN (not a QA role of the policy bundle), LK_REAUTH_FAILED (wrong password), LK_NOT_FOUND (no such run),
+   *   LK_CONFLICT (the entries differ from the digest), LK_VALIDATION.
+   */
+  reviewAuditTrail(scope: TrailScope, o: { comment: string; password: string; through?: number; digest?: string }): Promise<TrailReview> {
+    return this.#tenantCall<TrailReview>('POST', '/audit/reviews', { body: { ...scope, ...o } });
+  }
+
+  /** GET /audit/reviews: the audit-trail reviews recorded so far (of one run with `run`), oldest first. */
+  auditTrailReviews(run?: string): Promise<TrailReview[]> {
+    return this.#tenantCall<{ items: TrailReview[] }>('GET', '/audit/reviews', { query: run ? { run } : {} }).then((r) => r.items);
   }
 
   /** GET /design-space: the approved limits of one of the tenant's product × tooling families. @throws LinekeeperError LK_NOT_FOUND. */

@@ -12,5 +12,5 @@ export { Run, type StreamOptions } from './run.js';
 export type {
   ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
   StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure, AbortedRun, ReassignedReviewer,
-  PendingMove, MoveDecision, MoveDecided, EscalationList, Escalation, EscalationDecided,
+  PendingMove, MoveDecision, MoveDecided, EscalationList, Escalation, EscalationDecided, TrailReview, TrailReviewView, TrailScope,
 } from './types.js';

@@ -9,6 +9,7 @@ import type {
   ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView, EscalationList as EscalationListSchema, EscalationDecisionView, WriteDecisionView,
 } from '../api/schemas.js';
 import type { ReadinessView, RearmView } from '../api/routes-line.js';
+import type { ReviewView, TrailView } from '../api/routes-trail-review.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -58,6 +59,12 @@ export type LineReadiness = z.output<typeof ReadinessView>;
 /** A PLC re-armed by a named person: the state it reports after the command, who and why. */
 export type Rearmed = z.output<typeof RearmView>;
 export type AuditPage = z.output<typeof AuditPageView>;
+/** A run's or a period's audit trail as a reviewer reads it (Annex 11 §9): GMP-relevant entries first, routine counted. */
+export type TrailReviewView = z.output<typeof TrailView>;
+/** A signed audit-trail review: the record (scope, entries, digest, head, who, meaning, comment, time) and its signature. */
+export type TrailReview = z.output<typeof ReviewView>;
+/** The scope of an audit-trail review: one run, or a period [from, to) in UTC. */
+export type TrailScope = { run: string } | { from: string; to: string };
 export type AuditFilter = Partial<Omit<z.input<typeof AuditQuery>, 'limit' | 'cursor'>> & { limit?: number; cursor?: string };
 export type DesignSpaceRecord = z.output<typeof DesignSpaceView>;
 export type TokenInfo = z.output<typeof TokenView>;

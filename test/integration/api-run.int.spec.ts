@@ -13,6 +13,7 @@ import { createApi, type ApiServer } from '../../src/api/index.js';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
 import { systemClock } from '../../src/clock.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
+import { verifyTrailReview } from '../../src/audit/review.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { call, rearmLostPlcs, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
 import { addUser } from '../helpers/users.js';
@@ -219,6 +220,47 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
+  it('[A11.9] the QA reviewer reviews the run\'s audit trail before deciding: GMP-relevant changes first, routine traffic counted; the review is a signature by a QA role only, over exactly the entries shown', async () => {
+    const view = await call(url, 'GET', `${A}/audit/review?run=${runId}`, { token: tok('m.rossi') });
+    expect(view.status, JSON.stringify(view.body)).toBe(200);
+    expect(view.body).toMatchObject({ tenant: 'acme-pharma', scope: { run: runId }, batch: 'B-1042', truncated: false, reviews: [] });
+    const cats: string[] = view.body.shown.map((s: { category: string }) => s.category);
+    // the batch wrote setpoints and closed exceptions with signatures: those come first, the run's own state after
+    expect(cats).toContain('signature');
+    expect(cats).toContain('setpoint');
+    expect(cats.indexOf('run')).toBeGreaterThan(cats.lastIndexOf('signature'));
+    expect(view.body.shown.some((s: { entry: { action: string } }) => s.entry.action === 'press.read_force_curve')).toBe(false);
+    expect(view.body.routine['press.read_force_curve']).toBeGreaterThan(0);
+    const total = Object.values(view.body.counts as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(total).toBe(view.body.entries);
+    // not another tenant's run; not both a run and a period; an auditor reads it but signs no review
+    expect((await call(url, 'GET', `${B}/audit/review?run=${runId}`, { token: tok('g.ferri') })).status).toBe(404);
+    expect((await call(url, 'GET', `${A}/audit/review?run=${runId}&from=2026-01-01T00:00:00Z`, { token: tok('m.rossi') })).body.code).toBe('LK_VALIDATION');
+    expect((await call(url, 'GET', `${A}/audit/review?run=${runId}`, { token: tok('a.ricci') })).status).toBe(200);
+    const sign = (who: string, extra: Record<string, unknown> = {}) => call(url, 'POST', `${A}/audit/reviews`, { token: tok(who), body: { run: runId, comment: 'trail reviewed with the batch record; the hardness excursion is covered by DEV-2026-0142', password: node.passwords.get(who), ...extra } });
+    expect((await sign('a.ricci')).body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect((await sign('p.bianchi')).body.code).toBe('LK_APPROVAL_FORBIDDEN');
+    expect((await sign('m.rossi', { password: 'not her password' })).body.code).toBe('LK_REAUTH_FAILED');
+    expect((await sign('m.rossi', { comment: '' })).body.code).toBe('LK_VALIDATION');
+    expect((await call(url, 'GET', `${A}/audit/reviews?run=${runId}`, { token: tok('m.rossi') })).body.items).toEqual([]);
+    // the refusals above named the run, so the trail in scope grew since it was read: signing what was read
+    // (through its last entry, with its digest) binds exactly that; a digest of something else is refused
+    expect((await sign('m.rossi', { through: view.body.last, digest: '0'.repeat(64) })).body.code).toBe('LK_CONFLICT');
+    const r = await sign('m.rossi', { through: view.body.last, digest: view.body.digest });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.record).toMatchObject({
+      kind: 'audit_trail_review', scope: { run: runId }, batch: 'B-1042', user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer',
+      meaning: `Audit trail of batch B-1042, run ${runId} reviewed (EU GMP Annex 11 §9)`, digest: view.body.digest, entries: view.body.entries, last: view.body.last,
+    });
+    expect(verifyTrailReview(loadSitePublicKey(node.daemon.loaded.dataDir), r.body)).toBe(true);
+    // recorded as a signed entry naming the run and the reviewer; refusals are on the trail too
+    const recorded = queryAudit(node.daemon.store.db, 'acme-pharma', { run: runId, kind: 'audit_review' }, { limit: 10 }).entries;
+    expect(recorded.map((e) => [e.seq, e.actor, e.signature?.value])).toEqual([[r.body.seq, 'm.rossi', r.body.signature]]);
+    expect(queryAudit(node.daemon.store.db, 'acme-pharma', { reviewer: 'p.bianchi', kind: 'approval' }, { limit: 50 }).entries.map((e) => e.action)).toContain('audit.review_refused');
+    const listed = await call(url, 'GET', `${A}/audit/reviews?run=${runId}`, { token: tok('a.ricci') });
+    expect(listed.body.items.map((i: { seq: number }) => i.seq)).toEqual([r.body.seq]);
+  });
+
   it('[P11.50] [A11.14] the named QA reviewer rejects it with the password: identity, meaning, time, a signature that verifies; once', async () => {
     const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
     const body = { decision: 'reject', meaning: 'QA rejection of batch B-1042: hardness out of specification', password: node.passwords.get('m.rossi') };
@@ -282,5 +324,15 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(g.body.release).toMatchObject({ json: `${A}/runs/${runId}/release?file=json`, pdf: `${A}/runs/${runId}/release?file=pdf` });
     const audit = await call(url, 'GET', `${A}/audit?run=${runId}&reviewer=m.rossi`, { token: tok('a.ricci') });
     expect(audit.body.items.map((e: { action: string }) => e.action)).toContain('approval.decide');
+  });
+
+  it('[A11.9] the package states that the run\'s trail was reviewed, by whom, and which entries the review covered', async () => {
+    const rel = await call(url, 'GET', `${A}/runs/${runId}/release?file=json`, { token: tok('a.ricci') });
+    expect(rel.status).toBe(200);
+    const review = (await call(url, 'GET', `${A}/audit/reviews?run=${runId}`, { token: tok('a.ricci') })).body.items[0];
+    const tr = rel.body.input.trailReview;
+    expect(tr).toMatchObject({ reviewed: true, reviews: [{ seq: review.seq, user: 'm.rossi', name: 'Maria Rossi', digest: review.record.digest, signature: review.signature }] });
+    expect(tr.statement).toContain(`reviewed by Maria Rossi (m.rossi, qa_reviewer)`);
+    expect(tr.statement).toContain(`Entries after #${review.record.last}`);
   });
 });

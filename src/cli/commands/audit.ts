@@ -12,6 +12,7 @@ import { checkDataDirPath, checkOutputFile, fileError, isSystemError, readInputF
 import { resolve } from 'node:path';
 import { openStore, type Store } from '../../store/store.js';
 import { exportBundle, verifyBundle } from '../../audit/bundle.js';
+import { registerAuditReview } from './audit-review.js';
 import { exportCsv } from '../../audit/export-csv.js';
 import { exportPdf } from '../../audit/export-pdf.js';
 import { loadSitePublicKey, parsePublicKey } from '../../audit/keys.js';
@@ -165,6 +166,8 @@ export function registerAudit(program: Command): void {
         throw err;
       }
     });
+
+  registerAuditReview(audit);
 
   addCommon(audit.command('key'))
     .description("Print (or write) the site's Ed25519 public key and its id, for auditors to pin")

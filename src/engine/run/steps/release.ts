@@ -14,6 +14,8 @@ import type { RunEngine } from '../engine.js';
 import type { StepContext } from '../step-context.js';
 import type { StepHandler, StepResult } from '../types.js';
 import { releaseQuality } from '../quality.js';
+import { reviewsOf } from '../../../audit/review.js';
+import type { ReleaseTrailReview } from '../../release-types.js';
 
 export const release: StepHandler = async (ctx, engine) => writePackage(ctx, engine);
 
@@ -97,5 +99,19 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
     genealogy,
     losingRequests,
     ...(quality ? { quality } : {}),
+    trailReview: trailReviewOf(engine, run.tenant, run.id),
   };
+}
+
+/** The run's audit-trail reviews recorded so far (Annex 11 §9), and the package's statement of them. */
+export function trailReviewOf(engine: RunEngine, tenant: string, run: string): ReleaseTrailReview {
+  const reviews = reviewsOf(engine.options.store.db, tenant, run).map((r) => ({
+    seq: r.seq, user: r.record.user, name: r.record.name, role: r.record.role, at: r.record.timestamp, meaning: r.record.meaning, comment: r.record.comment,
+    entries: r.record.entries, first: r.record.first, last: r.record.last, digest: r.record.digest, recordHash: r.recordHash, signature: r.signature, keyId: r.keyId,
+  }));
+  const last = reviews[reviews.length - 1];
+  const statement = last
+    ? `The audit trail of run ${run} was reviewed by ${last.name} (${last.user}, ${last.role}) at ${last.at}: entries #${last.first}–#${last.last} (${last.entries} entries of the run)${reviews.length > 1 ? `; ${reviews.length} reviews in all` : ''}. Entries after #${last.last} (the release decision, this package) are not covered by that review.`
+    : `The audit trail of run ${run} was NOT reviewed before this package was written (EU GMP Annex 11 §9): review it (linekeeper audit review --run ${run}) and keep the record with this package.`;
+  return { reviewed: last !== undefined, statement, reviews };
 }
