@@ -263,7 +263,7 @@ const verifier = new OidcVerifier(oidcCfg, dir, ['acme-pharma'], systemClock);
 const ssoIdentity = new Identity({ store: daemon.store, clock: systemClock, oidc: verifier });
 const nowS = Math.floor(Date.now() / 1000);
 const jwt = await new SignJWT({ preferred_username: 'q.bench', groups: ['lk-qa'], auth_time: nowS })
-  .setProtectedHeader({ alg: 'ES256', kid: 'bench' }).setIssuer(oidcCfg.issuer).setAudience('linekeeper').setSubject('bench-sub').setIssuedAt(nowS).setExpirationTime(nowS + 3600).sign(privateKey);
+  .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' }).setIssuer(oidcCfg.issuer).setAudience('linekeeper').setSubject('bench-sub').setIssuedAt(nowS).setExpirationTime(nowS + 3600).sign(privateKey);
 const localSet = createLocalJWKSet(jwks);
 const verifyOps: number[] = [];
 const cachedOps: number[] = [];
