@@ -10,7 +10,8 @@
  *    same bytes (checked before loading).
  * 2. Server-sent events: 200 concurrent streams on the run; delay from a tool-call line's commit (the engine's
  *    onToolCall, called after the commit, first listener) to its arrival at each client (clients in a child
- *    process). Peer: the same commits broadcast by a bare fastify SSE route to 200 clients. Target p99 < 50 ms.
+ *    process). Peer: the same commits broadcast by a bare fastify SSE route to 200 clients; rounds alternate, the
+ *    median round's p99 of each side is reported. Target p99 < 50 ms, ≥ 0.8 × the bare broadcast.
  * 3. Token verification per request: `Identity.resolve` (SHA-256 of the opaque token, the in-memory session map,
  *    the cached user — dropped when users change, here or on another connection, seen through PRAGMA
  *    data_version — so a disabled or locked account stops at once) vs a raw Map lookup.
@@ -48,6 +49,7 @@ const HTTP_SECONDS = 8;
 const STREAMS = 200;
 const LINES = 200;
 const LINE_EVERY_MS = 20;
+const SSE_ROUNDS = 3;
 const TOKEN_ROUNDS = 3;
 
 const dir = mkdtempSync(join(tmpdir(), 'lk-bench-api-'));
@@ -209,16 +211,28 @@ async function delivery(url: string, headers: Record<string, string>): Promise<n
   return delays;
 }
 
-const oursSse = await delivery(`${apiUrl}${path}/stream?after={after}`, auth);
-broadcast = true;
-const peerSse = await delivery(`${sseUrl}/stream`, {});
-broadcast = false;
+// rounds alternate ours/peer so a load swing on the shared machine hits both; the round with the median p99 is reported
+const oursRounds: number[][] = [];
+const peerRounds: number[][] = [];
+for (let r = 0; r < SSE_ROUNDS; r++) {
+  oursRounds.push(await delivery(`${apiUrl}${path}/stream?after={after}`, auth));
+  broadcast = true;
+  peerRounds.push(await delivery(`${sseUrl}/stream`, {}));
+  broadcast = false;
+}
+const medianRound = (rounds: number[][]): number[] => [...rounds].sort((a, b) => percentile(a, 99) - percentile(b, 99))[Math.floor(rounds.length / 2)]!;
+const oursSse = medianRound(oursRounds);
+const peerSse = medianRound(peerRounds);
+const p99s = (rounds: number[][]): string => rounds.map((d) => percentile(d, 99).toFixed(1)).join('/');
 report({
   name: `SSE delivery, ${STREAMS} streams`, unit: 'ms p99', higherIsBetter: false,
   ours: { label: 'GET /runs/{id}/stream (RunStreams)', value: percentile(oursSse, 99) },
   peer: { label: 'bare fastify SSE broadcast of the same commits', value: percentile(peerSse, 99) },
-  target: 'p99 < 50 ms',
-  extra: { 'ours p50 ms': percentile(oursSse, 50), 'peer p50 ms': percentile(peerSse, 50), 'ours max ms': Math.max(...oursSse), lines: LINES, deliveries: oursSse.length, 'line every ms': LINE_EVERY_MS },
+  target: 'p99 < 50 ms, ≥ 0.8 × the bare broadcast',
+  extra: {
+    'ours p50 ms': percentile(oursSse, 50), 'peer p50 ms': percentile(peerSse, 50), 'ours max ms': Math.max(...oursSse), 'ours p99 by round': p99s(oursRounds), 'peer p99 by round': p99s(peerRounds),
+    rounds: SSE_ROUNDS, lines: LINES, deliveries: oursSse.length, 'line every ms': LINE_EVERY_MS,
+  },
 });
 
 // ── 3. token verification ────────────────────────────────────────────────────────────────────────────────────
@@ -249,7 +263,7 @@ const verifier = new OidcVerifier(oidcCfg, dir, ['acme-pharma'], systemClock);
 const ssoIdentity = new Identity({ store: daemon.store, clock: systemClock, oidc: verifier });
 const nowS = Math.floor(Date.now() / 1000);
 const jwt = await new SignJWT({ preferred_username: 'q.bench', groups: ['lk-qa'], auth_time: nowS })
-  .setProtectedHeader({ alg: 'ES256', kid: 'bench' }).setIssuer(oidcCfg.issuer).setAudience('linekeeper').setSubject('bench-sub').setIssuedAt(nowS).setExpirationTime(nowS + 3600).sign(privateKey);
+  .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' }).setIssuer(oidcCfg.issuer).setAudience('linekeeper').setSubject('bench-sub').setIssuedAt(nowS).setExpirationTime(nowS + 3600).sign(privateKey);
 const localSet = createLocalJWKSet(jwks);
 const verifyOps: number[] = [];
 const cachedOps: number[] = [];

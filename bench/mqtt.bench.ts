@@ -65,7 +65,9 @@ async function oursOutbox(): Promise<{ total: number; enqueue: number; drain: nu
   p.start();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) p.samples([sample(counter * N + i)]);
+  await p.flushed(); // queued = committed: the writing phase ends when the last group's commit has returned
   const t1 = performance.now();
+  if (p.stats().queued !== N) throw new Error(`${p.stats().queued} of ${N} queued`);
   await b.restartEdge();
   const t2 = performance.now();
   await p.when('live');

@@ -78,14 +78,39 @@ export class Outbox {
    * @throws LkError from the store (LK_STORE_FULL on a full disk): the caller logs it; the message is lost.
    */
   append(message: SpMessage, ord = this.takeOrd()): DropReport | undefined {
-    const json = JSON.stringify(message);
-    const size = Buffer.byteLength(json);
-    return this.store.tx(() => {
-      this.st.insert.run(ord, message.topic, json, size, this.store.clock.now());
-      this.count++;
-      this.bytes += size;
-      return this.count > this.bound.maxMessages || this.bytes > this.bound.maxBytes ? this.drop() : undefined;
+    return this.appendMany([{ ord, message }]);
+  }
+
+  /**
+   * Queue a group of messages in ONE transaction (one durable commit for all of them): all or none. Each keeps
+   * the `ord` it took when it was produced, so the group lands in its place. Drops the oldest rows first when the
+   * bound is exceeded (once, after the group: the drop is audited in the same transaction).
+   * @throws LkError from the store (LK_STORE_FULL on a full disk): nothing of the group is queued.
+   */
+  appendMany(group: readonly { readonly ord: number; readonly message: SpMessage }[]): DropReport | undefined {
+    if (group.length === 0) return undefined;
+    const rows = group.map((g) => {
+      const json = JSON.stringify(g.message);
+      return { ord: g.ord, topic: g.message.topic, json, size: Buffer.byteLength(json) };
     });
+    const now = this.store.clock.now();
+    const before = { count: this.count, bytes: this.bytes, dropped: this.droppedTotal };
+    try {
+      return this.store.tx(() => {
+        for (const r of rows) {
+          this.st.insert.run(r.ord, r.topic, r.json, r.size, now);
+          this.count++;
+          this.bytes += r.size;
+        }
+        return this.count > this.bound.maxMessages || this.bytes > this.bound.maxBytes ? this.drop() : undefined;
+      });
+    } catch (err) {
+      // rolled back: the counters go back to what the table holds
+      this.count = before.count;
+      this.bytes = before.bytes;
+      this.droppedTotal = before.dropped;
+      throw err;
+    }
   }
 
   /** Up to `limit` queued messages after `afterOrd`, oldest first. */

@@ -11,6 +11,17 @@
  * message is held in memory until the client has written it, and when the session ends first it goes into the
  * outbox in its original place (its `ord`). What was written to a socket the broker then lost is lost: QoS 0 is
  * at most once on the wire; store-and-forward covers the time no session (or no primary host) is there.
+ *
+ * Group commit. While the outbox is in use (no session, no primary host, or draining), the messages produced in
+ * one turn of the event loop are queued together: one transaction, one durable (synchronous=FULL) commit for the
+ * group, at the end of the turn (setImmediate), or at once when the group reaches `groupMax`. A message is
+ * ACKNOWLEDGED — counted in `stats().queued` and the outbox metrics, visible to the drain, resolved by
+ * {@link SparkplugPublisher.flushed}, kept across a crash or power loss — only once the commit of its group has
+ * returned. Until then it is held in memory (`stats().pending`), in its place (its `ord` is taken when it is
+ * produced): a crash of the process before that commit loses exactly those messages, never one that was
+ * acknowledged. `samples()` and `nodeData()` return nothing to their caller, so nothing upstream relies on a
+ * message being stored before its group commits. `stop()` commits what is pending before it returns; a group
+ * whose commit fails (a full disk) is counted in `stats().lost` and logged, as a single message was before.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import type { Clock } from '../../src/clock.js';
@@ -55,6 +66,8 @@ export interface PublisherOptions {
   readonly primaryHostId?: string;
   /** Messages sent per round while draining (default 256). */
   readonly drainPage?: number;
+  /** Most messages one group commit holds: a larger burst in one turn is committed in groups of this size (default 1024). */
+  readonly groupMax?: number;
 }
 
 /** NDATA metrics every NBIRTH declares (run events and checkpoints have fixed names; the content says which). */
@@ -77,6 +90,11 @@ export class SparkplugPublisher {
   private readonly outbox: Outbox;
   /** Live messages waiting for their PUBACK, by ord. */
   private readonly inflight = new Map<number, SpMessage>();
+  /** Messages produced for the outbox and not yet committed (the current group), each with its ord. */
+  private pending: { ord: number; message: SpMessage }[] = [];
+  private flushScheduled = false;
+  /** Waiting for the commit of what is pending now. */
+  private flushWaiters: (() => void)[] = [];
   /** Last value and quality sent (or queued) per tag: DDATA carries changes only. */
   private readonly last = new Map<string, string>();
   private readonly listeners = new Set<(s: PublisherState) => void>();
@@ -100,8 +118,20 @@ export class SparkplugPublisher {
   }
 
   /** Counters for logs and tests. */
-  stats(): { state: PublisherState; queued: number; queuedBytes: number; dropped: number; published: number; lost: number; bdSeq: number } {
-    return { state: this.st, queued: this.outbox.size, queuedBytes: this.outbox.sizeBytes, dropped: this.outbox.dropped, published: this.publishedCount, lost: this.lostCount, bdSeq: this.bdSeq };
+  stats(): { state: PublisherState; queued: number; pending: number; queuedBytes: number; dropped: number; published: number; lost: number; bdSeq: number } {
+    return {
+      state: this.st, queued: this.outbox.size, pending: this.pending.length, queuedBytes: this.outbox.sizeBytes, dropped: this.outbox.dropped,
+      published: this.publishedCount, lost: this.lostCount, bdSeq: this.bdSeq,
+    };
+  }
+
+  /**
+   * Resolves once every message produced so far for the outbox has been committed (acknowledged) — or counted
+   * lost, if its commit failed. At once when nothing is pending.
+   */
+  flushed(): Promise<void> {
+    if (this.pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.flushWaiters.push(resolve));
   }
 
   /** Be told of every state change. Returns the function that unsubscribes. */
@@ -137,6 +167,7 @@ export class SparkplugPublisher {
   async stop(): Promise<void> {
     if (this.st === 'stopped') return;
     this.setState('stopped');
+    this.flush();
     if (this.timer) clearTimeout(this.timer);
     const c = this.client;
     this.client = undefined;
@@ -178,16 +209,40 @@ export class SparkplugPublisher {
   }
 
   private enqueue(m: SpMessage): void {
+    // (nothing is pending while live: the drain commits the group before it finds the outbox empty and goes live)
     if (this.st === 'live' && this.client?.connected) {
       this.sendLive(m);
       return;
     }
+    // into the current group, in its place; committed at the end of this turn (or now, when the group is full)
+    this.pending.push({ ord: this.outbox.takeOrd(), message: m });
+    if (this.pending.length >= (this.o.groupMax ?? 1024)) this.flush();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  /** Commit the pending group (one transaction): from its commit on, those messages are acknowledged. */
+  private flush(): void {
+    const group = this.pending;
+    if (group.length > 0) {
+      this.pending = [];
+      this.append(group);
+    }
+    if (this.pending.length === 0 && this.flushWaiters.length > 0) for (const w of this.flushWaiters.splice(0)) w();
+  }
+
+  private append(group: { ord: number; message: SpMessage }[]): void {
     try {
-      const dropped = this.outbox.append(m);
+      const dropped = this.outbox.appendMany(group);
       if (dropped) this.o.log.warn({ dropped: dropped.messages, bytes: dropped.bytes }, 'MQTT outbox full: oldest messages dropped (audited)');
     } catch (err) {
-      this.lostCount++;
-      this.o.log.error({ err, topic: m.topic }, 'MQTT message could not be queued');
+      this.lostCount += group.length;
+      this.o.log.error({ err, messages: group.length, topic: group[0]!.message.topic }, 'MQTT messages could not be queued');
     }
   }
 
@@ -353,14 +408,7 @@ export class SparkplugPublisher {
   private requeueInflight(): void {
     const held = [...this.inflight.entries()].sort((a, b) => a[0] - b[0]);
     this.inflight.clear();
-    for (const [ord, m] of held) {
-      try {
-        this.outbox.append(m, ord);
-      } catch (err) {
-        this.lostCount++;
-        this.o.log.error({ err, topic: m.topic }, 'MQTT message could not be queued');
-      }
-    }
+    if (held.length > 0) this.append(held.map(([ord, message]) => ({ ord, message })));
   }
 
   private births(c: MqttClient): void {
@@ -395,6 +443,7 @@ export class SparkplugPublisher {
   private async drain(c: MqttClient): Promise<void> {
     const page = this.o.drainPage ?? 256;
     while (this.client === c && c.connected && this.st === 'draining') {
+      this.flush(); // what was produced meanwhile joins the outbox in its place first: nothing overtakes it
       const rows = this.outbox.page(0, page);
       if (rows.length === 0) {
         this.setState('live');

@@ -42,6 +42,18 @@ export function lineOf(row: ToolCallRecord): Record<string, unknown> {
   };
 }
 
+/**
+ * The bytes of one log line's event (`id:`, `event:`, `data:`), built once per line: every stream on the run is
+ * handed the same row object by the engine and writes the same string, instead of serialising it once per stream.
+ * Keyed weakly by the row: gone with it.
+ */
+const eventText = new WeakMap<ToolCallRecord, string>();
+export function eventOf(row: ToolCallRecord): string {
+  let text = eventText.get(row);
+  if (text === undefined) eventText.set(row, (text = `id: ${row.id}\nevent: ${row.kind}\ndata: ${JSON.stringify(lineOf(row))}\n\n`));
+  return text;
+}
+
 /** The open event streams of one API instance. */
 export class RunStreams {
   private readonly open = new Set<{ end: (why: string) => void }>();
@@ -82,7 +94,7 @@ export class RunStreams {
       if (raw.writableLength > this.o.maxBufferedBytes) close('the client reads too slowly; reconnect with Last-Event-ID');
     };
     const send = (row: ToolCallRecord): void => {
-      write(`id: ${row.id}\nevent: ${row.kind}\ndata: ${JSON.stringify(lineOf(row))}\n\n`);
+      write(eventOf(row));
       last = row.id;
     };
     /** Everything the store has after the last line written (the replay, and any gap). */

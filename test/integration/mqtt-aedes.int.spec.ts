@@ -3,10 +3,12 @@
  * the will, a broker killed and restarted mid-stream (nothing lost, order kept, replayed messages historical,
  * seq continuous per session), the outbox bound with its audited drop, and the air-gapped default.
  */
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkpointMetrics, Outbox, startLineMqtt } from '../../connectors/mqtt/index.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
+import type { Store } from '../../src/store/store.js';
 import { newStore, tempDir } from '../unit/audit-helpers.js';
 import {
   aedesBroker, COUNTER, counterSample, counterSender, counterValues, firstOccurrences, newPublisher, seqBroken, subscriber, until,
@@ -78,6 +80,7 @@ describe('Sparkplug B publisher on aedes', () => {
     await b.killEdge(); // mid-stream: most of these are still waiting for their PUBACK
     await p.when('offline');
     send(300); // the broker is away: all into the outbox
+    await p.flushed(); // queued = committed (the turn's group)
     expect(p.stats().queued).toBeGreaterThanOrEqual(300);
     await b.restartEdge();
     await p.when('live');
@@ -166,6 +169,62 @@ describe('outbox bound', () => {
     expect(again.page(0, 10).map((r) => r.message.metrics[0]!.value)).toEqual([1, 2, 3, 4, 5]);
     expect(again.state('bdSeq')).toBe(7);
     expect(again.takeOrd()).toBe(6);
+  });
+});
+
+describe('outbox group commit', () => {
+  /** The store as the publisher sees it, counting the transactions that changed the outbox's rows. */
+  function counting(s: Store): { store: Store; outboxCommits: () => number } {
+    let n = 0;
+    const rows = s.db.prepare('SELECT COUNT(*) FROM mqtt_outbox').pluck();
+    const store = Object.create(s) as Store;
+    store.tx = <T>(fn: Parameters<Store['tx']>[0]): T => s.tx((t) => {
+      const before = rows.get();
+      const r = fn(t) as T;
+      if (rows.get() !== before) n++;
+      return r;
+    });
+    return { store, outboxCommits: () => n };
+  }
+
+  it("a turn's messages are one durable commit; a message is queued (acknowledged) only once that commit is done", async () => {
+    const b = await broker();
+    await b.killEdge(); // the broker is away from the start: everything goes to the outbox
+    const { store: s, clock } = store();
+    const c = counting(s);
+    const p = newPublisher(s, clock, b.url, { store: c.store, groupMax: 1024 });
+    cleanups.push(() => p.stop());
+    p.start();
+    // what another process — or this one after a crash — finds in the database file
+    const disk = new Database(s.db.name, { readonly: true, fileMustExist: true });
+    cleanups.push(() => { disk.close(); });
+    const onDisk = (): number[] => (disk.prepare('SELECT message FROM mqtt_outbox ORDER BY ord').pluck().all() as string[])
+      .map((m) => (JSON.parse(m) as { metrics: { value: number }[] }).metrics[0]!.value);
+    const send = counterSender(p, clock);
+
+    send(50); // one turn
+    // not acknowledged yet: held in memory, nothing on disk — a crash now loses these 50 and nothing else
+    expect(p.stats()).toMatchObject({ pending: 50, queued: 0 });
+    expect(onDisk()).toEqual([]);
+    await p.flushed();
+    expect(p.stats()).toMatchObject({ pending: 0, queued: 50 });
+    expect(c.outboxCommits()).toBe(1); // one commit for the turn, not one per message
+    expect(onDisk()).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+
+    // a burst larger than a group: committed in groups of groupMax as it is produced, the rest at the end of the turn
+    send(2500);
+    expect(p.stats()).toMatchObject({ pending: 2500 - 2048, queued: 50 + 2048 });
+    expect(onDisk()).toHaveLength(50 + 2048); // what is acknowledged is on disk
+    await p.flushed();
+    expect(c.outboxCommits()).toBe(1 + 3);
+    expect(onDisk()).toEqual(Array.from({ length: 2550 }, (_, i) => i + 1)); // in order across groups
+
+    // a stop commits the group being collected before it returns
+    send(7);
+    expect(p.stats().pending).toBe(7);
+    await p.stop();
+    expect(p.stats()).toMatchObject({ pending: 0, queued: 2557 });
+    expect(onDisk()).toHaveLength(2557);
   });
 });
 

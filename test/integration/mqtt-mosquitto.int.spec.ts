@@ -36,6 +36,7 @@ describe.skipIf(!existsSync(MOSQUITTO))('Sparkplug B publisher on mosquitto', ()
     await b.kill();
     await p.when('offline');
     send(300);
+    await p.flushed(); // queued = committed (the turn's group)
     expect(p.stats().queued).toBeGreaterThanOrEqual(300);
     await b.restart();
     await p.when('live');

@@ -172,6 +172,7 @@ describe('Sparkplug B 3.0 edge node (aedes, official sparkplug_b.proto)', () => 
       clock.advance(100);
       p.samples([sample('MainForce', 20 + i, clock.now())]);
     }
+    await p.flushed(); // queued = committed (the turn's group)
     expect(p.stats().queued).toBe(5);
     // an online STATE older than the last one is stale: still waiting
     await state(true, 1500);

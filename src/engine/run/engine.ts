@@ -124,7 +124,7 @@ export class RunEngine {
     const out = closeException(this.exc, tenant, id, c, this.o.clock.now());
     this.o.store.afterCommit(() => {
       const v = this.runs.runById(out.exception.run);
-      if (v) for (const l of this.changeListeners) l(this.view(v));
+      if (v) this.changed(v);
     });
     return out;
   }
@@ -562,7 +562,7 @@ export class RunEngine {
     });
     this.o.store.afterCommit(() => {
       const v = this.runs.runById(id);
-      if (v) for (const l of this.changeListeners) l(this.view(v));
+      if (v) this.changed(v);
     });
     return { run: this.get(tenant, id), from, to: a.to, signature, approval };
   }
@@ -836,7 +836,7 @@ export class RunEngine {
     t.audit.append(this.entry(run, actor, 'run.status', { old: run.status, new: to, reason: why || to }));
     this.o.store.afterCommit(() => {
       const v = this.runs.runById(run.id);
-      if (v) for (const l of this.changeListeners) l(this.view(v));
+      if (v) this.changed(v);
     });
   }
 
@@ -852,6 +852,13 @@ export class RunEngine {
 
   private entry(run: Pick<RunRecord, 'tenant' | 'id' | 'batch'>, actor: string, action: string, e: Partial<AuditEntryInput>): AuditEntryInput {
     return { tenant: run.tenant, actor: actorOf(actor), kind: 'state_change', action, subject: { run: run.id, batch: run.batch }, ...e };
+  }
+
+  /** Tell the change listeners: the view is composed once for all of them (it reads the store), not once each. */
+  private changed(run: RunRecord): void {
+    if (this.changeListeners.size === 0) return;
+    const view = this.view(run);
+    for (const l of this.changeListeners) l(view);
   }
 
   /** The run as the API, the CLI and the console show it. */
