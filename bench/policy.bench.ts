@@ -13,29 +13,18 @@
  * `outcome !== 'deny'` on every request of the pool, or the bench fails. The
  * ratio is against the fastest in-process peer (target ≥ 5×, p99 < 10 µs).
  *
- * Part 2: one end-to-end guarded write (arbitration + policy + audit intent +
- * OPC UA write + read-back + audit outcome, SQLite at synchronous=FULL) on
- * loopback against the simulator, vs a raw node-opcua write + read of the
- * same node in the same run; the difference is the guard's overhead.
+ * The end-to-end guarded write against its durability floor is
+ * bench/guarded-write.bench.ts.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { AttributeIds, DataType, OPCUACertificateManager, OPCUAClient } from 'node-opcua';
-import { createConnectors } from '../connectors/index.js';
-import { startSimulator } from '../connectors/sim/index.js';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { loadConfig } from '../src/config/load.js';
 import type { PolicyContext, PolicyRequest } from '../src/domain/policy.js';
 import { convertUnit } from '../src/domain/units.js';
-import { ManualClock, createRng } from '../src/clock.js';
-import { GuardedWriter } from '../src/engine/guarded-writer.js';
-import { changeAutonomy, evaluate, initialAutonomy } from '../src/policy/index.js';
+import { createRng } from '../src/clock.js';
+import { evaluate } from '../src/policy/index.js';
 import { loadPolicyBundle } from '../src/config/policy-bundle.js';
-import { openStore } from '../src/store/store.js';
-import { cloneParams, NOMINAL_PARAMS } from '../src/twin/params.js';
-import { latencies, opsPerSecond, percentile, report } from './lib.js';
+import { opsPerSecond, percentile, report } from './lib.js';
 import { casbinPeer, cedarAllows, cedarEmptyCall, cedarPeer, rulesPeer, type Facts } from './peers/policy-peers.js';
 
 const cfg = loadConfig();
@@ -227,90 +216,3 @@ report({
   higherIsBetter: true,
   extra: { note: 'the floor of any Cedar call from Node: argument serialisation across the WASM boundary' },
 });
-
-// ── part 2: end-to-end guarded write vs raw node-opcua write + read ──
-{
-  const dir = mkdtempSync(join(tmpdir(), 'lk-bench-gw-'));
-  const sim = await startSimulator({ config: cfg, timeScale: 1, seed: 1, watchdogTimeoutMs: 600_000, scanMs: 20 });
-  const store = openStore({ dataDir: join(dir, 'data') });
-  const opcua = createConnectors(cfg.config, { dataDir: join(dir, 'data'), sim: { opcuaUrl: sim.opcuaUrl, modbusHost: sim.modbusHost, modbusPort: sim.modbusPort } }).filter((c) => c.protocol === 'opcua');
-  await Promise.all(opcua.map((c) => c.connect()));
-  const clock = new ManualClock(NOW);
-  const qa = { person: 'q.russo', role: 'qa_reviewer' };
-  const autonomy = changeAutonomy(initialAutonomy(bundle), { target: { agent: 'agent.compress_fill' }, to: 'L3', by: qa, changeRef: 'CC-BENCH', at: NOW }, bundle).state;
-  // the writer predicts capping itself: here from the nominal twin (the cost is the same as a fitted one's)
-  const twin = { id: 'process-twin-v1', version: 1, params: cloneParams(NOMINAL_PARAMS), validRanges: {} };
-  const view = { tenant: 'acme-pharma', id: 'process-twin-v1', analyte: 'process', family: 'twin', version: 1, kind: 'twin' as const, status: 'validated' as const, sites: [cfg.config.site.id], sha256: '0'.repeat(64) };
-  const writer = new GuardedWriter({
-    batches: () => ({ state: 'running', reviewer: 'a.bianchi' }),
-    store,
-    site: cfg.config,
-    connectors: opcua,
-    clock,
-    policy: () => bundle,
-    autonomy: () => autonomy,
-    attendance: () => ({ operator: 'l.verdi', lastPresenceAt: clock.now() }),
-    twin: () => twin,
-    models: (tenant, id) => (tenant === view.tenant && id === view.id ? view : null),
-  });
-  let flip = 0;
-  const guarded = async (): Promise<void> => {
-    clock.advance(60_000); // one move a minute keeps inside the rate-of-change limit
-    const out = await writer.propose({
-      id: `bench-${flip}`,
-      tenant: 'acme-pharma',
-      batch: 'B-BENCH',
-      agent: 'agent.compress_fill',
-      product: 'ir-family-a',
-      tooling: 'round-10mm-ff',
-      moves: [{ setpoint: 'press.MainForce', value: flip++ % 2 === 0 ? '12.5 kN' : '12 kN' }],
-      attribute: 'content_uniformity',
-      justification: 'bench',
-      model: { id: 'process-twin-v1', version: '1' },
-    });
-    if (out.status !== 'written') throw new Error(`guarded write ${out.status}: ${JSON.stringify(out.decisions.map((d) => d.reasons))}`);
-  };
-  const client = OPCUAClient.create({
-    endpointMustExist: false,
-    connectionStrategy: { maxRetry: 0 },
-    clientCertificateManager: new OPCUACertificateManager({ rootFolder: join(dir, 'raw-pki'), automaticallyAcceptUnknownCertificate: true }),
-  });
-  await client.connect(sim.opcuaUrl);
-  const session = await client.createSession();
-  const ns = (await session.readNamespaceArray()).indexOf(sim.namespaceUri);
-  const nodeId = `ns=${ns};s=press.Setpoints.MainForce`;
-  let rawFlip = 0;
-  const raw = async (): Promise<void> => {
-    const value = rawFlip++ % 2 === 0 ? 12.5 : 12;
-    const st = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.Double, value } } });
-    if (!st.isGood()) throw new Error(`raw write ${st.name}`);
-    const dv = await session.read({ nodeId, attributeId: AttributeIds.Value });
-    if (Math.abs((dv.value.value as number) - value) > 1e-9) throw new Error('raw read-back differs');
-  };
-  // both sides in alternating blocks of 20, so a shared machine's load swings hit both alike: the overhead is
-  // their difference, and measuring one after the other would put whatever load came and went into it
-  await latencies(guarded, 0, 30);
-  await latencies(raw, 0, 30);
-  const gLat: number[] = [];
-  const rLat: number[] = [];
-  for (let block = 0; block < 20; block++) {
-    gLat.push(...(await latencies(guarded, 20, 0)));
-    rLat.push(...(await latencies(raw, 20, 0)));
-  }
-  const g50 = percentile(gLat, 50);
-  const r50 = percentile(rLat, 50);
-  report({
-    name: 'guarded write end-to-end (loopback)',
-    unit: 'ms p50',
-    ours: { label: 'GuardedWriter.propose: arbitration + policy + audit intent + OPC UA write + read-back + audit outcome', value: g50 },
-    peer: { label: 'raw node-opcua session.write + session.read', value: r50 },
-    higherIsBetter: false,
-    extra: { ours_p99_ms: percentile(gLat, 99), raw_p99_ms: percentile(rLat, 99), overhead_p50_ms: g50 - r50, overhead_p99_ms: percentile(gLat, 99) - percentile(rLat, 99), audit_entries_per_write: 3 },
-  });
-  await session.close();
-  await client.disconnect();
-  await Promise.all(opcua.map((c) => c.close()));
-  store.close();
-  await sim.close();
-  rmSync(dir, { recursive: true, force: true });
-}

@@ -45,7 +45,7 @@ const SELECT_COLS = ENTRY_COLUMNS.join(', ');
 export class AuditTrail {
   readonly options: AuditOptions;
   private readonly key: SiteKey | undefined;
-  private readonly st: Record<'head' | 'insert' | 'chain' | 'bySeq' | 'outcomeOf' | 'lastCp' | 'insertCp' | 'chains' | 'openIntents', Statement>;
+  private readonly st: Record<'head' | 'insert' | 'chain' | 'intentOf' | 'outcomeOf' | 'lastCp' | 'insertCp' | 'chains' | 'openIntents', Statement>;
   /** Per chain: seq and time of the last checkpoint (loaded lazily). */
   private readonly cpState = new Map<string, { seq: number; at: number }>();
   private readonly openedAt: number;
@@ -62,7 +62,8 @@ export class AuditTrail {
       head: db.prepare('SELECT seq, hash FROM audit_entry WHERE tenant = ? ORDER BY seq DESC LIMIT 1').raw(),
       insert: db.prepare(`INSERT INTO audit_entry (tenant, ${SELECT_COLS}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`),
       chain: db.prepare('INSERT OR IGNORE INTO audit_chain (tenant, created_at) VALUES (?, ?)'),
-      bySeq: db.prepare(`SELECT ${SELECT_COLS} FROM audit_entry WHERE tenant = ? AND seq = ?`).raw(),
+      // what closing an intent checks of it: its kind and hash (the whole row is not needed)
+      intentOf: db.prepare('SELECT kind, hash FROM audit_entry WHERE tenant = ? AND seq = ?').raw(),
       outcomeOf: db.prepare('SELECT seq FROM audit_entry WHERE tenant = ? AND intent = ? LIMIT 1').pluck(),
       lastCp: db.prepare('SELECT seq, ts FROM audit_checkpoint WHERE tenant = ? ORDER BY seq DESC LIMIT 1').raw(),
       // OR IGNORE: another process (a CLI export beside the daemon) may have signed this very head already.
@@ -148,9 +149,8 @@ export class AuditTrail {
   outcome(ref: IntentRef, input: Omit<AuditEntryInput, 'kind' | 'tenant'>): AuditEntry {
     const parsed = parseEntryInput({ ...input, tenant: ref.tenant, kind: 'outcome' });
     return this.host.tx(() => {
-      const row = this.st.bySeq.get(ref.tenant, ref.seq) as EntryRow | undefined;
-      const intent = row ? rowToEntry(ref.tenant, row) : undefined;
-      if (!intent || intent.kind !== 'intent' || intent.hash !== ref.hash) {
+      const row = this.st.intentOf.get(ref.tenant, ref.seq) as [string, string] | undefined;
+      if (!row || row[0] !== 'intent' || row[1] !== ref.hash) {
         throw new LkError('LK_NOT_FOUND', `no intent entry ${ref.tenant}#${ref.seq}`, { tenant: ref.tenant, seq: ref.seq });
       }
       const done = this.st.outcomeOf.get(ref.tenant, ref.seq) as number | undefined;
