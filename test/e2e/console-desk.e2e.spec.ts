@@ -1,0 +1,147 @@
+/**
+ * The console as an auditor's desk and as a header that fits, in real headless Chromium (Debian's
+ * /usr/bin/chromium driven by playwright-core) against a real daemon on the embedded default. No batch runs
+ * here: the entries searched are real audited actions of several people (autonomy lowered by an operator and
+ * a process engineer, the auditor's own verify and exports).
+ * - the auditor finds a person's actions on a day: by actor and action, a date-only range (the whole UTC day),
+ *   a failed search clears the rows it no longer answers and says why, an entry opens to show what it records;
+ *   the CSV the console downloads parses with a CSV library (csv-parse) and holds the same entries, field by
+ *   field, as the JSONL bundle the console downloads for the same search.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+
+const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
+const A = '/v1/tenants/acme-pharma';
+let node: ApiNode;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+
+const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
+
+async function signInAs(user: string): Promise<void> {
+  await page.goto(`${node.url}/console`);
+  await page.evaluate('sessionStorage.clear()');
+  await page.reload();
+  await page.getByLabel('User').fill(user);
+  await page.getByLabel('Password').fill(node.passwords.get(user)!);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('who').waitFor();
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  [node, browser] = await Promise.all([
+    startApiNode({ timeScale: 60 }),
+    chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }),
+  ]);
+  const ctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
+  page = await ctx.newPage();
+  page.setDefaultTimeout(30_000);
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[0134]/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await node?.close();
+}, 60_000);
+
+describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
+  it('finds a person\u2019s actions on a day by actor, action and a date-only range; a failed search clears its rows; entries open', async () => {
+    // real audited actions of two people
+    const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    const pe = await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!);
+    expect((await call(node.url, 'PUT', `${A}/autonomy`, { token: op, body: { agent: 'agent.blend_dispense', level: 'L0', reason: 'operator lowers for the audit test' } })).status).toBe(200);
+    expect((await call(node.url, 'PUT', `${A}/autonomy`, { token: pe, body: { agent: 'agent.granulate_dry', level: 'L0', reason: 'engineer lowers for the audit test' } })).status).toBe(200);
+    const mine = (await call(node.url, 'GET', `${A}/audit?actor=o.operator`, { token: await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!) })).body.items as { ts: string; action: string }[];
+    expect(mine.map((e) => e.action)).toContain('autonomy.lower');
+    const day = mine.find((e) => e.action === 'autonomy.lower')!.ts.slice(0, 10);
+
+    await signInAs('a.ricci');
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.getByTestId('verify-status').waitFor();
+    await page.locator('table.audit').waitFor();
+    // by actor, action and that day (date pickers; `to` includes its day)
+    await page.getByLabel('Actor').fill('o.operator');
+    await page.getByLabel('Action').fill('autonomy.lower');
+    await page.getByLabel('From day (UTC)').fill(day);
+    await page.getByLabel('To day (UTC, inclusive)').fill(day);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.locator('table.audit tbody tr').count()).toBe(1);
+    const row = page.locator('table.audit tbody tr').first();
+    expect(await row.textContent()).toContain('o.operator');
+    expect(await row.textContent()).not.toContain('p.bianchi');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    // the entry opens to show what it records (the reason given), and closes
+    const open = row.getByRole('button', { name: /details/ });
+    expect(await open.getAttribute('aria-expanded')).toBe('false');
+    await open.click();
+    expect(await open.getAttribute('aria-expanded')).toBe('true');
+    await poll(() => page.getByTestId('audit-entry-detail').textContent()).toContain('operator lowers for the audit test');
+    await page.screenshot({ path: join(SHOTS, 'desk-audit-entry.png'), fullPage: true });
+    await open.click();
+    expect(await page.getByTestId('audit-entry-detail').count()).toBe(0);
+    // a day before the entry finds nothing (the range is the day, not "since")
+    const before = new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('From day (UTC)').fill(before);
+    await page.getByLabel('To day (UTC, inclusive)').fill(before);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.getByTestId('audit-count').textContent()).toContain('0 entries');
+
+    // back to the day; then a search the daemon refuses (a range that ends before it starts): the old rows go
+    await page.getByLabel('From day (UTC)').fill(day);
+    await page.getByLabel('To day (UTC, inclusive)').fill(day);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.locator('table.audit tbody tr').count()).toBe(1);
+    const after = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('From day (UTC)').fill(after);
+    await page.getByLabel('To day (UTC, inclusive)').fill(day);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.getByRole('alert').textContent()).toContain('LK_VALIDATION');
+    expect(await page.getByRole('alert').textContent()).toContain('from must be before to');
+    expect(await page.locator('table.audit').count()).toBe(0);
+  });
+
+  it('the CSV the console downloads parses with csv-parse and holds the JSONL bundle\u2019s entries, field by field', async () => {
+    // the same search (o.operator's actions) for both: the auditor's own export entries are not in it
+    await page.getByRole('link', { name: 'Line' }).click();
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.locator('table.audit').waitFor();
+    await page.getByLabel('Actor').fill('o.operator');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await poll(() => page.getByTestId('audit-count').textContent()).toMatch(/^[1-9]\d* entr/);
+    const shown = Number((await page.getByTestId('audit-count').textContent())!.split(' ')[0]);
+    const grab = async (button: string): Promise<string> => {
+      const [d] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: button }).click()]);
+      return readFileSync((await d.path())!, 'utf8');
+    };
+    const csv = await grab('Export CSV');
+    const jsonl = await grab('Export JSONL bundle');
+    const rows = parse(csv, { columns: true, skip_empty_lines: false, relax_column_count: false }) as Record<string, string>[];
+    // one record per line: CRLF line ends, as many records as data lines
+    expect(csv.endsWith('\r\n')).toBe(true);
+    const entries = jsonl.trim().split('\n').map((l) => JSON.parse(l) as { type: string; in_filter?: boolean; hash?: string; entry?: Record<string, unknown> })
+      .filter((l) => l.type === 'entry' && l.in_filter).map((l) => ({ ...l.entry!, hash: l.hash! }));
+    expect(rows.length).toBe(shown);
+    expect(entries.length).toBe(rows.length);
+    const cell = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+    for (const [i, r] of rows.entries()) {
+      const e = entries[i] as unknown as Record<string, unknown> & { subject: Record<string, string> };
+      expect(r.actor).toBe('o.operator');
+      expect([r.seq, r.ts, r.actor, r.kind, r.action, r.reason, r.prev_hash, r.hash, r.batch, r.run])
+        .toEqual([String(e.seq), e.ts, e.actor, e.kind, e.action, cell(e.reason), e.prev_hash, e.hash, cell(e.subject?.batch), cell(e.subject?.run)]);
+      // the JSON cells are the entry's canonical JSON: they parse back to the same values
+      if (r.args) expect(JSON.parse(r.args)).toEqual(e.args);
+      if (r.result) expect(JSON.parse(r.result)).toEqual(e.result);
+    }
+    expect(problems).toEqual([]);
+  });
+});
