@@ -7,13 +7,15 @@
  *   a failed search clears the rows it no longer answers and says why, an entry opens to show what it records;
  *   the CSV the console downloads parses with a CSV library (csv-parse) and holds the same entries, field by
  *   field, as the JSONL bundle the console downloads for the same search.
+ * - every page's header says the line's state (batch, the PLC's phase, the run's state) and fits one line at
+ *   1366×768 for each role; at 1920×1080 the line cards keep each value on one line with its unit.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -142,6 +144,70 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
       if (r.args) expect(JSON.parse(r.args)).toEqual(e.args);
       if (r.result) expect(JSON.parse(r.result)).toEqual(e.result);
     }
+    expect(problems).toEqual([]);
+  });
+
+  it('the header shows batch, phase and run state on every page and fits one line at 1366×768 for every role; at 1920×1080 values keep their unit', async () => {
+    // the header's height is that of its tallest item plus its padding: one line, nothing wrapped
+    const oneLine = async (who: string) => {
+      const m = await page.evaluate(`(() => {
+        const h = document.querySelector('header.top');
+        const cs = getComputedStyle(h);
+        const items = [...h.querySelectorAll('a, button, select, strong, .badge, .brand, .expiry, [data-testid="who"]')];
+        const tallest = Math.max(...items.map((e) => e.getBoundingClientRect().height));
+        return { height: h.getBoundingClientRect().height, tallest, pad: parseFloat(cs.paddingTop) + parseFloat(cs.paddingBottom), width: h.scrollWidth, view: innerWidth };
+      })()`) as { height: number; tallest: number; pad: number; width: number; view: number };
+      expect(m.height, `${who}: ${JSON.stringify(m)}`).toBeLessThanOrEqual(m.tallest + m.pad + 2);
+      expect(m.width, `${who}: no horizontal overflow`).toBeLessThanOrEqual(m.view);
+    };
+    for (const user of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci']) {
+      await signInAs(user);
+      await poll(() => page.getByTestId('header-run').textContent()).toMatch(/line idle|line busy|B-\d+/);
+      await oneLine(user);
+      await page.screenshot({ path: join(SHOTS, `desk-header-1366-${user}.png`) });
+    }
+
+    // a run on the line: its batch, the phase the PLC reports and the run's state, in the header of every page
+    const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    const pe = await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!);
+    const started = await until(async () => {
+      // a PLC whose own watchdog lapsed on a loaded machine is re-armed by a person first
+      await rearmLostPlcs(node, 'acme-pharma', pe);
+      const r = await call(node.url, 'POST', `${A}/runs`, { token: op, body: { request: 'run batch B-1042 on line-3, keep weight and hardness on target' } });
+      return r.status === 201 ? r : r.body?.code === 'LK_LINE_NOT_READY' ? undefined : r;
+    }, 500);
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const id = started.body.id as string;
+    await signInAs('o.operator');
+    for (const where of ['Runs', 'Autonomy', 'Line']) {
+      await page.getByRole('link', { name: where }).click();
+      await poll(() => page.getByTestId('header-batch').textContent()).toBe('B-1042');
+      expect(await page.getByTestId('header-batch').getAttribute('href')).toBe(`#/runs/${id}`);
+    }
+    await poll(() => page.getByTestId('header-run').textContent()).toMatch(/PENDING|RUNNING|APPROVAL|HELD/);
+    // the phase is the PLC's, as GET /line reads it
+    await poll(async () => {
+      const line = (await call(node.url, 'GET', `${A}/line`, { token: op })).body as { phase: { value: unknown } | null };
+      const shown = await page.getByTestId('header-phase').textContent().catch(() => null);
+      return line.phase !== null && shown === String(line.phase.value);
+    }).toBe(true);
+    await oneLine('o.operator with a run');
+    await page.screenshot({ path: join(SHOTS, 'desk-header-1366-run.png') });
+
+    // 1920×1080: every value on a line card stays on one line with its unit
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await page.locator('.values td.num').first().waitFor();
+    const wrapped = await page.evaluate(`(() => [...document.querySelectorAll('.values td.num')].filter((td) => {
+      const r = document.createRange();
+      r.selectNodeContents(td);
+      return new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top))).size > 1;
+    }).map((td) => td.textContent))()`);
+    expect(wrapped).toEqual([]);
+    await page.screenshot({ path: join(SHOTS, 'desk-line-1920.png'), fullPage: true });
+    await page.setViewportSize({ width: 1366, height: 768 });
+
+    const aborted = await call(node.url, 'POST', `${A}/runs/${id}/abort`, { token: pe, body: { reason: 'header test done', password: node.passwords.get('p.bianchi')! } });
+    expect(aborted.status, JSON.stringify(aborted.body)).toBe(200);
     expect(problems).toEqual([]);
   });
 });
