@@ -147,7 +147,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
   app.get(`${BASE}/audit`, {
     onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'read the audit trail'),
     schema: {
-      tags: ['audit'], summary: 'The tenant\'s audit trail by batch, run, agent, tool, setpoint, reviewer, actor, kind and time, in chain order, a page at a time',
+      tags: ['audit'], summary: 'The tenant\'s audit trail by batch, run, agent, tool, setpoint, reviewer, actor, kind, action and time (a date alone is that whole UTC day), in chain order, a page at a time',
       security, params: TenantParams, querystring: AuditQuery, response: { 200: AuditPageView, ...problems },
     },
   }, async (req) => {

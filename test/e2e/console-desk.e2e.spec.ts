@@ -8,7 +8,8 @@
  *   the CSV the console downloads parses with a CSV library (csv-parse) and holds the same entries, field by
  *   field, as the JSONL bundle the console downloads for the same search.
  * - every page's header says the line's state (batch, the PLC's phase, the run's state) and fits one line at
- *   1366×768 for each role; at 1920×1080 the line cards keep each value on one line with its unit.
+ *   1366×768 for each role; at 1920×1080 the line cards keep each value on one line with its unit, written as
+ *   people write it (°C, rpm) at its precision.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -203,6 +204,12 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
       return new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top))).size > 1;
     }).map((td) => td.textContent))()`);
     expect(wrapped).toEqual([]);
+    // units as people write them, readings at their unit's precision (console/units.js), never the UCUM code
+    const cells = await page.locator('.values td.num').allTextContents();
+    expect(cells.filter((c) => /\bCel\b|\{|m3\/h/.test(c))).toEqual([]);
+    const row = (tag: string) => page.locator('.values tr').filter({ has: page.getByRole('cell', { name: tag, exact: true }) }).locator('td.num');
+    expect(await row('InletAirTempActual').first().textContent()).toMatch(/^-?\d+\.\d °C$/);
+    expect(await row('SpeedActual').first().textContent()).toMatch(/ rpm$/);
     await page.screenshot({ path: join(SHOTS, 'desk-line-1920.png'), fullPage: true });
     await page.setViewportSize({ width: 1366, height: 768 });
 
