@@ -127,7 +127,7 @@ function LineState({ s }) {
   if (!line) return html`<span class="linestate" data-testid="header-run">…</span>`;
   const phase = line.phase && line.phase.value !== null && line.phase.value !== '' ? html`<span title=${`${line.phase.tag} (${line.phase.quality}, ${time(line.phase.at)})`}>phase <strong data-testid="header-phase">${fmt(line.phase.value)}</strong></span>` : null;
   const run = line.activeRun;
-  return html`<span class="linestate" data-testid="header-run" aria-label="Line state">
+  return html`<span class="linestate" data-testid="header-run" role="group" aria-label="Line state">
     ${run ? html`<a href=${`#/runs/${run.id}`} data-testid="header-batch">${run.batch}</a>` : html`<span>${line.busy ? 'line busy (another tenant)' : 'line idle'}</span>`}
     ${phase}
     ${run ? html`<${Badge} status=${run.status} />` : null}

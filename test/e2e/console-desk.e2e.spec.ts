@@ -13,6 +13,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { AxeBuilder } from '@axe-core/playwright';
 import { parse } from 'csv-parse/sync';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,13 @@ let page: Page;
 const problems: string[] = [];
 
 const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
+
+/** axe on the page as it stands: no serious or critical violation. */
+async function axe(name: string): Promise<void> {
+  const r = await new AxeBuilder({ page }).analyze();
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+}
 
 async function signInAs(user: string): Promise<void> {
   await page.goto(`${node.url}/console`);
@@ -90,6 +98,7 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
     expect(await open.getAttribute('aria-expanded')).toBe('true');
     await poll(() => page.getByTestId('audit-entry-detail').textContent()).toContain('operator lowers for the audit test');
     await page.screenshot({ path: join(SHOTS, 'desk-audit-entry.png'), fullPage: true });
+    await axe('audit with an entry open');
     await open.click();
     expect(await page.getByTestId('audit-entry-detail').count()).toBe(0);
     // a day before the entry finds nothing (the range is the day, not "since")
@@ -194,6 +203,7 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
     }).toBe(true);
     await oneLine('o.operator with a run');
     await page.screenshot({ path: join(SHOTS, 'desk-header-1366-run.png') });
+    await axe('line with a run, header');
 
     // 1920×1080: every value on a line card stays on one line with its unit
     await page.setViewportSize({ width: 1920, height: 1080 });
