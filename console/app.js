@@ -2,14 +2,14 @@
 // Routing is the URL fragment (#/runs/run_…), so every page has an address and the browser's back works.
 import { render } from '../vendor/preact.js';
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
-import { api, getSession, onSession, setSession, signIn, signInWithToken, signOut } from './api.js';
+import { api, getSession, onSession, setSession, signIn, signInWithToken, signOut, unreachable } from './api.js';
 import { ApprovalsPage } from './approvals.js';
 import { AuditPage } from './audit.js';
 import { AutonomyPage } from './autonomy.js';
 import { LinePage } from './line.js';
 import { ModelsPage } from './models.js';
 import { RunPage, RunsPage } from './runs.js';
-import { ErrorNote, html, time } from './ui.js';
+import { Badge, ErrorNote, fmt, html, time } from './ui.js';
 
 const READERS = ['operator', 'process_engineer', 'qa_reviewer', 'auditor'];
 const PAGES = [
@@ -104,6 +104,36 @@ function useExpiry(s) {
   }, [s?.token]);
 }
 
+/**
+ * The line's state on every page, from GET /line (polled every 5 s): the batch of this tenant's run on the line,
+ * the phase the line PLC reports and the run's state — or that the line is idle (with the PLC's phase all the
+ * same: the PLC, not linekeeper, says what the line does), busy with another tenant's batch, or not answering.
+ */
+function LineState({ s }) {
+  const [line, setLine] = useState(null);
+  const [away, setAway] = useState(false);
+  useEffect(() => {
+    let live = true;
+    const load = () => api('GET', '/line').then((l) => live && (setLine(l), setAway(false)))
+      .catch((e) => live && unreachable(e) && setAway(true));
+    load();
+    const t = setInterval(load, 5000);
+    return () => {
+      live = false;
+      clearInterval(t);
+    };
+  }, [s.tenant]);
+  if (away) return html`<span class="linestate" data-testid="header-run"><${Badge} status="error" label="not answering" /></span>`;
+  if (!line) return html`<span class="linestate" data-testid="header-run">…</span>`;
+  const phase = line.phase && line.phase.value !== null && line.phase.value !== '' ? html`<span title=${`${line.phase.tag} (${line.phase.quality}, ${time(line.phase.at)})`}>phase <strong data-testid="header-phase">${fmt(line.phase.value)}</strong></span>` : null;
+  const run = line.activeRun;
+  return html`<span class="linestate" data-testid="header-run" role="group" aria-label="Line state">
+    ${run ? html`<a href=${`#/runs/${run.id}`} data-testid="header-batch">${run.batch}</a>` : html`<span>${line.busy ? 'line busy (another tenant)' : 'line idle'}</span>`}
+    ${phase}
+    ${run ? html`<${Badge} status=${run.status} />` : null}
+  </span>`;
+}
+
 function Shell({ s }) {
   const route = useRoute();
   const mainRef = useRef(null);
@@ -128,15 +158,16 @@ function Shell({ s }) {
   return html`<a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); mainRef.current?.focus(); }}>Skip to content</a>
     <header class="top">
       <span class="brand">linekeeper</span>
+      <${LineState} s=${s} />
       <nav aria-label="Console pages">
         <ul>${allowed.map((p) => html`<li><a href=${`#/${p.path}`} aria-current=${p.path === page ? 'page' : undefined}>${p.label}</a></li>`)}</ul>
       </nav>
       <div class="who">
         ${s.user.tenants.length > 1
-          ? html`<label for="tenant-select">Tenant</label> <select id="tenant-select" value=${s.tenant} onChange=${tenant}>${s.user.tenants.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
-          : html`<span>Tenant <strong>${s.tenant}</strong></span>`}
+          ? html`<label for="tenant-select" class="sr">Tenant</label><select id="tenant-select" value=${s.tenant} onChange=${tenant}>${s.user.tenants.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
+          : html`<span><span class="sr">Tenant </span><strong>${s.tenant}</strong></span>`}
         <span data-testid="who">${s.user.name} (${s.user.id}, ${s.user.role.replace('_', ' ')})</span>
-        <span class="expiry">session until ${time(s.expiresAt).slice(11)}</span>
+        <span class="expiry" title=${`session until ${time(s.expiresAt)}`}>until ${time(s.expiresAt).slice(11, 16)}</span>
         <button type="button" onClick=${() => signOut()}>Sign out</button>
       </div>
     </header>

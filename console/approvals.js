@@ -7,7 +7,7 @@ import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
 import { Escalations } from './escalations.js';
 import { ExceptionsPanel } from './exceptions.js';
-import { Badge, Dialog, ErrorNote, fmt, html, short, time } from './ui.js';
+import { Badge, Dialog, ErrorNote, fmt, html, short, time, unit } from './ui.js';
 
 function meanings(item) {
   const what = item.kind === 'batch_release' ? `batch ${item.batch}` : `setpoint write ${item.id} of batch ${item.batch}`;
@@ -88,7 +88,7 @@ function SignDialog({ item, onDone, onClose }) {
 }
 
 /** `press.MainForce 12 → 10.5 kN, …` of a move. */
-const moveText = (item) => (item.detail?.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${mv.value?.unit ?? ''}`.trim()).join(', ');
+const moveText = (item) => (item.detail?.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${unit(mv.value?.unit)}`.trim()).join(', ');
 
 function What({ item }) {
   const d = item.detail ?? {};
@@ -96,7 +96,7 @@ function What({ item }) {
     return html`<p>Release package of batch <strong>${item.batch}</strong>, run <a href=${`#/runs/${item.run}`}>${item.run}</a> (<a href=${`#/genealogy/${item.run}`}>genealogy</a>).</p>
       ${rejectOnly(item) ? html`<p><${Badge} status="FAILED" label="specification failed: rejection only" /></p>` : null}`;
   }
-  return html`<p>${d.agent} proposes ${(d.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${mv.value?.unit ?? ''}`).join(', ')} for ${d.attribute ?? '—'}.</p>
+  return html`<p>${d.agent} proposes ${(d.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${unit(mv.value?.unit)}`).join(', ')} for ${d.attribute ?? '—'}.</p>
     ${d.justification ? html`<p>Why: ${typeof d.justification === 'string' ? d.justification : JSON.stringify(d.justification)}</p>` : null}
     ${d.reasons ? html`<p>Policy: ${[...new Set([].concat(d.reasons))].join(', ')}</p>` : null}`;
 }

@@ -1,10 +1,36 @@
-// Audit: search the tenant's trail by batch, run, agent, tool, reviewer and time; export it (the JSONL bundle
-// that verifies offline, CSV, the PDF report); the chain's verify status and head.
+// Audit: the auditor's desk. Search the tenant's trail by actor, action, batch, run, agent, tool, reviewer and
+// day (date pickers: a day alone means that whole day in UTC; `to` is inclusive of its day); each entry opens
+// to show everything it records; export what the search finds (the JSONL bundle that verifies offline, CSV, the
+// PDF report); the chain's verify status and head. A failed search or re-check leaves nothing stale on screen:
+// the rows go, the verdict returns to unknown, and the reason is said.
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api, download } from './api.js';
 import { Badge, ErrorNote, html, short, time } from './ui.js';
 
-const FIELDS = [['batch', 'Batch'], ['run', 'Run'], ['agent', 'Agent'], ['tool', 'Tool'], ['reviewer', 'Reviewer'], ['from', 'From (ISO UTC)'], ['to', 'To (ISO UTC)']];
+const FIELDS = [
+  ['actor', 'Actor (who)', 'o.operator'], ['action', 'Action', 'run.start'], ['batch', 'Batch', ''], ['run', 'Run', ''],
+  ['agent', 'Agent', ''], ['tool', 'Tool', ''], ['reviewer', 'Reviewer', ''],
+];
+const DAYS = [['from', 'From day (UTC)'], ['to', 'To day (UTC, inclusive)']];
+// what an entry holds beyond its row, in the order a reader wants it
+const DETAIL = [['reason', 'Reason'], ['old', 'Old value'], ['new', 'New value'], ['args', 'Arguments'], ['result', 'Result'], ['intent', 'Intent'], ['subject', 'Subject']];
+
+const shown = (v) => (v === null || v === undefined ? null : typeof v === 'object' ? JSON.stringify(v, null, 2) : String(v));
+
+function Entry({ e, open, onToggle }) {
+  const id = `audit-entry-${e.seq}`;
+  return html`<tr>
+      <td class="num"><button type="button" class="link" aria-expanded=${open ? 'true' : 'false'} aria-controls=${id} onClick=${onToggle}>
+        <span aria-hidden="true">${open ? '▾' : '▸'} </span>#${e.seq}<span class="sr"> details</span></button></td>
+      <td>${time(e.ts)}</td><td>${e.actor}</td><td>${e.kind}</td><td>${e.action}</td>
+      <td>${e.subject ? Object.entries(e.subject).map(([k, v]) => `${k} ${v}`).join(' · ') : ''}</td>
+      <td>${e.signature ? `${e.signature.name}: ${e.signature.meaning}, ${time(e.signature.time)}` : ''}</td></tr>
+    ${open ? html`<tr id=${id} class="entry-detail" data-testid="audit-entry-detail"><td colspan="7"><dl>
+      ${DETAIL.map(([k, label]) => (shown(e[k]) === null ? null : html`<dt>${label}</dt><dd>${typeof e[k] === 'object' ? html`<pre>${shown(e[k])}</pre>` : shown(e[k])}</dd>`))}
+      ${e.signature ? html`<dt>Signature</dt><dd>${e.signature.name} (${e.signature.user}) · ${e.signature.meaning} · ${time(e.signature.time)}</dd>` : null}
+      <dt>Entry hash</dt><dd><code>${e.hash}</code></dd><dt>Previous hash</dt><dd><code>${e.prevHash ?? e.prev_hash ?? '—'}</code></dd>
+    </dl></td></tr>` : null}`;
+}
 
 export function AuditPage({ s }) {
   const [filter, setFilter] = useState({});
@@ -12,10 +38,20 @@ export function AuditPage({ s }) {
   const [error, setError] = useState(null);
   const [verify, setVerify] = useState(null);
   const [got, setGot] = useState(null);
+  const [open, setOpen] = useState(() => new Set());
   const qs = (f, extra = {}) => new URLSearchParams(Object.entries({ ...f, ...extra }).filter(([, v]) => v)).toString();
   const search = (f, cursor) => api('GET', `/audit?${qs(f, { limit: '100', ...(cursor ? { cursor } : {}) })}`)
-    .then((p) => setPage((old) => (cursor && old ? { items: [...old.items, ...p.items], next: p.next } : p))).catch(setError);
-  const check = () => api('GET', '/audit/verify').then(setVerify).catch(setError);
+    .then((p) => setPage((old) => (cursor && old ? { items: [...old.items, ...p.items], next: p.next } : p)))
+    .catch((err) => {
+      // the rows on screen answered another question: they go, and the reason is said
+      setPage(null);
+      setError(err);
+    });
+  // a failed re-check is no verdict: back to unknown rather than keeping an earlier "verified"
+  const check = () => api('GET', '/audit/verify').then(setVerify).catch((err) => {
+    setVerify({ unknown: true });
+    setError(err);
+  });
   useEffect(() => {
     search({});
     check();
@@ -25,19 +61,27 @@ export function AuditPage({ s }) {
     const f = Object.fromEntries([...new FormData(e.target)].map(([k, v]) => [k, String(v).trim()]).filter(([, v]) => v));
     setFilter(f);
     setError(null);
+    setOpen(new Set());
     search(f);
   };
+  const toggle = (seq) => setOpen((o) => {
+    const n = new Set(o);
+    if (!n.delete(seq)) n.add(seq);
+    return n;
+  });
   const exp = (format) => download(`/audit/export?${qs(filter, { format })}`, `audit.${format}`).then(setGot).catch(setError);
   return html`<h1 tabindex="-1">Audit trail of ${s.tenant}</h1>
     <section aria-labelledby="verify-h" class="card">
       <h2 id="verify-h">Chain verification</h2>
-      ${verify ? html`<p role="status" data-testid="verify-status"><${Badge} status=${verify.ok ? 'ok' : 'error'} label=${verify.ok ? 'verified' : 'BROKEN'} />
+      ${!verify ? html`<p>Verifying…</p>` : verify.unknown ? html`<p role="status" data-testid="verify-status"><${Badge} status="muted" label="unknown" /> the last check did not complete</p>`
+        : html`<p role="status" data-testid="verify-status"><${Badge} status=${verify.ok ? 'ok' : 'error'} label=${verify.ok ? 'verified' : 'BROKEN'} />
         ${verify.count} entries · head #${verify.head.seq} <code>${short(verify.head.hash, 16)}</code> · ${verify.checkpoints} signed checkpoints${verify.unanchored ? `, ${verify.unanchored} entries after the last` : ''}
-        ${verify.damage ? html` · first damage: ${verify.damage.kind} at #${verify.damage.seq}: ${verify.damage.detail}` : null}</p>` : html`<p>Verifying…</p>`}
+        ${verify.damage ? html` · first damage: ${verify.damage.kind} at #${verify.damage.seq}: ${verify.damage.detail}` : null}</p>`}
       <button type="button" onClick=${check}>Verify again</button>
     </section>
     <form class="filters" onSubmit=${submit} aria-label="Search the audit trail">
-      ${FIELDS.map(([k, label]) => html`<span><label for=${`audit-${k}`}>${label}</label><input id=${`audit-${k}`} name=${k} value=${filter[k] ?? ''} /></span>`)}
+      ${FIELDS.map(([k, label, eg]) => html`<span><label for=${`audit-${k}`}>${label}</label><input id=${`audit-${k}`} name=${k} value=${filter[k] ?? ''} placeholder=${eg || null} /></span>`)}
+      ${DAYS.map(([k, label]) => html`<span><label for=${`audit-${k}`}>${label}</label><input type="date" id=${`audit-${k}`} name=${k} value=${filter[k] ?? ''} /></span>`)}
       <button type="submit">Search</button>
     </form>
     <div class="actions" role="group" aria-label="Export what the search finds">
@@ -47,9 +91,7 @@ export function AuditPage({ s }) {
     <${ErrorNote} error=${error} />
     ${page ? html`<table class="audit"><caption class="sr">Audit entries in chain order</caption>
       <thead><tr><th scope="col">#</th><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Kind</th><th scope="col">Action</th><th scope="col">Subject</th><th scope="col">Signature</th></tr></thead>
-      <tbody>${page.items.map((e) => html`<tr><td class="num">${e.seq}</td><td>${time(e.ts)}</td><td>${e.actor}</td><td>${e.kind}</td><td>${e.action}</td>
-        <td>${e.subject ? Object.entries(e.subject).map(([k, v]) => `${k} ${v}`).join(' · ') : ''}</td>
-        <td>${e.signature ? `${e.signature.name}: ${e.signature.meaning}, ${time(e.signature.time)}` : ''}</td></tr>`)}</tbody></table>
-      <p>${page.items.length} entries shown.</p>
+      <tbody>${page.items.map((e) => html`<${Entry} key=${e.seq} e=${e} open=${open.has(e.seq)} onToggle=${() => toggle(e.seq)} />`)}</tbody></table>
+      <p data-testid="audit-count">${page.items.length} ${page.items.length === 1 ? 'entry' : 'entries'} shown${page.next ? ' (more below)' : ''}.</p>
       ${page.next ? html`<button type="button" onClick=${() => search(filter, page.next)}>Show more</button>` : null}` : null}`;
 }

@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import uPlot from '../vendor/uplot.js';
 import { api, download } from './api.js';
 import { ATTRIBUTES, AttributeCharts } from './attributes.js';
-import { Badge, ErrorNote, html, short, time } from './ui.js';
+import { Badge, ErrorNote, html, short, time, unit } from './ui.js';
 
 const KINDS = ['step', 'recommendation', 'action', 'response', 'arbitration', 'approval', 'qc', 'watchdog'];
 const PALETTE = ['#1b5e9e', '#b03a2e', '#1e7b4a', '#7d3c98', '#a04000', '#117a8b', '#5d6d7e', '#9a7d0a', '#c0392b', '#2e4053'];
@@ -63,8 +63,8 @@ function Plot({ g }) {
       cursor: { drag: { x: true, y: false } },
       series: [{ label: 'time (UTC)' }, ...p.keys.map((k, i) => (k === 'events'
         ? { label: 'events (lane: step, rec., action, resp., arbitr., approval, QC, watchdog)', scale: 'lane', stroke: '#111', width: 0, points: { show: true, size: 9, fill: '#111' }, paths: () => null }
-        : { label: `${k} [${p.units[i] || '1'}]`, scale: p.units[i], stroke: PALETTE[i % PALETTE.length], dash: DASH[Math.floor(i / PALETTE.length) % DASH.length], width: 1.5, spanGaps: true, points: { show: true, size: 4 } }))],
-      axes: [{}, ...units.slice(0, 2).map((u, i) => ({ scale: u, label: u, side: i === 0 ? 3 : 1, grid: { show: i === 0 } }))],
+        : { label: `${k} [${unit(p.units[i]) || '1'}]`, scale: p.units[i], stroke: PALETTE[i % PALETTE.length], dash: DASH[Math.floor(i / PALETTE.length) % DASH.length], width: 1.5, spanGaps: true, points: { show: true, size: 4 } }))],
+      axes: [{}, ...units.slice(0, 2).map((u, i) => ({ scale: u, label: unit(u) || '1', side: i === 0 ? 3 : 1, grid: { show: i === 0 } }))],
     };
     plot.current = new uPlot(opts, p.data, el.current);
     return () => plot.current?.destroy();

@@ -6,7 +6,8 @@ import { useEffect, useState } from '../vendor/hooks.js';
 import { api, unreachable } from './api.js';
 import { Escalations } from './escalations.js';
 import { PendingMoves } from './moves.js';
-import { Badge, ErrorNote, fmt, html, time, unit } from './ui.js';
+import { Badge, ErrorNote, html, time } from './ui.js';
+import { quantity } from './units.js';
 
 /** Who may re-arm a PLC (the policy bundle's approvers.reviewer; the daemon checks again). */
 const REARMERS = ['process_engineer'];
@@ -89,7 +90,7 @@ export function LinePage({ s }) {
         ${e.supervisor.state === 'LOST' ? (mayRearm ? html`<${RearmForm} e=${e} onDone=${setRearmed} />` : html`<p class="quiet">A process engineer re-arms it.</p>`) : null}
         ${e.values === null ? html`<p class="quiet">Values hidden: the line runs another tenant's batch.</p>` : html`<table class="values"><caption class="sr">Live values of ${e.name}</caption>
           <thead><tr><th scope="col">Tag</th><th scope="col">Value</th><th scope="col">Quality</th></tr></thead>
-          <tbody>${Object.entries(e.values).map(([tag, v]) => html`<tr><td>${tag.slice(e.id.length + 1)}</td><td class="num">${fmt(v.value)} ${unit(v.unit)}</td><td>${v.quality}</td></tr>`)}</tbody></table>`}
+          <tbody>${Object.entries(e.values).map(([tag, v]) => html`<tr><td>${tag.slice(e.id.length + 1)}</td><td class="num"><span class="v">${quantity(v.value, v.unit)}</span></td><td>${v.quality}</td></tr>`)}</tbody></table>`}
       </section>`)}</div>
       <p class="quiet" data-testid="line-updated">Values read at ${time(updatedAt)}.</p>` : html`<p>Loading…</p>`}
     <${PendingMoves} />

@@ -3,9 +3,9 @@
 // may not see approvals (an operator) is told who decides instead of being shown an error.
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
-import { ErrorNote, html, time } from './ui.js';
+import { ErrorNote, html, time, unit } from './ui.js';
 
-const target = (v) => (v && typeof v === 'object' ? `${v.value} ${v.unit}` : String(v));
+const target = (v) => (v && typeof v === 'object' ? `${v.value} ${unit(v.unit)}`.trim() : String(v));
 
 /** The tenant's waiting moves (only the run's when `run` is given). */
 export function PendingMoves({ run }) {

@@ -3,6 +3,7 @@
 import { h } from '../vendor/preact.js';
 import { useEffect, useRef } from '../vendor/hooks.js';
 import htm from '../vendor/htm.js';
+import { unitLabel } from './units.js';
 
 export const html = htm.bind(h);
 
@@ -45,4 +46,5 @@ export function ErrorNote({ error }) {
 export const time = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
 export const short = (hash, n = 12) => (hash ? `${hash.slice(0, n)}…` : '—');
 export const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : String(+v.toPrecision(5))) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-export const unit = (u) => (u === '1' || !u ? '' : u.replace(/\{([^}]+)\}/g, '$1'));
+/** A UCUM code as a person writes it (console/units.js): 'Cel' → '°C'. */
+export const unit = (u) => unitLabel(u);

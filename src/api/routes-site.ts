@@ -121,8 +121,11 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
     const showValues = active === null || mine;
     const health = new Map(d.connectors.map((c) => [c.health().id, c.health()]));
     const supervision = d.supervision();
+    const phaseTag = config.line.phase?.tag ?? roleMapOf(config).tag('plc.BatchPhase');
+    const phase = showValues ? d.live.get(phaseTag) : undefined;
     return {
-      line: config.line.id, site: config.site.id, busy: active !== null, activeRun: mine ? { id: active.id, status: active.status } : null,
+      line: config.line.id, site: config.site.id, busy: active !== null, activeRun: mine ? { id: active.id, status: active.status, batch: active.batch } : null,
+      phase: phase ? { tag: phaseTag, value: shown(phase).value, quality: phase.quality, at: iso(phase.receivedAt) } : null,
       connections: [...health.values()].map((h) => ({ id: h.id, protocol: h.protocol, state: h.state, endpoint: h.endpoint })),
       equipment: config.equipment.map((e) => {
         const sv = supervision.get(e.id);
@@ -144,7 +147,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
   app.get(`${BASE}/audit`, {
     onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'read the audit trail'),
     schema: {
-      tags: ['audit'], summary: 'The tenant\'s audit trail by batch, run, agent, tool, setpoint, reviewer, actor, kind and time, in chain order, a page at a time',
+      tags: ['audit'], summary: 'The tenant\'s audit trail by batch, run, agent, tool, setpoint, reviewer, actor, kind, action and time (a date alone is that whole UTC day), in chain order, a page at a time',
       security, params: TenantParams, querystring: AuditQuery, response: { 200: AuditPageView, ...problems },
     },
   }, async (req) => {

@@ -204,7 +204,9 @@ export const DesignSpaceView = z
 export const AttendanceView = z.object({ operator: z.string(), lastPresenceAt: iso, attended: z.boolean(), windowMs: z.number().nullable() });
 export const LineView = z.object({
   line: z.string(), site: z.string(),
-  activeRun: z.object({ id: z.string(), status: z.string() }).nullable().describe('the run on the line when it is this tenant\'s; null otherwise'),
+  activeRun: z.object({ id: z.string(), status: z.string(), batch: z.string() }).nullable().describe('the run on the line when it is this tenant\'s; null otherwise'),
+  phase: z.object({ tag: z.string(), value: z.unknown(), quality: z.string(), at: iso }).nullable()
+    .describe('the batch phase the line PLC reports (line.phase.tag, or the tag playing plc.BatchPhase), as read; null when values are hidden (another tenant\'s run) or not read yet'),
   busy: z.boolean().describe('a run is active on the line (whosever it is)'),
   connections: z.array(z.object({ id: z.string(), protocol: z.string(), state: z.string(), endpoint: z.string() })),
   equipment: z.array(z.object({

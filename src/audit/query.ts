@@ -1,7 +1,7 @@
 /**
  * Query the audit trail of ONE tenant (R1/R9: the tenant is the first
  * parameter, never a filter field) by batch, run, agent, tool, setpoint,
- * reviewer, actor, kind and time, with cursor pagination in chain order.
+ * reviewer, actor, kind, action and time, with cursor pagination in chain order.
  * The REST route (surfaces issue) and `linekeeper audit query` call this.
  */
 import { createHash } from 'node:crypto';
@@ -12,7 +12,9 @@ import { mapSqliteError } from '../store/sqlite-errors.js';
 import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 
 const ref = z.string().min(1).max(200);
-const iso = z.iso.datetime({ offset: false });
+// a time bound: an instant (UTC ISO 8601), or a date alone (YYYY-MM-DD), meaning that whole day in UTC
+const bound = z.union([z.iso.datetime({ offset: false }), z.iso.date()], { error: 'an ISO 8601 UTC date-time (2026-11-26T08:00:00Z) or a date (2026-11-26)' });
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 export const AuditFilter = z.strictObject({
   batch: ref.optional(),
@@ -23,10 +25,11 @@ export const AuditFilter = z.strictObject({
   reviewer: ref.optional(),
   actor: ref.optional(),
   kind: ref.optional(),
-  /** Inclusive, UTC ISO 8601. */
-  from: iso.optional(),
-  /** Exclusive, UTC ISO 8601. */
-  to: iso.optional(),
+  action: ref.optional(),
+  /** Inclusive, UTC ISO 8601; a date alone is the start of that day (UTC). */
+  from: bound.optional().describe('inclusive: an ISO 8601 UTC date-time, or a date alone (2026-11-26) meaning the start of that day, UTC'),
+  /** Exclusive, UTC ISO 8601; a date alone is the end of that day (UTC), so from=to=that date is the whole day. */
+  to: bound.optional().describe('exclusive: an ISO 8601 UTC date-time, or a date alone (2026-11-26) meaning the end of that day, UTC — from=2026-11-26&to=2026-11-26 is that whole day'),
 });
 export type AuditFilter = z.infer<typeof AuditFilter>;
 
@@ -37,7 +40,7 @@ export interface AuditPage {
 }
 
 export const MAX_PAGE = 1000;
-const COLUMN_FILTERS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind'] as const;
+const COLUMN_FILTERS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'action'] as const;
 
 /**
  * Validate a filter (unknown keys, bad times and from ≥ to are refused).
@@ -49,13 +52,21 @@ export function parseFilter(filter: unknown): AuditFilter {
     const i = r.error.issues[0]!;
     throw new LkError('LK_VALIDATION', `audit filter ${i.path.join('.') || '(root)'}: ${i.message}`);
   }
-  if (r.data.from && r.data.to && normIso(r.data.from) >= normIso(r.data.to)) throw new LkError('LK_VALIDATION', 'audit filter: from must be before to');
+  if (r.data.from && r.data.to && fromIso(r.data.from) >= toIso(r.data.to)) throw new LkError('LK_VALIDATION', 'audit filter: from must be before to');
   return r.data;
 }
 
-/** Entries are stored with millisecond ISO times; compare filters in the same form. */
-function normIso(s: string): string {
-  return new Date(s).toISOString();
+/** Entries are stored with millisecond ISO times; compare filters in the same form. A date alone starts its day. */
+function fromIso(s: string): string {
+  return new Date(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s).toISOString();
+}
+
+/** The exclusive upper bound: a date alone ends its day (the next day's start, UTC). */
+function toIso(s: string): string {
+  if (!DATE_ONLY.test(s)) return new Date(s).toISOString();
+  const d = new Date(`${s}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString();
 }
 
 function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
@@ -69,11 +80,11 @@ function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
   }
   if (f.from) {
     parts.push('ts >= ?');
-    params.push(normIso(f.from));
+    params.push(fromIso(f.from));
   }
   if (f.to) {
     parts.push('ts < ?');
-    params.push(normIso(f.to));
+    params.push(toIso(f.to));
   }
   return { sql: parts.join(' AND '), params };
 }

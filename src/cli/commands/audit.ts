@@ -65,7 +65,7 @@ function progressOnTty(): { onProgress?: (done: number, total: number) => void }
   };
 }
 
-const FILTER_KEYS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'from', 'to'] as const;
+const FILTER_KEYS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'action', 'from', 'to'] as const;
 function filterOf(o: FilterOpts): AuditFilter {
   const f: AuditFilter = {};
   for (const k of FILTER_KEYS) if (o[k] !== undefined) f[k] = o[k];
@@ -76,8 +76,8 @@ function addFilterOptions(c: Command): Command {
   return c
     .option('--batch <id>', 'batch id').option('--run <id>', 'run id').option('--agent <id>', 'agent id (agent.<role>)')
     .option('--tool <name>', 'tool name').option('--setpoint <tag>', 'setpoint tag').option('--reviewer <user>', 'reviewer id')
-    .option('--actor <id>', 'actor').option('--kind <kind>', 'entry kind')
-    .option('--from <iso>', 'from time (inclusive, UTC ISO 8601)').option('--to <iso>', 'to time (exclusive, UTC ISO 8601)');
+    .option('--actor <id>', 'actor').option('--kind <kind>', 'entry kind').option('--action <action>', 'action, e.g. run.start')
+    .option('--from <iso>', 'from time (inclusive, UTC ISO 8601; a date alone is the start of that day)').option('--to <iso>', 'to time (exclusive, UTC ISO 8601; a date alone is the end of that day)');
 }
 
 function addCommon(c: Command): Command {
