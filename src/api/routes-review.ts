@@ -85,7 +85,7 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
       const dir = mkdtempSync(join(tmpdir(), 'lk-export-'));
       try {
         const file = join(dir, name);
-        const pdf = await exportPdf({ db: d.store.db, dataDir: d.loaded.dataDir }, tenant, filter, file, { now: ctx.clock.now(), siteName: d.loaded.config.site.id });
+        const pdf = await exportPdf({ db: d.store.db, dataDir: d.loaded.dataDir }, tenant, filter, file, { now: ctx.clock.now(), siteName: d.loaded.config.site.id, timezone: d.loaded.config.site.timezone });
         const bytes = readFileSync(file);
         record(bytes, pdf.entries);
         return reply.type('application/pdf').send(bytes);

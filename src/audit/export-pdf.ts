@@ -5,6 +5,7 @@
  * 11 §11.50), and the Annex 11 §8.2 statement whether it changed since it was
  * first recorded — answered by verifying the chain before printing, not assumed.
  */
+import { isUtcZone, printedTime } from '../domain/site-time.js';
 import { createWriteStream } from 'node:fs';
 import PDFDocument from 'pdfkit';
 import { LkError } from '../errors.js';
@@ -20,6 +21,8 @@ export interface PdfOptions {
   siteName?: string;
   /** Time printed as "generated at" (from the caller's clock). */
   now: number;
+  /** The site's time zone (IANA, `site.timezone`): shown beside each UTC time (src/domain/site-time.ts). */
+  timezone?: string;
 }
 
 /** pdfkit's standard fonts speak WinAnsi: keep Latin-1, replace the rest visibly. */
@@ -27,7 +30,6 @@ function pdfText(s: string): string {
   return s.replace(/→/g, '->').replace(/[^\x20-\x7e\xa0-\xff\n]/g, '?');
 }
 
-const utc = (iso: string): string => `${iso.replace('T', ' ').replace('Z', '')} UTC`;
 const clip = (s: string, n = 400): string => (s.length > n ? `${s.slice(0, n)}… (${s.length} chars)` : s);
 const show = (v: Json | undefined): string => (v === undefined ? '-' : clip(canonicalJson(v), 200));
 
@@ -59,10 +61,12 @@ export async function exportPdf(src: { db: Database; dataDir: string }, tenant: 
   });
   doc.pipe(out);
   const generated = new Date(opts.now).toISOString();
+  const utc = (iso: string): string => printedTime(iso, opts.timezone);
   doc.font('Helvetica-Bold').fontSize(16).text(pdfText(`Audit trail report: tenant ${tenant}`));
   doc.font('Helvetica').fontSize(9).moveDown(0.3);
   if (opts.siteName) doc.text(pdfText(`Site: ${opts.siteName}`));
   doc.text(`Generated: ${utc(generated)}`);
+  if (!isUtcZone(opts.timezone)) doc.text(pdfText(`Times are UTC as recorded; the site's time (${opts.timezone}) is shown in brackets.`));
   doc.text(pdfText(`Filter: ${Object.keys(f).length ? canonicalJson(f) : 'none (all entries)'}`));
   const status = verifyError !== undefined ? `NOT VERIFIED (${verifyError})`
     : chain?.ok ? `intact: ${chain.count} entries, head #${chain.head.seq} ${chain.head.hash}`

@@ -35,6 +35,7 @@ import { dirname, join } from 'node:path';
 import PDFDocument from 'pdfkit';
 import { LkError } from '../errors.js';
 import { formatNumber, genealogyRows } from './genealogy-text.js';
+import { isUtcZone, printedTime } from '../domain/site-time.js';
 import { abortStatement, RELEASE_FILES, type ReleaseException, type ReleaseQuality, type ReleaseRecord, type ReleaseSpecResult, type SignatureManifest } from './release-types.js';
 
 export interface ReleasePdfOptions {
@@ -170,7 +171,7 @@ type Cell = string | { text: string; bold?: boolean; mono?: boolean; color?: str
 /** The drawing helpers of one document, all through its text filter and embedded fonts. */
 class Report {
   readonly show: (s: string) => string;
-  constructor(readonly doc: Doc) {
+  constructor(readonly doc: Doc, readonly tz?: string) {
     this.show = textFilter(doc);
   }
 
@@ -224,7 +225,7 @@ class Report {
     this.line(`User ID: ${s.user}`);
     this.line(`Role: ${s.role}`);
     this.line(`Meaning: ${s.meaning}`);
-    this.line(`Date and time of signing: ${utcIso(s.at)}`);
+    this.line(`Date and time of signing: ${printedTime(s.at, this.tz)}`);
     this.line(`Approval: ${s.approvalId}`);
     this.exact('Signed record (SHA-256)', s.recordHash);
     this.exact(`Signature (Ed25519, key ${s.keyId})`, s.signature);
@@ -296,7 +297,7 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
     info: { Title: xmlSafe(`Batch release report ${run.batch}`), Author: 'linekeeper', Creator: 'linekeeper', Producer: 'linekeeper (pdfkit)', CreationDate: new Date(run.endedAt) },
   });
   for (const name of [SANS, BOLD, MONO] as const) doc.registerFont(name, f[name]);
-  const r = new Report(doc);
+  const r = new Report(doc, input.timezone);
   const dec = input.abort ? 'NOT A RELEASE' : decision(input.signatures);
 
   // Page 1: the verdict.
@@ -304,13 +305,14 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   if (input.abort) {
     r.line(`ABORTED — NOT A RELEASE: this batch is not released`, { bold: true, size: 14, color: RED });
     r.line(abortStatement(input), { bold: true, size: 10, color: RED });
-    r.line(`Abort signed by ${input.abort.name} (${input.abort.user}, ${input.abort.role}) at ${input.abort.at}; record SHA-256 ${input.abort.recordHash}`, { size: 9 });
+    r.line(`Abort signed by ${input.abort.name} (${input.abort.user}, ${input.abort.role}) at ${printedTime(input.abort.at, input.timezone)}; record SHA-256 ${input.abort.recordHash}`, { size: 9 });
     r.line(`Line on its last known-good recipe (read back): ${input.abort.reverted.map((p) => `${p.equipment} ${p.ok ? `ok${p.state ? ` (${p.state})` : ''}` : `NOT VERIFIED (${p.error ?? 'no read-back'})`}`).join(', ') || 'no PLC commanded'}`, { size: 9 });
   }
   r.line(`Product ${run.product}   Decision: ${dec}`, { bold: true, size: 14, color: dec === 'RELEASED' ? 'black' : RED });
   doc.moveDown(0.3);
   r.line(`Product ${run.product}   Tooling ${run.tooling}   Line ${run.line}   Site ${input.site}   Tenant ${input.tenant}`);
-  r.line(`Run ${run.id}   Status ${run.status}   Started ${utcMs(run.startedAt)}   Ended ${utcMs(run.endedAt)}`);
+  r.line(`Run ${run.id}   Status ${run.status}   Started ${printedTime(new Date(run.startedAt).toISOString(), input.timezone)}   Ended ${printedTime(new Date(run.endedAt).toISOString(), input.timezone)}`);
+  if (!isUtcZone(input.timezone)) r.line(`Times are UTC as recorded; the site's time (${input.timezone}) is shown in brackets where it is given.`, { size: 8 });
   r.line(`QA disposition: ${disposition(input.signatures)}`, { bold: true, size: 10 });
   verdictSections(r, input.quality);
 
@@ -323,7 +325,7 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   else {
     r.line(input.trailReview.statement, { bold: !input.trailReview.reviewed, size: 9, color: input.trailReview.reviewed ? 'black' : RED });
     for (const v of input.trailReview.reviews) {
-      r.line(`${v.name} (${v.user}, ${v.role}) at ${v.at}: "${v.meaning}"; comment: ${v.comment}; entries #${v.first}–#${v.last} (${v.entries}), digest ${v.digest}; audit entry #${v.seq}; record SHA-256 ${v.recordHash}`, { size: 8 });
+      r.line(`${v.name} (${v.user}, ${v.role}) at ${printedTime(v.at, input.timezone)}: "${v.meaning}"; comment: ${v.comment}; entries #${v.first}–#${v.last} (${v.entries}), digest ${v.digest}; audit entry #${v.seq}; record SHA-256 ${v.recordHash}`, { size: 8 });
     }
   }
 

@@ -182,6 +182,11 @@ export interface ReleaseInput {
    * (src/audit/review.ts). Optional for callers that predate it; the report then says nothing was recorded.
    */
   trailReview?: ReleaseTrailReview;
+  /**
+   * The site's time zone (IANA, `site.timezone`): release.pdf shows the site's time beside each UTC time of
+   * the run and its signatures. Every time in the record stays UTC. Absent or UTC: UTC only.
+   */
+  timezone?: string;
 }
 
 /** The audit-trail reviews of the run recorded before its package was sealed, and what they mean in words. */
@@ -343,7 +348,17 @@ export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
       digest: hex64, recordHash: hex64, signature: base64, keyId: name,
     })),
   }).refine((t) => t.reviewed === (t.reviews.length > 0), { message: 'reviewed must say whether a review is listed', path: ['reviewed'] }).optional(),
+  timezone: z.string().max(64).refine(knownZone, 'unknown IANA time zone').optional(),
 });
+
+function knownZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Validate a release input; strings are checked for lone surrogates too (they have no canonical JSON).

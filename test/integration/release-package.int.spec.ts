@@ -352,14 +352,18 @@ describe('release package: page 1 is the verdict', () => {
     expect(p1.indexOf('No specification evaluation')).toBeLessThan(p1.indexOf('Printed name'));
   });
 
-  it('[A11.9] page 1 says whether the run\'s audit trail was reviewed before the package: who and which entries, or NOT reviewed; a "reviewed" without a review is refused', () => {
+  it('[A11.9] [A11.8] page 1 says whether the run\'s audit trail was reviewed before the package: who and which entries, or NOT reviewed; a "reviewed" without a review is refused; times in the site\'s zone beside UTC', () => {
     const review = {
       seq: 140, user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', at: '2026-11-20T11:55:00.000Z', meaning: 'Audit trail of batch B-1042, run run_7f3a reviewed (EU GMP Annex 11 §9)',
       comment: 'no findings beyond DEV-2026-0117', entries: 120, first: 3, last: 139, digest: 'a'.repeat(64), recordHash: 'b'.repeat(64), signature: 'c2lnbmF0dXJl', keyId: 'k1',
     };
-    const reviewed = writeReleasePackage(store, join(t.dir, 'trail', 'reviewed'), releaseInput({ trailReview: { reviewed: true, statement: 'The audit trail of run run_7f3a was reviewed by Dr. Maria Rossi (m.rossi, qa_reviewer)', reviews: [review] } }));
+    const reviewed = writeReleasePackage(store, join(t.dir, 'trail', 'reviewed'), releaseInput({ timezone: 'Europe/Rome', trailReview: { reviewed: true, statement: 'The audit trail of run run_7f3a was reviewed by Dr. Maria Rossi (m.rossi, qa_reviewer)', reviews: [review] } }));
     const p1 = flat(text1(readFileSync(reviewed.pdfFile)));
     expect(p1).toContain('Audit-trail review (EU GMP Annex 11 §9)');
+    // a site in Europe/Rome reads its own clock beside the recorded UTC time; release.json stays UTC
+    expect(p1).toContain('at 2026-11-20 11:55:00.000 UTC (12:55:00.000 Europe/Rome, UTC+01:00)');
+    for (const sg of releaseInput().signatures) expect(p1).toContain(`Date and time of signing: ${sg.at.replace('T', ' ').replace('Z', '')} UTC (`);
+    expect(JSON.parse(readFileSync(reviewed.jsonFile, 'utf8')).input.trailReview.reviews[0].at).toBe('2026-11-20T11:55:00.000Z');
     expect(p1).toContain('was reviewed by Dr. Maria Rossi');
     expect(p1).toContain('entries #3–#139 (120)');
     const not = writeReleasePackage(store, join(t.dir, 'trail', 'not'), releaseInput({ trailReview: { reviewed: false, statement: 'The audit trail of run run_7f3a was NOT reviewed before this package was written', reviews: [] } }));

@@ -210,7 +210,9 @@ async function exportAction(o: Common & FilterOpts & { tenant: string; out: stri
   } else if (o.format === 'pdf') {
     const s = openStore({ dataDir: dataDirOf(o), readonly: true });
     try {
-      const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now() });
+      // the site's time beside UTC, from the configuration when it is read (with --data alone: UTC only)
+      const tz = o.data === undefined ? loadConfig(...(o.config ? [o.config] : [])).config.site.timezone : undefined;
+      const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now(), ...(tz ? { timezone: tz } : {}) });
       out(`${o.out}: ${r.entries} entries on ${r.pages} pages`);
     } finally {
       s.close();

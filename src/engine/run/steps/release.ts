@@ -100,6 +100,7 @@ export function releaseInput(ctx: StepContext, engine: RunEngine): ReleaseInput 
     losingRequests,
     ...(quality ? { quality } : {}),
     trailReview: trailReviewOf(engine, run.tenant, run.id),
+    timezone: engine.options.site.site.timezone,
   };
 }
 
