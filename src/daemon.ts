@@ -44,7 +44,6 @@ import type { PeopleLookup } from './engine/run/lifecycle.js';
 import { UserStore } from './store/user-store.js';
 import { screenInboxRecord } from './engine/run/batch-closure.js';
 import { BATCH_ID_RE } from './domain/batch-record.js';
-import { ensureDemoModels } from './models/demo.js';
 import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
@@ -307,6 +306,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // the embedded default's first start: the demo models, through the same golden gate and change control as a
     // site's — before any equipment is connected, since fitting them holds the event loop for seconds
     if (usesSim && config.simulator.embedded && policy.bundle) {
+      // loaded on demand: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
+      const { ensureDemoModels } = await import('./models/demo.js');
       const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
       const made = demo.filter((d) => d.registered.length > 0);
       if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
