@@ -19,7 +19,8 @@ import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/inde
 import { createConnectors, profilesOf } from '../connectors/index.js';
 import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
-import { startSimulator, type Simulator } from '../connectors/sim/index.js';
+import type { Simulator } from '../connectors/sim/index.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../connectors/sim/child-process.js';
 import type { Connector, Sample, Subscription, TagDescription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, identitySettings, type ApiServer, type DemoUser } from './api/index.js';
 import { OidcVerifier } from './api/oidc.js';
@@ -43,7 +44,6 @@ import type { PeopleLookup } from './engine/run/lifecycle.js';
 import { UserStore } from './store/user-store.js';
 import { screenInboxRecord } from './engine/run/batch-closure.js';
 import { BATCH_ID_RE } from './domain/batch-record.js';
-import { ensureDemoModels } from './models/demo.js';
 import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
@@ -85,6 +85,13 @@ export interface DaemonOptions {
   loopDelay?: { boundMs?: number; windowMs?: number };
   /** Scheduled backups and the WAL checkpoint timer (default on; tests of other things turn it off). */
   maintenance?: boolean;
+  /**
+   * Where the embedded simulator runs (only with `simulator.embedded`): `process` — a child process started and
+   * stopped with the daemon, so the plant's servers are not in the daemon's heap (what `serve` does; if it dies
+   * its PLCs are lost like any equipment's) — or `in-process` (default: tests that reach into the plant through
+   * `Daemon.simulator`).
+   */
+  embeddedSimulator?: 'in-process' | 'process';
 }
 
 /** What a reload (SIGHUP) did. */
@@ -116,7 +123,10 @@ export interface Daemon {
   readonly loaded: LoadedConfig;
   readonly ready: ReadyInfo;
   readonly connectors: readonly Connector[];
+  /** The embedded simulator when it runs in this process (`embeddedSimulator: 'in-process'`). */
   readonly simulator: Simulator | undefined;
+  /** The embedded simulator's child process (`embeddedSimulator: 'process'`). */
+  readonly simulatorProcess: SimulatorProcess | undefined;
   /** The audit store (SQLite) of the data directory. */
   readonly store: Store;
   /** Site events while the disk is full: held, retried, failing closed past the bound (docs/fail-safe.md). */
@@ -225,6 +235,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let writer: GuardedWriter | undefined;
 
   let simulator: Simulator | undefined;
+  let simProcess: SimulatorProcess | undefined;
   const subscriptions: Subscription[] = [];
   const live = new Map<string, Sample>();
   let timer: NodeJS.Timeout | undefined;
@@ -263,6 +274,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const c of connectors) c.stopHeartbeat();
     await Promise.allSettled(connectors.map((c) => c.close()));
     if (simulator) await simulator.close();
+    if (simProcess) await simProcess.close();
     try {
       events.stopped({ reason });
     } catch (err) {
@@ -294,15 +306,23 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // the embedded default's first start: the demo models, through the same golden gate and change control as a
     // site's — before any equipment is connected, since fitting them holds the event loop for seconds
     if (usesSim && config.simulator.embedded && policy.bundle) {
+      // loaded on demand: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
+      const { ensureDemoModels } = await import('./models/demo.js');
       const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
       const made = demo.filter((d) => d.registered.length > 0);
       if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
     }
-    if (usesSim && config.simulator.embedded) {
+    if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'process') {
+      simProcess = await startSimulatorProcess({ configFile: loaded.file, dataDir: loaded.dataDir, logLevel: log.level, log: log.child({ component: 'sim' }) });
+      log.info({ opcua: simProcess.opcuaUrl, modbus: `${simProcess.modbusHost}:${simProcess.modbusPort}`, pid: simProcess.pid }, 'embedded plant simulator started (child process)');
+    } else if (usesSim && config.simulator.embedded) {
+      // loaded on demand: node-opcua's server and the plant model stay out of a daemon that does not run them
+      const { startSimulator } = await import('../connectors/sim/index.js');
       simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
       log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
     }
-    const sim = simulator ? { opcuaUrl: simulator.opcuaUrl, modbusHost: simulator.modbusHost, modbusPort: simulator.modbusPort } : undefined;
+    const embeddedSim = simulator ?? simProcess;
+    const sim = embeddedSim ? { opcuaUrl: embeddedSim.opcuaUrl, modbusHost: embeddedSim.modbusHost, modbusPort: embeddedSim.modbusPort } : undefined;
     // read latency is timed by a wrapper (metrics wrap a connector; they are not written into each one)
     connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }).map((c) => metrics.instrument(c)));
 
@@ -351,7 +371,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       bundle = b;
     };
     // process time: the embedded simulator's scaled clock, a standalone simulator's scale when the caller gives it, else the wall clock
-    const processScale = simulator ? simulator.plant.timeScale : (opts.processTimeScale ?? 1);
+    const processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : (opts.processTimeScale ?? 1);
     // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
     // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
     // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
@@ -427,7 +447,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
     }
     // MES inbox (sample records on the embedded default's first start) and LIMS results folder
-    if (simulator && config.simulator.embedded) {
+    if (embeddedSim && config.simulator.embedded) {
       const samples = join(dirname(loaded.file), 'batches');
       if (existsSync(samples)) {
         const seeded = seedInbox(loaded.dataDir, samples);
@@ -437,11 +457,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     mes = openFolderMes(loaded.dataDir, { site: config });
     lims = openFolderLims(loaded.dataDir);
     const embedded = simulator;
+    const child = simProcess;
     engine = createRunEngine({
       store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
       supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
       processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
-      ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : {}),
+      ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : {}),
       ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
       // the people a batch record names are checked at intake against the site's local identities, which exist
       // with the API; where people also sign in through an identity provider, someone not local is not known here
@@ -573,7 +594,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     return { outcome: 'applied', sections, ...(pv ? { policy: pv } : {}) };
   };
   return {
-    get loaded() { return loaded; }, ready, connectors, simulator, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
+    get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
     supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload,
   };
 }

@@ -4,9 +4,10 @@
  * repeats and sequences — offline, nothing is fetched), a maximum age after which the password must be changed,
  * and a history of recent passwords that may not be chosen again. Pure apart from the estimator's tables.
  */
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import * as common from '@zxcvbn-ts/language-common';
-import * as en from '@zxcvbn-ts/language-en';
+import { createRequire } from 'node:module';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
+import type * as Common from '@zxcvbn-ts/language-common';
+import type * as En from '@zxcvbn-ts/language-en';
 import { LkError } from '../errors.js';
 
 export interface PasswordPolicy {
@@ -26,10 +27,38 @@ export const DEFAULT_PASSWORD_POLICY: PasswordPolicy = { minLength: 12, minStren
 const ESTIMATED_CHARS = 100;
 
 let estimator: ZxcvbnFactory | undefined;
+let idle: NodeJS.Timeout | undefined;
+/** How long the estimator is kept after its last use: a person changing passwords is not made to wait twice. */
+const ESTIMATOR_IDLE_MS = 60_000;
+const ESTIMATOR_MODULES = ['@zxcvbn-ts/core', '@zxcvbn-ts/language-common', '@zxcvbn-ts/language-en'] as const;
 
-/** The estimator, built at first use (its dictionaries take a moment to index). */
+/**
+ * The estimator, built at first use (its dictionaries take a moment to index) and let go a minute after the
+ * last: its modules and indexed dictionaries hold ~60 MB of resident memory, and passwords are chosen a few
+ * times a year, so a daemon that is not choosing one does not keep them (loaded through `require`, so that
+ * dropping them from the module cache lets them be collected).
+ */
 function zxcvbn(): ZxcvbnFactory {
-  return (estimator ??= new ZxcvbnFactory({ dictionary: { ...common.dictionary, ...en.dictionary }, graphs: common.adjacencyGraphs, translations: en.translations }));
+  if (!estimator) {
+    const require = createRequire(import.meta.url);
+    const { ZxcvbnFactory: Factory } = require('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
+    const common = require('@zxcvbn-ts/language-common') as typeof Common;
+    const en = require('@zxcvbn-ts/language-en') as typeof En;
+    estimator = new Factory({ dictionary: { ...common.dictionary, ...en.dictionary }, graphs: common.adjacencyGraphs, translations: en.translations });
+  }
+  if (idle) clearTimeout(idle);
+  idle = setTimeout(releaseEstimator, ESTIMATOR_IDLE_MS);
+  idle.unref();
+  return estimator;
+}
+
+/** Let the estimator and its dictionaries go (rebuilt at the next check). */
+export function releaseEstimator(): void {
+  if (idle) clearTimeout(idle);
+  idle = undefined;
+  estimator = undefined;
+  const require = createRequire(import.meta.url);
+  for (const m of ESTIMATOR_MODULES) delete require.cache[require.resolve(m)];
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { isUtcZone, printedTime } from '../domain/site-time.js';
 import { createWriteStream } from 'node:fs';
-import PDFDocument from 'pdfkit';
+import { pdfDocument } from './pdfkit.js';
 import { LkError } from '../errors.js';
 import { canonicalJson, type AuditEntry, type Json } from './entry.js';
 import { iterateAudit, parseFilter } from './query.js';
@@ -53,7 +53,7 @@ export async function exportPdf(src: { db: Database; dataDir: string }, tenant: 
     : e.seq < firstBad ? `No. The entry matches its recorded hash ${e.hash.slice(0, 16)}... in an intact chain.`
     : `CANNOT BE CONFIRMED: the chain is damaged from seq ${firstBad} (${chain?.damage?.kind ?? 'unknown'}).`;
 
-  const doc = new PDFDocument({ size: 'A4', margin: 50, bufferPages: true, compress: opts.compress ?? true, info: { Title: `Audit trail report: ${tenant}`, Creator: 'linekeeper' } });
+  const doc = new (pdfDocument())({ size: 'A4', margin: 50, bufferPages: true, compress: opts.compress ?? true, info: { Title: `Audit trail report: ${tenant}`, Creator: 'linekeeper' } });
   const out = createWriteStream(file);
   const done = new Promise<void>((resolve, reject) => {
     out.on('finish', resolve);

@@ -323,7 +323,7 @@ export const SiteConfig = z.strictObject({
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).default({ level: 'info' }),
   simulator: z
     .strictObject({
-      /** Start the plant simulator in-process on free loopback ports (connections with endpoint `sim`). */
+      /** Start the plant simulator with the daemon on free loopback ports (connections with endpoint `sim`): `serve` runs it as a child process. */
       embedded: z.boolean().default(false),
       time_scale: z.number().positive().max(10_000).default(1),
       seed: z.number().int().default(1),

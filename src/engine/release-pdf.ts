@@ -32,7 +32,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import PDFDocument from 'pdfkit';
+import { pdfDocument } from '../audit/pdfkit.js';
 import { LkError } from '../errors.js';
 import { formatNumber, genealogyRows } from './genealogy-text.js';
 import { isUtcZone, printedTime } from '../domain/site-time.js';
@@ -288,7 +288,7 @@ export function renderReleasePdf(record: ReleaseRecord, jsonSha256: string, opts
   const { run, evidence: ev } = input;
   const rec = input.batchRecord;
   const f = fonts();
-  const doc = new PDFDocument({
+  const doc = new (pdfDocument())({
     size: 'A4', margin: MARGIN, bufferPages: true, compress: opts.compress ?? true,
     subset: RELEASE_PDFA, pdfVersion: '1.7', lang: 'en',
     // the initial font is the embedded one, so pdfkit never loads a standard (non-embedded) font; pdfkit

@@ -80,7 +80,8 @@ export function registerServe(program: Command): void {
         let daemon: Awaited<ReturnType<typeof startDaemon>>;
         try {
           const api = opts.api ? { ...(opts.apiHost !== undefined ? { host: opts.apiHost } : {}), ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}) } : undefined;
-          daemon = await startDaemon({ processMetrics: true, configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger, ...(api ? { api } : {}) });
+          // the embedded simulator (demo default) in a child process: the plant's servers stay out of the daemon's memory
+          daemon = await startDaemon({ processMetrics: true, embeddedSimulator: 'process', configFile: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}), logger, ...(api ? { api } : {}) });
         } catch (err) {
           if (LkError.is(err) && err.code.startsWith('LK_CONFIG')) recordConfigFailure(opts.data ?? rawDataDir(opts.config), opts.config, err, logger);
           throw err;
