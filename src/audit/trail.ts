@@ -186,8 +186,12 @@ export class AuditTrail {
     if (head.seq === 0) this.st.chain.run(p.tenant, ts);
     this.st.insert.run(p.tenant, ...row);
     const tenant = p.tenant;
+    const seq = hashed.seq;
+    // keyed per chain: the last entry of the transaction's chain registers last, so `seq` is the head this process
+    // committed (no head query after every commit); checkpoint() itself reads the head it signs, and the timer's
+    // checkpointDue() reads the true head, which covers entries another process (a CLI) appended meanwhile
     this.host.afterCommit(() => {
-      if (this.due(tenant)) this.checkpoint(tenant);
+      if (this.due(tenant, seq)) this.checkpoint(tenant);
     }, `audit.checkpoint:${tenant}`);
     if (this.committed.size > 0) this.host.afterCommit(() => { for (const fn of this.committed) fn(entry); });
     return entry;
@@ -203,8 +207,9 @@ export class AuditTrail {
     return s;
   }
 
-  private due(tenant: string): boolean {
-    const head = this.head(tenant).seq;
+  /** Whether `tenant`'s chain needs a checkpoint, its head being `headSeq` (read from the database when not given). */
+  private due(tenant: string, headSeq?: number): boolean {
+    const head = headSeq ?? this.head(tenant).seq;
     const s = this.cp(tenant);
     if (head <= s.seq) return false;
     return head - s.seq >= this.options.checkpointEvery || this.host.clock.now() - s.at >= this.options.checkpointIntervalS * 1000;
