@@ -5,7 +5,8 @@
  * package with the run's exceptions as they stand when it is written, validated by the release schema,
  * not repaired.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { newStore, tempDir } from './audit-helpers.js';
 import type { RunEngine } from '../../src/engine/run/engine.js';
 import type { StepContext } from '../../src/engine/run/step-context.js';
 import { releaseInput } from '../../src/engine/run/steps/release.js';
@@ -25,6 +26,14 @@ const stored = {
   evidence: {}, raisedAt: t0, raisedBy: 'agent.orchestrator', auditSeq: 7, status: 'closed',
   closure: { user: 'm.rossi', name: 'Dr. Maria Rossi', at: Date.parse('2026-11-20T11:50:00.000Z'), comment: 'segregated', deviation: 'DEV-1', signature: null },
 };
+// the trail the package's audit-trail review statement is read from: a real store
+const tmp = tempDir('lk-release-input-');
+const { store } = newStore(tmp.dir);
+afterAll(() => {
+  store.close();
+  tmp.cleanup();
+});
+
 /** What the gate stores in the run's data. */
 const gateQuality = (q: typeof quality.specTable) => ({ specTable: { ...q, counts: { PASS: 0, FAIL: 1, NOT_EVALUATED: 0 } }, reconciliation: { ...quality.reconciliation, findings: [] } });
 
@@ -35,7 +44,7 @@ function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>)
   const engine = {
     runs: { events: () => [], runById: () => undefined, approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
     exceptions: { ofRun: () => [stored] },
-    options: { site: { site: { id: 'site-ravenna' } } },
+    options: { site: { site: { id: 'site-ravenna', timezone: 'Europe/Rome' } }, store },
     view: () => ({ steps }),
   } as unknown as RunEngine;
   const ctx = { run, data, now: t0 + 3_600_000, step: { name: 'release.genealogy' } } as unknown as StepContext;
@@ -59,6 +68,22 @@ describe('releaseInput', () => {
     expect(input.steps.find((s) => s.seq === '10')!.status).toBe('SKIPPED');
     expect(input.run.status).toBe('REJECTED');
     expect(input.quality).toBeUndefined();
+  });
+
+  it('[A11.9] states that the run\'s trail was NOT reviewed, until a review of this run is on the trail; then who and which entries', () => {
+    const { ctx, engine } = fixture('approved', {});
+    const before = parseReleaseInput(releaseInput(ctx, engine));
+    expect(before.trailReview).toMatchObject({ reviewed: false, reviews: [] });
+    expect(before.trailReview!.statement).toContain('run_1 was NOT reviewed before this package was written');
+    expect(before.timezone).toBe('Europe/Rome');
+    const record = { format: 1, kind: 'audit_trail_review', tenant: 'acme-pharma', scope: { run: 'run_1' }, batch: 'B-1', entries: 12, first: 1, last: 12, digest: H('e'), counts: {}, head: { seq: 12, hash: H('f') }, user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'Audit trail of batch B-1, run run_1 reviewed (EU GMP Annex 11 §9)', comment: 'no findings', timestamp: '2026-11-20T11:40:00.000Z' };
+    // a review of another run says nothing of this one
+    store.audit.append({ tenant: 'acme-pharma', actor: 'm.rossi', kind: 'audit_review', action: 'audit.review', subject: { run: 'run_2', reviewer: 'm.rossi' }, result: { record: { ...record, scope: { run: 'run_2' } }, recordHash: H('1'), signature: 'c2ln', keyId: 'k' } });
+    expect(parseReleaseInput(releaseInput(ctx, engine)).trailReview!.reviewed).toBe(false);
+    const seq = store.audit.append({ tenant: 'acme-pharma', actor: 'm.rossi', kind: 'audit_review', action: 'audit.review', subject: { run: 'run_1', reviewer: 'm.rossi' }, result: { record, recordHash: H('2'), signature: 'c2ln', keyId: 'k' } }).seq;
+    const after = parseReleaseInput(releaseInput(ctx, engine)).trailReview!;
+    expect(after).toMatchObject({ reviewed: true, reviews: [{ seq, user: 'm.rossi', name: 'Dr. Maria Rossi', first: 1, last: 12, entries: 12, digest: H('e'), recordHash: H('2') }] });
+    expect(after.statement).toBe('The audit trail of run run_1 was reviewed by Dr. Maria Rossi (m.rossi, qa_reviewer) at 2026-11-20T11:40:00.000Z: entries #1–#12 (12 entries of the run). Entries after #12 (the release decision, this package) are not covered by that review.');
   });
 
   it('a malformed evaluation is passed on for the schema to refuse, not dropped into "no evaluation"', () => {
