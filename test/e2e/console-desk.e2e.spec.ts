@@ -15,9 +15,10 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { parse } from 'csv-parse/sync';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -36,28 +37,14 @@ async function axe(name: string): Promise<void> {
 }
 
 async function signInAs(user: string): Promise<void> {
-  await page.goto(`${node.url}/console`);
-  await page.evaluate('sessionStorage.clear()');
-  await page.reload();
-  await page.getByLabel('User').fill(user);
-  await page.getByLabel('Password').fill(node.passwords.get(user)!);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('who').waitFor();
+  await signInConsole(page, node.url, user, node.passwords.get(user)!);
 }
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  [node, browser] = await Promise.all([
-    startApiNode({ timeScale: 60 }),
-    chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }),
-  ]);
-  const ctx = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
-  page = await ctx.newPage();
-  page.setDefaultTimeout(30_000);
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 40[0134]/.test(m.text())) problems.push(`console: ${m.text()}`);
-  });
+  let opened: Awaited<ReturnType<typeof openConsolePage>>;
+  [node, opened] = await Promise.all([startApiNode({ timeScale: 60 }), openConsolePage({ viewport: { width: 1366, height: 768 }, ignore: /status of 40[0134]/, problems })]);
+  ({ browser, page } = opened);
 }, 240_000);
 
 afterAll(async () => {

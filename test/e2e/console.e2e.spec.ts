@@ -11,9 +11,10 @@
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
@@ -55,14 +56,7 @@ async function check(name: string): Promise<void> {
 
 async function signInAs(user: string): Promise<void> {
   progress(`sign in ${user}`);
-  // whoever was signed in before (a test that failed half-way) is signed out first
-  await page.goto(`${node.url}/console`);
-  await page.evaluate('sessionStorage.clear()');
-  await page.reload();
-  await page.getByLabel('User').fill(user);
-  await page.getByLabel('Password').fill(node.passwords.get(user)!);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('who').waitFor();
+  await signInConsole(page, node.url, user, node.passwords.get(user)!);
 }
 
 async function signOut(): Promise<void> {
@@ -75,7 +69,8 @@ beforeAll(async () => {
   idp = await providerKey('k-console');
   // one daemon for every case: OIDC beside the local users costs no second start
   // the daemon and the browser start side by side (each takes seconds on a loaded machine)
-  [node, browser] = await Promise.all([
+  let opened: Awaited<ReturnType<typeof openConsolePage>>;
+  [node, opened] = await Promise.all([
     startApiNode({
       timeScale: 300, tablets: 30_000, pollMs: 100,
       site: (yaml, dir) => {
@@ -86,15 +81,9 @@ beforeAll(async () => {
         return `${yaml}\napi:\n  oidc:\n    issuer: ${ISSUER}\n    audience: ${AUDIENCE}\n    jwks_file: jwks.json\n    algorithms: [ES256]\n    role_map: { lk-qa: qa_reviewer }\n    tenants: [acme-pharma]\n`;
       },
     }),
-    chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] }),
+    openConsolePage({ viewport: { width: 1280, height: 900 }, ignore: /status of 40[134]/, problems }),
   ]);
-  ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
-  page = await ctx.newPage();
-  page.setDefaultTimeout(30_000);
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 40[134]/.test(m.text())) problems.push(`console: ${m.text()}`);
-  });
+  ({ browser, context: ctx, page } = opened);
 }, 240_000);
 
 afterAll(async () => {

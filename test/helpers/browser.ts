@@ -1,0 +1,30 @@
+/**
+ * Headless Chromium for the console's end-to-end tests: the system's chromium (CI installs it), one context
+ * at a viewport, one page with a 30 s default timeout whose page errors and console errors are collected into
+ * `problems` (the errors a test provokes on purpose — refused requests of the statuses `ignore` matches — left
+ * out), so a test can assert at its end that nothing else went wrong.
+ */
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[] }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(30_000);
+  page.on('pageerror', (e) => o.problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !o.ignore.test(m.text())) o.problems.push(`console: ${m.text()}`);
+  });
+  return { browser, context, page };
+}
+
+/** Sign in to the console at `url` as `user` (whoever was signed in before is signed out first: the session is cleared). */
+export async function signInConsole(page: Page, url: string, user: string, password: string): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.evaluate('sessionStorage.clear()');
+  await page.reload();
+  await page.getByLabel('User').fill(user);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('who').waitFor();
+}
