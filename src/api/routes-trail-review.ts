@@ -6,7 +6,7 @@
  * its trail was reviewed (src/engine/run/steps/release.ts).
  */
 import { z } from 'zod';
-import { isRunScope, parsePeriod, reviewMeaning, reviewsOf, reviewView, scopeEntries, signTrailReview, TRAIL_CATEGORIES, type TrailReviewRecord, type TrailScope } from '../audit/review.js';
+import { checkPeriodSize, isRunScope, parsePeriod, reviewMeaning, reviewsOf, reviewView, scopeEntries, signTrailReview, TRAIL_CATEGORIES, type TrailReviewRecord, type TrailScope } from '../audit/review.js';
 import type { AuditEntry } from '../audit/entry.js';
 import { json } from '../engine/json.js';
 import { LkError } from '../errors.js';
@@ -71,7 +71,9 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
       return { scope: { run: q.run }, batch: d.engine.get(tenant, q.run).batch };
     }
     if (q.from === undefined || q.to === undefined) throw new LkError('LK_VALIDATION', 'name a run, or a period with from and to', { issues: [{ path: `${where}.${q.from === undefined ? 'from' : 'to'}`, message: 'required without run' }] });
-    return { scope: parsePeriod(q.from, q.to) };
+    const period = parsePeriod(q.from, q.to, where);
+    checkPeriodSize(d.store.db, tenant, period, { path: `${where}.to` });
+    return { scope: period };
   };
   const qaRoles = (): readonly string[] => d.policy.bundle?.content.approvers.qa ?? ['qa_reviewer'];
 
@@ -100,7 +102,7 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
   });
 
   app.post(`${BASE}/audit/reviews`, {
-    onRequest: ctx.guard(['qa_reviewer', 'process_engineer', 'auditor', 'operator', 'admin'], 'record audit-trail reviews'),
+    onRequest: ctx.guard(['process_engineer', 'qa_reviewer', 'auditor'], 'record audit-trail reviews'),
     schema: {
       tags: ['audit'],
       summary: 'Record that the signed-in reviewer reviewed a run\'s or a period\'s audit trail (Annex 11 §9), with a comment: a Part 11 signature (password checked again) by a role of the policy bundle\'s approvers.qa, over the scope, the entries in it (their digest), the chain head, the meaning and the time; recorded as a signed audit entry',

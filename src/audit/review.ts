@@ -66,6 +66,31 @@ export function isRunScope(s: TrailScope): s is RunScope {
 }
 
 /**
+ * The most entries a period under review may hold. Reading and classifying an entry costs ~10 µs on the
+ * daemon's main thread, which also beats the PLCs' heartbeats: a period is reviewed in parts of at most this
+ * many entries (a run always fits).
+ */
+export const MAX_PERIOD_ENTRIES = 50_000;
+
+/**
+ * How many entries of `tenant` fall in `period` (the ts index answers it).
+ * @throws LkError LK_VALIDATION when there are more than `max` (default {@link MAX_PERIOD_ENTRIES}).
+ */
+export function checkPeriodSize(db: Database, tenant: string, period: PeriodScope, o: { max?: number; path?: string } = {}): number {
+  const max = o.max ?? MAX_PERIOD_ENTRIES;
+  let n: number;
+  try {
+    n = db.prepare('SELECT count(*) FROM audit_entry WHERE tenant = ? AND ts >= ? AND ts < ?').pluck().get(tenant, period.from, period.to) as number;
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+  if (n > max) {
+    throw new LkError('LK_VALIDATION', `the period holds ${n} audit entries; review it in parts of at most ${max} (a shorter period)`, { issues: [{ path: o.path ?? 'to', message: `at most ${max} entries in the period` }], entries: n });
+  }
+  return n;
+}
+
+/**
  * The entries of `scope` in chain order: for a run, every entry naming the run and the outcome of each of
  * its write intents (an outcome names its intent, not the run); for a period, every entry in it.
  * @throws LkError LK_VALIDATION for a bad period; LK_STORE_CORRUPT when the file is damaged.
@@ -222,11 +247,11 @@ export function reviewsOf(db: Database, tenant: string, run?: string): TrailRevi
 }
 
 /** A period as the reviewer may give it: ISO date-times, `to` after `from`, at most a year. */
-export function parsePeriod(from: string, to: string): { from: string; to: string } {
+export function parsePeriod(from: string, to: string, where = 'body'): { from: string; to: string } {
   const f = Date.parse(from);
   const t = Date.parse(to);
-  if (!Number.isFinite(f) || !Number.isFinite(t)) throw new LkError('LK_VALIDATION', 'a review period needs from and to as ISO 8601 date-times', { issues: [{ path: 'body.from', message: 'ISO 8601 date-time' }] });
-  if (t <= f) throw new LkError('LK_VALIDATION', 'a review period\'s to must be after its from', { issues: [{ path: 'body.to', message: 'after from' }] });
-  if (t - f > 366 * 86_400_000) throw new LkError('LK_VALIDATION', 'a review period is at most a year', { issues: [{ path: 'body.to', message: 'at most 366 days after from' }] });
+  if (!Number.isFinite(f) || !Number.isFinite(t)) throw new LkError('LK_VALIDATION', 'a review period needs from and to as ISO 8601 date-times', { issues: [{ path: `${where}.from`, message: 'ISO 8601 date-time' }] });
+  if (t <= f) throw new LkError('LK_VALIDATION', 'a review period\'s to must be after its from', { issues: [{ path: `${where}.to`, message: 'after from' }] });
+  if (t - f > 366 * 86_400_000) throw new LkError('LK_VALIDATION', 'a review period is at most a year', { issues: [{ path: `${where}.to`, message: 'at most 366 days after from' }] });
   return { from: new Date(f).toISOString(), to: new Date(t).toISOString() };
 }

@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts, routes-lifecycle.ts,
- * routes-site.ts, routes-line.ts, routes-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-line.ts, routes-review.ts, routes-trail-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -54,6 +54,10 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   // routes-review.ts: what the review console needs beyond the runs
   [`GET ${T}/audit/export`]: ['auditor', 'qa_reviewer'],
   [`GET ${T}/audit/verify`]: ['auditor', 'qa_reviewer'],
+  // routes-trail-review.ts: the review of the audit trail (Annex 11 §9); the bundle's approvers.qa narrows who signs one (403 LK_APPROVAL_FORBIDDEN from the handler)
+  [`GET ${T}/audit/review`]: ['auditor', 'qa_reviewer'],
+  [`GET ${T}/audit/reviews`]: ['auditor', 'qa_reviewer'],
+  [`POST ${T}/audit/reviews`]: ['process_engineer', 'qa_reviewer', 'auditor'],
   [`GET ${T}/runs/{id}/release`]: READERS,
   [`GET ${T}/autonomy`]: READERS,
   [`PUT ${T}/autonomy`]: ['operator', 'process_engineer', 'qa_reviewer'],

@@ -212,7 +212,7 @@ describe('[R1] another tenant\'s objects are 404 with nothing in the body, never
     expect(line.body).toMatchObject({ busy: true, activeRun: null });
     expect(line.body.equipment.every((e: { values: unknown }) => e.values === null)).toBe(true);
     const own = await call(node.url, 'GET', '/v1/tenants/borealis-bio/line', { token: tokens.get(USERS['borealis-bio'].admin)! });
-    expect(own.body.activeRun).toEqual({ id: held['borealis-bio'].run.id, status: 'APPROVAL' });
+    expect(own.body.activeRun).toEqual({ id: held['borealis-bio'].run.id, batch: held['borealis-bio'].run.batch, status: 'APPROVAL' });
   });
 });
 

@@ -5,7 +5,7 @@
  * every entry in scope; a changed record or a changed entry no longer matches).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { categoryOf, parsePeriod, reviewMeaning, reviewsOf, reviewView, scopeEntries, signTrailReview, verifyTrailReview, type TrailReviewRecord } from '../../src/audit/review.js';
+import { categoryOf, checkPeriodSize, parsePeriod, reviewMeaning, reviewsOf, reviewView, scopeEntries, signTrailReview, verifyTrailReview, type TrailReviewRecord } from '../../src/audit/review.js';
 import { loadSitePublicKey } from '../../src/audit/keys.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import type { ManualClock } from '../../src/clock.js';
@@ -117,8 +117,13 @@ describe('[A11.9] the audit trail as a reviewer reads it', () => {
     expect(codeOf(() => parsePeriod('2026-01-02T00:00:00Z', '2026-01-01T00:00:00Z'))).toBe('LK_VALIDATION');
     expect(codeOf(() => parsePeriod('2026-01-01T00:00:00Z', '2027-06-01T00:00:00Z'))).toBe('LK_VALIDATION');
     expect(codeOf(() => parsePeriod('yesterday', '2026-01-01T00:00:00Z'))).toBe('LK_VALIDATION');
-    const all = [...scopeEntries(store.db, T, { from: '2026-01-01T00:00:00.000Z', to: '2027-01-01T00:00:00.000Z' })];
+    const year = { from: '2026-01-01T00:00:00.000Z', to: '2027-01-01T00:00:00.000Z' };
+    const all = [...scopeEntries(store.db, T, year)];
     expect(all.length).toBeGreaterThan(entries().length);
     expect(all.every((x) => x.tenant === T)).toBe(true);
+    // a period is read on the daemon's main thread: one that holds too many entries is refused, to be reviewed in parts
+    expect(checkPeriodSize(store.db, T, year)).toBe(all.length);
+    expect(checkPeriodSize(store.db, T, year, { max: all.length })).toBe(all.length);
+    expect(codeOf(() => checkPeriodSize(store.db, T, year, { max: all.length - 1 }))).toBe('LK_VALIDATION');
   });
 });
