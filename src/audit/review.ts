@@ -20,10 +20,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
-import canonicalize from 'canonicalize';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
-import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
+import { canonicalJson, ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from './keys.js';
 import { iterateAudit } from './query.js';
 
@@ -210,23 +209,19 @@ export function reviewMeaning(scope: TrailScope, batch?: string): string {
     : `Audit trail from ${scope.from} to ${scope.to} reviewed (EU GMP Annex 11 §9)`;
 }
 
-function canonical(v: unknown): string {
-  const s = canonicalize(v);
-  if (s === undefined) throw new TypeError('value cannot be canonicalised');
-  return s;
-}
+const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** Sign a review record with the site key. */
 export function signTrailReview(key: SiteKey, record: TrailReviewRecord): SignedTrailReview {
-  const text = canonical(record);
-  return { record, recordHash: createHash('sha256').update(text, 'utf8').digest('hex'), signature: signBytes(key, text), keyId: key.keyId };
+  const text = canonicalJson(record);
+  return { record, recordHash: sha256Hex(text), signature: signBytes(key, text), keyId: key.keyId };
 }
 
 /** True when `s` is a review signed by `key` over exactly its record. */
 export function verifyTrailReview(key: PublicSiteKey, s: SignedTrailReview): boolean {
   if (s.keyId !== key.keyId) return false;
-  const text = canonical(s.record);
-  return createHash('sha256').update(text, 'utf8').digest('hex') === s.recordHash && verifyBytes(key, text, s.signature);
+  const text = canonicalJson(s.record);
+  return sha256Hex(text) === s.recordHash && verifyBytes(key, text, s.signature);
 }
 
 /** A review as the trail keeps it: the audit entry's seq and time, and the signed record. */

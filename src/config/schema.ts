@@ -4,6 +4,7 @@
  * a default. Cross-references (connections, tenants, tag names) are checked in
  * `validate.ts` after the shape is known to be right.
  */
+import { isKnownTimeZone } from '../domain/site-time.js';
 import { z } from 'zod';
 
 const id = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes, starting with a letter');
@@ -13,16 +14,6 @@ const tagName = z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'must be PascalCase lett
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A period or timeout in ms that a Node timer can hold (it also fits a PLC's UInt32). */
 const timerMs = z.number().int().positive().max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (a Node timer overflows past it and fires every millisecond)`);
-
-/** True when `tz` is an IANA time zone this runtime knows (Intl throws a RangeError otherwise). */
-export function isKnownTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * OPC UA data types of a tag. `DoubleArray`, `FloatArray` and the integer

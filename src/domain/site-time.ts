@@ -6,6 +6,16 @@
  * guess which zone a time is in. Pure; the zone rules are the runtime's (Intl, ICU).
  */
 
+/** True when `tz` is an IANA time zone this runtime knows (Intl throws a RangeError otherwise). */
+export function isKnownTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The wall-clock date and time of `ms` in `tz` ("2026-11-27 16:43:00.000") and its UTC offset ("+01:00"). */
 export function zonedParts(ms: number, tz: string): { date: string; time: string; offset: string } {
   const f = new Intl.DateTimeFormat('en-CA', {

@@ -8,6 +8,7 @@
  * quality section (the verdict page): a spec table or reconciliation that would read as a
  * pass while one of its rows is not is refused.
  */
+import { isKnownTimeZone } from '../domain/site-time.js';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
 import { jsonProblem } from '../audit/entry.js';
@@ -348,17 +349,8 @@ export const ReleaseInputSchema: z.ZodType<ReleaseInput> = z.strictObject({
       digest: hex64, recordHash: hex64, signature: base64, keyId: name,
     })),
   }).refine((t) => t.reviewed === (t.reviews.length > 0), { message: 'reviewed must say whether a review is listed', path: ['reviewed'] }).optional(),
-  timezone: z.string().max(64).refine(knownZone, 'unknown IANA time zone').optional(),
+  timezone: z.string().max(64).refine(isKnownTimeZone, 'unknown IANA time zone').optional(),
 });
-
-function knownZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Validate a release input; strings are checked for lone surrogates too (they have no canonical JSON).

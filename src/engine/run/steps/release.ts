@@ -7,7 +7,7 @@
  */
 import { join, relative, sep } from 'node:path';
 import { writeReleasePackageOffLoop } from '../../release-offload.js';
-import type { GenealogyEvent, LosingRequest, ReleaseAbort, ReleaseInput, SignatureManifest } from '../../release-types.js';
+import type { GenealogyEvent, LosingRequest, ReleaseAbort, ReleaseInput, ReleaseTrailReview, SignatureManifest } from '../../release-types.js';
 import { GENEALOGY_KINDS } from '../../release-types.js';
 import type { Signature } from '../approval.js';
 import type { RunEngine } from '../engine.js';
@@ -15,7 +15,6 @@ import type { StepContext } from '../step-context.js';
 import type { StepHandler, StepResult } from '../types.js';
 import { releaseQuality } from '../quality.js';
 import { reviewsOf } from '../../../audit/review.js';
-import type { ReleaseTrailReview } from '../../release-types.js';
 
 export const release: StepHandler = async (ctx, engine) => writePackage(ctx, engine);
 
