@@ -11,29 +11,154 @@ import prand from 'pure-rand';
 export interface Clock {
   /** Epoch milliseconds. */
   now(): number;
+  /**
+   * Wait `ms` of this clock's time. Resolves (never rejects) when the time has passed or `signal` aborts. A clock
+   * without it waits in wall time ({@link sleep}); a {@link ManualClock} waits until it is advanced, so the core's
+   * waits (a step's poll, the approval gate, the model watch, heartbeats, PLC scans) run on virtual time.
+   */
+  sleep?(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+/** Wait `ms` of wall time; resolves early when `signal` aborts. `unref`: the wait does not keep the process alive. */
+function wallSleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, Math.max(0, ms));
+    if (unref) t.unref();
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
 
-/** A clock that only moves when told to: for tests and replay. */
+export const systemClock: Clock = { now: () => Date.now(), sleep: (ms, signal) => wallSleep(ms, signal) };
+
+/** Wait `ms` of `clock`'s time (wall time for a clock that cannot wait); resolves early when `signal` aborts. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return clock.sleep ? clock.sleep(ms, signal) : wallSleep(ms, signal);
+}
+
+/**
+ * Call `fn` every `ms` of `clock`'s time until the returned stop is called (the first call after one period). A
+ * call that throws is reported to `onError` and the schedule goes on; a call's promise is awaited before the next
+ * period starts, so calls never overlap. A background schedule: on the wall clock it does not keep the process alive.
+ */
+export function every(clock: Clock, ms: number, fn: () => unknown, onError: (err: unknown) => void = () => undefined): () => void {
+  const stop = new AbortController();
+  const wait = (): Promise<void> => (clock.sleep && clock !== systemClock ? clock.sleep(ms, stop.signal) : wallSleep(ms, stop.signal, true));
+  void (async () => {
+    while (!stop.signal.aborted) {
+      await wait();
+      if (stop.signal.aborted) return;
+      try {
+        await fn();
+      } catch (err) {
+        onError(err);
+      }
+    }
+  })();
+  return () => stop.abort();
+}
+
+interface Timer {
+  readonly due: number;
+  readonly seq: number;
+  readonly fire: () => void;
+}
+
+/**
+ * A clock that only moves when told to: for tests, replay and the core simulator. Its {@link sleep} waits on
+ * virtual time: {@link advance} fires the timers it passes (their continuations run as microtasks), and
+ * {@link run} steps from timer to timer, letting each one's continuation settle before the next fires, so a whole
+ * daemon core on this clock runs in a deterministic order at the speed of its CPU work.
+ */
 export class ManualClock implements Clock {
+  private timers: Timer[] = [];
+  private seq = 0;
   constructor(private t: number = Date.UTC(2026, 0, 1)) {}
   now(): number {
     return this.t;
   }
   set(t: number): void {
     this.t = t;
+    this.fireDue();
   }
   advance(ms: number): number {
     this.t += ms;
+    this.fireDue();
     return this.t;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer: Timer = {
+        due: this.t + Math.max(0, ms),
+        seq: this.seq++,
+        fire: () => {
+          signal?.removeEventListener('abort', abort);
+          resolve();
+        },
+      };
+      const abort = (): void => {
+        this.timers = this.timers.filter((x) => x !== timer);
+        resolve();
+      };
+      this.timers.push(timer);
+      signal?.addEventListener('abort', abort, { once: true });
+    });
+  }
+  /** Timers waiting, and the time of the next one (undefined when none waits). */
+  pending(): { readonly count: number; readonly next: number | undefined } {
+    const next = this.next();
+    return { count: this.timers.length, next: next?.due };
+  }
+  /**
+   * Advance to `until` timer by timer: each due timer fires at its own time, then `settle` runs (by default: until
+   * the microtask queue and one macrotask turn are drained) before the next. Timers set while running fire too when
+   * they fall due before `until`. @returns how many timers fired.
+   */
+  async run(until: number, settle: () => Promise<void> = settleTurn): Promise<number> {
+    let fired = 0;
+    for (;;) {
+      const x = this.next();
+      if (!x || x.due > until) break;
+      this.timers = this.timers.filter((y) => y !== x);
+      if (x.due > this.t) this.t = x.due;
+      x.fire();
+      fired++;
+      await settle();
+    }
+    if (until > this.t) this.t = until;
+    return fired;
+  }
+  private next(): Timer | undefined {
+    let best: Timer | undefined;
+    for (const x of this.timers) if (!best || x.due < best.due || (x.due === best.due && x.seq < best.seq)) best = x;
+    return best;
+  }
+  private fireDue(): void {
+    const due = this.timers.filter((x) => x.due <= this.t).sort((a, b) => a.due - b.due || a.seq - b.seq);
+    if (due.length === 0) return;
+    this.timers = this.timers.filter((x) => x.due > this.t);
+    for (const x of due) x.fire();
   }
 }
 
-/** A clock that runs `scale` times faster than wall time from `origin` (simulator time-scale). */
+/** Let every promise continuation queued now run (microtasks, then one macrotask turn). */
+export function settleTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A clock that runs `scale` times faster than `base` from `origin` (simulator time-scale). Its sleep waits the
+ * matching base time: `ms` of scaled time is `ms / scale` of the base clock's.
+ */
 export function scaledClock(scale: number, base: Clock = systemClock, origin = base.now()): Clock {
   if (!(scale > 0) || !Number.isFinite(scale)) throw new RangeError(`time scale must be a positive finite number, got ${scale}`);
-  return { now: () => origin + (base.now() - origin) * scale };
+  return { now: () => origin + (base.now() - origin) * scale, sleep: (ms, signal) => sleep(base, ms / scale, signal) };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, createRng, scaledClock } from '../../src/clock.js';
+import { ManualClock, createRng, every, scaledClock, sleep } from '../../src/clock.js';
 
 describe('clock and seed injection', () => {
   it('a seeded rng replays exactly and different seeds differ', () => {
@@ -39,5 +39,56 @@ describe('clock and seed injection', () => {
     expect(base.now()).toBe(2_000);
     expect(fast.now()).toBe(1_000 + 60_000);
     expect(() => scaledClock(0, base)).toThrow(RangeError);
+  });
+
+  it('virtual time: a manual clock fires sleeps in time order when run, an abort ends a sleep at once, and nothing fires before its time', async () => {
+    const clock = new ManualClock(0);
+    const fired: string[] = [];
+    const stop = new AbortController();
+    void sleep(clock, 300).then(() => fired.push(`c@${clock.now()}`));
+    void sleep(clock, 100).then(() => fired.push(`a@${clock.now()}`));
+    void sleep(clock, 200, stop.signal).then(() => fired.push(`b@${clock.now()}`));
+    // a chain: each wake sets the next sleep, which must fire in the same run when it falls due
+    void (async () => {
+      for (let i = 0; i < 3; i++) {
+        await sleep(clock, 120);
+        fired.push(`t${i}@${clock.now()}`);
+      }
+    })();
+    await new Promise((r) => setImmediate(r));
+    expect(fired).toEqual([]);
+    stop.abort();
+    await new Promise((r) => setImmediate(r));
+    expect(fired).toEqual(['b@0']);
+    expect(await clock.run(250)).toBe(3);
+    expect(fired).toEqual(['b@0', 'a@100', 't0@120', 't1@240']);
+    expect(clock.now()).toBe(250);
+    await clock.run(1_000);
+    expect(fired).toEqual(['b@0', 'a@100', 't0@120', 't1@240', 'c@300', 't2@360']);
+    expect(clock.pending().count).toBe(0);
+  });
+
+  it('every: one call per period of the injected clock, calls never overlap, a throwing call does not end the schedule, stop ends it', async () => {
+    const clock = new ManualClock(0);
+    const at: number[] = [];
+    const errors: unknown[] = [];
+    const stop = every(clock, 1_000, () => {
+      at.push(clock.now());
+      if (at.length === 2) throw new Error('boom');
+    }, (e) => errors.push(e));
+    await clock.run(3_500);
+    expect(at).toEqual([1_000, 2_000, 3_000]);
+    expect(errors).toHaveLength(1);
+    stop();
+    await clock.run(10_000);
+    expect(at).toEqual([1_000, 2_000, 3_000]);
+    // a scaled clock over a manual one waits its scaled time: 60 s of process time is 1 s of base time
+    const fast = scaledClock(60, clock);
+    let woke = false;
+    void sleep(fast, 60_000).then(() => (woke = true));
+    await clock.run(clock.now() + 999);
+    expect(woke).toBe(false);
+    await clock.run(clock.now() + 1);
+    expect(woke).toBe(true);
   });
 });

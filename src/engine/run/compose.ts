@@ -6,7 +6,7 @@ import { roleMapOf } from '../../domain/roles.js';
 import type { LimsSource } from '../../../connectors/lims/index.js';
 import type { MesIntake, MesSource } from '../../../connectors/mes/index.js';
 import type { Connector } from '../../../connectors/types.js';
-import type { Clock } from '../../clock.js';
+import { sleep, type Clock } from '../../clock.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { checkBatchRecordAgainstSite } from '../../domain/batch-record.js';
 import { parseRunRequest } from '../../domain/run-request.js';
@@ -75,6 +75,7 @@ export function createRunEngine(o: ComposeOptions): RunEngine {
     // one phase source for every line: the embedded simulator's operator answers the engine's notice like a person at the HMI
     sequencer: plcPhaseObserver(read, {
       now: () => o.clock.now(),
+      sleep: (ms, signal) => sleep(o.clock, ms, signal),
       pollMs: o.pollMs ?? 1000,
       ...(o.startPhase ? { onWait: o.startPhase } : {}),
       ...(config.line.phase ? { tag: config.line.phase.tag, timeoutMs: config.line.phase.timeout_s * 1000, ...(config.line.phase.values ? { values: config.line.phase.values } : {}) } : { tag: roleMapOf(config).tag('plc.BatchPhase') }),

@@ -7,6 +7,7 @@
  * until a named QA reviewer signs (R3); nothing releases a batch without that signature.
  */
 import { randomBytes } from 'node:crypto';
+import { every, sleep } from '../../clock.js';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { AuditEntryInput } from '../../audit/index.js';
 import type { SiteConfig } from '../../config/schema.js';
@@ -64,7 +65,7 @@ export class RunEngine {
   readonly host: StepHost;
 
   private readonly o: RunEngineOptions;
-  private watchTimer: NodeJS.Timeout | undefined;
+  private stopWatch: (() => void) | undefined;
   private readonly lost = new Map<string, ModelLost>();
   /** Views of recently read runs, dropped by the store's write announcements (view-cache.ts). */
   private readonly views: ViewCache;
@@ -605,7 +606,8 @@ export class RunEngine {
    */
   async stop(reason: string): Promise<void> {
     this.stopped = true;
-    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.stopWatch?.();
+    this.stopWatch = undefined;
     for (const e of this.executing.values()) e.abort.abort(reason);
     await Promise.allSettled([...[...this.executing.values()].map((e) => e.done), ...this.aborting]);
   }
@@ -616,25 +618,19 @@ export class RunEngine {
     this.wakers.get(id)?.();
   }
 
-  /** Wait until `wake(run)` or one poll period passes (the gate re-reads its decision from the store). */
+  /** Wait until `wake(run)` or one poll period of the engine's clock passes (the gate re-reads its decision from the store). */
   waitWake(id: string, signal: AbortSignal, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wakers.delete(id);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakers.set(id, done);
-      signal.addEventListener('abort', done, { once: true });
+    const woken = new AbortController();
+    const wake = (): void => woken.abort();
+    this.wakers.set(id, wake);
+    return sleep(this.o.clock, ms, AbortSignal.any([signal, woken.signal])).finally(() => {
+      if (this.wakers.get(id) === wake) this.wakers.delete(id);
     });
   }
 
   private launch(id: string): void {
     if (this.executing.has(id)) return;
-    this.watchTimer ??= setInterval(() => this.watchModels(), this.o.modelWatchMs ?? 2000);
-    this.watchTimer.unref();
+    this.stopWatch ??= every(this.o.clock, this.o.modelWatchMs ?? 2000, () => this.watchModels(), (err) => this.o.log.error({ err }, 'model watch failed'));
     const abort = new AbortController();
     const done = this.execute(id, abort.signal)
       .catch((err: unknown) => this.o.log.error({ err, run: id }, 'run execution failed'))

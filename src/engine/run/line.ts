@@ -3,6 +3,7 @@
  * guarded writer alone) and the two ways a batch phase starts.
  */
 import type { Connector, Sample } from '../../../connectors/types.js';
+import { sleep, systemClock } from '../../clock.js';
 import { LkError } from '../../errors.js';
 import type { LineSequencer } from './types.js';
 
@@ -41,6 +42,8 @@ export function plcPhaseObserver(
     pollMs?: number;
     timeoutMs?: number;
     now: () => number;
+    /** The engine's wait between polls (virtual time in the core simulator); default: wall time. */
+    sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
     onWait?: (phase: string, batch: string) => void;
   },
 ): LineSequencer {
@@ -60,7 +63,7 @@ export function plcPhaseObserver(
         if (s?.quality === 'good' && means(phase, s.value)) return;
         if (opts.now() > until) throw new LkError('LK_CONN_TIMEOUT', `the line PLC did not report phase ${phase} (${tag} is ${String(s?.value)})`, { phase });
         if (signal.aborted) return;
-        await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
+        await (opts.sleep ?? ((ms: number, sig: AbortSignal) => sleep(systemClock, ms, sig)))(opts.pollMs ?? 1000, signal);
       }
     },
   };

@@ -5,7 +5,7 @@
  */
 import type { Sample } from '../../../connectors/types.js';
 import type { Json } from '../../audit/index.js';
-import type { Clock } from '../../clock.js';
+import { sleep, type Clock } from '../../clock.js';
 import type { PlanStep } from '../../domain/run.js';
 import { LkError } from '../../errors.js';
 import type { Logger } from '../../log.js';
@@ -227,18 +227,10 @@ export class StepContext {
     }
   }
 
-  /** Wait one poll period of wall time. @throws StepAborted when the engine stops. */
+  /** Wait one poll period of the engine's clock (wall time on a line, virtual time in the core simulator). @throws StepAborted when the engine stops. */
   async tick(): Promise<void> {
     this.check();
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(t);
-        this.signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, this.h.pollMs);
-      this.signal.addEventListener('abort', done, { once: true });
-    });
+    await sleep(this.h.clock, this.h.pollMs, this.signal);
     this.check();
   }
 
