@@ -371,20 +371,30 @@ export class OpcUaConnectorImpl implements OpcUaConnector {
     return s;
   }
 
-  /** Batched read: one Read service call for all `tags` (repeats allowed). Unknown tags throw LK_TAG_UNKNOWN; everything else is a sample. */
+  /**
+   * Batched read: one Read service call for all `tags` (repeats allowed), in their order. A tag this connection does
+   * not serve comes back bad (`LK_TAG_UNKNOWN`), as on every connector: a read never throws for a tag.
+   */
   async read(tags: readonly string[]): Promise<Sample[]> {
-    const list = lookupTags(this.tags, tags);
+    const list = tags.map((id) => this.tags.get(id));
+    const known = list.filter((t): t is OpcUaTag => t !== undefined);
+    const unknown = (id: string, at: number): Sample => ({ tag: id, value: null, quality: 'bad', status: 'LK_TAG_UNKNOWN', unit: '', sourceTime: at, receivedAt: at });
     const session = this.state === 'connected' ? this.session : undefined;
-    if (!session) return list.map((t) => badSample(t, 'LK_CONN_UNAVAILABLE', this.clock.now()));
-    try {
-      const dvs = await session.read(list.map((t) => ({ nodeId: this.nodeOf(t), attributeId: AttributeIds.Value })), 0);
-      const at = this.clock.now();
-      return list.map((t, i) => (dvs[i] ? this.sample(t, dvs[i], at) : badSample(t, 'BadNoData', at)));
-    } catch (err) {
-      const e = this.classify(err);
-      this.lastError = `${e.code}: ${e.message}`;
-      return list.map((t) => badSample(t, e.code, this.clock.now()));
+    let got: Sample[];
+    if (!session || known.length === 0) got = known.map((t) => badSample(t, 'LK_CONN_UNAVAILABLE', this.clock.now()));
+    else {
+      try {
+        const dvs = await session.read(known.map((t) => ({ nodeId: this.nodeOf(t), attributeId: AttributeIds.Value })), 0);
+        const at = this.clock.now();
+        got = known.map((t, i) => (dvs[i] ? this.sample(t, dvs[i], at) : badSample(t, 'BadNoData', at)));
+      } catch (err) {
+        const e = this.classify(err);
+        this.lastError = `${e.code}: ${e.message}`;
+        got = known.map((t) => badSample(t, e.code, this.clock.now()));
+      }
     }
+    let k = 0;
+    return tags.map((id, i) => (list[i] ? got[k++]! : unknown(id, this.clock.now())));
   }
 
   /** Every tag with what the server reported on the last connect (DataType, EURange, access); the configuration where it reported nothing. */

@@ -15,7 +15,7 @@ import type { SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import type { Plant } from './plant.js';
-import { buildRegisterMap, decodeValue, encodeValue, isWritableTag, REGISTER_WIDTH, SUPERVISOR_STATE_CODES, type RegisterSlot, type UnitMap } from './register-map.js';
+import { buildRegisterMap, decodeValue, encodeValue, isWritableTag, REGISTER_WIDTH, SUPERVISOR_STATE_CODES, supervisorRegister, type RegisterSlot, type UnitMap } from './register-map.js';
 
 const { ServerTCP } = modbus;
 
@@ -181,12 +181,8 @@ export async function startModbusServer(plant: Plant, config: SiteConfig, opts: 
 function numericValue(plant: Plant, u: UnitMap, slot: RegisterSlot): number {
   const eq = u.equipment.id;
   const name = slot.tag.name;
-  if (slot.tag.kind === 'supervisor') {
-    const s = plant.supervisor(eq);
-    if (name === 'SupervisorState') return SUPERVISOR_STATE_CODES[s.state];
-    if (name === 'ActiveRecipe') return s.activeRecipeNumber;
-    if (name === 'LkgRecipeId') return s.lkg.number;
-  }
+  const code = slot.tag.kind === 'supervisor' ? supervisorRegister(plant.supervisor(eq), name) : undefined;
+  if (code !== undefined) return code;
   const v = plant.read(eq, name);
   return typeof v === 'number' ? v : typeof v === 'boolean' ? Number(v) : 0;
 }

@@ -10,11 +10,23 @@
  */
 import type { ModbusEquipmentConfig, ModbusTagConfig, SiteConfig } from '../../src/config/schema.js';
 import { LkError } from '../../src/errors.js';
+import type { SupervisorStatus } from './plant-types.js';
 
 export const REGISTER_WIDTH = { int16: 1, uint16: 1, int32: 2, uint32: 2, float32: 2, float64: 4 } as const;
 
 /** How supervisor tags appear as numbers on Modbus. */
 export const SUPERVISOR_STATE_CODES = { ATTENDED: 0, LOST: 1 } as const;
+
+/**
+ * A supervisor tag as a Modbus PLC holds it: the state as its code, the recipes as numbers; undefined for the
+ * other supervisor tags (numbers already). The simulator's Modbus server and the in-memory connector share it.
+ */
+export function supervisorRegister(s: SupervisorStatus, name: string): number | undefined {
+  if (name === 'SupervisorState') return SUPERVISOR_STATE_CODES[s.state];
+  if (name === 'ActiveRecipe') return s.activeRecipeNumber;
+  if (name === 'LkgRecipeId') return s.lkg.number;
+  return undefined;
+}
 
 /** Tags the supervisor may write over Modbus; everything else in the holding table is read-only. */
 export function isWritableTag(t: Pick<ModbusTagConfig, 'kind' | 'name'>): boolean {
