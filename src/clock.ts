@@ -153,6 +153,15 @@ export function settleTurn(): Promise<void> {
 }
 
 /**
+ * Let `hops` rounds of promise continuations run without leaving the microtask queue: enough for a timer's
+ * continuation that awaits only in-memory work (the core simulator's connectors) to reach its next wait, and, unlike
+ * {@link settleTurn}, no event-loop turn per timer. Deterministic: the same code takes the same hops.
+ */
+export async function settleMicrotasks(hops = 64): Promise<void> {
+  for (let i = 0; i < hops; i++) await null;
+}
+
+/**
  * A clock that runs `scale` times faster than `base` from `origin` (simulator time-scale). Its sleep waits the
  * matching base time: `ms` of scaled time is `ms / scale` of the base clock's.
  */

@@ -390,7 +390,7 @@ export class GuardedWriter {
     const { current, contexts } = await this.inputsOf(p, bundle, now, approving?.approval ?? null);
     const plan = decideWrite({
       proposal: p, bundle, now, arb: this.arb, arbResult: arbPlan.result, contexts, current, approving,
-      pending: [...this.pendingWrites.values()], newPendingId: `pw_${now.toString(36)}_${randomBytes(4).toString('hex')}`,
+      pending: [...this.pendingWrites.values()], newPendingId: `pw_${now.toString(36)}_${this.o.randomHex ? this.o.randomHex(4) : randomBytes(4).toString('hex')}`,
     });
     const base = { proposalId: p.id, decisions: plan.decisions, vectorHash: plan.vectorHash };
     if (plan.kind === 'stale') return this.stale(plan, approving!);

@@ -125,4 +125,9 @@ export interface GuardedWriterOptions {
    * minutes after the last is five minutes after it for the rate, not the half second of wall time it took.
    */
   readonly processTimeScale?: number;
+  /**
+   * The random part of the ids the writer draws (a pending write's `pw_<ms>_<hex>`): `bytes` random bytes as hex.
+   * Default: node:crypto. The core simulator passes a seeded source, so a failing seed replays identically.
+   */
+  readonly randomHex?: (bytes: number) => string;
 }

@@ -108,7 +108,7 @@ export const CONNECTOR_ENTRY = /^connectors\/(index|types|supervision|(opcua|mod
 /** The only file that may claim a connector's write capability and hold one. */
 export const WRITE_HOLDERS = new Set(['src/engine/guarded-writer.ts']);
 /** Where the capability is defined and implemented (connectors hand it out; they never claim it). */
-export const CAPABILITY_DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/lkg\.ts$/, /^connectors\/(opcua|modbus|mqtt)\//];
+export const CAPABILITY_DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/lkg\.ts$/, /^connectors\/(opcua|modbus|mqtt|memory)\//];
 
 // ---------------------------------------------------------------------------
 // The checker
