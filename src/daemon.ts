@@ -372,9 +372,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
     // process time: the embedded simulator's scaled clock, a standalone simulator's scale when the caller gives it, else the wall clock
     const processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : (opts.processTimeScale ?? 1);
-    // Batches belong to the run engine, which is not part of this daemon yet: no batch is known, so no
-    // setpoint moves (policy denies BATCH_STATE_FORBIDS). Fail closed until batches are run through it.
-    // batch state and reviewer come from the run engine at call time; attendance from the operator it holds
+    // Batch state and reviewer come from the run engine at call time, attendance from the operator it holds. The
+    // engine is created below, once the writer exists: until then, and for a batch no run of the engine holds, the
+    // batch state is `unknown` and the policy denies every move (BATCH_STATE_FORBIDS) — fail closed.
     writer = new GuardedWriter({
       store: events.store, site: config, connectors, clock, policy: () => bundle,
       // capping risk from the tenant's pinned twin and model validity from the registry, at call time

@@ -52,7 +52,7 @@ export interface ApiOptions {
   readonly signInLimits?: { readonly windowMs: number; readonly perAddress: number; readonly perAccount: number };
   /** Serve the review console at /console (default true). */
   readonly console?: boolean;
-  /** HTTPS with this certificate and key (PEM; tls.ts checks them); absent: plain HTTP (loopback only). */
+  /** HTTPS with this certificate and key (PEM; src/config/api-tls.ts checks them); absent: plain HTTP (loopback only). */
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
 }
 

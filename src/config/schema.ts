@@ -2,7 +2,7 @@
  * Site configuration schema (zod). Strict everywhere: an unknown key is an
  * error, so a typo in a validated configuration never silently falls back to
  * a default. Cross-references (connections, tenants, tag names) are checked in
- * `validate.ts` after the shape is known to be right.
+ * `load.ts` (`loadConfig`) after the shape is known to be right.
  */
 import { isKnownTimeZone } from '../domain/site-time.js';
 import { z } from 'zod';

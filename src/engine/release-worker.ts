@@ -38,7 +38,7 @@ export type ReleaseCommand = { readonly kind: 'seal' } | { readonly kind: 'aband
 async function run(t: ReleaseTask, port: MessagePort): Promise<ReleasePackage | undefined> {
   const store = openStore({ dataDir: t.dataDir, readonly: true, clock: { now: () => t.now } });
   try {
-    // the long chains across cores (verify-parallel.ts); the bundle is verified again while it is sealed
+    // the long chains across cores (src/audit/verify-parallel.ts); the bundle is verified again while it is sealed
     assertVerified(await verifyStoreParallel(store, { tenant: t.input.tenant }), t.input.tenant);
     const next = new Promise<ReleaseCommand>((resolve) => port.once('message', resolve));
     port.postMessage({ kind: 'verified' } satisfies ReleaseReply);

@@ -24,7 +24,7 @@ import type { LoadedModel, ModelKind } from './registry.js';
 
 /**
  * The site's own limits per kind: every metric listed must have a criterion on the card, at least this strict.
- * Twin: RMSEP per attribute on the golden batches, ≈ 2.5× the measurement noise of batch.ts (capping: 0.5 % of
+ * Twin: RMSEP per attribute on the golden batches, ≈ 2.5× the measurement noise of connectors/sim/ground/batches.ts (capping: 0.5 % of
  * tablets absolute). PLS: RMSEP in % label claim. Vision: the worst class's precision and recall.
  */
 export const SITE_LIMITS: Readonly<Record<ModelKind, Readonly<Record<string, AcceptanceCriterion>>>> = Object.freeze({

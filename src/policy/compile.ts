@@ -1,8 +1,8 @@
 /**
  * Compile the policy bundle from the texts of its files and the site
- * configuration (pure: no file system; load.ts reads the folder). Shape
- * first (strict zod), then cross-references and units; every problem names
- * the file, the line and the path, e.g.
+ * configuration (pure: no file system; src/config/policy-bundle.ts reads the
+ * folder). Shape first (strict zod), then cross-references and units; every
+ * problem names the file, the line and the path, e.g.
  * `config/policy/design-space.yaml:14: design_spaces[0].setpoints["press.MainForce"].unit: "kNN" is not a UCUM unit`.
  * The compiled content is hashed (SHA-256 of RFC 8785 JSON): that is the bundle version.
  */

@@ -1,7 +1,8 @@
 /**
- * The policy engine: bundle loading and change control, decisions, design
- * space, autonomy and attendance. Everything here is pure except
- * `loadPolicyBundle` (load.ts), which reads the bundle folder.
+ * The policy engine: bundle compilation and change control, decisions, design
+ * space, autonomy and attendance. Everything here is pure: the bundle folder is
+ * read by `loadPolicyBundle` in src/config/policy-bundle.ts, which hands the
+ * files to `compilePolicyBundle`.
  */
 export { DesignSpace, designSpaceKey } from './bundle.js';
 export type { AgentPolicy, ApprovedDesignSpace, BundleContent, CompiledLimit, PolicyBundle, SetpointInfo } from './bundle.js';

@@ -10,7 +10,9 @@ import { iterateAudit, loadSitePublicKey } from '../../src/audit/index.js';
 import { verifyModelChange } from '../../src/models/change.js';
 import { modelStatus, registerModel } from '../../src/models/registry.js';
 import type { ModelCard } from '../../src/twin/card.js';
+import { cloneParams, NOMINAL_PARAMS } from '../../src/twin/params.js';
 import { PASSWORD, req, startIdentityApi, type IdentityApi } from '../helpers/identity-api.js';
+import { goldenPlantTwin, SITE } from '../helpers/models.js';
 
 let a: IdentityApi;
 const tokens: Record<string, string> = {};
@@ -67,12 +69,25 @@ describe('model lifecycle changes by the signed-in person', () => {
     expect((await req(a, 'POST', url, { token: tokens['m.rossi']!, body: { ...body, password: PASSWORD } })).body.code).toBe('LK_MODEL_TRANSITION');
   });
 
-  it('a promotion is re-authenticated before its golden gate runs: a model that fails the gate stays a draft', async () => {
-    const id = draft('acme-pharma', 'gated');
-    const r = await req(a, 'POST', `${A}/models/${id}/promote`, { token: tokens['m.rossi']!, body: { to: 'shadow', changeRef: 'CC-2026-0702', reason: 'probe', password: PASSWORD } });
-    expect(r.status).toBeGreaterThanOrEqual(400);
-    console.log('GATECODE', r.status, r.body.code, r.body.detail);
-    expect(['LK_MODEL_GATE_FAILED', 'LK_MODEL_CORRUPT', 'LK_VALIDATION']).toContain(r.body.code);
-    expect(modelStatus(a.store, 'acme-pharma', id)?.status).toBe('draft');
+  it('a promotion is re-authenticated before its golden gate runs: a well-formed twin that fails the gate is 422 LK_MODEL_GATE_FAILED and stays a draft; the fitted twin passes the same route', async () => {
+    const c = goldenPlantTwin();
+    const register = (artefact: unknown): string => registerModel(a.store, join(a.dir, 'data'), { ...c, artefact, tenant: 'acme-pharma', sites: [SITE], by: 'p.bianchi' }).id;
+    // the plant's hidden parameters differ from nominal: a twin with nominal parameters misses the golden batches
+    const nominal = register({ kind: 'twin', params: cloneParams(NOMINAL_PARAMS), validRanges: (c.artefact as { validRanges: unknown }).validRanges });
+    const fitted = register(c.artefact);
+    const body = { to: 'shadow', changeRef: 'CC-2026-0702', reason: 'probe' };
+    const url = (id: string) => `${A}/models/${id}/promote`;
+    const head = a.store.audit.head('acme-pharma').seq;
+    // the password is asked for before anything is evaluated
+    expect(await req(a, 'POST', url(nominal), { token: tokens['m.rossi']!, body }).then((r) => [r.status, r.body.code])).toEqual([428, 'LK_REAUTH_REQUIRED']);
+    const r = await req(a, 'POST', url(nominal), { token: tokens['m.rossi']!, body: { ...body, password: PASSWORD } });
+    expect([r.status, r.body.code]).toEqual([422, 'LK_MODEL_GATE_FAILED']);
+    expect(r.body.detail).toMatch(/failed its golden-dataset evaluation on twin-batches\.json: .*rmsep\./);
+    expect(modelStatus(a.store, 'acme-pharma', nominal)?.status).toBe('draft');
+    expect(a.store.audit.head('acme-pharma').seq).toBe(head);
+    // the same request for a twin that meets its criteria goes through: the refusal above is the gate's
+    const ok = await req(a, 'POST', url(fitted), { token: tokens['m.rossi']!, body: { ...body, password: PASSWORD } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toMatchObject({ id: fitted, from: 'draft', to: 'shadow', evaluation: { passed: true, kind: 'twin', dataset: { file: 'twin-batches.json' } } });
   });
 });

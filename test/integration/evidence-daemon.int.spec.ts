@@ -136,6 +136,7 @@ describe('a crash is recorded at the next start', () => {
 });
 
 // A small file system that can be filled: tmpfs needs root (mount); where it cannot mount, skip and say why.
+// store-full.int.spec.ts runs the same fail-closed case everywhere, on a store whose file may not grow.
 const probe = mkdtempSync(join(tmpdir(), 'lk-tmpfs-probe-'));
 const mountable = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]).status === 0;
 if (mountable) spawnSync('umount', [probe]);

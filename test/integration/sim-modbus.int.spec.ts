@@ -134,38 +134,51 @@ describe('simulator Modbus TCP server', () => {
     expect(await exceptionOf(client.readHoldingRegisters(0, 2))).toBe(11);
   });
 
-  it('faults: a muted unit never answers, a delayed one answers late, the other unit is unaffected', async () => {
-    sim.faults.muteModbusUnit(2, true);
+  it('faults: a muted unit never answers, a delayed one answers late, the other unit is unaffected (told by the order of the answers, never by their timing)', async () => {
+    // a second connection for the other unit, so that its request is in flight while the faulty unit's is pending
+    const other = new ModbusRTU();
+    other.setTimeout(5000);
+    await other.connectTCP(sim.modbusHost, { port: sim.modbusPort });
     try {
-      client.setID(2);
-      client.setTimeout(300);
-      const t0 = Date.now();
-      const err = await client.readInputRegisters(0, 2).then(
-        () => undefined,
-        (e: { errno?: string; message?: string }) => e,
-      );
-      expect(err?.errno ?? err?.message).toMatch(/ETIMEDOUT|Timed out/i);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(280);
+      const order: string[] = [];
+      sim.faults.muteModbusUnit(2, true);
+      try {
+        client.setID(2);
+        client.setTimeout(1000);
+        const muted = client.readInputRegisters(0, 2).then(
+          () => void order.push('unit 2 answered'),
+          (e: { errno?: string; message?: string }) => (order.push('unit 2 timed out'), e),
+        );
+        other.setID(1);
+        expect((await other.readHoldingRegisters(0, 2)).data).toHaveLength(2);
+        order.push('unit 1 answered');
+        const err = await muted;
+        expect(err?.errno ?? err?.message).toMatch(/ETIMEDOUT|Timed out/i);
+        expect(order).toEqual(['unit 1 answered', 'unit 2 timed out']);
+      } finally {
+        sim.faults.muteModbusUnit(2, false);
+      }
+      // a late reply to the timed-out request may still arrive; a fresh connection keeps this test independent of that
+      client.close(() => undefined);
+      client = new ModbusRTU();
+      client.setTimeout(5000);
+      await client.connectTCP(sim.modbusHost, { port: sim.modbusPort });
+      order.length = 0;
+      sim.faults.delayModbusUnit(1, 1000);
+      try {
+        client.setID(1);
+        const delayed = client.readHoldingRegisters(0, 2).then((r) => (order.push('unit 1 answered'), r));
+        other.setID(2);
+        expect((await other.readHoldingRegisters(0, 2)).data).toHaveLength(2);
+        order.push('unit 2 answered');
+        // the delayed unit still answers, with its registers, after a request sent after its own was answered
+        expect((await delayed).data).toHaveLength(2);
+        expect(order).toEqual(['unit 2 answered', 'unit 1 answered']);
+      } finally {
+        sim.faults.clear();
+      }
     } finally {
-      sim.faults.muteModbusUnit(2, false);
-    }
-    // a late reply to the timed-out request may still arrive; a fresh connection keeps this test independent of that
-    client.close(() => undefined);
-    client = new ModbusRTU();
-    client.setTimeout(1000);
-    await client.connectTCP(sim.modbusHost, { port: sim.modbusPort });
-    sim.faults.delayModbusUnit(1, 200);
-    try {
-      client.setID(1);
-      const t0 = Date.now();
-      await client.readHoldingRegisters(0, 2);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
-      client.setID(2);
-      const t1 = Date.now();
-      await client.readHoldingRegisters(0, 2);
-      expect(Date.now() - t1).toBeLessThan(150);
-    } finally {
-      sim.faults.clear();
+      await new Promise<void>((r) => (other.isOpen ? other.close(() => r()) : r()));
     }
   });
 });

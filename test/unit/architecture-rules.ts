@@ -110,6 +110,15 @@ export const WRITE_HOLDERS = new Set(['src/engine/guarded-writer.ts']);
 /** Where the capability is defined and implemented (connectors hand it out; they never claim it). */
 export const CAPABILITY_DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/lkg\.ts$/, /^connectors\/(opcua|modbus|mqtt|memory)\//];
 
+/**
+ * The run's steps (src/engine/run/steps/): no step imports another step. What steps share lives in a helper
+ * module (common.ts; press-fidelity.ts is the press step's own calculation, kept apart to be unit-tested); only
+ * the registry (index.ts) imports the steps. A helper imports no step either.
+ */
+export const STEPS_DIR = 'src/engine/run/steps/';
+export const STEP_REGISTRY = `${STEPS_DIR}index.ts`;
+export const STEP_HELPERS: ReadonlySet<string> = new Set([`${STEPS_DIR}common.ts`, `${STEPS_DIR}press-fidelity.ts`]);
+
 // ---------------------------------------------------------------------------
 // The checker
 // ---------------------------------------------------------------------------
@@ -117,7 +126,7 @@ export const CAPABILITY_DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/lkg
 export interface Violation {
   readonly file: string;
   readonly line: number;
-  readonly rule: 'layer' | 'io-module' | 'connector-internals' | 'protocol' | 'clock-or-random' | 'write-capability' | 'plant-write' | 'unlayered';
+  readonly rule: 'layer' | 'io-module' | 'connector-internals' | 'protocol' | 'clock-or-random' | 'write-capability' | 'plant-write' | 'unlayered' | 'step-imports-step';
   readonly detail: string;
 }
 
@@ -244,6 +253,7 @@ export function checkArchitecture(program: ts.Program, root: string, files: read
         const ok = tl === layerName || layer.imports.includes(tl) || (imp.typeOnly && (layer.types ?? []).includes(tl));
         if (!ok && !TEMPORARY_EXCEPTIONS[`${path} -> ${target}`]) hit(imp.node, 'layer', `${layerName} may not import ${tl}${imp.typeOnly ? ' (even type-only)' : ''} (${target})`);
         if (inSrc && tl === 'connectors' && !imp.typeOnly && !CONNECTOR_ENTRY.test(target)) hit(imp.node, 'connector-internals', `value import of connector internals ${target}`);
+        if (path.startsWith(STEPS_DIR) && path !== STEP_REGISTRY && target.startsWith(STEPS_DIR) && !STEP_HELPERS.has(target)) hit(imp.node, 'step-imports-step', `imports the step ${target} (shared step helpers belong in ${STEPS_DIR}common.ts)`);
         continue;
       }
       const pkg = packageName(imp.spec);

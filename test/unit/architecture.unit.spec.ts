@@ -79,6 +79,26 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(lines(v, 'src/twin/arch-sample-dyn.ts', 'layer')).toEqual([1]);
   });
 
+  it('the run\'s steps: a step importing another step (even a type) or the registry is refused, a helper importing a step too; steps share through the helpers', () => {
+    const v = checkSamples({
+      'src/engine/run/steps/arch-sample.ts': [
+        "import { proposeAll } from './common.js';", // 1: fine
+        "import { pressFidelity } from './press-fidelity.js';", // 2: fine
+        "import { blend } from './blend-dry.js';", // 3
+        "import type { StepHandler } from '../types.js';", // 4: fine
+        "import { STEPS } from './index.js';", // 5
+        "export const x: StepHandler[] = [blend, STEPS['compress.press']]; export const y = [proposeAll, pressFidelity];",
+        "export type Z = typeof import('./press.js');", // 7
+      ].join('\n'),
+    });
+    expect(lines(v, 'src/engine/run/steps/arch-sample.ts', 'step-imports-step')).toEqual([3, 5, 7]);
+    // the shared helpers in place of the real file: they may not lean on a step either
+    const helper = checkSamples({ 'src/engine/run/steps/common.ts': "import type { StepHandler } from '../types.js';\nimport { gate } from './gate.js';\nexport const g: StepHandler = gate;\n" });
+    expect(lines(helper, 'src/engine/run/steps/common.ts', 'step-imports-step')).toEqual([2]);
+    // the registry imports every step
+    expect(checkSamples({ 'src/engine/run/steps/index.ts': "import { blend } from './blend-dry.js';\nimport { compress } from './press.js';\nexport const s = [blend, compress];\n" })).toEqual([]);
+  });
+
   it('[INV-PURE-CORE] no I/O modules in a pure layer (node:fs, fs, better-sqlite3, node:net, a dynamic import)', () => {
     const v = checkSamples({
       'src/twin/arch-sample.ts': [

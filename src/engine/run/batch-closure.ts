@@ -8,11 +8,12 @@
  * dispositioned through a deviation; making tablets again is rework or a new batch, and either is a new batch id
  * issued by the MES (with its own record), never the old id run a second time.
  *
- * The MES record a run ingests leaves the inbox for the archive with the SHA-256 of its bytes (connectors/mes/
- * archive.ts), audited as `mes.record.archived` in the transaction that starts the run. A record that appears in
- * the inbox afterwards for a closed batch is not ingested: with other bytes it is moved to the refused folder and
- * audited as `mes.record.refused` with both hashes; the same bytes again (a copy left by a crash between the
- * archive and the inbox removal, or put back by hand) are removed from the inbox, audited as a duplicate.
+ * The MES record a run ingests leaves the inbox for the archive with the SHA-256 of its bytes
+ * (connectors/mes/archive.ts), audited as `mes.record.archived` in the transaction that starts the run. A record
+ * that appears in the inbox afterwards for a closed batch is not ingested: with other bytes it is moved to the
+ * refused folder and audited as `mes.record.refused` with both hashes; the same bytes again (a copy left by a crash
+ * between the archive and the inbox removal, or put back by hand) are removed from the inbox, audited as a
+ * duplicate.
  */
 import type { AuditEntryInput } from '../../audit/index.js';
 import { TERMINAL_RUN } from '../../domain/run.js';

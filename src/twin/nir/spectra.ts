@@ -121,7 +121,7 @@ export function snv(spectrum: ArrayLike<number>): Float64Array {
 /**
  * Spectra an in-line probe takes while blending: at each revolution count the
  * local API content scatters around 100 % label claim with the blend's RSD(n)
- * (process.ts), so the NIR predictions settle as the blend homogenises.
+ * (src/twin/process.ts), so the NIR predictions settle as the blend homogenises.
  */
 export function blendScans(rsdAt: (revolutions: number) => number, revolutions: readonly number[], rng: Rng): NirSample[] {
   return revolutions.map((n) => nirSample(100 * (1 + (rsdAt(n) / 100) * rng.normal()), rng));

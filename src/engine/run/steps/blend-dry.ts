@@ -5,11 +5,11 @@
  */
 import { decide as blendDecide, type BlendDispenseInput, type BlendScan } from '../../../agents/blend-dispense.js';
 import { decide as dryDecide, type GranulateDryInput } from '../../../agents/granulate-dry.js';
-import type { AgentOutput, Proposal, Reading as AgentReading } from '../../../agents/types.js';
+import type { Reading as AgentReading } from '../../../agents/types.js';
 import type { StepContext } from '../step-context.js';
 import type { RunEngine } from '../engine.js';
 import type { StepHandler } from '../types.js';
-import { limitsOf, moveTowardCandidate, num, recordAt } from './common.js';
+import { limitsOf, moveTowardCandidate, num, proposeAll, recordAt } from './common.js';
 
 /** Agents decide every this many process minutes (and at once when something ends). */
 export const BLEND_DECIDE_PMIN = 2;
@@ -29,30 +29,6 @@ const MAX_SCANS = 120;
 const MAX_READINGS = 60;
 
 const PMIN = 60_000;
-
-/** Send an agent's proposals through the guarded writer; returns how many were written. A vector the writer already answered in this step without writing it is not sent again (it is in the log). */
-export async function proposeAll(ctx: StepContext, out: AgentOutput, tool: string): Promise<{ written: number; other: string[] }> {
-  let written = 0;
-  const other: string[] = [];
-  for (const p of out.proposals) {
-    if (ctx.answered(p)) continue;
-    const r = await ctx.propose(toWrite(p), tool);
-    if (r.status === 'written') written++;
-    else other.push(r.status);
-  }
-  return { written, other };
-}
-
-/** An agent's proposal as the guarded writer takes it. */
-export function toWrite(p: Proposal): Parameters<StepContext['propose']>[0] {
-  return {
-    agent: p.agent,
-    moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: { value: m.value, unit: m.unit } })),
-    attribute: p.attribute,
-    justification: p.justification,
-    ...(p.model ? { model: { id: p.model.id, version: String(p.model.version) } } : {}),
-  };
-}
 
 function push<T>(xs: T[], x: T, max: number): void {
   xs.push(x);

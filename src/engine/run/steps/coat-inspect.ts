@@ -13,8 +13,7 @@ import { evidenceChain, spectrumSha256 } from '../../../twin/nir/evidence.js';
 import { nirScore } from '../../../twin/nir/pls.js';
 import { classifyFrameSet } from '../../../twin/vision/classifier.js';
 import type { StepHandler } from '../types.js';
-import { proposeAll } from './blend-dry.js';
-import { limitsOf, moveTowardCandidate, num, recordAt, runLimits } from './common.js';
+import { limitsOf, moveTowardCandidate, num, proposeAll, recordAt, runLimits } from './common.js';
 
 export const COAT_DECIDE_PMIN = 3;
 export const COAT_TIMEOUT_PMIN = 600;

@@ -1,4 +1,8 @@
-/** What the steps of a run share: the run's limits, the design space, recipe moves toward the rehearsed candidate. */
+/**
+ * What the steps of a run share: the run's limits, the design space, recipe moves toward the rehearsed candidate,
+ * agents' proposals sent through the guarded writer. A step imports these from here, never from another step.
+ */
+import type { AgentOutput, Proposal } from '../../../agents/types.js';
 import type { PolicyBundle } from '../../../policy/index.js';
 import { LkError } from '../../../errors.js';
 import type { StepContext } from '../step-context.js';
@@ -88,4 +92,28 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
   let last: WriteOutcome | null = null;
   for (const g of groups) last = await ctx.propose({ agent, moves: g, attribute, justification: why, ...model }, tool);
   return last;
+}
+
+/** Send an agent's proposals through the guarded writer; returns how many were written. A vector the writer already answered in this step without writing it is not sent again (it is in the log). */
+export async function proposeAll(ctx: StepContext, out: AgentOutput, tool: string): Promise<{ written: number; other: string[] }> {
+  let written = 0;
+  const other: string[] = [];
+  for (const p of out.proposals) {
+    if (ctx.answered(p)) continue;
+    const r = await ctx.propose(toWrite(p), tool);
+    if (r.status === 'written') written++;
+    else other.push(r.status);
+  }
+  return { written, other };
+}
+
+/** An agent's proposal as the guarded writer takes it. */
+export function toWrite(p: Proposal): Parameters<StepContext['propose']>[0] {
+  return {
+    agent: p.agent,
+    moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: { value: m.value, unit: m.unit } })),
+    attribute: p.attribute,
+    justification: p.justification,
+    ...(p.model ? { model: { id: p.model.id, version: String(p.model.version) } } : {}),
+  };
 }

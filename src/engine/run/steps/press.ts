@@ -19,9 +19,8 @@ import type { PressSamples } from '../quality.js';
 import type { StepContext } from '../step-context.js';
 import { TWIN_FIDELITY } from '../../../models/golden.js';
 import { ModelLost } from '../model-watch.js';
-import { proposeAll, toWrite } from './blend-dry.js';
 import { FIDELITY_ATTRIBUTES, fidelityText, pressFidelity, type PressFidelity } from './press-fidelity.js';
-import { bundleOf, limitsOf, num, recordAt, runLimits } from './common.js';
+import { bundleOf, limitsOf, num, proposeAll, recordAt, runLimits, toWrite } from './common.js';
 
 export const COMPRESS_DECIDE_PMIN = 5;
 export const COMPRESS_TIMEOUT_PMIN = 24 * 60;
