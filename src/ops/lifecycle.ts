@@ -15,8 +15,6 @@
  *
  * No I/O of its own: the components do it.
  */
-import type { Logger } from '../log.js';
-
 /** One part of the daemon: what it opens at start and closes at stop. Either may be absent. */
 export interface Component {
   readonly name: string;
@@ -33,9 +31,15 @@ export interface LifecycleEvent {
   readonly error?: unknown;
 }
 
+/** The two levels the runner logs at (a pino logger is one). */
+export interface LifecycleLogger {
+  error(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
 export interface LifecycleOptions {
-  /** Where a stop that throws is logged (error), and each phase (debug). */
-  readonly logger?: Pick<Logger, 'error' | 'debug'>;
+  /** Where a stop that throws is logged (error), and each phase (debug): the daemon's pino logger. */
+  readonly logger?: LifecycleLogger;
 }
 
 /** A component whose stop threw. */
@@ -148,3 +152,6 @@ export class Lifecycle {
     }
   }
 }
+
+/** What a lifecycle shows its owner's users: the record and the phases as they happen, not the controls. */
+export type LifecycleView = Pick<Lifecycle, 'history' | 'stopOrder' | 'on'>;

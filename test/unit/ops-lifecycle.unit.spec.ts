@@ -26,9 +26,9 @@ function parts(names: readonly string[], log: string[], o: { failStart?: string;
 }
 
 /** A logger that keeps the error lines. */
-function errorLog(): { lines: { obj: Record<string, unknown>; msg: string }[]; error(obj: Record<string, unknown>, msg: string): void; debug(): void } {
+function errorLog(): { lines: { obj: Record<string, unknown>; msg: string }[]; error(obj: object, msg: string): void; debug(): void } {
   const lines: { obj: Record<string, unknown>; msg: string }[] = [];
-  return { lines, error: (obj, msg) => void lines.push({ obj, msg }), debug: () => undefined };
+  return { lines, error: (obj, msg) => void lines.push({ obj: obj as Record<string, unknown>, msg }), debug: () => undefined };
 }
 
 describe('the lifecycle runner', () => {
