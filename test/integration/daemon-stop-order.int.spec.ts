@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 describe('the daemon stops in the order that keeps the line safe', () => {
-  it('API → heartbeats → runs → writer drained → connectors → store, and a write enqueued after the heartbeats stopped is finished and audited before the store closes', async () => {
+  it('API → heartbeats → runs → writer drained → connectors → store, and a write queued as the writer begins to drain is finished and audited before the store closes', async () => {
     const plant = daemon.simulator!.plant;
     // the heartbeats are on: the PLCs are armed by them (hang guard only)
     await waitFor('heartbeats to arm the press', () => plant.supervisor('press').armed, 120_000);
@@ -40,15 +40,16 @@ describe('the daemon stops in the order that keeps the line safe', () => {
     let write: Promise<WriteOutcome> | undefined;
     let writeSettled = false;
     let settledWhenStoreStops: boolean | undefined;
+    let settledWhenSubscriptionsStop: boolean | undefined;
     let storeOpenWhenWriterStopped: boolean | undefined;
     daemon.lifecycle.on((e) => {
       if (e.component === 'api' && e.phase === 'stopped') {
         // the surface is closed: a request is refused at the socket
         afterApi = fetch(`${url}/readyz`).then((r) => r.status, (err: unknown) => err);
       }
-      if (e.component === 'heartbeats' && e.phase === 'stopped') {
-        // a proposal reaching the writer now (a step finishing its move as the stop begins): it must be decided,
-        // audited and answered before the store closes
+      if (e.component === 'writer' && e.phase === 'stopping') {
+        // a write under way as the writer's drain begins (the heartbeats are stopped, the runs interrupted): it must
+        // be decided, audited and answered before anything after the writer stops
         write = daemon.writer.propose({
           id: 'stop-order-1', tenant: T, batch: 'B-2026-0312', agent: 'agent.compress_fill', product: 'ir-family-a', tooling: 'round-10mm-ff',
           moves: [{ setpoint: 'press.MainForce', value: '13 kN' }], attribute: 'content_uniformity', justification: 'stop-order test',
@@ -56,6 +57,7 @@ describe('the daemon stops in the order that keeps the line safe', () => {
         });
         write.then(() => { writeSettled = true; }, () => { writeSettled = true; });
       }
+      if (e.component === 'subscriptions' && e.phase === 'stopping') settledWhenSubscriptionsStop = writeSettled;
       if (e.component === 'writer' && e.phase === 'stopped') storeOpenWhenWriterStopped = daemon.store.db.open;
       if (e.component === 'store' && e.phase === 'stopping') settledWhenStoreStops = writeSettled;
     });
@@ -81,10 +83,10 @@ describe('the daemon stops in the order that keeps the line safe', () => {
 
     // the API refused a request once it had stopped, before anything else stopped
     expect(await afterApi).toBeInstanceOf(Error);
-    // the heartbeats had stopped while the writer still took work
+    // the writer drained: the proposal queued as its stop began was answered (denied: no batch runs) before the
+    // next component began to stop, and so before the store began to close, which was open until then
     expect(write).toBeDefined();
-    // the writer drained: the proposal was answered (denied: no batch runs) before the store began to close, while
-    // the store was still open
+    expect(settledWhenSubscriptionsStop).toBe(true);
     expect(storeOpenWhenWriterStopped).toBe(true);
     expect(settledWhenStoreStops).toBe(true);
     const outcome = await write!;
