@@ -3,14 +3,19 @@
  * connectors, heartbeats and live values. This is I/O code; it creates the
  * clock and the sockets and hands them to everything else.
  *
- * Start order: validate config → data directory checked and locked (one
- * daemon per directory) → audit store, site start event (after an unclean-stop
- * entry when the previous run crashed) → policy
- * bundle under change control → simulator (when embedded) → connectors
- * (connect, heartbeat, subscribe) → the one guarded writer → run engine → MQTT publisher (only with an `mqtt`
- * section: Sparkplug B to the plant broker, store-and-forward) → ready.
- * Stop order is the reverse; heartbeats stop with the connectors, so the PLC
- * watchdogs take the line to its last known-good recipe by themselves.
+ * It is an ordered list of named components (src/ops/lifecycle.ts), started in
+ * order and stopped in reverse. Start: validate config (before the list) →
+ * data directory checked and locked (one daemon per directory) → audit store →
+ * site start event (after an unclean-stop entry when the previous run crashed)
+ * → metrics → policy bundle under change control → simulator (when embedded) →
+ * connectors (connect, keep-alive check) → subscriptions → the one guarded
+ * writer → MES/LIMS folders → run engine → MQTT publisher (only with an `mqtt`
+ * section: Sparkplug B to the plant broker, store-and-forward) → inbox screen →
+ * runs recovered → heartbeats → maintenance → REST API → ready.
+ * Stop is the reverse: the API stops taking requests, then the heartbeats stop
+ * (the PLC watchdogs take the line to its last known-good recipe by
+ * themselves), then the runs are interrupted and the writer drains, and the
+ * store closes last.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -35,6 +40,7 @@ import { changedSections, findApproval, LIVE_SECTIONS } from './ops/config-chang
 import { loadTls } from './config/api-tls.js';
 import { brokerLabel, Metrics } from './ops/metrics.js';
 import { LoopDelayMonitor } from './ops/loop-delay.js';
+import { Lifecycle, type Component, type LifecycleView } from './ops/lifecycle.js';
 import { type PolicyBundle } from './policy/index.js';
 import { readPolicyBundle } from './config/policy-bundle.js';
 import { signEmbeddedDefault } from './ops/policy-change.js';
@@ -159,6 +165,13 @@ export interface Daemon {
    * `config.apply` approved, and an invalid one. Every refusal is audited and keeps the configuration in force.
    */
   reload(): Promise<ReloadResult>;
+  /** The components in start order, each phase recorded (`stopOrder()` after a stop): what the stop-order test reads. */
+  readonly lifecycle: LifecycleView;
+  /**
+   * Stop every component in reverse start order (src/ops/lifecycle.ts), once: concurrent and later calls share
+   * the first call's promise. A component whose stop throws is logged and the others are stopped all the same.
+   * @throws AggregateError naming the components that did not stop cleanly, after all were stopped.
+   */
   stop(reason?: string): Promise<void>;
 }
 
@@ -173,14 +186,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   let loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
-  // writable, not writable by others, and ours alone: before anything in it is opened
-  prepareDataDir(loaded.dataDir);
-  const lock: DataLock = lockDataDir(loaded.dataDir);
   const connectors: Connector[] = [];
   // PLCs whose watchdog cannot be kept alive by our heartbeat period, per connector: never heartbeated, also not
   // when heartbeats resume after a full disk
   const unsupervised = new Map<string, ReadonlySet<string>>();
   let stopped = false;
+  // between the start and the stop of the `heartbeats` component: a full disk may stop and resume them only then
+  let beating = false;
   // A daemon that cannot audit must not supervise: on a full disk the storage guard fails closed (docs/fail-safe.md).
   const storageHooks = {
     onFailClosed: (reason: string): void => {
@@ -188,31 +200,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       for (const c of connectors) c.stopHeartbeat();
     },
     onRecovered: (): void => {
-      if (stopped) return;
+      if (stopped || !beating) return;
       log.warn('the audit trail is written again: heartbeats resume; a PLC that reverted stays LOST until a person re-arms it');
       for (const c of connectors) c.startHeartbeat(unsupervised.get(c.id));
     },
   };
-  let events: AuditSiteSink;
-  try {
-    // A daemon that cannot audit must not run: opening the store and recording the start may throw.
-    events = openAuditSiteEvents(loaded, clock, log, 5000, { hooks: storageHooks, ...(opts.storage ? { options: opts.storage } : {}) });
-  } catch (err) {
-    lock.release();
-    throw startError(err, loaded.dataDir);
-  }
-  try {
-    events.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
-  } catch (err) {
-    events.close();
-    lock.release();
-    throw startError(err, loaded.dataDir);
-  }
-  log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
+  let lock: DataLock | undefined;
+  let events!: AuditSiteSink;
+  let recordedStart = false;
   const metrics = new Metrics({ processMetrics: opts.processMetrics === true });
-  const unobserve = metrics.observeAudit(events.store);
-  const loopDelay = new LoopDelayMonitor({ ...opts.loopDelay, logger: log.child({ component: 'event-loop' }) }).start();
-  metrics.setSources({ loopDelay: () => loopDelay.snapshot(), connectors: () => connectors, store: () => events.store, writerQueue: () => writer?.pending().length ?? 0, now: () => clock.now() });
+  let unobserve: (() => void) | undefined;
+  const loopDelay = new LoopDelayMonitor({ ...opts.loopDelay, logger: log.child({ component: 'event-loop' }) });
   let backups: BackupSchedule | undefined;
   let stopWal: (() => void) | undefined;
   const startMaintenance = (c: LoadedConfig): void => {
@@ -232,12 +230,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     backups?.stop();
   };
   let policy: PolicyGateResult = { bundle: null };
+  // the bundle the writer and the engine ask at call time: the one in force (a reload replaces it)
+  let bundle: PolicyBundle | null = null;
   let writer: GuardedWriter | undefined;
+  // process time: the embedded simulator's scaled clock, a standalone simulator's scale when the caller gives it, else the wall clock
+  let processScale = 1;
 
   let simulator: Simulator | undefined;
   let simProcess: SimulatorProcess | undefined;
+  const usesSim = config.connections.some((c) => c.endpoint === 'sim');
   const subscriptions: Subscription[] = [];
   const live = new Map<string, Sample>();
+  // tag → the connector that serves it
+  const served = new Map<string, string>();
   let timer: NodeJS.Timeout | undefined;
   let engine: RunEngine | undefined;
   let mes: FolderMes | undefined;
@@ -248,290 +253,454 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let demoUsers: DemoUser[] = [];
   let plcViews = new Map<string, SupervisorView>();
   const supervisionProfiles = profilesOf(loaded.config.equipment);
-  let setBundle: (b: PolicyBundle | null) => void = () => undefined;
   // optional Sparkplug B publishing (config `mqtt`); absent: nothing is opened
   let mqttLine: LineMqtt | undefined;
-  const unhook: (() => void)[] = [];
+  const unhookMqtt: (() => void)[] = [];
+  let unwatchMes: (() => void) | undefined;
   const describedTags: TagDescription[] = [];
   // latest setpoint and supervisor samples, for the Sparkplug births (measurements are in `live`)
   const published = new Map<string, Sample>();
 
-  const stop = async (reason = 'stop requested'): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    // the surface first: no request reaches an engine, a writer or a store that is closing
-    if (api) await api.close().catch((err: unknown) => log.error({ err }, 'REST API did not close cleanly'));
-    if (timer) clearInterval(timer);
-    stopMaintenance();
-    // the step under way is interrupted (audited) before its writes drain; a run at the approval gate keeps waiting
-    if (engine) await engine.stop(reason);
-    mes?.close();
-    lims?.close();
-    for (const u of unhook) u();
-    // a write under way finishes, with its outcome audited, before the connectors and the store close
-    if (writer) await writer.idle();
-    await Promise.allSettled(subscriptions.map((s) => s.close()));
-    for (const c of connectors) c.stopHeartbeat();
-    await Promise.allSettled(connectors.map((c) => c.close()));
-    if (simulator) await simulator.close();
-    if (simProcess) await simProcess.close();
-    try {
-      events.stopped({ reason });
-    } catch (err) {
-      log.error({ err }, 'could not record the stop');
-    }
-    unobserve();
-    loopDelay.stop();
-    if (mqttLine) {
-      // the chains' last checkpoints go to the broker before it is told of the death
+  // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
+  const onSupervision = (samples: Sample[]): void => {
+    const r = observeSupervision(plcViews, samples, supervisionProfiles);
+    plcViews = r.views;
+    for (const e of r.events) {
+      log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
       try {
-        for (const c of events.store.audit.checkpointAll()) mqttLine.checkpoint(c);
+        engine?.plcEvent({ equipment: e.equipment, event: e.event, new: { ...e.new } });
       } catch (err) {
-        log.error({ err }, 'could not sign the last checkpoints');
+        log.error({ err, equipment: e.equipment }, 'could not record a PLC watchdog event in the runs');
       }
-      await mqttLine.stop().catch((err: unknown) => log.error({ err }, 'MQTT did not stop cleanly'));
+      try {
+        // through the storage guard: held, not lost, while the disk is full
+        watchdogEvent(events.storage, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
+      } catch (err) {
+        log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
+      }
     }
-    events.close();
-    lock.release();
-    log.info({ reason }, 'stopped');
   };
 
-  try {
-    // the embedded default's first start: its bundle is signed as the DEMO-SETUP change by the demo QA reviewer
-    // (created here, before the signature names them); any other unsigned bundle is refused by openPolicy
-    const setupIdentity = new Identity({ store: events.store, clock });
-    demoUsers = await signEmbeddedDefault(events.store, loaded, setupIdentity, () => ensureDemoUsers(setupIdentity, config.tenants.map((t) => t.id)));
-    policy = openPolicy(events.store, loaded, log);
-    const usesSim = config.connections.some((c) => c.endpoint === 'sim');
-    // the embedded default's first start: the demo models, through the same golden gate and change control as a
-    // site's — before any equipment is connected, since fitting them holds the event loop for seconds
-    if (usesSim && config.simulator.embedded && policy.bundle) {
-      // loaded on demand: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
-      const { ensureDemoModels } = await import('./models/demo.js');
-      const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
-      const made = demo.filter((d) => d.registered.length > 0);
-      if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
-    }
-    if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'process') {
-      simProcess = await startSimulatorProcess({ configFile: loaded.file, dataDir: loaded.dataDir, logLevel: log.level, log: log.child({ component: 'sim' }) });
-      log.info({ opcua: simProcess.opcuaUrl, modbus: `${simProcess.modbusHost}:${simProcess.modbusPort}`, pid: simProcess.pid }, 'embedded plant simulator started (child process)');
-    } else if (usesSim && config.simulator.embedded) {
-      // loaded on demand: node-opcua's server and the plant model stay out of a daemon that does not run them
-      const { startSimulator } = await import('../connectors/sim/index.js');
-      simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
-      log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
-    }
-    const embeddedSim = simulator ?? simProcess;
-    const sim = embeddedSim ? { opcuaUrl: embeddedSim.opcuaUrl, modbusHost: embeddedSim.modbusHost, modbusPort: embeddedSim.modbusPort } : undefined;
-    // read latency is timed by a wrapper (metrics wrap a connector; they are not written into each one)
-    connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }).map((c) => metrics.instrument(c)));
-
-    for (const c of connectors) {
-      c.on((event) => {
-        events.connector({ connector: c.id, event });
-        if (event.type === 'state') log.info({ connector: c.id, from: event.from, to: event.to, reason: event.reason }, 'connection state');
-        else log.warn({ connector: c.id, event }, 'connector event');
-      });
-    }
-    const timeoutMs = opts.connectTimeoutMs ?? 15_000;
-    await Promise.all(
-      connectors.map(async (c) => {
-        const connected = c.connect().then(
-          () => true,
-          (err: unknown) => {
-            log.error({ connector: c.id, err }, 'connection failed; retrying in the background');
-            return false;
-          },
-        );
-        const ok = await Promise.race([connected, delay(timeoutMs).then(() => false)]);
-        if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
-      }),
-    );
-    // A PLC whose watchdog times out before the next beat cannot be kept alive: refuse to supervise it (its
-    // watchdog takes it to LKG and it refuses writes) rather than pretend, and say so on the site chain.
-    for (const c of connectors) {
-      const mine = config.equipment.filter((e) => e.connection === c.id);
-      const reported = await c.read(mine.map((e) => `${e.id}.WatchdogTimeoutMs`)).catch(() => []);
-      const refused = keepAliveRefusals(mine, reported);
-      for (const r of refused) {
-        log.error({ equipment: r.equipment, periodMs: r.periodMs, watchdogTimeoutMs: r.watchdogTimeoutMs }, 'PLC not supervised: its watchdog times out before the next heartbeat');
-        watchdogEvent(events.storage, {
-          event: 'supervision_refused', equipment: r.equipment,
-          detail: { heartbeat_period_ms: r.periodMs, watchdog_timeout_ms: r.watchdogTimeoutMs },
-          reason: `heartbeat period ${r.periodMs} ms is not below the PLC's WatchdogTimeoutMs ${r.watchdogTimeoutMs} ms`,
-        });
-      }
-      unsupervised.set(c.id, new Set(refused.map((r) => r.equipment)));
-      // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
-      if (!events.storage.outage()?.failedClosed) c.startHeartbeat(unsupervised.get(c.id));
-    }
-    // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force.
-    let bundle = policy.bundle;
-    setBundle = (b) => {
-      bundle = b;
-    };
-    // process time: the embedded simulator's scaled clock, a standalone simulator's scale when the caller gives it, else the wall clock
-    const processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : (opts.processTimeScale ?? 1);
-    // Batch state and reviewer come from the run engine at call time, attendance from the operator it holds. The
-    // engine is created below, once the writer exists: until then, and for a batch no run of the engine holds, the
-    // batch state is `unknown` and the policy denies every move (BATCH_STATE_FORBIDS) — fail closed.
-    writer = new GuardedWriter({
-      store: events.store, site: config, connectors, clock, policy: () => bundle,
-      // capping risk from the tenant's pinned twin and model validity from the registry, at call time
-      ...registrySources(events.store, loaded.dataDir, config.site.id),
-      batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
-      attendance: () => engine?.attended() ?? null,
-      // rates of change are judged in process time: the embedded simulator runs it time_scale times faster
-      ...(processScale !== 1 ? { processTimeScale: processScale } : {}),
-    });
-    // after connect, before ready: close intents a crash left open with what the equipment holds now
-    const recovered = await writer.recover();
-    if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');
-    log.info({ pending: writer.pending().length }, 'guarded writer ready');
-
-    // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
-    const onSupervision = (samples: Sample[]): void => {
-      const r = observeSupervision(plcViews, samples, supervisionProfiles);
-      plcViews = r.views;
-      for (const e of r.events) {
-        log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
+  /*
+   * The daemon, in start order; it stops in reverse (src/ops/lifecycle.ts). The order on stop is what keeps the
+   * line safe, and test/integration/daemon-stop-order.int.spec.ts pins it: the API stops taking requests → the
+   * heartbeats stop (each PLC's watchdog takes its line to the last known-good recipe, whatever the rest of the
+   * stop takes) → the runs are interrupted (audited) → the guarded writer drains (a write under way finishes, its
+   * outcome audited) → subscriptions, connectors and simulator close → the stop entry → the broker's last
+   * checkpoints → the store closes, last but for the data directory's lock.
+   */
+  const components: Component[] = [
+    {
+      name: 'data-lock',
+      // writable, not writable by others, and ours alone (one daemon per directory): before anything in it is opened
+      start: () => {
+        prepareDataDir(loaded.dataDir);
+        lock = lockDataDir(loaded.dataDir);
+      },
+      stop: () => lock?.release(),
+    },
+    {
+      name: 'store',
+      start: () => {
         try {
-          engine?.plcEvent({ equipment: e.equipment, event: e.event, new: { ...e.new } });
+          // A daemon that cannot audit must not run: opening the store may throw.
+          events = openAuditSiteEvents(loaded, clock, log, 5000, { hooks: storageHooks, ...(opts.storage ? { options: opts.storage } : {}) });
         } catch (err) {
-          log.error({ err, equipment: e.equipment }, 'could not record a PLC watchdog event in the runs');
+          throw startError(err, loaded.dataDir);
         }
+      },
+      stop: () => {
+        if (events) events.close();
+      },
+    },
+    {
+      // The broker hears of the node's death after the stop entry, with the chains' last checkpoints: this stop
+      // sits just above the store's. The publisher itself opens with `mqtt-feed`, once the tags its birth names
+      // are described; this place holds its end.
+      name: 'mqtt',
+      stop: async () => {
+        if (!mqttLine) return;
         try {
-          // through the storage guard: held, not lost, while the disk is full
-          watchdogEvent(events.storage, { event: e.event, equipment: e.equipment, ...(e.old ? { old: { ...e.old } } : {}), new: { ...e.new } });
+          for (const c of events.store.audit.checkpointAll()) mqttLine.checkpoint(c);
         } catch (err) {
-          log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
+          log.error({ err }, 'could not sign the last checkpoints');
         }
-      }
-    };
-    const served = new Map<string, string>();
-    for (const c of connectors) {
-      const described = await c.describe();
-      for (const t of described) served.set(t.tag, c.id);
-      describedTags.push(...described);
-      const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
-      if (tags.length > 0) {
-        subscriptions.push(
-          await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
-            for (const s of samples) live.set(s.tag, s);
-            mqttLine?.samples(samples);
+        await mqttLine.stop().catch((err: unknown) => log.error({ err }, 'MQTT did not stop cleanly'));
+      },
+    },
+    {
+      // site.start (after an unclean-stop entry when the previous run crashed) and site.stop on the site chain
+      name: 'site-record',
+      start: () => {
+        try {
+          events.started({ version: VERSION, configHash: loaded.hash, configFile: loaded.file });
+        } catch (err) {
+          throw startError(err, loaded.dataDir);
+        }
+        recordedStart = true;
+        log.info({ site: config.site.id, line: config.line.id, config: loaded.file, configHash: loaded.hash, data: loaded.dataDir }, 'starting');
+      },
+      stop: (reason) => {
+        if (!recordedStart) return;
+        try {
+          events.stopped({ reason });
+        } catch (err) {
+          log.error({ err }, 'could not record the stop');
+        }
+      },
+    },
+    {
+      name: 'metrics',
+      start: () => {
+        unobserve = metrics.observeAudit(events.store);
+        loopDelay.start();
+        metrics.setSources({ loopDelay: () => loopDelay.snapshot(), connectors: () => connectors, store: () => events.store, writerQueue: () => writer?.pending().length ?? 0, now: () => clock.now() });
+      },
+      stop: () => {
+        unobserve?.();
+        loopDelay.stop();
+      },
+    },
+    {
+      name: 'policy',
+      start: async () => {
+        // the embedded default's first start: its bundle is signed as the DEMO-SETUP change by the demo QA reviewer
+        // (created here, before the signature names them); any other unsigned bundle is refused by openPolicy
+        const setupIdentity = new Identity({ store: events.store, clock });
+        demoUsers = await signEmbeddedDefault(events.store, loaded, setupIdentity, () => ensureDemoUsers(setupIdentity, config.tenants.map((t) => t.id)));
+        policy = openPolicy(events.store, loaded, log);
+        bundle = policy.bundle;
+        // the embedded default's first start: the demo models, through the same golden gate and change control as a
+        // site's — before any equipment is connected, since fitting them holds the event loop for seconds
+        if (usesSim && config.simulator.embedded && policy.bundle) {
+          // loaded on demand: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
+          const { ensureDemoModels } = await import('./models/demo.js');
+          const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
+          const made = demo.filter((d) => d.registered.length > 0);
+          if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
+        }
+      },
+    },
+    {
+      name: 'simulator',
+      start: async () => {
+        if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'process') {
+          simProcess = await startSimulatorProcess({ configFile: loaded.file, dataDir: loaded.dataDir, logLevel: log.level, log: log.child({ component: 'sim' }) });
+          log.info({ opcua: simProcess.opcuaUrl, modbus: `${simProcess.modbusHost}:${simProcess.modbusPort}`, pid: simProcess.pid }, 'embedded plant simulator started (child process)');
+        } else if (usesSim && config.simulator.embedded) {
+          // loaded on demand: node-opcua's server and the plant model stay out of a daemon that does not run them
+          const { startSimulator } = await import('../connectors/sim/index.js');
+          simulator = await startSimulator({ config: loaded, dataDir: loaded.dataDir, log: log.child({ component: 'sim' }) });
+          log.info({ opcua: simulator.opcuaUrl, modbus: `${simulator.modbusHost}:${simulator.modbusPort}` }, 'embedded plant simulator started');
+        }
+      },
+      stop: async () => {
+        if (simulator) await simulator.close();
+        if (simProcess) await simProcess.close();
+      },
+    },
+    {
+      // connect (each gets connectTimeoutMs, then keeps retrying in the background) and check each PLC's watchdog
+      // against its heartbeat period; the heartbeats themselves start with `heartbeats`, once the daemon supervises
+      name: 'connectors',
+      start: async () => {
+        const embeddedSim = simulator ?? simProcess;
+        const sim = embeddedSim ? { opcuaUrl: embeddedSim.opcuaUrl, modbusHost: embeddedSim.modbusHost, modbusPort: embeddedSim.modbusPort } : undefined;
+        // read latency is timed by a wrapper (metrics wrap a connector; they are not written into each one)
+        connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }).map((c) => metrics.instrument(c)));
+        for (const c of connectors) {
+          c.on((event) => {
+            events.connector({ connector: c.id, event });
+            if (event.type === 'state') log.info({ connector: c.id, from: event.from, to: event.to, reason: event.reason }, 'connection state');
+            else log.warn({ connector: c.id, event }, 'connector event');
+          });
+        }
+        const timeoutMs = opts.connectTimeoutMs ?? 15_000;
+        await Promise.all(
+          connectors.map(async (c) => {
+            const connected = c.connect().then(
+              () => true,
+              (err: unknown) => {
+                log.error({ connector: c.id, err }, 'connection failed; retrying in the background');
+                return false;
+              },
+            );
+            const ok = await Promise.race([connected, delay(timeoutMs).then(() => false)]);
+            if (!ok) log.warn({ connector: c.id, timeoutMs }, 'not connected yet; continuing, the connector keeps retrying');
           }),
         );
-      }
-      const supervisor = described.filter((t) => t.kind === 'supervisor' && (WATCHED_SUPERVISOR_TAGS as readonly string[]).includes(t.name)).map((t) => t.tag);
-      if (supervisor.length > 0) {
-        const baseline = await c.read(supervisor); // baseline, and any PLC already found LOST
-        for (const s of baseline) published.set(s.tag, s);
-        onSupervision(baseline);
-        subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, (samples) => {
-          onSupervision(samples);
-          for (const s of samples) published.set(s.tag, s);
-          mqttLine?.samples(samples);
-        }));
-      }
-      // with a broker, a host sees the setpoints and every supervisor tag too (a PLC going LOST, a revert, the
-      // recipe in force): they are read for the broker only, so the air-gapped default polls nothing more
-      if (config.mqtt) {
-        const extra = described.filter((t) => t.kind === 'setpoint' || (t.kind === 'supervisor' && !supervisor.includes(t.tag))).map((t) => t.tag);
-        if (extra.length > 0) {
-          for (const s of await c.read(extra).catch(() => [])) published.set(s.tag, s);
-          subscriptions.push(await c.subscribe(extra, { intervalMs: 1000 }, (samples) => {
-            for (const s of samples) published.set(s.tag, s);
-            mqttLine?.samples(samples);
-          }));
+        // A PLC whose watchdog times out before the next beat cannot be kept alive: refuse to supervise it (its
+        // watchdog takes it to LKG and it refuses writes) rather than pretend, and say so on the site chain.
+        for (const c of connectors) {
+          const mine = config.equipment.filter((e) => e.connection === c.id);
+          const reported = await c.read(mine.map((e) => `${e.id}.WatchdogTimeoutMs`)).catch(() => []);
+          const refused = keepAliveRefusals(mine, reported);
+          for (const r of refused) {
+            log.error({ equipment: r.equipment, periodMs: r.periodMs, watchdogTimeoutMs: r.watchdogTimeoutMs }, 'PLC not supervised: its watchdog times out before the next heartbeat');
+            watchdogEvent(events.storage, {
+              event: 'supervision_refused', equipment: r.equipment,
+              detail: { heartbeat_period_ms: r.periodMs, watchdog_timeout_ms: r.watchdogTimeoutMs },
+              reason: `heartbeat period ${r.periodMs} ms is not below the PLC's WatchdogTimeoutMs ${r.watchdogTimeoutMs} ms`,
+            });
+          }
+          unsupervised.set(c.id, new Set(refused.map((r) => r.equipment)));
         }
-      }
-    }
-    // MES inbox (sample records on the embedded default's first start) and LIMS results folder
-    if (embeddedSim && config.simulator.embedded) {
-      const samples = join(dirname(loaded.file), 'batches');
-      if (existsSync(samples)) {
-        const seeded = seedInbox(loaded.dataDir, samples);
-        if (seeded.length > 0) log.info({ records: seeded.map((r) => `${r.tenant}/${r.batch}`) }, 'sample batch records put in the MES inbox');
-      }
-    }
-    mes = openFolderMes(loaded.dataDir, { site: config });
-    lims = openFolderLims(loaded.dataDir);
-    const embedded = simulator;
-    const child = simProcess;
-    engine = createRunEngine({
-      store: events.store, loaded, clock, writer, connectors, served, mes, lims, log: log.child({ component: 'engine' }), policy: () => bundle,
-      supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
-      processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
-      ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : {}),
-      ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
-      // the people a batch record names are checked at intake against the site's local identities, which exist
-      // with the API; where people also sign in through an identity provider, someone not local is not known here
-      // (their role is checked when they sign)
-      ...(opts.api ? { people: peopleOf(new UserStore(events.store.db), config.api.oidc !== undefined) } : {}),
-    });
-    mqttLine = startLineMqtt({
-      loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
-      tags: () => describedTags, current: (tag) => live.get(tag) ?? published.get(tag),
-    });
-    if (mqttLine) {
-      const m = mqttLine;
-      unhook.push(
-        engine.onToolCall((row, run) => m.toolCall(row, run.tenant)),
-        engine.onChange((run) => m.runChanged(run)),
-        events.store.audit.onCheckpoint((c) => m.checkpoint(c)),
-      );
-      log.info({ url: config.mqtt!.url, group: config.mqtt!.group_id, node: config.mqtt!.edge_node_id }, 'Sparkplug B publishing to the plant broker (store-and-forward)');
-      const broker = brokerLabel(config.mqtt!.url);
-      metrics.setSources({
-        mqtt: () => {
-          const st = m.publisher.stats();
-          return { broker, connected: st.state === 'draining' || st.state === 'live', queued: st.queued, queuedBytes: st.queuedBytes, dropped: st.dropped };
-        },
-      });
-    }
-    // a record that arrives for a closed batch is not ingested: refused (or dropped as a duplicate), audited
+      },
+      stop: async () => {
+        // stopped with `heartbeats` already; a connector never closes beating
+        for (const c of connectors) c.stopHeartbeat();
+        await Promise.allSettled(connectors.map((c) => c.close()));
+      },
+    },
     {
-      const e = engine;
-      const m = mes;
-      const screen = (tenant: string, batch: string): void => {
-        try {
-          screenInboxRecord({ store: events.store, runs: e.runs, intake: m.intake }, tenant, batch, clock.now());
-        } catch (err) {
-          log.error({ err, tenant, batch }, 'could not screen an MES inbox record');
+      // live values, the supervisor tags (what the PLC watchdogs do) and, with a broker, setpoints
+      name: 'subscriptions',
+      start: async () => {
+        for (const c of connectors) {
+          const described = await c.describe();
+          for (const t of described) served.set(t.tag, c.id);
+          describedTags.push(...described);
+          const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
+          if (tags.length > 0) {
+            subscriptions.push(
+              await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {
+                for (const s of samples) live.set(s.tag, s);
+                mqttLine?.samples(samples);
+              }),
+            );
+          }
+          const supervisor = described.filter((t) => t.kind === 'supervisor' && (WATCHED_SUPERVISOR_TAGS as readonly string[]).includes(t.name)).map((t) => t.tag);
+          if (supervisor.length > 0) {
+            const baseline = await c.read(supervisor); // baseline, and any PLC already found LOST
+            for (const s of baseline) published.set(s.tag, s);
+            onSupervision(baseline);
+            subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, (samples) => {
+              onSupervision(samples);
+              for (const s of samples) published.set(s.tag, s);
+              mqttLine?.samples(samples);
+            }));
+          }
+          // with a broker, a host sees the setpoints and every supervisor tag too (a PLC going LOST, a revert, the
+          // recipe in force): they are read for the broker only, so the air-gapped default polls nothing more
+          if (config.mqtt) {
+            const extra = described.filter((t) => t.kind === 'setpoint' || (t.kind === 'supervisor' && !supervisor.includes(t.tag))).map((t) => t.tag);
+            if (extra.length > 0) {
+              for (const s of await c.read(extra).catch(() => [])) published.set(s.tag, s);
+              subscriptions.push(await c.subscribe(extra, { intervalMs: 1000 }, (samples) => {
+                for (const s of samples) published.set(s.tag, s);
+                mqttLine?.samples(samples);
+              }));
+            }
+          }
         }
-      };
-      for (const t of config.tenants) for (const l of m.list(t.id)) if (BATCH_ID_RE.test(l.batch)) screen(t.id, l.batch);
-      unhook.push(m.watch((c) => {
-        if (c.kind !== 'removed' && BATCH_ID_RE.test(c.batch) && config.tenants.some((t) => t.id === c.tenant)) screen(c.tenant, c.batch);
-      }));
-    }
-    const rec = engine.recover();
-    if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
-    if (opts.api) {
-      const a = config.api;
-      const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
-      identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...(oidc ? { oidc } : {}) });
-      if (usesSim && config.simulator.embedded) {
-        demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
-        if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
+      },
+      stop: async () => {
+        await Promise.allSettled(subscriptions.map((s) => s.close()));
+      },
+    },
+    {
+      // The one holder of every write capability (R6/R7): policy is asked at call time, with the bundle in force;
+      // batch state and reviewer come from the run engine at call time, attendance from the operator it holds.
+      name: 'writer',
+      start: async () => {
+        processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : (opts.processTimeScale ?? 1);
+        writer = new GuardedWriter({
+          store: events.store, site: config, connectors, clock, policy: () => bundle,
+          // capping risk from the tenant's pinned twin and model validity from the registry, at call time
+          ...registrySources(events.store, loaded.dataDir, config.site.id),
+          batches: (tenant, batch) => engine?.batches(tenant, batch) ?? null,
+          attendance: () => engine?.attended() ?? null,
+          // rates of change are judged in process time: the embedded simulator runs it time_scale times faster
+          ...(processScale !== 1 ? { processTimeScale: processScale } : {}),
+        });
+        // after connect, before ready: close intents a crash left open with what the equipment holds now
+        const recovered = await writer.recover();
+        if (recovered.interrupted.length > 0 || recovered.approvalsInterrupted.length > 0) log.warn({ interrupted: recovered.interrupted, approvals: recovered.approvalsInterrupted }, 'interrupted equipment writes recorded');
+        log.info({ pending: writer.pending().length }, 'guarded writer ready');
+      },
+      // a write under way finishes, with its outcome audited, before the connectors and the store close
+      stop: async () => {
+        if (writer) await writer.idle();
+      },
+    },
+    {
+      // MES inbox (sample records on the embedded default's first start) and LIMS results folder
+      name: 'mes-lims',
+      start: () => {
+        if ((simulator ?? simProcess) && config.simulator.embedded) {
+          const samples = join(dirname(loaded.file), 'batches');
+          if (existsSync(samples)) {
+            const seeded = seedInbox(loaded.dataDir, samples);
+            if (seeded.length > 0) log.info({ records: seeded.map((r) => `${r.tenant}/${r.batch}`) }, 'sample batch records put in the MES inbox');
+          }
+        }
+        mes = openFolderMes(loaded.dataDir, { site: config });
+        lims = openFolderLims(loaded.dataDir);
+      },
+      stop: () => {
+        mes?.close();
+        lims?.close();
+      },
+    },
+    {
+      // created here; its runs are recovered and stopped by `runs`, below the heartbeats, so that the hooks of
+      // `mqtt-feed` and `mes-screen` see the stop's run changes
+      name: 'engine',
+      start: () => {
+        const embedded = simulator;
+        const child = simProcess;
+        engine = createRunEngine({
+          store: events.store, loaded, clock, writer: writer!, connectors, served, mes: mes!, lims: lims!, log: log.child({ component: 'engine' }), policy: () => bundle,
+          supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
+          processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
+          ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : {}),
+          ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+          // the people a batch record names are checked at intake against the site's local identities, which exist
+          // with the API; where people also sign in through an identity provider, someone not local is not known here
+          // (their role is checked when they sign)
+          ...(opts.api ? { people: peopleOf(new UserStore(events.store.db), config.api.oidc !== undefined) } : {}),
+        });
+      },
+    },
+    {
+      // Sparkplug B to the plant broker, store-and-forward (only with an `mqtt` section); its end is `mqtt`'s
+      name: 'mqtt-feed',
+      start: () => {
+        mqttLine = startLineMqtt({
+          loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
+          tags: () => describedTags, current: (tag) => live.get(tag) ?? published.get(tag),
+        });
+        if (!mqttLine) return;
+        const m = mqttLine;
+        const e = engine!;
+        unhookMqtt.push(
+          e.onToolCall((row, run) => m.toolCall(row, run.tenant)),
+          e.onChange((run) => m.runChanged(run)),
+          events.store.audit.onCheckpoint((c) => m.checkpoint(c)),
+        );
+        log.info({ url: config.mqtt!.url, group: config.mqtt!.group_id, node: config.mqtt!.edge_node_id }, 'Sparkplug B publishing to the plant broker (store-and-forward)');
+        const broker = brokerLabel(config.mqtt!.url);
+        metrics.setSources({
+          mqtt: () => {
+            const st = m.publisher.stats();
+            return { broker, connected: st.state === 'draining' || st.state === 'live', queued: st.queued, queuedBytes: st.queuedBytes, dropped: st.dropped };
+          },
+        });
+      },
+      stop: () => {
+        for (const u of unhookMqtt.splice(0)) u();
+      },
+    },
+    {
+      // a record that arrives for a closed batch is not ingested: refused (or dropped as a duplicate), audited
+      name: 'mes-screen',
+      start: () => {
+        const e = engine!;
+        const m = mes!;
+        const screen = (tenant: string, batch: string): void => {
+          try {
+            screenInboxRecord({ store: events.store, runs: e.runs, intake: m.intake }, tenant, batch, clock.now());
+          } catch (err) {
+            log.error({ err, tenant, batch }, 'could not screen an MES inbox record');
+          }
+        };
+        for (const t of config.tenants) for (const l of m.list(t.id)) if (BATCH_ID_RE.test(l.batch)) screen(t.id, l.batch);
+        unwatchMes = m.watch((c) => {
+          if (c.kind !== 'removed' && BATCH_ID_RE.test(c.batch) && config.tenants.some((t) => t.id === c.tenant)) screen(c.tenant, c.batch);
+        });
+      },
+      stop: () => unwatchMes?.(),
+    },
+    {
+      // at start, a run an unclean stop left RUNNING is interrupted (it waits for a named person); at stop, the step
+      // under way is interrupted (audited) before the writer drains, and a run at the approval gate keeps waiting
+      name: 'runs',
+      start: () => {
+        const rec = engine!.recover();
+        if (rec.interrupted.length > 0) log.warn({ runs: rec.interrupted }, 'runs interrupted by an unclean stop: each waits for a named person to resume it');
+      },
+      stop: async (reason) => {
+        if (engine) await engine.stop(reason);
+      },
+    },
+    {
+      // The heartbeats say that linekeeper supervises: they start once everything that supervises is up, and stop
+      // right after the API, so each PLC's watchdog takes its line to the last known-good recipe whatever the rest
+      // of the stop takes (a release package being written, a write draining).
+      name: 'heartbeats',
+      start: () => {
+        beating = true;
+        // a disk that filled during start-up has failed closed already: no heartbeats until the trail is written again
+        if (events.storage.outage()?.failedClosed) return;
+        for (const c of connectors) c.startHeartbeat(unsupervised.get(c.id));
+      },
+      stop: () => {
+        beating = false;
+        for (const c of connectors) c.stopHeartbeat();
+      },
+    },
+    { name: 'maintenance', start: () => startMaintenance(loaded), stop: stopMaintenance },
+    {
+      name: 'live-log',
+      start: () => {
+        timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), opts.liveLogMs ?? 5000);
+        timer.unref();
+      },
+      stop: () => {
+        if (timer) clearInterval(timer);
+      },
+    },
+    {
+      // the surface last: at a stop, no request reaches an engine, a writer or a store that is closing
+      name: 'api',
+      start: async () => {
+        if (!opts.api) return;
+        const a = config.api;
+        const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
+        identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...(oidc ? { oidc } : {}) });
+        if (usesSim && config.simulator.embedded) {
+          demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
+          if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
+        }
+        const parts = { engine: engine!, writer: writer!, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+        const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
+        api = await createApi({
+          ...(tls ? { tls } : {}),
+          daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped, loopDelay: () => loopDelay.snapshot(),
+          metrics: { metrics, tokenFile: a.metrics_token_file },
+          signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },
+        });
+        apiUrl = await api.listen(opts.api.host ?? a.host, opts.api.port ?? a.port);
+        log.info({ url: apiUrl }, 'REST API listening');
+      },
+      stop: async () => {
+        if (api) await api.close().catch((err: unknown) => log.error({ err }, 'REST API did not close cleanly'));
+      },
+    },
+  ];
+
+  const lifecycle = new Lifecycle({ logger: log });
+  let stopping: Promise<void> | undefined;
+  const stop = (reason = 'stop requested'): Promise<void> => {
+    stopping ??= (async () => {
+      stopped = true;
+      try {
+        await lifecycle.stop(reason);
+      } catch (err) {
+        // every component was stopped all the same; the ones that threw are named (and each was logged)
+        log.error({ err, reason }, 'stopped; some components did not stop cleanly');
+        throw err;
       }
-      const parts = { engine, writer, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
-      const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
-      api = await createApi({
-        ...(tls ? { tls } : {}),
-        daemon: parts, clock, users: identity, logger: log, streams: { perUser: a.streams_per_user }, ready: () => !stopped, loopDelay: () => loopDelay.snapshot(),
-        metrics: { metrics, tokenFile: a.metrics_token_file },
-        signInLimits: { windowMs: a.sign_in_window_s * 1000, perAddress: a.sign_in_failures_per_address, perAccount: a.sign_in_failures_per_account },
-      });
-      apiUrl = await api.listen(opts.api.host ?? a.host, opts.api.port ?? a.port);
-      log.info({ url: apiUrl }, 'REST API listening');
-    }
-    const liveLogMs = opts.liveLogMs ?? 5000;
-    timer = setInterval(() => log.info({ values: summarise(live) }, 'live values'), liveLogMs);
-    timer.unref();
-    startMaintenance(loaded);
+      log.info({ reason }, 'stopped');
+    })();
+    return stopping;
+  };
+  try {
+    await lifecycle.start(components);
   } catch (err) {
-    await stop(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+    // the lifecycle stopped what had started, in reverse
+    stopped = true;
+    if (recordedStart) log.info({ reason: `start failed: ${err instanceof Error ? err.message : String(err)}` }, 'stopped');
     throw err;
   }
 
@@ -565,7 +734,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return undefined;
     }
     policy = next;
-    setBundle(next.bundle);
+    bundle = next.bundle;
     return next.bundle.version;
   };
   const reload = async (): Promise<ReloadResult> => {
@@ -595,7 +764,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
   return {
     get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
-    supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload,
+    supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
   };
 }
 
