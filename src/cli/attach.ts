@@ -7,12 +7,13 @@
  */
 import { formatDuration } from '../domain/run.js';
 import { LkError } from '../errors.js';
-import type { DaemonClient } from './client.js';
+import type { LinekeeperClient } from '../sdk/client.js';
+import { cliError } from './daemon-client.js';
 import { header, RunTranscript, type ApiRun, type Escalation, type TranscriptState } from './run-transcript.js';
 
 export interface AttachOptions {
-  readonly client: DaemonClient;
-  readonly tenant: string;
+  /** The SDK's client of the daemon, made for the run's tenant (src/cli/daemon-client.ts). */
+  readonly client: LinekeeperClient;
   /** The run as last read (POST /runs or GET /runs/{id}). */
   readonly run: ApiRun;
   /** started: by this command; attached: from the run's first line; resumed: after a saved state. */
@@ -83,7 +84,8 @@ function transient(err: unknown): boolean {
   return err instanceof TypeError;
 }
 
-function message(err: unknown): string {
+function message(caught: unknown): string {
+  const err = cliError(caught);
   return LkError.is(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err);
 }
 
@@ -93,7 +95,6 @@ function message(err: unknown): string {
  *   LK_API_UNREACHABLE after the daemon stayed away `giveUpMs`; the transcript's state is saved first.
  */
 export async function attach(o: AttachOptions): Promise<AttachResult> {
-  const base = `/v1/tenants/${encodeURIComponent(o.tenant)}/runs/${encodeURIComponent(o.run.id)}`;
   const t = new RunTranscript(o.state);
   const screen = new Screen(o.out, o.tty);
   let view = o.run;
@@ -103,7 +104,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
     if (lines.length > 0) o.save?.(t.state);
   };
   const refresh = async (): Promise<ApiRun> => {
-    view = await o.client.json<ApiRun>('GET', base);
+    view = await o.client.getRun(o.run.id);
     viewAt = Date.now();
     return view;
   };
@@ -126,7 +127,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
   if (o.presence) {
     let warned = false;
     const beat = (): void => {
-      o.client.json('POST', `/v1/tenants/${encodeURIComponent(o.tenant)}/attendance`, {}).then(
+      o.client.attendance().then(
         () => (warned = false),
         (err: unknown) => {
           if (warned || ctl.signal.aborted) return;
@@ -140,7 +141,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
   }
   // deadlocks of this run that wait for a person have no log line while they wait: they are asked for at each look
   const escalations = (): Promise<Escalation[]> =>
-    o.client.json<{ items: Escalation[] }>('GET', `/v1/tenants/${encodeURIComponent(o.tenant)}/arbitration/escalations`).then((r) => r.items, () => []);
+    o.client.escalations().then((r) => r.items, () => []);
   timers.push(setInterval(() => void serial(async () => {
     print(t.poll(await refresh()));
     print(t.escalations(o.run.id, await escalations()));
@@ -179,7 +180,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
     let gaveUp: LkError | undefined;
     for (;;) {
       // the SDK's reader resumes a dropped stream itself; this loop opens it again only after a failed look at the run
-      const log = o.client.toolCalls(`${base}/stream`, {
+      const log = o.client.toolCalls(o.run.id, {
         after: t.state.lastEventId,
         maxRetries: Number.POSITIVE_INFINITY,
         onConnection: (state, last, why) => {
@@ -211,9 +212,11 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
           const l = r.value;
           await serial(async () => print(t.line(l, t.needsView(l) ? await refresh() : undefined)));
         }
-      } catch (err) {
+      } catch (caught) {
         if (ctl.signal.aborted) return { how: 'detached', run: view };
-        if (err === gaveUp) throw err;
+        if (caught === gaveUp) throw caught;
+        // the SDK's refusal in the CLI's words: an LkError of its code (src/cli/daemon-client.ts)
+        const err = cliError(caught);
         if (LkError.is(err, 'LK_UNAUTHENTICATED')) {
           // the session ended while attached (signed out, disabled, or past its maximum age): the run is not affected
           throw new LkError('LK_UNAUTHENTICATED', err.message, { hint: `the run goes on; sign in again (linekeeper login), then re-attach: linekeeper runs watch ${view.id}` }, { cause: err });

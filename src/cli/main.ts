@@ -9,8 +9,9 @@ import { Command, CommanderError } from 'commander';
 import { LkError } from '../errors.js';
 import { fileError, isSystemError } from '../files.js';
 import { VERSION } from '../version.js';
-import { ProblemError } from './client.js';
+import { LinekeeperError } from '../sdk/errors.js';
 import { registerAll } from './commands/index.js';
+import { cliError } from './daemon-client.js';
 import { CliExit } from './prompt.js';
 
 export function buildProgram(): Command {
@@ -57,14 +58,16 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
     await program.parseAsync([...argv]);
   } catch (caught) {
     // a file-system error no command anticipated still gets a code and a message, not a stack trace
-    const err = isSystemError(caught) && typeof caught.path === 'string' ? fileError(caught, caught.path, 'file') : caught;
+    // the daemon's refusals, as the SDK's client hands them on, become the CLI's errors of their code (daemon-client.ts)
+    const err = cliError(isSystemError(caught) && typeof caught.path === 'string' ? fileError(caught, caught.path, 'file') : caught);
     if (err instanceof CommanderError) {
       // help and version exit 0 through here; usage errors were already printed
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    if (LkError.is(err) || err instanceof ProblemError) {
-      process.stderr.write(`linekeeper: ${err.message} [${err.code}]\n`);
+    if (LkError.is(err) || LinekeeperError.is(err)) {
+      // LinekeeperError: a code this CLI does not know (a newer daemon)
+      process.stderr.write(`linekeeper: ${LkError.is(err) ? err.message : err.detail} [${err.code}]\n`);
       const hint = LkError.is(err) ? err.detail?.['hint'] : undefined;
       if (typeof hint === 'string') process.stderr.write(`linekeeper: ${hint}\n`);
     } else if (err instanceof CliExit) {

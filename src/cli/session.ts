@@ -10,7 +10,8 @@ import { isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 import { RUN_ID_RE } from '../domain/run.js';
 import { LkError } from '../errors.js';
-import { DaemonClient } from './client.js';
+import type { LinekeeperClient } from '../sdk/client.js';
+import { daemonClient } from './daemon-client.js';
 
 /** The daemon's REST API when neither `--url` nor `LINEKEEPER_URL` says otherwise (the config's api default). */
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -167,16 +168,11 @@ export function removeCursor(run: string, env: NodeJS.ProcessEnv = process.env):
   rmSync(cursorFile(run, env), { force: true });
 }
 
-/** A signed-in client of the daemon: the session, its client, and the tenant a command works on. */
-export function connect(opts: { url?: string; tenant?: string }, now: number, env: NodeJS.ProcessEnv = process.env): { session: Session; client: DaemonClient; tenant: string } {
+/** A signed-in client of the daemon (the SDK's, src/cli/daemon-client.ts): the session, its client, and the tenant a command works on. */
+export function connect(opts: { url?: string; tenant?: string }, now: number, env: NodeJS.ProcessEnv = process.env): { session: Session; client: LinekeeperClient; tenant: string } {
   const session = requireSession(opts.url, now, env);
-  return { session, client: new DaemonClient({ url: session.url, token: session.token }), tenant: opts.tenant ?? session.tenant };
-}
-
-interface RenewReply {
-  token: string;
-  expiresAt: string;
-  sessionEndsAt?: string;
+  const tenant = opts.tenant ?? session.tenant;
+  return { session, client: daemonClient({ url: session.url, token: session.token, tenant }), tenant };
 }
 
 /**
@@ -184,13 +180,14 @@ interface RenewReply {
  * store the new one; the client uses it from then on. A long `runs watch` calls this on a timer so the
  * attachment survives the token lifetime, up to the session's maximum age.
  * @returns the session in force (renewed or not).
- * @throws LkError of the daemon (LK_UNAUTHENTICATED once the session reached its maximum age or was signed out).
+ * @throws LinekeeperError of the daemon (LK_UNAUTHENTICATED once the session reached its maximum age or was signed out).
  */
-export async function renewSession(session: Session, client: DaemonClient, now: number, withinMs = 5 * 60_000, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
+export async function renewSession(session: Session, client: LinekeeperClient, now: number, withinMs = 5 * 60_000, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
   if (Date.parse(session.expiresAt) - now > withinMs) return session;
-  const r = await client.json<RenewReply>('POST', '/v1/auth/token/refresh');
+  // POST /v1/auth/token/refresh; the client takes the new token (and renews it itself only when asked: no expiry was given to it)
+  const r = await client.renew();
+  client.close();
   const next: Session = { ...session, token: r.token, expiresAt: r.expiresAt, ...(r.sessionEndsAt ? { sessionEndsAt: r.sessionEndsAt } : {}) };
-  client.setToken(r.token);
   // another command may have signed in as someone else meanwhile: only our own session file is replaced
   let current: Session | null = null;
   try {

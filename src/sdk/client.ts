@@ -12,7 +12,7 @@ import { toolCallStream, type Channel, type ToolCallStreamOptions } from './even
 import { Run } from './run.js';
 import type {
   AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, TrailReview, TrailReviewView, TrailScope, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, LineReadiness, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
-  Rearmed, Simulation, TokenInfo, ToolCallLine,
+  Rearmed, Simulation, TokenInfo, ToolCallLine, SignedOut, PasswordChanged, AutonomyChange, AutonomyChangeRequest,
 } from './types.js';
 
 /** `fetch` or anything with its signature (a proxy agent, a test's transport). */
@@ -36,7 +36,7 @@ export type ClientOptions =
   | (CommonOptions & { readonly token: string; readonly user?: never; readonly password?: never; /** ISO 8601: when the given token expires (it is then renewed before). */ readonly expiresAt?: string })
   | (CommonOptions & { readonly user: string; readonly password: string; readonly token?: never });
 
-type Method = 'GET' | 'POST';
+type Method = 'GET' | 'POST' | 'PUT';
 
 export class LinekeeperClient {
   /** The API's base URL, without a trailing slash. */
@@ -48,7 +48,7 @@ export class LinekeeperClient {
   #token: string | undefined;
   #user: TokenInfo['user'] | undefined;
   #signingIn: Promise<TokenInfo> | undefined;
-  #renewing: Promise<void> | undefined;
+  #renewing: Promise<TokenInfo> | undefined;
   /** When the token expires and when its lifetime began (epoch ms, by {@link #now}); undefined: not known. */
   #expiresAt: number | undefined;
   #issuedAt = 0;
@@ -134,22 +134,21 @@ export class LinekeeperClient {
    * Renew the token now (POST /v1/auth/token/refresh, no password); concurrent callers share one renewal. When
    * the daemon refuses (the session reached its maximum age, or was signed out) a client with a password signs
    * in again; one with only a token keeps it and the refusal is thrown.
+   * @returns the new token, its expiry and the session's end (for a caller that keeps the token, as the CLI does).
    * @throws LinekeeperError LK_UNAUTHENTICATED (the session cannot be renewed and there is no password), LK_API_UNREACHABLE.
    */
-  renew(): Promise<void> {
+  renew(): Promise<TokenInfo> {
     this.#renewing ??= (async () => {
       try {
-        if (this.#token === undefined) {
-          await this.signIn();
-          return;
-        }
+        if (this.#token === undefined) return await this.signIn();
         try {
           const t = await this.#call<TokenInfo>('POST', '/v1/auth/token/refresh', { auth: false, token: this.#token });
           this.#tokenIs(t.token, t.expiresAt);
           this.#user = t.user;
+          return t;
         } catch (err) {
           if (!LinekeeperError.is(err) || err.code !== 'LK_UNAUTHENTICATED' || !this.#credentials) throw err;
-          await this.signIn();
+          return await this.signIn();
         }
       } finally {
         this.#renewing = undefined;
@@ -183,13 +182,14 @@ export class LinekeeperClient {
   }
 
   /** One JSON call. @throws LinekeeperError the daemon's problem, LK_API_UNREACHABLE, LK_API_RESPONSE. */
-  async #call<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; auth?: boolean; token?: string } = {}): Promise<T> {
+  async #call<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; auth?: boolean; token?: string; signal?: AbortSignal } = {}): Promise<T> {
     const u = new URL(`${this.url}${path}`);
     for (const [k, v] of Object.entries(o.query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
     const init: RequestInit = {
       method,
       headers: { accept: 'application/json', ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {}) },
       ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
     };
     let res: Response;
     try {
@@ -198,12 +198,12 @@ export class LinekeeperClient {
       if (LinekeeperError.is(err)) throw err;
       throw sdkError('LK_API_UNREACHABLE', `${method} ${u.pathname}: ${(err as Error).message}`, { cause: err });
     }
-    if (!res.ok) throw await problemOf(res);
+    if (!res.ok) throw await problemOf(res, `${method} ${u.pathname}`);
     const text = await res.text();
     try {
       return (text.length > 0 ? JSON.parse(text) : undefined) as T;
     } catch (err) {
-      throw new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `${method} ${u.pathname} answered ${res.status} with a body that is not JSON` }, { cause: err });
+      throw new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `${method} ${u.pathname} answered ${res.status} with a body that is not JSON`, request: `${method} ${u.pathname}` }, { cause: err });
     }
   }
 
@@ -227,8 +227,27 @@ export class LinekeeperClient {
     return decodeURIComponent((await this.#base()).slice('/v1/tenants/'.length));
   }
 
-  async #tenantCall<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown> } = {}): Promise<T> {
+  async #tenantCall<T>(method: Method, path: string, o: { body?: unknown; query?: Record<string, unknown>; signal?: AbortSignal } = {}): Promise<T> {
     return this.#call<T>(method, `${await this.#base()}${path}`, o);
+  }
+
+  /**
+   * POST /v1/auth/logout: end this client's session on the daemon now (its token is refused from then on, its
+   * open event streams close); the renewal timer stops.
+   * @throws LinekeeperError LK_UNAUTHENTICATED (expired or ended already), LK_API_UNREACHABLE.
+   */
+  async signOut(): Promise<SignedOut> {
+    this.close();
+    return this.#call<SignedOut>('POST', '/v1/auth/logout');
+  }
+
+  /**
+   * POST /v1/auth/password: the signed-in person changes their own password (the current one again, then the
+   * new one); the way out of a session that may only change it (`mustChangePassword` of the sign-in).
+   * @throws LinekeeperError LK_REAUTH_FAILED (wrong current password), LK_PASSWORD_WEAK, LK_PASSWORD_REUSED (the site's policy refuses the new one), LK_VALIDATION.
+   */
+  changePassword(o: { current: string; password: string }): Promise<PasswordChanged> {
+    return this.#call<PasswordChanged>('POST', '/v1/auth/password', { body: { current: o.current, password: o.password } });
   }
 
   /** GET /healthz: the daemon answers (no sign-in). */
@@ -250,9 +269,12 @@ export class LinekeeperClient {
     return this.#tenantCall<RunPage>('GET', '/runs', { query: o });
   }
 
-  /** GET /runs/{id}: steps with statuses and durations, the approval gate. @throws LinekeeperError LK_NOT_FOUND. */
-  getRun(id: string): Promise<RunRecord> {
-    return this.#tenantCall<RunRecord>('GET', `/runs/${encodeURIComponent(id)}`);
+  /**
+   * GET /runs/{id}: steps with statuses and durations, the approval gate; `signal` gives up waiting for it.
+   * @throws LinekeeperError LK_NOT_FOUND.
+   */
+  getRun(id: string, o: { signal?: AbortSignal } = {}): Promise<RunRecord> {
+    return this.#tenantCall<RunRecord>('GET', `/runs/${encodeURIComponent(id)}`, o.signal ? { signal: o.signal } : {});
   }
 
   /** A handle on a run by id (nothing is read until asked), e.g. for a QA reviewer's client to sign its gate. */
@@ -378,6 +400,16 @@ export class LinekeeperClient {
   /** POST /models/{id}/retire: take a model out of use (final), signed as {@link promoteModel}. @throws LinekeeperError as promoteModel. */
   retireModel(id: string, o: { changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
     return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/retire`, { body: o });
+  }
+
+  /**
+   * PUT /autonomy: change one level as the signed-in person (an agent, an agent on a setpoint, or a setpoint's
+   * ceiling): lowering always; raising one step at a time by a role the bundle permits, with a change reference
+   * and the password (a signature; without it the daemon answers LK_REAUTH_REQUIRED once it knows the raise is permitted).
+   * @throws LinekeeperError LK_REAUTH_REQUIRED, LK_REAUTH_FAILED, LK_AUTONOMY_CHANGE, LK_FORBIDDEN, LK_VALIDATION.
+   */
+  setAutonomy(change: AutonomyChangeRequest): Promise<AutonomyChange> {
+    return this.#tenantCall<AutonomyChange>('PUT', '/autonomy', { body: change });
   }
 
   /** POST /twin/simulate: rehearse candidates on the tenant's validated twin (audited). */

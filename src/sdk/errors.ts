@@ -25,6 +25,26 @@ export interface ProblemFields {
   readonly type?: string;
   readonly instance?: string;
   readonly issues?: readonly Issue[];
+  /** LK_LINE_NOT_READY: every reason the line is not ready (the problem's `reasons` member). */
+  readonly reasons?: readonly Reason[];
+  /** LK_BATCH_CLOSED: the batch, the run that closed it and its final status (the problem's `closed` member). */
+  readonly closed?: Closed;
+  /** The request that was refused, `GET /v1/tenants/…/runs/…` (set by the SDK for an answer it read). */
+  readonly request?: string;
+}
+
+/** Why the line is not ready: a stable code (PLC_LOST, CONNECTION_DOWN, …), what it is about, in words. */
+export interface Reason {
+  readonly code: string;
+  readonly subject: string;
+  readonly message: string;
+}
+
+/** The run that closed a batch. */
+export interface Closed {
+  readonly batch: string;
+  readonly run: string;
+  readonly status: string;
 }
 
 /** A refusal of the daemon, or an error the SDK found before or after asking it. */
@@ -36,6 +56,9 @@ export class LinekeeperError extends Error {
   readonly type: string;
   readonly instance: string | undefined;
   readonly issues: readonly Issue[];
+  readonly reasons: readonly Reason[];
+  readonly closed: Closed | undefined;
+  readonly request: string | undefined;
 
   constructor(p: ProblemFields, options?: { cause?: unknown }) {
     super(`${p.detail} [${p.code}]`, options);
@@ -47,6 +70,9 @@ export class LinekeeperError extends Error {
     this.type = p.type ?? `urn:linekeeper:error:${p.code}`;
     this.instance = p.instance;
     this.issues = p.issues ?? [];
+    this.reasons = p.reasons ?? [];
+    this.closed = p.closed;
+    this.request = p.request;
   }
 
   /** Cross-realm-safe check (two copies of the SDK, worker threads), optionally for one code. */
@@ -70,11 +96,11 @@ export function declarationError(what: string, error: z.core.$ZodError): Linekee
 
 /**
  * The error of a non-2xx answer: its problem+json body when it is one, else LK_API_RESPONSE (a proxy's HTML
- * page, a daemon of another kind). Reads the body.
+ * page, a daemon of another kind). Reads the body. `request` names what was asked (`GET /v1/…`).
  */
-export async function problemOf(res: Response): Promise<LinekeeperError> {
+export async function problemOf(res: Response, request?: string): Promise<LinekeeperError> {
   const text = await res.text().catch(() => '');
-  let body: Partial<ProblemFields> | undefined;
+  let body: Partial<Omit<ProblemFields, 'request'>> | undefined;
   try {
     body = JSON.parse(text) as Partial<ProblemFields>;
   } catch {
@@ -87,7 +113,10 @@ export async function problemOf(res: Response): Promise<LinekeeperError> {
       ...(typeof body.type === 'string' ? { type: body.type } : {}),
       ...(typeof body.instance === 'string' ? { instance: body.instance } : {}),
       ...(Array.isArray(body.issues) ? { issues: body.issues } : {}),
+      ...(Array.isArray(body.reasons) ? { reasons: body.reasons } : {}),
+      ...(typeof body.closed === 'object' && body.closed !== null ? { closed: body.closed } : {}),
+      ...(request !== undefined ? { request } : {}),
     });
   }
-  return new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `HTTP ${res.status} without a problem body (${text.slice(0, 120) || 'empty'})` });
+  return new LinekeeperError({ code: 'LK_API_RESPONSE', status: res.status, detail: `HTTP ${res.status} without a problem body (${text.slice(0, 120) || 'empty'})`, ...(request !== undefined ? { request } : {}) });
 }

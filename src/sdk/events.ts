@@ -145,6 +145,8 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
   let last = o.after ?? 0;
   let refusal: LinekeeperError | undefined;
   let failures = 0;
+  /** Why the last request got no stream, in words (eventsource's own message is a chain of causes). */
+  let lost: string | undefined;
   const es: EventSource = new EventSource(url, {
     fetch: async (_input, init): Promise<FetchLikeResponse> => {
       const headers: Record<string, string> = { ...init.headers };
@@ -156,23 +158,27 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
       try {
         res = await fetch(url, { method: 'GET', headers, ...(signal ? { signal } : {}) });
       } catch (err) {
-        // a refusal on the way (the sign-in again failed) ends the stream: retrying it would lock the account
-        if (LinekeeperError.is(err)) {
+        // a refusal on the way (the sign-in again failed) ends the stream: retrying it would lock the account;
+        // a transport that says the daemon cannot be reached is a lost connection, retried below
+        if (LinekeeperError.is(err) && err.code !== 'LK_API_UNREACHABLE') {
           refusal = err;
           return { status: err.status || 401, headers: new Headers(), url, redirected: false, body: null };
         }
         // eventsource gives up for good on an AbortError it did not cause itself: a request closed under it
         // before it was answered is a lost connection like any other, to be retried
         if (signal?.aborted) throw err;
-        throw new TypeError(`the event stream's connection was lost: ${(err as Error).message}`, { cause: err });
+        lost = LinekeeperError.is(err) ? err.detail : `the event stream's connection was lost: ${(err as Error).message}`;
+        throw new TypeError(lost, { cause: err });
       }
       if (res.status === 503) {
         // not ready (starting, stopping): come back as after a lost connection, within maxRetries
         await res.body?.cancel();
-        throw new TypeError('the daemon is not ready (503)');
+        lost = `the daemon at ${new URL(url).origin} is not ready (HTTP 503)`;
+        throw new TypeError(lost);
       }
+      lost = undefined;
       if (res.status !== 200 || !res.body) {
-        refusal = await problemOf(res);
+        refusal = await problemOf(res, `GET ${new URL(url).pathname}`);
         return { status: res.status, headers: res.headers, url: res.url, redirected: res.redirected, body: null };
       }
       return { status: res.status, headers: res.headers, url: res.url, redirected: res.redirected, body: dropEndsBody(res.body, signal) };
@@ -204,7 +210,7 @@ function follow(fetch: AuthorizedFetch, url: string, o: ToolCallStreamOptions, o
     } else if (++failures > maxRetries) {
       out.fail(sdkError('LK_API_UNREACHABLE', `the tool-call stream could not reconnect after ${maxRetries} attempts (last line ${last})`));
     } else {
-      const why = (ev as Event & { message?: unknown }).message;
+      const why = lost ?? (ev as Event & { message?: unknown }).message;
       o.onConnection?.('lost', last, typeof why === 'string' && why.length > 0 ? why : undefined);
     }
   });

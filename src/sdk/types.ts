@@ -7,6 +7,7 @@ import type {
   ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
   RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
   ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView, EscalationList as EscalationListSchema, EscalationDecisionView, WriteDecisionView,
+  AutonomyBody, AutonomyChangeView, PasswordChangedView, SignOutView,
 } from '../api/schemas.js';
 import type { ReadinessView, RearmView } from '../api/routes-line.js';
 import type { ReviewView, TrailView } from '../api/routes-trail-review.js';
@@ -68,6 +69,14 @@ export type TrailScope = { run: string } | { from: string; to: string };
 export type AuditFilter = Partial<Omit<z.input<typeof AuditQuery>, 'limit' | 'cursor'>> & { limit?: number; cursor?: string };
 export type DesignSpaceRecord = z.output<typeof DesignSpaceView>;
 export type TokenInfo = z.output<typeof TokenView>;
+/** A session ended on the daemon (POST /v1/auth/logout): whose. */
+export type SignedOut = z.output<typeof SignOutView>;
+/** A password changed by its owner (POST /v1/auth/password). */
+export type PasswordChanged = z.output<typeof PasswordChangedView>;
+/** One autonomy level to set (PUT /autonomy): an agent, an agent on a setpoint, or a setpoint's ceiling. */
+export type AutonomyChangeRequest = z.input<typeof AutonomyBody>;
+/** An autonomy level as changed (or found unchanged): from, to, who, the change reference, the audit entry. */
+export type AutonomyChange = z.output<typeof AutonomyChangeView>;
 export type Health = z.output<typeof HealthSchema>;
 
 /** A step as `run.stream()` yields it, each time its status changes. */

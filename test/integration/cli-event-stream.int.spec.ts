@@ -13,7 +13,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { attach } from '../../src/cli/attach.js';
-import { DaemonClient } from '../../src/cli/client.js';
+import { daemonClient } from '../../src/cli/daemon-client.js';
 import { LkError } from '../../src/errors.js';
 import type { ApiRun, LogLine, TranscriptState } from '../../src/cli/run-transcript.js';
 import { composePlan } from '../../src/domain/run.js';
@@ -78,7 +78,7 @@ async function listen(handler: http.RequestListener): Promise<string> {
 async function attachFailure(url: string, giveUpMs?: number): Promise<{ error: unknown; err: string }> {
   const err: string[] = [];
   const error = await attach({
-    client: new DaemonClient({ url, token: 'tok-test' }), tenant: TENANT, run: view('RUNNING'), how: 'attached', presence: false,
+    client: daemonClient({ url, token: 'tok-test', tenant: TENANT }), run: view('RUNNING'), how: 'attached', presence: false,
     out: sink([]), err: sink(err), tty: false, pollMs: 3_600_000, ...(giveUpMs !== undefined ? { giveUpMs } : {}),
   }).then(() => undefined, (e: unknown) => e);
   return { error, err: err.join('') };
@@ -146,7 +146,7 @@ describe('the CLI reads the run\'s event stream as the wire delivers it', () => 
     const err: string[] = [];
     const saved: TranscriptState[] = [];
     const result = await attach({
-      client: new DaemonClient({ url, token: 'tok-test' }), tenant: TENANT, run: view('RUNNING'), how: 'attached', presence: false,
+      client: daemonClient({ url, token: 'tok-test', tenant: TENANT }), run: view('RUNNING'), how: 'attached', presence: false,
       out: sink(out), err: sink(err), tty: false, pollMs: 3_600_000, save: (s) => saved.push(structuredClone(s)),
     });
 

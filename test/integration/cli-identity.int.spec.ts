@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DaemonClient } from '../../src/cli/client.js';
+import { daemonClient } from '../../src/cli/daemon-client.js';
 import { readSession, renewSession, saveSession, type Session } from '../../src/cli/session.js';
 import { modelStatus, registerModel } from '../../src/models/registry.js';
 import type { ModelCard } from '../../src/twin/card.js';
@@ -76,12 +76,13 @@ describe('the CLI as the signed-in person', () => {
 
   it('renewSession renews a token near its expiry, stores it, and the client uses it; logout ends the session on the daemon', async () => {
     const s = await session('p.bianchi');
-    const client = new DaemonClient({ url, token: s.token });
+    const client = daemonClient({ url, token: s.token, tenant: 'acme-pharma' });
     expect(await renewSession(s, client, Date.now(), 60_000, env())).toBe(s); // far from expiry: untouched
     const renewed = await renewSession(s, client, Date.parse(s.expiresAt) - 30_000, 60_000, env());
     expect(renewed.token).not.toBe(s.token);
     expect(readSession(env())?.token).toBe(renewed.token);
-    expect((await client.json<{ items: { id: string }[] }>('GET', '/v1/tenants/acme-pharma/models')).items.map((m) => m.id)).toEqual(['cliprobe-twin-v1']);
+    expect(client.token).toBe(renewed.token);
+    expect((await client.models()).items.map((m) => m.id)).toEqual(['cliprobe-twin-v1']);
     const out = await spawnCli(['logout'], { env: env() });
     expect(out.out).toContain('session ended on the daemon');
     expect((await req(a, 'GET', '/v1/tenants/acme-pharma/models', { token: renewed.token })).status).toBe(401);

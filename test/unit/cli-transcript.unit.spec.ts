@@ -5,11 +5,12 @@
  * the CLI's exit codes (the event stream itself: test/integration/cli-event-stream.int.spec.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { problemError, ProblemError } from '../../src/cli/client.js';
+import { cliError } from '../../src/cli/daemon-client.js';
 import { exitCodeFor } from '../../src/cli/main.js';
 import { CliExit } from '../../src/cli/prompt.js';
 import { header, RunTranscript, stepLine, type ApiRun, type LogLine } from '../../src/cli/run-transcript.js';
 import { composePlan } from '../../src/domain/run.js';
+import { LinekeeperError, problemOf } from '../../src/sdk/errors.js';
 import { LkError } from '../../src/errors.js';
 
 type Status = ApiRun['steps'][number]['status'];
@@ -124,18 +125,32 @@ describe('the run transcript', () => {
 });
 
 describe('errors of the daemon and exit codes', () => {
-  it('a problem+json body becomes an LkError of its code and detail; an unknown code keeps its name', () => {
-    const e = problemError(409, { code: 'LK_LINE_BUSY', detail: 'line line-3 runs run_x (RUNNING); one run at a time per line' }, 'POST /runs');
+  /** What the CLI makes of an answer, as the SDK's client reads it (problemOf) and hands it on. */
+  const answered = async (status: number, body: unknown, request = 'GET /x'): Promise<unknown> =>
+    cliError(await problemOf(new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'content-type': 'application/problem+json' } }), request));
+
+  it('a problem+json body becomes an LkError of its code and detail (with its hint, issues and reasons); an unknown code keeps its name', async () => {
+    const e = await answered(409, { code: 'LK_LINE_BUSY', detail: 'line line-3 runs run_x (RUNNING); one run at a time per line' }, 'POST /runs');
     expect(LkError.is(e, 'LK_LINE_BUSY')).toBe(true);
-    expect(e.message).toBe('line line-3 runs run_x (RUNNING); one run at a time per line');
-    const unknown = problemError(418, { code: 'LK_FROM_THE_FUTURE', detail: 'newer daemon' }, 'GET /x');
-    expect(unknown).toBeInstanceOf(ProblemError);
-    expect((unknown as ProblemError).code).toBe('LK_FROM_THE_FUTURE');
+    expect((e as LkError).message).toBe('line line-3 runs run_x (RUNNING); one run at a time per line');
+    const reasons = [{ code: 'PLC_LOST', subject: 'press', message: 'the press PLC is LOST' }];
+    const notReady = await answered(409, { code: 'LK_LINE_NOT_READY', detail: 'line-3 is not ready', reasons }, 'POST /runs');
+    expect(LkError.is(notReady, 'LK_LINE_NOT_READY')).toBe(true);
+    expect((notReady as LkError).detail).toMatchObject({ status: 409, reasons, hint: expect.stringContaining('linekeeper line rearm') });
+    const invalid = await answered(400, { code: 'LK_VALIDATION', detail: 'bad', issues: [{ path: 'body.request', message: 'required' }] });
+    expect((invalid as LkError).detail?.['issues']).toEqual([{ path: 'body.request', message: 'required' }]);
+    expect((await answered(401, { code: 'LK_UNAUTHENTICATED', detail: 'expired' }) as LkError).detail?.['hint']).toBe('sign in again: linekeeper login');
+    const unknown = await answered(418, { code: 'LK_FROM_THE_FUTURE', detail: 'newer daemon' });
+    expect(LinekeeperError.is(unknown, 'LK_FROM_THE_FUTURE')).toBe(true);
+    expect(LkError.is(unknown)).toBe(false);
     // not linekeeper's problem body (a proxy's page): the status says what it can
-    const proxy = problemError(502, 'not json', 'GET /x');
+    const proxy = await answered(502, 'not json');
     expect(LkError.is(proxy, 'LK_INTERNAL')).toBe(true);
-    expect(proxy.message).toBe('GET /x: HTTP 502');
-    expect(LkError.is(problemError(401, undefined, 'GET /x'), 'LK_UNAUTHENTICATED')).toBe(true);
+    expect((proxy as LkError).message).toBe('GET /x: HTTP 502');
+    expect(LkError.is(await answered(401, ''), 'LK_UNAUTHENTICATED')).toBe(true);
+    // what is not the SDK's passes as it is
+    const other = new Error('x');
+    expect(cliError(other)).toBe(other);
   });
 
   it('exit codes: 77 not signed in, 2 usage, 78 configuration, 65 audit, 130 interrupted, 1 otherwise', () => {
@@ -146,7 +161,7 @@ describe('errors of the daemon and exit codes', () => {
     expect(exitCodeFor(new LkError('LK_REAUTH_FAILED'))).toBe(1);
     expect(exitCodeFor(new LkError('LK_API_UNREACHABLE'))).toBe(1);
     expect(exitCodeFor(new CliExit(130))).toBe(130);
-    expect(exitCodeFor(new ProblemError('LK_FROM_THE_FUTURE', 418, 'x'))).toBe(1);
+    expect(exitCodeFor(new LinekeeperError({ code: 'LK_FROM_THE_FUTURE', status: 418, detail: 'x' }))).toBe(1);
   });
 });
 

@@ -38,19 +38,18 @@ export function registerApprove(program: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the signature as JSON')
     .action(async (id: string, opts: { decision: 'approve' | 'reject'; meaning: string; tenant?: string; url?: string; json?: boolean }) => {
-      const { session, client, tenant } = connect(opts, Date.now());
-      const base = `/v1/tenants/${encodeURIComponent(tenant)}/approvals`;
+      const { session, client } = connect(opts, Date.now());
       // what is about to be signed, when the daemon lets this person see it (the signature route decides anyway)
       let pending: Pending | undefined;
       try {
-        pending = (await client.json<z.output<typeof ApprovalList>>('GET', base)).items.find((a) => a.id === id);
+        pending = (await client.approvals()).items.find((a) => a.id === id);
       } catch {
         pending = undefined;
       }
       const what = pending ? `${pending.kind} of batch ${pending.batch ?? '?'} (run ${pending.run ?? '?'}), record sha256 ${pending.recordHash ?? '?'}` : id;
       process.stderr.write(`linekeeper: signing as ${safeText(session.name)} (${session.user}, ${session.role}): ${opts.decision} ${what}\nlinekeeper: meaning: ${safeText(opts.meaning)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication at signing): `);
-      const sig = await client.json<Signature>('POST', `${base}/${encodeURIComponent(id)}`, { decision: opts.decision, meaning: opts.meaning, password });
+      const sig = await client.approve(id, { decision: opts.decision, meaning: opts.meaning, password });
       process.stdout.write(opts.json ? `${JSON.stringify(sig, null, 2)}\n` : `${manifestation(sig)}\n`);
     });
 }

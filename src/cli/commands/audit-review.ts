@@ -7,6 +7,7 @@
  */
 import type { Command } from 'commander';
 import { safeText } from '../../engine/genealogy-text.js';
+import type { TrailScope } from '../../sdk/types.js';
 import { readPassword } from '../prompt.js';
 import { connect } from '../session.js';
 
@@ -52,10 +53,11 @@ export function registerAuditReview(audit: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print JSON')
     .action(async (o: Opts) => {
-      const { session, client, tenant } = connect(o, Date.now());
-      const scope = { ...(o.run ? { run: o.run } : {}), ...(o.from ? { from: o.from } : {}), ...(o.to ? { to: o.to } : {}) };
-      const base = `/v1/tenants/${encodeURIComponent(tenant)}/audit`;
-      const view = await client.json<View>('GET', `${base}/review?${new URLSearchParams(scope).toString()}`);
+      const { session, client } = connect(o, Date.now());
+      // as given: the daemon says what is missing or too much (a run, or a period from and to)
+      const scope = { ...(o.run ? { run: o.run } : {}), ...(o.from ? { from: o.from } : {}), ...(o.to ? { to: o.to } : {}) } as TrailScope;
+      // the API types an entry as an object of any keys; this command prints those of an audit entry
+      const view = (await client.auditTrailForReview(scope)) as unknown as View;
       if (o.comment === undefined) {
         process.stdout.write(o.json ? `${JSON.stringify(view, null, 2)}\n` : `${formatTrailReview(view)}\n`);
         return;
@@ -63,7 +65,7 @@ export function registerAuditReview(audit: Command): void {
       process.stderr.write(`${formatTrailReview(view)}\n\nlinekeeper: signing the review as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(o.comment)}\n`);
       // what is signed is what was printed: the entries through its last one, with its digest (409 when they differ)
       const password = await readPassword(`password for ${session.user} (re-authentication): `);
-      const r = await client.json<Review>('POST', `${base}/reviews`, { ...scope, ...(view.entries > 0 ? { through: view.last, digest: view.digest } : {}), comment: o.comment, password });
+      const r: Review = await client.reviewAuditTrail(scope, { ...(view.entries > 0 ? { through: view.last, digest: view.digest } : {}), comment: o.comment, password });
       process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : `reviewed: ${reviewLine(r)}\n  record SHA-256 ${r.recordHash}, signed by key ${r.keyId}\n`);
     });
 
@@ -74,9 +76,8 @@ export function registerAuditReview(audit: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print JSON')
     .action(async (o: Opts) => {
-      const { client, tenant } = connect(o, Date.now());
-      const q = o.run ? `?run=${encodeURIComponent(o.run)}` : '';
-      const r = await client.json<{ items: Review[] }>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/audit/reviews${q}`);
-      process.stdout.write(o.json ? `${JSON.stringify(r.items, null, 2)}\n` : `${r.items.length === 0 ? 'no reviews recorded' : r.items.map(reviewLine).join('\n')}\n`);
+      const { client } = connect(o, Date.now());
+      const items: Review[] = await client.auditTrailReviews(o.run);
+      process.stdout.write(o.json ? `${JSON.stringify(items, null, 2)}\n` : `${items.length === 0 ? 'no reviews recorded' : items.map(reviewLine).join('\n')}\n`);
     });
 }

@@ -60,12 +60,10 @@ export function registerExceptions(program: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the closed exception and its signature as JSON')
     .action(async (id: string, opts: { comment: string; deviation?: string; tenant?: string; url?: string; json?: boolean }) => {
-      const { session, client, tenant } = connect(opts, Date.now());
+      const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: closing ${id} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.comment)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication): `);
-      const out = await client.json<Closed>('POST', `/v1/tenants/${encodeURIComponent(tenant)}/exceptions/${encodeURIComponent(id)}/close`, {
-        comment: opts.comment, password, ...(opts.deviation ? { deviation: opts.deviation } : {}),
-      });
+      const out: Closed = await client.closeException(id, { comment: opts.comment, password, ...(opts.deviation ? { deviation: opts.deviation } : {}) });
       if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       else process.stdout.write(`${exceptionLine(out.exception)}\n${out.signature ? `  signed: key ${String(out.signature['keyId'])} at ${String(out.signature['timestamp'])}\n` : ''}`);
     });

@@ -28,8 +28,8 @@ export function registerLine(program: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the readiness as JSON')
     .action(async (opts: { tenant?: string; url?: string; json?: boolean }) => {
-      const { client, tenant } = connect(opts, Date.now());
-      const r = await client.json<Readiness>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/line/readiness`);
+      const { client } = connect(opts, Date.now());
+      const r: Readiness = await client.lineReadiness();
       process.stdout.write(`${opts.json ? JSON.stringify(r, null, 2) : formatReadiness(r)}\n`);
       if (!r.ready) throw new CliExit(1);
     });
@@ -41,9 +41,9 @@ export function registerLine(program: Command): void {
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the result as JSON')
     .action(async (unit: string, opts: { reason: string; tenant?: string; url?: string; json?: boolean }) => {
-      const { session, client, tenant } = connect(opts, Date.now());
+      const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: re-arming ${safeText(unit)} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
-      const r = await client.json<Rearmed>('POST', `/v1/tenants/${encodeURIComponent(tenant)}/line/equipment/${encodeURIComponent(unit)}/rearm`, { reason: opts.reason });
+      const r: Rearmed = await client.rearm(unit, { reason: opts.reason });
       if (opts.json) process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
       else process.stdout.write(`re-armed: ${r.equipment} ${r.state}${r.verified ? ' (verified by read-back)' : ''} by ${r.rearmedBy} (${r.role}) at ${r.at}: ${safeText(r.reason)}\n`);
     });

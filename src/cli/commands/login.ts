@@ -7,18 +7,11 @@
  */
 import type { Command } from 'commander';
 import { LkError } from '../../errors.js';
-import { DaemonClient } from '../client.js';
+import { LinekeeperError } from '../../sdk/errors.js';
+import { cliError, daemonClient } from '../daemon-client.js';
 import { createInterface } from 'node:readline';
 import { readLine, readPassword, readSecrets } from '../prompt.js';
 import { readSession, removeSession, saveSession, urlFor } from '../session.js';
-
-interface TokenReply {
-  token: string;
-  expiresAt: string;
-  sessionEndsAt?: string;
-  user: { id: string; name: string; role: string; tenants: string[] };
-  mustChangePassword?: boolean;
-}
 
 /** Every line of stdin when it is not a terminal (the password, then perhaps a new one). */
 async function stdinLines(): Promise<string[]> {
@@ -53,10 +46,14 @@ export function registerLogin(program: Command): void {
       const piped = tty ? [] : await stdinLines();
       const password = tty ? await readPassword(`password for ${user} at ${url}: `) : (piped[0] ?? '');
       if (!password) throw new LkError('LK_VALIDATION', 'no password was given');
-      const t = await new DaemonClient({ url }).json<TokenReply>('POST', '/v1/auth/token', { user, password }).catch((err: unknown) => {
+      // POST /v1/auth/token; the client keeps the token for the password change below
+      const client = daemonClient({ url, user, password });
+      const t = await client.signIn().catch((err: unknown) => {
         // a refused sign-in is not an expired session: no "sign in again" hint
-        throw LkError.is(err, 'LK_UNAUTHENTICATED') ? new LkError('LK_UNAUTHENTICATED', err.message) : err;
+        throw LinekeeperError.is(err, 'LK_UNAUTHENTICATED') ? new LkError('LK_UNAUTHENTICATED', err.detail) : err;
       });
+      // the CLI stores the token and renews it itself (session.ts)
+      client.close();
       if (t.mustChangePassword) {
         process.stderr.write(`linekeeper: the password of ${t.user.id} was set by someone else or has expired; choose your own now\n`);
         let next: string;
@@ -68,7 +65,7 @@ export function registerLogin(program: Command): void {
           next = piped[1] ?? '';
           if (!next) throw new LkError('LK_PASSWORD_CHANGE_REQUIRED', `${t.user.id} must change the password: give the new one as the second line of stdin`);
         }
-        await new DaemonClient({ url, token: t.token }).json('POST', '/v1/auth/password', { current: password, password: next });
+        await daemonClient({ url, token: t.token }).changePassword({ current: password, password: next });
         process.stderr.write(`linekeeper: new password for ${t.user.id} set\n`);
       }
       const tenant = opts.tenant ?? (previous && previous.user === t.user.id && t.user.tenants.includes(previous.tenant) ? previous.tenant : t.user.tenants[0]);
@@ -95,11 +92,12 @@ export function registerLogin(program: Command): void {
       let ended = false;
       if (s) {
         try {
-          await new DaemonClient({ url: s.url, token: s.token }).json('POST', '/v1/auth/logout');
+          await daemonClient({ url: s.url, token: s.token }).signOut();
           ended = true;
-        } catch (err) {
+        } catch (caught) {
           // expired or already ended: nothing to end; unreachable: say the token stays valid until it expires
-          if (!LkError.is(err, 'LK_UNAUTHENTICATED')) process.stderr.write(`linekeeper: the daemon did not end the session (${(err as Error).message}); its token stays valid until ${s.expiresAt}\n`);
+          const err = cliError(caught);
+          if (!LkError.is(err, 'LK_UNAUTHENTICATED')) process.stderr.write(`linekeeper: the daemon did not end the session (${LinekeeperError.is(err) ? err.detail : (err as Error).message}); its token stays valid until ${s.expiresAt}\n`);
         }
       }
       removeSession();

@@ -11,6 +11,8 @@ import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
+import { LinekeeperError } from '../../sdk/errors.js';
+import type { ModelChange } from '../../sdk/types.js';
 import { listModels, parseStatus, type ModelSummary } from '../../models/registry.js';
 import { seedDefaultModels } from '../../models/seed.js';
 import { fitSiteTwin, parseRecordedBatches, siteDataKind } from '../../models/site-fit.js';
@@ -72,17 +74,8 @@ interface ChangeOpts {
   json?: boolean;
 }
 
-/** What POST /models/{id}/promote|retire answers. */
-interface ModelChangeReply {
-  id: string;
-  tenant: string;
-  from: string;
-  to: string;
-  changeRef: string;
-  auditSeq: number;
-  evaluation: { dataset: { file: string; sha256: string }; criteria: unknown[] } | null;
-  signature: { user: string; name: string; meaning: string; time: string };
-}
+/** The golden-dataset evaluation of a promotion to validated, as POST /models/{id}/promote answers it (null otherwise). */
+type Evaluation = { dataset: { file: string; sha256: string }; criteria: unknown[] } | null;
 
 function changeOptions(cmd: Command): Command {
   return cmd
@@ -98,23 +91,28 @@ function changeOptions(cmd: Command): Command {
  * role and the lifecycle first and answers 428 LK_REAUTH_REQUIRED; only then is the password asked (a refused
  * change never prompts), and the change is sent again with it: a signature.
  */
-async function runChange(id: string, action: 'promote' | 'retire', body: Record<string, string>, opts: ChangeOpts): Promise<void> {
-  const { session, client, tenant } = connect(opts, Date.now());
-  const path = `/v1/tenants/${encodeURIComponent(tenant)}/models/${encodeURIComponent(id)}/${action}`;
-  const sent = { ...body, changeRef: opts.changeRef, reason: opts.reason };
-  let c: ModelChangeReply;
+async function runChange(id: string, action: 'promote' | 'retire', to: string | undefined, opts: ChangeOpts): Promise<void> {
+  const { session, client } = connect(opts, Date.now());
+  const sent = { changeRef: opts.changeRef, reason: opts.reason };
+  // the target status as parsed: the daemon answers LK_MODEL_TRANSITION for one that is not the next step
+  const send = (password?: string): Promise<ModelChange> => {
+    const signed = { ...sent, ...(password !== undefined ? { password } : {}) };
+    return action === 'promote' ? client.promoteModel(id, { to: to as 'shadow' | 'validated', ...signed }) : client.retireModel(id, signed);
+  };
+  let c: ModelChange;
   try {
-    c = await client.json<ModelChangeReply>('POST', path, sent);
+    c = await send();
   } catch (err) {
-    if (!LkError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
+    if (!LinekeeperError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
     const password = await readPassword(`password for ${session.user} (a model status change is signed): `);
-    c = await client.json<ModelChangeReply>('POST', path, { ...sent, password });
+    c = await send(password);
   }
   if (opts.json) {
     process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
     return;
   }
-  const ev = c.evaluation ? `; golden ${c.evaluation.dataset.file} (${c.evaluation.dataset.sha256.slice(0, 12)}…) passed ${c.evaluation.criteria.length} criteria` : '';
+  const e = c.evaluation as Evaluation;
+  const ev = e ? `; golden ${e.dataset.file} (${e.dataset.sha256.slice(0, 12)}…) passed ${e.criteria.length} criteria` : '';
   process.stdout.write(`${c.tenant}/${c.id}: ${c.from} → ${c.to} by ${c.signature.user} (${c.changeRef})${ev}; signed "${c.signature.meaning}" at ${c.signature.time}; audit ${c.tenant} #${c.auditSeq}\n`);
 }
 
@@ -232,8 +230,8 @@ export function registerModels(program: Command): void {
       .command('promote <id>')
       .description(`Promote a model one step (draft → shadow → validated) on the daemon after its golden-dataset evaluation passes. ${SIGNED}`)
       .requiredOption('--to <status>', 'shadow or validated'),
-  ).action((id: string, opts: ChangeOpts & { to: string }) => runChange(id, 'promote', { to: parseStatus(opts.to) }, opts));
+  ).action((id: string, opts: ChangeOpts & { to: string }) => runChange(id, 'promote', parseStatus(opts.to), opts));
   changeOptions(models.command('retire <id>').description(`Retire a model (from any status; final) on the daemon. ${SIGNED}`)).action((id: string, opts: ChangeOpts) =>
-    runChange(id, 'retire', {}, opts),
+    runChange(id, 'retire', undefined, opts),
   );
 }

@@ -10,18 +10,16 @@
  */
 import type { Command } from 'commander';
 import type { z } from 'zod';
-import type { ApprovalList, EscalationDecisionView, EscalationList, WriteDecisionView } from '../../api/schemas.js';
+import type { ApprovalList } from '../../api/schemas.js';
 import { safeText } from '../../engine/genealogy-text.js';
 import { LkError } from '../../errors.js';
+import type { MoveDecision } from '../../sdk/types.js';
 import { readPassword } from '../prompt.js';
 import { escalationLines } from '../run-transcript.js';
 import { connect } from '../session.js';
 import { manifestation } from './approve.js';
 
 type Item = z.output<typeof ApprovalList>['items'][number];
-type WriteDecision = z.output<typeof WriteDecisionView>;
-type Escalations = z.output<typeof EscalationList>;
-type Decided = z.output<typeof EscalationDecisionView>;
 
 interface Conn { tenant?: string; url?: string; json?: boolean }
 
@@ -43,8 +41,8 @@ export function registerMoves(program: Command): void {
   connOpts(moves.command('list').description('moves waiting for a person (an L2 move for the batch\'s reviewer, one outside the design space for QA): whom, what, since when'))
     .option('--run <id>', 'only the moves of this run')
     .action(async (opts: Conn & { run?: string }) => {
-      const { client, tenant } = connect(opts, Date.now());
-      const items = (await client.json<z.output<typeof ApprovalList>>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/approvals`)).items
+      const { client } = connect(opts, Date.now());
+      const items = (await client.approvals()).items
         .filter((a) => a.kind === 'setpoint_write' && (opts.run === undefined || a.run === opts.run));
       if (opts.json) process.stdout.write(`${JSON.stringify({ items }, null, 2)}\n`);
       else process.stdout.write(items.length === 0 ? 'no move waits for a person\n' : `${items.map(moveLine).join('\n')}\n`);
@@ -54,14 +52,14 @@ export function registerMoves(program: Command): void {
       .argument('<move_id>', 'the move (pw_…), as `moves list`, `run` and `runs watch` print it')
       .requiredOption('--meaning <text>', `what your signature means, e.g. "${decision === 'approve' ? 'reviewed: weight back to target' : 'rejected: hardness already at its limit'}"`)
       .action(async (id: string, opts: Conn & { meaning: string }) => {
-        const { session, client, tenant } = connect(opts, Date.now());
-        const base = `/v1/tenants/${encodeURIComponent(tenant)}/approvals`;
+        const { session, client } = connect(opts, Date.now());
         // the exact vector the signature binds to, as the daemon shows it now; a move no longer listed is answered by the route
-        const item = (await client.json<z.output<typeof ApprovalList>>('GET', base)).items.find((a) => a.id === id);
+        const item = (await client.approvals()).items.find((a) => a.id === id);
         if (item && item.kind !== 'setpoint_write') throw new LkError('LK_VALIDATION', `${id} is a ${item.kind}: sign it with linekeeper approve`);
         process.stderr.write(`linekeeper: signing as ${safeText(session.name)} (${session.user}, ${session.role}): ${decision} ${item ? moveLine(item) : id}\nlinekeeper: meaning: ${safeText(opts.meaning)}\n`);
         const password = await readPassword(`password for ${session.user} (re-authentication at signing): `);
-        const out = await client.json<WriteDecision>('POST', `${base}/${encodeURIComponent(id)}`, { decision, meaning: opts.meaning, password, ...(item?.recordHash ? { recordHash: item.recordHash } : {}) });
+        // without a listed move there is no hash to send: the route answers what it finds (withdrawn, not found, or the hash missing)
+        const out = await client.decideMove(id, { decision, meaning: opts.meaning, password, ...(item?.recordHash ? { recordHash: item.recordHash } : {}) } as MoveDecision);
         if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         else {
           const o = out.outcome;
@@ -73,8 +71,8 @@ export function registerMoves(program: Command): void {
   const esc = program.command('escalations').description('arbitration deadlocks that wait for a person (they hold their setpoint): list them, decide one with a reason');
   connOpts(esc.command('list').description('deadlocks of equal rank waiting for a person: both sides, what is held, since when'))
     .action(async (opts: Conn) => {
-      const { client, tenant } = connect(opts, Date.now());
-      const l = await client.json<Escalations>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/arbitration/escalations`);
+      const { client } = connect(opts, Date.now());
+      const l = await client.escalations();
       if (opts.json) process.stdout.write(`${JSON.stringify(l, null, 2)}\n`);
       else process.stdout.write(l.items.length === 0 ? 'no deadlock waits for a person\n' : `${l.items.map((e) => [...escalationLines(e), ...(e.runs.length ? [`    runs: ${e.runs.join(', ')}`] : [])].join('\n')).join('\n')}\n`);
     });
@@ -83,8 +81,8 @@ export function registerMoves(program: Command): void {
     .requiredOption('--choose <request_id>', 'the request id of the side that wins')
     .requiredOption('--reason <text>', 'why (audited with your name)')
     .action(async (id: string, opts: Conn & { choose: string; reason: string }) => {
-      const { client, tenant } = connect(opts, Date.now());
-      const out = await client.json<Decided>('POST', `/v1/tenants/${encodeURIComponent(tenant)}/arbitration/escalations/${encodeURIComponent(id)}`, { choose: opts.choose, reason: opts.reason });
+      const { client } = connect(opts, Date.now());
+      const out = await client.decideEscalation(id, { choose: opts.choose, reason: opts.reason });
       if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       else {
         process.stdout.write(`decided ${safeText(out.setpoint)} by ${out.decidedBy} (${out.role}): ${safeText(out.winner.agent)} wins with ${safeText(out.winner.target)} — ${safeText(out.reason)}\n`);

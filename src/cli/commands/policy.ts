@@ -15,6 +15,7 @@ import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { autonomyRows, autonomyView } from '../../store/autonomy-store.js';
 import { readLine, readPassword } from '../prompt.js';
 import { connect } from '../session.js';
+import { LinekeeperError } from '../../sdk/errors.js';
 import { lastAcceptedBundle } from '../../engine/policy-gate.js';
 import { DB_FILE, openStore, type Store } from '../../store/store.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel, type Decision, type ModelRecord, type PolicyContext } from '../../domain/policy.js';
@@ -321,19 +322,18 @@ function registerAutonomy(policy: Command): void {
     .action(async (opts: { agent?: string; setpoint?: string; level: string; changeRef?: string; reason?: string; tenant?: string; url?: string; json?: boolean }) => {
       if (opts.agent === undefined && opts.setpoint === undefined) throw new LkError('LK_VALIDATION', 'give --agent, --setpoint, or both');
       const { session, client, tenant } = connect(opts, Date.now());
-      const path = `/v1/tenants/${encodeURIComponent(tenant)}/autonomy`;
       const body = {
         ...(opts.agent !== undefined ? { agent: opts.agent } : {}), ...(opts.setpoint !== undefined ? { setpoint: opts.setpoint } : {}), level: level(opts.level, '--level'),
         ...(opts.changeRef !== undefined ? { changeRef: opts.changeRef } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
       };
       let ev: AutonomyChange;
       try {
-        ev = await client.json<AutonomyChange>('PUT', path, body);
+        ev = await client.setAutonomy(body);
       } catch (err) {
         // a raise is signed: the daemon asks for the password only once it knows the change is permitted
-        if (!LkError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
+        if (!LinekeeperError.is(err, 'LK_REAUTH_REQUIRED')) throw err;
         const password = await readPassword(`password for ${session.user} (raising autonomy is signed): `);
-        ev = await client.json<AutonomyChange>('PUT', path, { ...body, password });
+        ev = await client.setAutonomy({ ...body, password });
       }
       if (opts.json) return out(JSON.stringify(ev, null, 2));
       const what = [opts.agent, opts.setpoint].filter(Boolean).join(' on ');

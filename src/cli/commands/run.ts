@@ -5,7 +5,7 @@
  */
 import { Option, type Command } from 'commander';
 import { attach, type AttachResult } from '../attach.js';
-import type { DaemonClient } from '../client.js';
+import type { LinekeeperClient } from '../../sdk/client.js';
 import { statusText, type ApiRun, type TranscriptState } from '../run-transcript.js';
 import { connect, cursorFile, readCursor, removeCursor, renewSession, saveCursor, type Session } from '../session.js';
 
@@ -17,18 +17,14 @@ interface Common {
 
 const AUTONOMY = ['L0', 'L1', 'L2', 'L3'] as const;
 
-function runPath(tenant: string, id: string): string {
-  return `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(id)}`;
-}
-
 /** Follow `run` with the saved transcript state, saving it as it goes; forget it once the run ended. */
-async function follow(client: DaemonClient, session: Session, tenant: string, run: ApiRun, how: 'started' | 'attached' | 'resumed', state?: TranscriptState): Promise<AttachResult> {
+async function follow(client: LinekeeperClient, session: Session, tenant: string, run: ApiRun, how: 'started' | 'attached' | 'resumed', state?: TranscriptState): Promise<AttachResult> {
   // only an operator's presence counts (R5); someone else attached is told, not refused
   const presence = session.role === 'operator';
   let live = session;
   if (!presence) process.stderr.write(`linekeeper: ${session.user} is a ${session.role}: no operator presence is sent while attached; L2/L3 moves need an attended operator (R5)\n`);
   const result = await attach({
-    client, tenant, run, how, ...(state ? { state } : {}), presence, out: process.stdout, err: process.stderr, tty: process.stdout.isTTY === true,
+    client, run, how, ...(state ? { state } : {}), presence, out: process.stdout, err: process.stderr, tty: process.stdout.isTTY === true,
     save: (s) => saveCursor(run.id, s),
     // the token is renewed while attached (up to the session's maximum age), so a long watch outlives it
     renew: async () => {
@@ -42,7 +38,7 @@ async function follow(client: DaemonClient, session: Session, tenant: string, ru
   // a last look at the run for the message (never blocking the exit for long)
   let now = result.run;
   try {
-    now = await client.json<ApiRun>('GET', runPath(tenant, run.id), undefined, AbortSignal.timeout(2000));
+    now = await client.getRun(run.id, { signal: AbortSignal.timeout(2000) });
   } catch {
     // the last view is good enough
   }
@@ -61,7 +57,7 @@ export function registerRun(program: Command): void {
     .option('--json', 'print the started run as JSON and exit (no stream)')
     .action(async (request: string, opts: Common & { autonomy?: (typeof AUTONOMY)[number] }) => {
       const { session, client, tenant } = connect(opts, Date.now());
-      const run = await client.json<ApiRun>('POST', `/v1/tenants/${encodeURIComponent(tenant)}/runs`, { request, ...(opts.autonomy ? { autonomy: opts.autonomy } : {}) });
+      const run = (await client.startRun({ request, ...(opts.autonomy ? { autonomy: opts.autonomy } : {}) })).record!;
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
         return;
@@ -82,7 +78,7 @@ export function registerWatch(runs: Command): void {
     .action(async (id: string, opts: Common & { fromStart?: boolean }) => {
       cursorFile(id); // a run id, before anything is sent
       const { session, client, tenant } = connect(opts, Date.now());
-      const run = await client.json<ApiRun>('GET', runPath(tenant, id));
+      const run = await client.getRun(id);
       const saved = opts.fromStart ? null : readCursor(id);
       await follow(client, session, tenant, run, saved ? 'resumed' : 'attached', saved ?? undefined);
     });

@@ -7,10 +7,9 @@
  */
 import type { Command } from 'commander';
 import type { z } from 'zod';
-import type { AbortView, ReassignView } from '../../api/schemas.js';
+import type { AbortView } from '../../api/schemas.js';
 import { safeText } from '../../engine/genealogy-text.js';
 import { formatRunTable } from '../run-format.js';
-import type { ApiRun } from '../run-transcript.js';
 import { readPassword } from '../prompt.js';
 import { connect } from '../session.js';
 
@@ -20,8 +19,6 @@ interface Opts {
   url?: string;
   json?: boolean;
 }
-
-const path = (tenant: string, run: string, act: string): string => `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(run)}/${act}`;
 
 /** The PLCs' revert as the abort read it back: `press ok (LOST on recipe …)` or `press NOT VERIFIED: …`. */
 export function revertLines(reverted: z.output<typeof AbortView>['reverted']): string[] {
@@ -38,18 +35,18 @@ export function registerRunLifecycle(runs: Command): void {
 
   common(runs.command('resume <run_id>').description('resume a HELD or INTERRUPTED run as the signed-in process engineer or QA reviewer: the step that stopped runs again from its start (fresh readings and decisions; no write is replayed)'))
     .action(async (id: string, opts: Opts) => {
-      const { session, client, tenant } = connect(opts, Date.now());
+      const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: resuming ${id} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
-      const run = await client.json<ApiRun>('POST', path(tenant, id, 'resume'), { reason: opts.reason });
+      const run = await client.resumeRun(id, { reason: opts.reason });
       process.stdout.write(opts.json ? `${JSON.stringify(run, null, 2)}\n` : `${formatRunTable(run)}\nfollow it with: linekeeper runs watch ${run.id}\n`);
     });
 
   common(runs.command('abort <run_id>').description('abort a run that is not final as the signed-in person (a signature: prompts for your password): the line goes to its last known-good recipe, a pending approval is withdrawn, the run ends ABORTED with a "not a release" package'))
     .action(async (id: string, opts: Opts) => {
-      const { session, client, tenant } = connect(opts, Date.now());
+      const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: aborting ${id} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication: aborting a run is signed): `);
-      const out = await client.json<z.output<typeof AbortView>>('POST', path(tenant, id, 'abort'), { reason: opts.reason, password });
+      const out = await client.abortRun(id, { reason: opts.reason, password });
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
@@ -69,10 +66,10 @@ export function registerRunLifecycle(runs: Command): void {
   common(runs.command('reassign <run_id>').description('name another QA reviewer for a run that is not final (a signature: prompts for your password); the new reviewer must hold a QA role for the tenant')
     .requiredOption('--to <user>', 'the new QA reviewer (user id)'))
     .action(async (id: string, opts: Opts & { to: string }) => {
-      const { session, client, tenant } = connect(opts, Date.now());
+      const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: reassigning the QA reviewer of ${id} to ${safeText(opts.to)} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication: a reassignment is signed): `);
-      const out = await client.json<z.output<typeof ReassignView>>('POST', path(tenant, id, 'reassign'), { to: opts.to, reason: opts.reason, password });
+      const out = await client.reassignReviewer(id, { to: opts.to, reason: opts.reason, password });
       process.stdout.write(opts.json ? `${JSON.stringify(out, null, 2)}\n` : `${out.run.id}: QA reviewer ${out.from ?? 'none'} → ${out.to}${out.approval ? ` (approval ${out.approval} now waits for ${out.to})` : ''}; signed by ${safeText(out.signature.name)} (${out.signature.user}) at ${out.signature.timestamp}\n`);
     });
 }

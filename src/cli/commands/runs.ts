@@ -16,8 +16,9 @@ import { ExceptionStore } from '../../store/exception-store.js';
 import { RunStore } from '../../store/run-store.js';
 import { openStore, type Store } from '../../store/store.js';
 import { formatExceptions } from './exceptions.js';
-import type { DaemonClient } from '../client.js';
-import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView, type ApiGenealogy } from '../run-format.js';
+import type { LinekeeperClient } from '../../sdk/client.js';
+import { LinekeeperError, sdkError } from '../../sdk/errors.js';
+import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView } from '../run-format.js';
 import type { ApiRun, LogLine } from '../run-transcript.js';
 import { connect, readSession } from '../session.js';
 import { registerWatch } from './run.js';
@@ -52,15 +53,19 @@ function logText(lines: readonly Pick<LogLine, 'id' | 'at' | 'kind' | 'tool' | '
 }
 
 /** The tool-call log of a finished run from its event stream (which ends after the last line). */
-async function onlineLog(client: DaemonClient, path: string, run: ApiRun): Promise<LogLine[]> {
+async function onlineLog(client: LinekeeperClient, run: ApiRun): Promise<LogLine[]> {
   if (!TERMINAL_RUN.has(run.status as RunStatus)) {
     throw new LkError('LK_VALIDATION', `${run.id} is ${run.status}: its log is still growing`, { hint: `follow it with: linekeeper runs watch ${run.id} (or read what is stored so far with --offline)` });
   }
   const out: LogLine[] = [];
   // a stream dropped on the way is resumed after the last line read, a few times at most
-  const log = client.toolCalls(`${path}/stream`, { after: 0, maxRetries: 3 });
+  const log = client.toolCalls(run.id, { after: 0, maxRetries: 3 });
   try {
     for await (const l of log) out.push(l);
+  } catch (err) {
+    // the reader gave up reconnecting: say where the daemon was looked for, as for any other call
+    if (LinekeeperError.is(err, 'LK_API_UNREACHABLE') && !err.detail.startsWith('cannot reach')) throw sdkError('LK_API_UNREACHABLE', `cannot reach the linekeeper daemon at ${client.url} (${err.detail})`, { cause: err });
+    throw err;
   } finally {
     await log.return();
   }
@@ -68,22 +73,20 @@ async function onlineLog(client: DaemonClient, path: string, run: ApiRun): Promi
 }
 
 async function showOnline(id: string, opts: Common & { format: string }): Promise<string> {
-  const { client, tenant } = connect(opts, Date.now());
-  const path = `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(id)}`;
-  const run = await client.json<ApiRun>('GET', path);
-  if (opts.format === 'json' || opts.json) return JSON.stringify({ run, genealogy: await client.json<ApiGenealogy>('GET', `${path}/genealogy`) }, null, 2);
-  if (opts.format === 'genealogy') return formatGenealogy(await client.json<ApiGenealogy>('GET', `${path}/genealogy`));
-  if (opts.format === 'log') return logText(await onlineLog(client, path, run));
+  const { client } = connect(opts, Date.now());
+  const run = await client.getRun(id);
+  if (opts.format === 'json' || opts.json) return JSON.stringify({ run, genealogy: await client.genealogy(id) }, null, 2);
+  if (opts.format === 'genealogy') return formatGenealogy(await client.genealogy(id));
+  if (opts.format === 'log') return logText(await onlineLog(client, run));
   return formatRunTable(run);
 }
 
 async function listOnline(opts: Common, limit: number): Promise<ApiRun[]> {
-  const { client, tenant } = connect(opts, Date.now());
+  const { client } = connect(opts, Date.now());
   const items: ApiRun[] = [];
   let cursor: string | undefined;
   do {
-    const q = new URLSearchParams({ limit: String(Math.min(200, limit - items.length)), ...(cursor ? { cursor } : {}) });
-    const page = await client.json<{ items: ApiRun[]; next?: string }>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/runs?${q}`);
+    const page = await client.listRuns({ limit: Math.min(200, limit - items.length), ...(cursor ? { cursor } : {}) });
     items.push(...page.items);
     cursor = page.next;
   } while (cursor && items.length < limit);
@@ -150,8 +153,8 @@ export function registerRuns(program: Command): void {
     .action(async (runId: string, opts: Common, cmd: Command) => {
       let list: z.output<typeof ExceptionList>;
       if (!offline(opts, cmd)) {
-        const { client, tenant } = connect(opts, Date.now());
-        list = await client.json<z.output<typeof ExceptionList>>('GET', `/v1/tenants/${encodeURIComponent(tenant)}/runs/${encodeURIComponent(runId)}/exceptions`);
+        const { client } = connect(opts, Date.now());
+        list = await client.exceptions(runId);
       } else {
         const { runs: rs, tenant, close, store } = open(opts);
         try {
