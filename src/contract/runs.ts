@@ -69,7 +69,7 @@ export type RunPage = z.output<typeof RunPage>;
 /** One line of the tool-call log: the `data` of an SSE event. */
 export const ToolCallLine = z
   .object({
-    id: z.number().int(), run: z.string(), at: z.number().describe('epoch ms'), time: z.string().describe('HH:MM:SS UTC'), kind: z.enum(['call', 'ok', 'error']),
+    id: z.number().int(), run: z.string(), at: z.number().int().describe('epoch ms'), time: z.string().describe('HH:MM:SS UTC'), kind: z.enum(['call', 'ok', 'error']),
     step: z.string(), agent: z.string(), tool: z.string(), args: z.unknown().optional(), summary: z.string().optional(), result: z.unknown().optional(), auditSeq: z.number().int(),
   })
   .meta({ id: 'ToolCallLine' });
