@@ -6,7 +6,6 @@
  * for a minor one. The engine audits the closure in the transaction that closes it; the API audits what only
  * it sees (a closure refused to the person who tried). Another tenant's run or exception is 404 (R1).
  */
-import type { z } from 'zod';
 import type { ExceptionRecord } from '../store/exception-store.js';
 import type { RunRecord } from '../store/run-store.js';
 import { LkError } from '../errors.js';
@@ -19,7 +18,7 @@ const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export function exceptionView(e: ExceptionRecord): z.output<typeof ExceptionView> {
+export function exceptionView(e: ExceptionRecord): ExceptionView {
   return {
     id: e.id, run: e.run, batch: e.batch, kind: e.kind, severity: e.severity, blocking: e.status === 'open' && e.severity !== 'minor', status: e.status, step: e.step, title: e.title,
     evidence: e.evidence, raisedAt: iso(e.raisedAt), raisedBy: e.raisedBy, auditSeq: e.auditSeq,
@@ -28,7 +27,7 @@ export function exceptionView(e: ExceptionRecord): z.output<typeof ExceptionView
 }
 
 /** A run's exceptions with their counts and its specification table, as GET /runs/{id}/exceptions answers (and `runs exceptions --offline` prints). */
-export function exceptionList(run: RunRecord, items: readonly ExceptionRecord[]): z.output<typeof ExceptionList> {
+export function exceptionList(run: RunRecord, items: readonly ExceptionRecord[]): ExceptionList {
   const open = items.filter((e) => e.status === 'open');
   return {
     run: run.id, batch: run.batch, counts: { total: items.length, open: open.length, blocking: open.filter((e) => e.severity !== 'minor').length },

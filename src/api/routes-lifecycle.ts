@@ -5,10 +5,8 @@
  * parse, guard, re-authenticate and call the engine, which audits each act in the transaction of the change and
  * enforces the roles again; the API audits what only it sees (an act refused to the person who tried).
  */
-import type { z } from 'zod';
 import { TERMINAL_RUN, type RunStatus } from '../domain/run.js';
 import { reassignRoles, steeringRoles } from '../engine/run/lifecycle.js';
-import type { RunView as EngineRunView } from '../engine/run/types.js';
 import { LkError } from '../errors.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
@@ -18,7 +16,6 @@ import { AbortBody, AbortView, ReassignBody, ReassignView, ResumeBody, RunParams
 
 const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
-const out = (v: EngineRunView): z.output<typeof RunView> => v as z.output<typeof RunView>;
 
 /** Run `fn`; an act the engine refuses to this person (their role) is audited on the tenant's chain, then thrown. */
 async function refusedAudited<T>(ctx: ApiContext, tenant: string, run: string, user: AuthUser, action: string, fn: () => Promise<T> | T): Promise<T> {
@@ -45,7 +42,7 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => {
     const user = userOf(req);
     const { tenant, id } = req.params;
-    return out(await refusedAudited(ctx, tenant, id, user, 'run.resume', () => engine.resume(tenant, id, { user: user.id, name: user.name, role: user.role }, req.body.reason)));
+    return await refusedAudited(ctx, tenant, id, user, 'run.resume', () => engine.resume(tenant, id, { user: user.id, name: user.name, role: user.role }, req.body.reason));
   });
 
   app.post(`${BASE}/runs/:id/abort`, {
@@ -66,7 +63,7 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.abort', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is aborted by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'abort' });
     const r = await refusedAudited(ctx, tenant, id, user, 'run.abort', () => engine.abort(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, reason: req.body.reason }));
-    return { run: out(r.run), reverted: r.reverted, approvalWithdrawn: r.approvalWithdrawn, signature: r.signature };
+    return { run: r.run, reverted: r.reverted, approvalWithdrawn: r.approvalWithdrawn, signature: r.signature };
   });
 
   app.post(`${BASE}/runs/:id/reassign`, {
@@ -85,6 +82,6 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     // reassigning names who signs; it signs no record, so an administrator may do it (separation of duties holds)
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'reassign' }, { administrative: true });
     const r = await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => engine.reassign(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, to: req.body.to, reason: req.body.reason }));
-    return { run: out(r.run), from: r.from, to: r.to, approval: r.approval, signature: r.signature };
+    return { run: r.run, from: r.from, to: r.to, approval: r.approval, signature: r.signature };
   });
 }

@@ -6,7 +6,6 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
-import type { RunView as EngineRunView } from '../engine/run/types.js';
 import { releaseRefusal, type RunQuality } from '../engine/run/quality.js';
 import { decideRelease, decideWrite } from './approvals.js';
 import { bearer, READERS, userOf } from './auth.js';
@@ -19,7 +18,7 @@ import {
 const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
 
-function encodeCursor(run: EngineRunView): string {
+function encodeCursor(run: RunView): string {
   return Buffer.from(`${Date.parse(run.createdAt)}.${run.id}`).toString('base64url');
 }
 
@@ -30,14 +29,13 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-/** The engine's view as the schema types it (statuses are the domain's enums; the serializer checks them). */
-const out = (v: EngineRunView): z.output<typeof RunView> => v as z.output<typeof RunView>;
 
 /**
  * What the route's response serializer does to a view — encode (validate, keep only the schema's fields) through
  * the RunView schema — as the engine's view cache runs it: once per state change of the run, not per request.
+ * The engine's view is of the contract's type (src/contract/runs.ts), so no cast joins the two.
  */
-const encodeRunView = (v: EngineRunView): EngineRunView => z.encode(RunView, out(v)) as EngineRunView;
+const encodeRunView = (v: RunView): RunView => z.encode(RunView, v);
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export function registerRunRoutes(app: Api, ctx: ApiContext): void {
@@ -49,7 +47,7 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   }, async (req, reply) => {
     const user = userOf(req);
     const run = engine.start({ tenant: req.params.tenant, request: req.body.request, ...(req.body.autonomy ? { autonomy: req.body.autonomy } : {}), by: user.id });
-    return reply.code(201).header('location', `/v1/tenants/${run.tenant}/runs/${run.id}`).send(out(run));
+    return reply.code(201).header('location', `/v1/tenants/${run.tenant}/runs/${run.id}`).send(run);
   });
 
   app.get(`${BASE}/runs`, {
@@ -58,7 +56,7 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => {
     const { limit, cursor } = req.query;
     const rows = engine.list(req.params.tenant, limit + 1, cursor === undefined ? undefined : decodeCursor(cursor));
-    const items = rows.slice(0, limit).map(out);
+    const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return rows.length > limit && last ? { items, next: encodeCursor(rows[limit - 1]!) } : { items };
   });
@@ -102,7 +100,7 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
       .filter((e) => e.kind === 'arbitration')
       .flatMap((e) => ((e.data as { declined?: { agent: string; setpoint: string; score: number; reason: string }[] } | null)?.declined ?? []).map((d) => ({ at: iso(e.at), agent: d.agent, setpoint: d.setpoint, score: d.score, reason: d.reason })));
     return {
-      run: run.id, batch: run.batch, status: run.status as z.infer<typeof GenealogyView>['status'],
+      run: run.id, batch: run.batch, status: run.status,
       events: events.map((e) => ({ id: e.id, at: iso(e.at), kind: e.kind, step: e.step, agent: e.agent, tag: e.tag, summary: e.summary, data: e.data })),
       losingRequests: losing, release: run.release,
     };

@@ -1,12 +1,19 @@
 /**
  * The zod schemas of the REST API: requests are strict (an unknown field is a 400 naming it), responses
  * describe what the engine returns. The OpenAPI document is generated from these, so they are the contract.
+ * What the run routes answer is defined once in src/contract/runs.ts (the engine builds those types, the SDK
+ * ships them) and re-exported here with the rest.
  */
 import { z } from 'zod';
 import { AuditFilter } from '../audit/query.js';
-import { RUN_ID_RE, RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
-import type { WriteStatus } from '../engine/writer-types.js';
+import { RUN_ID_RE } from '../domain/run.js';
 import { ROLES } from '../store/user-store.js';
+import { IsoTime } from '../contract/runs.js';
+
+export {
+  AbortView, ActSignatureView, ApprovalItem, ApprovalList, CloseExceptionView, ExceptionList, ExceptionMarker, ExceptionView, GenealogyView, ReassignView, RunPage, RunView,
+  SignatureView, StepView, ToolCallLine, WriteDecisionView,
+} from '../contract/runs.js';
 
 export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
 /**
@@ -54,7 +61,7 @@ export const AuditQuery = AuditFilter.extend({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
-const iso = z.string().describe('ISO 8601 UTC');
+const iso = IsoTime;
 
 export const AuthUserView = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES), tenants: z.array(z.string()) });
 export const TokenView = z.object({
@@ -100,74 +107,6 @@ export const AutonomyChangeView = z.object({
   changeRef: z.string().nullable(), auditSeq: z.number().int().nullable(), signed: z.boolean(),
 });
 
-export const ExceptionMarker = z.object({
-  total: z.number().int(), open: z.number().int(), blocking: z.number().int().describe('open and critical or major: a batch release waits for these to be closed'),
-  kinds: z.array(z.string()),
-}).describe('the exceptions raised in this step (or run): a step that SUCCEEDED with exceptions is not a plain success');
-export const StepView = z.object({
-  seq: z.string(), name: z.string(), agent: z.string(), tool: z.string(), status: z.enum(STEP_STATUSES), gate: z.boolean(), attempt: z.number().int(),
-  durationMs: z.number().nullable(), duration: z.string(), detail: z.string(), exceptions: ExceptionMarker,
-});
-
-export const RunView = z
-  .object({
-    id: z.string(), tenant: z.string(), batch: z.string(), line: z.string(), product: z.string(), tooling: z.string(), status: z.enum(RUN_STATUSES),
-    goal: z.string(), autonomy: z.string(), startedBy: z.string(), createdAt: iso, endedAt: iso.nullable(), reason: z.string().nullable(),
-    plan: z.object({ steps: z.number().int(), gates: z.number().int(), text: z.string() }),
-    steps: z.array(StepView),
-    exceptions: ExceptionMarker,
-    approvalGate: z.object({
-      id: z.string().nullable(), step: z.string(), status: z.string(), reviewer: z.string().nullable(), recordHash: z.string().nullable(),
-      requestedAt: iso.nullable(), signature: z.record(z.string(), z.unknown()).nullable(),
-    }),
-    genealogy: z.string().describe('path of the genealogy'),
-    release: z.object({
-      json: z.string().describe('download URL of release.json (GET …/runs/{id}/release?file=json)'), pdf: z.string().describe('download URL of release.pdf'),
-      bundle: z.string().describe('download URL of the audit bundle (JSONL)'), sha256: z.record(z.string(), z.string()),
-    }).nullable().describe('the release package: download URLs and SHA-256 of its files (null until step 10 wrote it)'),
-  })
-  .meta({ id: 'Run' });
-
-export const RunPage = z.object({ items: z.array(RunView), next: z.string().optional() });
-
-/** One line of the tool-call log: the `data` of an SSE event. */
-export const ToolCallLine = z
-  .object({
-    id: z.number().int(), run: z.string(), at: z.number().describe('epoch ms'), time: z.string().describe('HH:MM:SS UTC'), kind: z.enum(['call', 'ok', 'error']),
-    step: z.string(), agent: z.string(), tool: z.string(), args: z.unknown().optional(), summary: z.string().optional(), result: z.unknown().optional(), auditSeq: z.number().int(),
-  })
-  .meta({ id: 'ToolCallLine' });
-
-export const GenealogyView = z.object({
-  run: z.string(), batch: z.string(), status: z.enum(RUN_STATUSES),
-  events: z.array(z.object({ id: z.number().int(), at: iso, kind: z.string(), step: z.string().nullable(), agent: z.string().nullable(), tag: z.string().nullable(), summary: z.string(), data: z.unknown() })),
-  losingRequests: z.array(z.object({ at: iso, agent: z.string(), setpoint: z.string(), score: z.number(), reason: z.string() })),
-  release: RunView.shape.release,
-});
-
-export const ApprovalItem = z.object({
-  id: z.string(), kind: z.enum(['batch_release', 'setpoint_write']), run: z.string().nullable(), batch: z.string().nullable(), needs: z.string(),
-  reviewer: z.string().nullable(), requestedAt: iso, recordHash: z.string().nullable(), detail: z.record(z.string(), z.unknown()),
-});
-export const ApprovalList = z.object({ items: z.array(ApprovalItem) });
-export const SignatureView = z.object({
-  format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
-  decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
-  reviewed: z.object({ exceptions: z.array(z.string()), exceptionsClosed: z.array(z.string()), specTableSha256: z.string().nullable() }).optional()
-    .describe('what the reviewer had before them when signing a batch release (covered by the signature): every exception of the run, those closed, and the specification table\'s hash'),
-});
-
-/** What the guarded writer did on a decided setpoint write (src/engine/writer-types.ts WriteOutcome). */
-const WRITE_STATUSES = ['written', 'denied', 'recommended', 'pending', 'declined', 'escalated', 'failed', 'reverted', 'rejected'] as const satisfies readonly WriteStatus[];
-export const WriteDecisionView = z.object({
-  kind: z.literal('setpoint_write'),
-  signature: SignatureView.describe('the signed decision; verify it as it is (Ed25519 over its canonical record without signature and keyId)'),
-  outcome: z.object({
-    status: z.enum(WRITE_STATUSES).describe('written once approved and allowed at call time; rejected; denied when the policy in force refuses it now'),
-    proposal: z.string(), vectorHash: z.string().nullable(), reasons: z.array(z.string()),
-    error: z.object({ code: z.string(), message: z.string() }).optional(),
-  }),
-});
 
 export const ModelList = z.object({
   items: z.array(z.object({
@@ -250,25 +189,11 @@ export const EscalationDecisionView = z.object({
 });
 
 export const ExceptionParams = z.strictObject({ tenant, id: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'an exception id is exc_<hex>') });
-export const ExceptionView = z.object({
-  id: z.string(), run: z.string(), batch: z.string(), kind: z.string(), severity: z.enum(['critical', 'major', 'minor']),
-  blocking: z.boolean().describe('open and critical or major: the batch release waits until it is closed'),
-  status: z.enum(['open', 'closed']), step: z.string().nullable(), title: z.string(), evidence: z.record(z.string(), z.unknown()),
-  raisedAt: z.string(), raisedBy: z.string(), auditSeq: z.number().int(),
-  closure: z.object({ user: z.string(), name: z.string(), at: z.string(), comment: z.string(), deviation: z.string().nullable(), signed: z.boolean() }).nullable(),
-}).meta({ id: 'Exception' });
-export const ExceptionList = z.object({
-  run: z.string(), batch: z.string(),
-  counts: z.object({ total: z.number().int(), open: z.number().int(), blocking: z.number().int() }),
-  items: z.array(ExceptionView),
-  specTable: z.unknown().nullable().describe('the specification table of the run (every specification with its data and verdict), once evaluated before the gate'),
-});
 export const CloseExceptionBody = z.strictObject({
   comment: text(3, 2000).describe('what was found and why the batch may proceed (required; audited and printed in the release package)'),
   deviation: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/, 'a deviation or CAPA reference is letters, digits and ._/- (e.g. DEV-2026-0142)').optional(),
   password: text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): closing a critical or major exception is a signature'),
 });
-export const CloseExceptionView = z.object({ exception: ExceptionView, signature: z.record(z.string(), z.unknown()).nullable() });
 
 /** The ways out of the states a run stops in (routes-lifecycle.ts): resume, abort, reassign. */
 const lifecycleReason = text(3, 1000).describe('why, in words (audited; printed in the genealogy and the package)');
@@ -279,15 +204,3 @@ export const ReassignBody = z.strictObject({
   to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a person\'s user id (e.g. m.rossi)').describe('the new QA reviewer: an active user holding a QA role for the tenant'),
   reason: lifecycleReason, password: signingPassword,
 });
-/** The Part 11 signature of an abort or a reassignment (src/engine/run/lifecycle.ts). */
-export const ActSignatureView = z.object({
-  format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
-  decision: z.enum(['abort', 'reassign']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
-});
-export const AbortView = z.object({
-  run: RunView,
-  reverted: z.array(z.object({ equipment: z.string(), ok: z.boolean().describe('true only when the read-back shows the PLC LOST on its last known-good recipe'), state: z.string().optional(), error: z.string().optional() })),
-  approvalWithdrawn: z.string().nullable().describe('the approval gate withdrawn (no longer signable), if one was pending'),
-  signature: ActSignatureView,
-});
-export const ReassignView = z.object({ run: RunView, from: z.string().nullable(), to: z.string(), approval: z.string().nullable().describe('the pending approval gate that now waits for the new reviewer'), signature: ActSignatureView });

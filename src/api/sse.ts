@@ -12,6 +12,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { ToolCallLine } from '../contract/runs.js';
 import { TERMINAL_RUN, timeOfDay, type RunStatus } from '../domain/run.js';
 import type { RunEngine } from '../engine/run/engine.js';
 import { LkError } from '../errors.js';
@@ -31,8 +32,8 @@ export interface StreamOptions {
 
 type StreamEngine = Pick<RunEngine, 'get' | 'toolCalls' | 'onToolCall' | 'onChange' | 'settled'>;
 
-/** The JSON of one log line as the stream and the SDKs see it. */
-export function lineOf(row: ToolCallRecord): Record<string, unknown> {
+/** The JSON of one log line as the stream and the SDKs see it: a line of the wire contract (src/contract/runs.ts). */
+export function lineOf(row: ToolCallRecord): ToolCallLine {
   return {
     id: row.id, run: row.run, at: row.at, time: timeOfDay(row.at), kind: row.kind, step: row.step, agent: row.agent, tool: row.tool,
     ...(row.args !== null && row.args !== undefined ? { args: row.args } : {}),

@@ -2,6 +2,7 @@
 import type { Connector, WriteResult } from '../../connectors/types.js';
 import type { Declined, Escalation } from '../arbitration/index.js';
 import type { Clock } from '../clock.js';
+import type { WRITE_STATUSES } from '../contract/runs.js';
 import type { SiteConfig } from '../config/schema.js';
 import type { AutonomyLevel, ArbitrationAttribute, Attendance, Decision, RequestedValue } from '../domain/policy.js';
 import type { AutonomyState, PolicyBundle } from '../policy/index.js';
@@ -46,7 +47,8 @@ export interface BatchContext {
 /** Batch lookup; null when the batch is unknown (then no setpoint moves for it). */
 export type BatchRegistry = (tenant: string, batch: string) => BatchContext | null;
 
-export type WriteStatus = 'written' | 'denied' | 'recommended' | 'pending' | 'declined' | 'escalated' | 'failed' | 'reverted' | 'rejected';
+/** What the guarded writer did with a write: the contract's list, so the API's outcome schema is the engine's. */
+export type WriteStatus = (typeof WRITE_STATUSES)[number];
 
 export interface WriteOutcome {
   readonly status: WriteStatus;

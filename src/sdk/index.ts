@@ -13,4 +13,5 @@ export type {
   ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
   StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure, AbortedRun, ReassignedReviewer,
   PendingMove, MoveDecision, MoveDecided, EscalationList, Escalation, EscalationDecided, TrailReview, TrailReviewView, TrailScope,
+  RunView, StepView, ExceptionMarker,
 } from './types.js';

@@ -1,54 +1,65 @@
 /**
- * The shapes the REST API answers with, as the SDK types them: taken from the zod schemas that validate and
- * serialise every route (src/api/schemas.ts), so the SDK cannot drift from the daemon it ships with.
+ * The shapes the REST API answers with, as the SDK types them. A run and everything the run routes answer (its
+ * steps, tool-call lines, genealogy, exceptions, approvals, signatures) are the wire contract's types
+ * (src/contract/runs.ts: the zod schemas the daemon serves and the engine builds), re-exported here; the rest
+ * are taken from the zod schemas that validate and serialise the other routes (src/api/schemas.ts). Either way
+ * the SDK cannot drift from the daemon it ships with.
  */
 import type { z } from 'zod';
 import type {
-  ApprovalList as ApprovalListSchema, AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, GenealogyView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
-  RunPage as RunPageSchema, RunView, SignatureView, SimulationView, StepView, TokenView, ToolCallLine as ToolCallLineSchema,
-  ExceptionList as ExceptionListSchema, CloseExceptionView, AbortView, ReassignView, EscalationList as EscalationListSchema, EscalationDecisionView, WriteDecisionView,
+  AbortView, ApprovalList as ApprovalListView, CloseExceptionView, ExceptionList as ExceptionListView, GenealogyView, ReassignView, RunPage as RunPageView, RunView, SignatureView, StepView,
+  ToolCallLine as ToolCallLineView, WriteDecisionView,
+} from '../contract/runs.js';
+import type {
+  AttendanceView, AuditPageView, AuditQuery, DesignSpaceView, Health as HealthSchema, LineView, ModelChangeView, ModelList as ModelListSchema,
+  SimulationView, TokenView, EscalationList as EscalationListSchema, EscalationDecisionView,
   AutonomyBody, AutonomyChangeView, PasswordChangedView, SignOutView,
 } from '../api/schemas.js';
 import type { ReadinessView, RearmView } from '../api/routes-line.js';
 import type { ReviewView, TrailView } from '../api/routes-trail-review.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
+export type { ExceptionMarker, RunView, StepView } from '../contract/runs.js';
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export type StepStatus = (typeof STEP_STATUSES)[number];
 export type Autonomy = 'L0' | 'L1' | 'L2' | 'L3';
 
-/** A run as GET /runs/{id} returns it: ordered steps, the approval gate, the genealogy pointer. */
-export type RunRecord = z.output<typeof RunView>;
-export type StepRecord = z.output<typeof StepView>;
-export type RunPage = z.output<typeof RunPageSchema>;
+/**
+ * A run as GET /runs/{id} returns it: ordered steps, the approval gate, the genealogy pointer.
+ * @deprecated the wire object is {@link RunView}; this older name is the same type.
+ */
+export type RunRecord = RunView;
+/** @deprecated the wire object is {@link StepView}; this older name is the same type. */
+export type StepRecord = StepView;
+export type RunPage = RunPageView;
 /** One line of the run's tool-call log: a call, or its ok / error result. */
-export type ToolCallLine = z.output<typeof ToolCallLineSchema>;
-export type Genealogy = z.output<typeof GenealogyView>;
-export type ApprovalList = z.output<typeof ApprovalListSchema>;
+export type ToolCallLine = ToolCallLineView;
+export type Genealogy = GenealogyView;
+export type ApprovalList = ApprovalListView;
 /** A setpoint move waiting for a person (an item of GET /approvals of kind `setpoint_write`). */
 export type PendingMove = ApprovalList['items'][number];
 /** Deciding a waiting move: the signature binds to `recordHash`, the vector hash GET /approvals showed. */
 export interface MoveDecision { decision: 'approve' | 'reject'; meaning: string; password: string; recordHash: string }
 /** A signed move decision and what the guarded writer did with it. */
-export type MoveDecided = z.output<typeof WriteDecisionView>;
+export type MoveDecided = WriteDecisionView;
 /** Arbitration deadlocks waiting for a person (they hold their setpoint). */
 export type EscalationList = z.output<typeof EscalationListSchema>;
 export type Escalation = EscalationList['items'][number];
 /** A deadlock decided: who, why, the winner and the declined sides. */
 export type EscalationDecided = z.output<typeof EscalationDecisionView>;
 /** A Part 11 signature: identity, meaning, time, bound to the record hash. */
-export type Signature = z.output<typeof SignatureView>;
+export type Signature = SignatureView;
 /** A run's exceptions (deviations) with their evidence and status, and its specification table. */
-export type ExceptionList = z.output<typeof ExceptionListSchema>;
+export type ExceptionList = ExceptionListView;
 export type RunException = ExceptionList['items'][number];
 /** An exception as closed: who, when, the comment, the deviation reference, and the signature of a critical or major one. */
-export type ClosedException = z.output<typeof CloseExceptionView>;
+export type ClosedException = CloseExceptionView;
 /** Closing an exception: the comment is required; the password re-authenticates (a signature for critical and major ones). */
 export interface ExceptionClosure { comment: string; deviation?: string; password?: string }
 /** An aborted run: the run (ABORTED), each PLC's revert as read back, the gate withdrawn, and the signature of the abort. */
-export type AbortedRun = z.output<typeof AbortView>;
+export type AbortedRun = AbortView;
 /** A reassigned QA reviewer: old, new, the gate that now waits for the new one, and the signature. */
-export type ReassignedReviewer = z.output<typeof ReassignView>;
+export type ReassignedReviewer = ReassignView;
 export type ModelList = z.output<typeof ModelListSchema>;
 /** A model status change as signed: from, to, the audit entry and the signature manifestation. */
 export type ModelChange = z.output<typeof ModelChangeView>;
@@ -79,25 +90,12 @@ export type AutonomyChangeRequest = z.input<typeof AutonomyBody>;
 export type AutonomyChange = z.output<typeof AutonomyChangeView>;
 export type Health = z.output<typeof HealthSchema>;
 
-/** A step as `run.stream()` yields it, each time its status changes. */
-export interface Step {
-  /** Two-digit position in the plan: `01` … `10`. */
-  readonly seq: string;
-  /** Dotted step name: `ingest.batch_record` … `release.genealogy`. */
-  readonly name: string;
-  readonly status: StepStatus;
-  /** As the spec renders it: `4.2s`, `2:05`, `continuous` for inspection, empty before the step started. */
-  readonly duration: string;
-  readonly durationMs: number | null;
-  readonly agent: string;
-  readonly tool: string;
-  /** What the step did, in words. */
-  readonly detail: string;
-  /** 1, or more after a named person resumed the step. */
-  readonly attempt: number;
-  /** The QA approval gate of the run. */
-  readonly gate: boolean;
-}
+/**
+ * A step as `run.stream()` yields it, each time its status changes: the contract's step (seq, name, status,
+ * duration, durationMs, agent, tool, detail, attempt, gate — documented on {@link StepView}) without its
+ * exception marker (read the run, or its exceptions, for those).
+ */
+export type Step = Readonly<Omit<StepView, 'exceptions'>>;
 
 export interface Decision {
   readonly decision: 'approve' | 'reject';

@@ -13,7 +13,8 @@ import type { Store, TxContext } from './store.js';
 
 export { EXCEPTION_KINDS, EXCEPTION_SEVERITIES, type ExceptionKind, type ExceptionSeverity } from '../domain/exception.js';
 
-export interface ExceptionClosure {
+/** The closure of an exception as its row holds it (the wire shows it as ExceptionView.closure, src/contract/runs.ts). */
+export interface ExceptionClosureRecord {
   readonly user: string;
   readonly name: string;
   readonly at: number;
@@ -39,7 +40,7 @@ export interface ExceptionRecord {
   readonly raisedBy: string;
   readonly auditSeq: number;
   readonly status: 'open' | 'closed';
-  readonly closure: ExceptionClosure | null;
+  readonly closure: ExceptionClosureRecord | null;
 }
 
 export type NewException = Omit<ExceptionRecord, 'status' | 'closure'>;
@@ -115,7 +116,7 @@ export class ExceptionStore {
   }
 
   /** @returns false when it was not open any more (closed concurrently). */
-  close(t: TxContext, id: string, c: ExceptionClosure): boolean {
+  close(t: TxContext, id: string, c: ExceptionClosureRecord): boolean {
     void t;
     const run = this.st.close.get(c.user, c.name, c.at, c.comment, c.deviation, c.signature ? JSON.stringify(c.signature) : null, id) as string | undefined;
     if (run === undefined) return false;

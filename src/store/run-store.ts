@@ -4,6 +4,8 @@
  * change commits with its audit entry; reads are tenant-scoped (R1): a run of another tenant is not found.
  * Every write to what a run's view shows (the run row, its steps, its approval) is announced to the
  * {@link RunStore.onWrite} listeners, so a cache of views is dropped exactly when its source changes.
+ * The types here are rows (`…Record`, times in epoch ms); what the API answers is built from them as the wire
+ * contract's views (`RunView`, `StepView`, `ToolCallLine`, src/contract/runs.ts).
  */
 import type { Database, Statement } from 'better-sqlite3';
 import type { PlanStep, RunStatus, StepStatus } from '../domain/run.js';

@@ -2,7 +2,8 @@
  * The Python SDK (sdk/python) against a real daemon: its own unittest suite run as a child process
  * (`python3 -m unittest discover sdk/python/tests`) with the daemon's URL and the demo users' passwords in the
  * environment — declarations, errors by code, and B-1042 on line-3 followed step by step across a dropped
- * connection, signed by m.rossi, to SUCCEEDED. Asserted here: the child's exit code, unittest's verdict with
+ * connection, signed by m.rossi, to SUCCEEDED — and its models (Step, ExceptionMarker, ToolCall, DesignSpace, Limit)
+ * checked field by field against the daemon's /openapi.json (sdk/python/tests/test_openapi.py). Asserted here: the child's exit code, unittest's verdict with
  * nothing skipped, the step lines it printed in plan order, and the run as the daemon holds it.
  */
 import { spawn } from 'node:child_process';
@@ -49,6 +50,9 @@ describe('the Python SDK against a real daemon', { timeout: 300_000 }, () => {
     expect(r.stderr, detail).toMatch(/^OK$/m);
     expect(r.stderr, detail).not.toMatch(/skipped/);
     expect(r.stderr).toMatch(/test_a_run_step_by_step_across_a_dropped_connection .* \.\.\. ok/);
+    // the models against the document the daemon serves: a field renamed on either side fails this test
+    expect(r.stderr, detail).toMatch(/test_every_model_field_is_in_its_schema_and_every_required_property_in_its_model .* \.\.\. ok/);
+    expect(r.stdout, detail).toContain('openapi models checked: Step, ExceptionMarker, ToolCall, DesignSpace, Limit');
 
     const out = r.stdout.split('\n');
     const steps = out.flatMap((l) => {

@@ -49,6 +49,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   agents: { paths: ['src/agents/'], imports: ['errors', 'clock', 'domain', 'config-schema', 'policy', 'arbitration', 'twin'], pure: true },
   // the truth of the batch: the specification table, OOS/OOT, reconciliation, model fidelity (judgements only)
   quality: { paths: ['src/quality/'], imports: ['errors', 'domain'], pure: true },
+  // the wire contract: the zod schemas of what the API answers (runs, steps, tool-call lines, exceptions), whose
+  // inferred types the engine builds, the API serves and the SDK ships; pure so the SDK can carry it
+  contract: { paths: ['src/contract/'], imports: ['domain'], pure: true },
   // the simulated plant's ground truth (hidden parameters, batch generator): part of the simulator, pure so that
   // the default models and golden datasets built from it are the same bytes for the same seed; the product
   // (twin, policy, arbitration, agents) never sees it
@@ -67,14 +70,14 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   // devices: connectors speak the protocols; the simulator is a connector that also plays the plant
   connectors: { paths: ['connectors/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth'] },
   supervision: { paths: ['src/supervision/'], imports: [...IO_BASE, ...PURE_CORE, 'connectors'] },
-  engine: { paths: ['src/engine/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'models', 'connectors', 'supervision'] },
+  engine: { paths: ['src/engine/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'models', 'connectors', 'supervision'] },
   // surfaces
-  ops: { paths: ['src/ops/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'models', 'connectors', 'engine'], types: ['api'] },
-  api: { paths: ['src/api/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'models', 'connectors', 'supervision', 'engine', 'ops'] },
-  // the SDK is shipped to agent authors: it talks HTTP to the API and shares only its types
-  sdk: { paths: ['src/sdk/'], imports: ['errors', 'domain'], types: ['api'] },
-  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
-  daemon: { paths: ['src/daemon.ts'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api'] },
+  ops: { paths: ['src/ops/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'contract', 'models', 'connectors', 'engine'], types: ['api'] },
+  api: { paths: ['src/api/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'models', 'connectors', 'supervision', 'engine', 'ops'] },
+  // the SDK is shipped to agent authors: it talks HTTP to the API and shares its wire contract and types
+  sdk: { paths: ['src/sdk/'], imports: ['errors', 'domain', 'contract'], types: ['api'] },
+  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
+  daemon: { paths: ['src/daemon.ts'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api'] },
   'ambient-types': { paths: ['src/types/'], imports: [] },
 };
 

@@ -62,6 +62,8 @@ describe('architecture: the real tree', () => {
     expect(layerOf('connectors/sim/truth.ts')).toBe('connectors');
     expect(layerOf('src/quality/spec.ts')).toBe('quality');
     expect(LAYERS.quality?.pure).toBe(true);
+    expect(layerOf('src/contract/runs.ts')).toBe('contract');
+    expect(LAYERS.contract?.pure).toBe(true);
   });
 });
 
@@ -97,6 +99,26 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(lines(helper, 'src/engine/run/steps/common.ts', 'step-imports-step')).toEqual([2]);
     // the registry imports every step
     expect(checkSamples({ 'src/engine/run/steps/index.ts': "import { blend } from './blend-dry.js';\nimport { compress } from './press.js';\nexport const s = [blend, compress];\n" })).toEqual([]);
+  });
+
+  it('the wire contract stays shippable: zod and the domain only, no store, engine, API or I/O', () => {
+    const v = checkSamples({
+      'src/contract/arch-sample.ts': [
+        "import { z } from 'zod';", // 1: fine
+        "import { RUN_STATUSES } from '../domain/run.js';", // 2: fine
+        "import type { RunRecord } from '../store/run-store.js';", // 3
+        "import { RunEngine } from '../engine/run/engine.js';", // 4
+        "import { RunView } from '../api/schemas.js';", // 5
+        "import { readFileSync } from 'node:fs';", // 6
+        'export type R = RunRecord;',
+        'export const all = [z, RUN_STATUSES, RunEngine, RunView, readFileSync];',
+      ].join('\n'),
+      // the SDK may carry it by value
+      'src/sdk/arch-sample.ts': "import { RunView } from '../contract/runs.js';\nexport const r = RunView;\n",
+    });
+    expect(lines(v, 'src/contract/arch-sample.ts', 'layer')).toEqual([3, 4, 5]);
+    expect(lines(v, 'src/contract/arch-sample.ts', 'io-module')).toEqual([6]);
+    expect(v.filter((x) => x.file === 'src/sdk/arch-sample.ts')).toEqual([]);
   });
 
   it('[INV-PURE-CORE] no I/O modules in a pure layer (node:fs, fs, better-sqlite3, node:net, a dynamic import)', () => {

@@ -17,10 +17,10 @@ from .client import Client, set_default_client
 from .declarations import AUTONOMY, Agent, DesignSpace, Limit, Tool
 from .errors import Issue, LinekeeperError
 from .events import SseParser, ToolCall, ToolCallStream
-from .run import Run, Step
+from .run import ExceptionMarker, Run, Step
 
 __all__ = [
-    "AUTONOMY", "Agent", "Client", "DesignSpace", "Issue", "Limit", "LinekeeperError", "Run", "SseParser", "Step", "Tool", "ToolCall",
+    "AUTONOMY", "Agent", "Client", "DesignSpace", "ExceptionMarker", "Issue", "Limit", "LinekeeperError", "Run", "SseParser", "Step", "Tool", "ToolCall",
     "ToolCallStream", "set_default_client",
 ]
 __version__ = "0.1.0"

@@ -25,6 +25,21 @@ _MIN_REREAD_S = 0.1
 
 
 @dataclass(frozen=True)
+class ExceptionMarker:
+    """The exceptions raised in a step (or run): a step that SUCCEEDED with exceptions is not a plain success."""
+
+    total: int
+    open: int
+    #: Open and critical or major: a batch release waits for these to be closed.
+    blocking: int
+    kinds: Tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ExceptionMarker":
+        return cls(total=int(d["total"]), open=int(d["open"]), blocking=int(d["blocking"]), kinds=tuple(str(k) for k in d["kinds"]))
+
+
+@dataclass(frozen=True)
 class Step:
     """A step of the run, as ``run.stream()`` yields it each time its status changes."""
 
@@ -42,12 +57,16 @@ class Step:
     attempt: int
     #: The QA approval gate of the run.
     gate: bool
+    #: The step's exceptions: how many, open, blocking the release, and of which kinds (None when not read).
+    exceptions: Optional[ExceptionMarker] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Step":
+        marker = d.get("exceptions")
         return cls(
             seq=str(d["seq"]), name=str(d["name"]), status=str(d["status"]), duration=str(d["duration"]), duration_ms=d.get("durationMs"),
             agent=str(d["agent"]), tool=str(d["tool"]), detail=str(d["detail"]), attempt=int(d["attempt"]), gate=bool(d["gate"]),
+            exceptions=ExceptionMarker.from_json(marker) if isinstance(marker, dict) else None,
         )
 
 

@@ -140,57 +140,5 @@ export interface StepResult {
 
 export type StepHandler = (ctx: StepContext, engine: RunEngine) => Promise<StepResult>;
 
-export interface StepView {
-  readonly seq: string;
-  readonly name: string;
-  readonly agent: string;
-  readonly tool: string;
-  readonly status: StepStatus;
-  readonly gate: boolean;
-  readonly attempt: number;
-  readonly durationMs: number | null;
-  readonly duration: string;
-  readonly detail: string;
-  /** The step's marker: its exceptions, how many are open and how many of those block the release. */
-  readonly exceptions: ExceptionMarker;
-}
-
-/** How many exceptions, open, open and blocking a release (critical or major), and of which kinds. */
-export interface ExceptionMarker {
-  readonly total: number;
-  readonly open: number;
-  readonly blocking: number;
-  readonly kinds: readonly string[];
-}
-
-export interface RunView {
-  readonly id: string;
-  readonly tenant: string;
-  readonly batch: string;
-  readonly line: string;
-  readonly product: string;
-  readonly tooling: string;
-  readonly status: string;
-  readonly goal: string;
-  readonly autonomy: string;
-  readonly startedBy: string;
-  readonly createdAt: string;
-  readonly endedAt: string | null;
-  readonly reason: string | null;
-  readonly plan: { readonly steps: number; readonly gates: number; readonly text: string };
-  readonly steps: readonly StepView[];
-  /** The run's exceptions in total (each step's are on the step). */
-  readonly exceptions: ExceptionMarker;
-  readonly approvalGate: {
-    readonly id: string | null;
-    readonly step: string;
-    readonly status: string;
-    readonly reviewer: string | null;
-    readonly recordHash: string | null;
-    readonly requestedAt: string | null;
-    readonly signature: Record<string, unknown> | null;
-  };
-  readonly genealogy: string;
-  /** The release package: the API's download URL of each file (GET …/runs/{id}/release?file=…) and its SHA-256. */
-  readonly release: { readonly json: string; readonly pdf: string; readonly bundle: string; readonly sha256: Record<string, string> } | null;
-}
+/** The run, its steps and their exception markers as the API shows them: the wire contract's types (src/contract/runs.ts). */
+export type { ExceptionMarker, RunView, StepView } from '../../contract/runs.js';
