@@ -26,6 +26,8 @@ import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import type { Simulator } from '../connectors/sim/index.js';
 import { startSimulatorProcess, type SimulatorProcess } from '../connectors/sim/child-process.js';
+import type { MemoryLine } from '../connectors/memory/index.js';
+import type { Plant } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription, TagDescription } from '../connectors/types.js';
 import { createApi, ensureDemoUsers, Identity, identitySettings, type ApiServer, type DemoUser } from './api/index.js';
 import { OidcVerifier } from './api/oidc.js';
@@ -97,7 +99,11 @@ export interface DaemonOptions {
    * its PLCs are lost like any equipment's) — or `in-process` (default: tests that reach into the plant through
    * `Daemon.simulator`).
    */
-  embeddedSimulator?: 'in-process' | 'process';
+  embeddedSimulator?: 'in-process' | 'process' | 'memory';
+  /** `embeddedSimulator: 'memory'`: the plant's seed (default: the configuration's `simulator.seed`). */
+  memorySeed?: number;
+  /** `embeddedSimulator: 'memory'`: a plant the caller keeps and scans across daemons (the core simulator's restarts). */
+  memoryPlant?: Plant;
 }
 
 /** What a reload (SIGHUP) did. */
@@ -133,6 +139,8 @@ export interface Daemon {
   readonly simulator: Simulator | undefined;
   /** The embedded simulator's child process (`embeddedSimulator: 'process'`). */
   readonly simulatorProcess: SimulatorProcess | undefined;
+  /** The embedded plant and its in-memory connectors (`embeddedSimulator: 'memory'`). */
+  readonly memoryLine: MemoryLine | undefined;
   /** The audit store (SQLite) of the data directory. */
   readonly store: Store;
   /** Site events while the disk is full: held, retried, failing closed past the bound (docs/fail-safe.md). */
@@ -238,6 +246,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   let simulator: Simulator | undefined;
   let simProcess: SimulatorProcess | undefined;
+  let memoryLine: MemoryLine | undefined;
   const usesSim = config.connections.some((c) => c.endpoint === 'sim');
   const subscriptions: Subscription[] = [];
   const live = new Map<string, Sample>();
@@ -384,7 +393,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     {
       name: 'simulator',
       start: async () => {
-        if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'process') {
+        if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'memory') {
+          // the plant in this process, no protocol servers: its connectors are in-memory, on the daemon's clock
+          const { startMemoryLine } = await import('../connectors/memory/index.js');
+          memoryLine = startMemoryLine(loaded, clock, { ...(opts.memorySeed !== undefined ? { seed: opts.memorySeed } : {}), ...(opts.memoryPlant ? { plant: opts.memoryPlant } : {}) });
+          log.info({ equipment: memoryLine.plant.equipmentIds }, 'embedded plant simulator started (in memory)');
+        } else if (usesSim && config.simulator.embedded && opts.embeddedSimulator === 'process') {
           simProcess = await startSimulatorProcess({ configFile: loaded.file, dataDir: loaded.dataDir, logLevel: log.level, log: log.child({ component: 'sim' }) });
           log.info({ opcua: simProcess.opcuaUrl, modbus: `${simProcess.modbusHost}:${simProcess.modbusPort}`, pid: simProcess.pid }, 'embedded plant simulator started (child process)');
         } else if (usesSim && config.simulator.embedded) {
@@ -395,6 +409,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         }
       },
       stop: async () => {
+        memoryLine?.close();
         if (simulator) await simulator.close();
         if (simProcess) await simProcess.close();
       },
@@ -407,7 +422,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         const embeddedSim = simulator ?? simProcess;
         const sim = embeddedSim ? { opcuaUrl: embeddedSim.opcuaUrl, modbusHost: embeddedSim.modbusHost, modbusPort: embeddedSim.modbusPort } : undefined;
         // read latency is timed by a wrapper (metrics wrap a connector; they are not written into each one)
-        connectors.push(...createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) }).map((c) => metrics.instrument(c)));
+        const made = memoryLine ? [...memoryLine.connectors] : createConnectors(config, { dataDir: loaded.dataDir, clock, logger: log, ...(sim ? { sim } : {}) });
+        connectors.push(...made.map((c) => metrics.instrument(c)));
         for (const c of connectors) {
           c.on((event) => {
             events.connector({ connector: c.id, event });
@@ -503,7 +519,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // batch state and reviewer come from the run engine at call time, attendance from the operator it holds.
       name: 'writer',
       start: async () => {
-        processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : (opts.processTimeScale ?? 1);
+        processScale = simulator ? simulator.plant.timeScale : simProcess ? simProcess.timeScale : memoryLine ? memoryLine.plant.timeScale : (opts.processTimeScale ?? 1);
         writer = new GuardedWriter({
           store: events.store, site: config, connectors, clock, policy: () => bundle,
           // capping risk from the tenant's pinned twin and model validity from the registry, at call time
@@ -553,7 +569,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           store: events.store, loaded, clock, writer: writer!, connectors, served, mes: mes!, lims: lims!, log: log.child({ component: 'engine' }), policy: () => bundle,
           supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
           processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
-          ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : {}),
+          ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : memoryLine ? { startPhase: (phase: string) => memoryLine!.plant.startPhase(phase) } : {}),
           ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
           // the people a batch record names are checked at intake against the site's local identities, which exist
           // with the API; where people also sign in through an identity provider, someone not local is not known here
@@ -763,7 +779,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     return { outcome: 'applied', sections, ...(pv ? { policy: pv } : {}) };
   };
   return {
-    get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
+    get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, memoryLine, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
     supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Headless Chromium for the console's end-to-end tests: the system's chromium (CI installs it), one context
- * at a viewport, one page with a 30 s default timeout whose page errors and console errors are collected into
+ * at a viewport, one page with a 90 s default timeout (a hang guard, not a speed limit: a download took over 30 s
+ * in CI while the other worker ran CPU-bound seeds) whose page errors and console errors are collected into
  * `problems` (the errors a test provokes on purpose — refused requests of the statuses `ignore` matches — left
  * out), so a test can assert at its end that nothing else went wrong.
  */
@@ -10,7 +11,7 @@ export async function openConsolePage(o: { viewport: { width: number; height: nu
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
   const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true });
   const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
+  page.setDefaultTimeout(90_000);
   page.on('pageerror', (e) => o.problems.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
     if (m.type() === 'error' && !o.ignore.test(m.text())) o.problems.push(`console: ${m.text()}`);

@@ -105,8 +105,9 @@ export const PROTOCOL_EXCEPTIONS: Readonly<Record<string, string>> = {
 /** What src/ may import from connectors/ by value: entry points and the interface, never internals. */
 // connectors/supervision.ts: the PLC supervision profiles, pure (no protocol library), so that what loads them — the
 // CLI's doctor, the engine — does not load node-opcua and modbus-serial with them; connectors/sim/child-process.ts: the
-// embedded simulator as a child process, so that the daemon that starts it does not load its servers
-export const CONNECTOR_ENTRY = /^connectors\/(index|types|supervision|(opcua|modbus|sim|mqtt|mes|lims)\/index|opcua\/pki|sim\/child-process)\.ts$/;
+// embedded simulator as a child process, so that the daemon that starts it does not load its servers; connectors/memory/index.ts:
+// the plant with in-memory connectors (DaemonOptions.embeddedSimulator 'memory'), loaded on demand like the simulator
+export const CONNECTOR_ENTRY = /^connectors\/(index|types|supervision|(opcua|modbus|sim|mqtt|mes|lims|memory)\/index|opcua\/pki|sim\/child-process)\.ts$/;
 
 /** The only file that may claim a connector's write capability and hold one. */
 export const WRITE_HOLDERS = new Set(['src/engine/guarded-writer.ts']);
