@@ -955,7 +955,7 @@ export class RunEngine {
     return { view, open };
   }
 
-  /** Options the steps need. */
+  /** The engine's options (the API's readiness check reads them; a step gets {@link services}, never these). */
   get options(): RunEngineOptions {
     return this.o;
   }

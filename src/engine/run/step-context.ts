@@ -1,7 +1,8 @@
 /**
  * What a step of a run works with: the tool-call log (each call and its result commit with their audit
  * entries), agent calls recorded for replay, readings from the equipment, waits in process time, and
- * proposals through the guarded writer. This is I/O code; the agents it calls are pure.
+ * proposals and arbitration rounds through the guarded writer — the only way a step reaches the writer (a step
+ * holds no writer, store or engine: step-services.ts). This is I/O code; the agents it calls are pure.
  */
 import type { Sample } from '../../../connectors/types.js';
 import type { Json } from '../../audit/index.js';
