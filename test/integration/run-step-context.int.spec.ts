@@ -2,7 +2,8 @@
  * The tool-call log of a step context on a real SQLite store: a call always gets its result line, also when
  * the engine stops while the call is under way (a call that polls the equipment, like vision.stream or the
  * NIR evidence scoring), and a failing call gets an error line; each line has its audit entry. Once the
- * engine is stopping, a step starts no new setpoint move.
+ * engine is stopping, a step starts no new setpoint move. An arbitration round asked through the context goes
+ * through a real guarded writer, with its audit entry and its genealogy event.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,10 @@ import { ManualClock } from '../../src/clock.js';
 import { composePlan } from '../../src/domain/run.js';
 import { LkError } from '../../src/errors.js';
 import { StepAborted, StepContext, type StepHost } from '../../src/engine/run/step-context.js';
-import type { GuardedWriter } from '../../src/engine/guarded-writer.js';
+import { GuardedWriter } from '../../src/engine/guarded-writer.js';
+import { contestOutcome, contestText, type ArbitrationRequest } from '../../src/arbitration/index.js';
+import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { silentLogger } from '../../src/log.js';
 import { raiseException } from '../../src/engine/run/exceptions.js';
 import { ExceptionStore } from '../../src/store/exception-store.js';
@@ -149,5 +153,44 @@ describe('StepContext: a connection lost during a step', () => {
     const again = new StepContext(h, run, composePlan()[2]!, new AbortController().signal, {}, 2);
     await again.readings(tags);
     expect(exceptions.ofRun(run.id).map((e) => e.key).filter((k) => !xs.some((x) => x.key === k))).toEqual(['CONNECTION_LOST:blender:03:2:1']);
+  });
+});
+
+describe('StepContext.contest', () => {
+  it('runs the orchestrator\'s round through the guarded writer: one arbitration.round audit entry with the requests and the outcome, then the round in the genealogy', async () => {
+    const loaded = loadConfig(defaultConfigFile());
+    const bundle = loadPolicyBundle(loaded.policyDir, { site: loaded.config }).bundle;
+    const writer = new GuardedWriter({ store, site: loaded.config, connectors: [], clock, policy: () => bundle, batches: () => null });
+    const run = newRun();
+    const ctx = new StepContext({ ...host, writer }, run, composePlan()[4]!, new AbortController().signal, {});
+    const turret = 'press.TurretSpeed';
+    const reqs: ArbitrationRequest[] = [
+      { id: `${run.id}:05:1:c1:0`, agent: 'agent.yield_takt', setpoint: turret, value: '44 {rev}/min', attribute: 'takt', justification: 'behind takt', at: clock.now() },
+      { id: `${run.id}:05:1:c1:1`, agent: 'agent.quality_conf', setpoint: turret, value: '40 {rev}/min', attribute: 'content_uniformity', justification: 'RSD near its limit', at: clock.now() },
+    ];
+    const seen: unknown[] = [];
+    const res = await ctx.contest({
+      agent: 'agent.orchestrator', setpoint: turret, requests: reqs,
+      outcome: (r) => {
+        seen.push(r);
+        const o = contestOutcome(turret, r);
+        return { record: { outcome: o.kind, declined: r.declined.map((d) => ({ agent: d.request.agent, reason: d.reason })) }, reason: r.declined.map((d) => d.reason).join('; ') || 'no contest', summary: contestText(o) };
+      },
+    });
+    // the quality side outranks the throughput side (rule 1); the round's outcome is made of the writer's own result
+    expect(res.winners.map((w) => w.request.agent)).toEqual(['agent.quality_conf']);
+    expect(res.declined.map((d) => [d.request.agent, d.reason.split(' ')[0]])).toEqual([['agent.yield_takt', 'OUTRANKED']]);
+    expect(seen).toEqual([res, res]);
+    const rounds = [...auditOfRun(store, T, run.id).values()].filter((e) => e.kind === 'arbitration');
+    expect(rounds).toHaveLength(1);
+    expect(rounds[0]).toMatchObject({
+      actor: 'agent.orchestrator', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: turret },
+      args: { requests: reqs }, result: { outcome: 'won', declined: [{ agent: 'agent.yield_takt', reason: res.declined[0]!.reason }] }, reason: res.declined[0]!.reason,
+    });
+    const ev = runs.events(run.id);
+    expect(ev.map((e) => [e.kind, e.step, e.agent, e.tag, e.summary])).toEqual([['arbitration', 'compress.press', 'agent.orchestrator', turret, contestText(contestOutcome(turret, res))]]);
+    expect(ev[0]!.data).toEqual({ outcome: 'won', declined: [{ agent: 'agent.yield_takt', reason: res.declined[0]!.reason }] });
+    // nothing reached the equipment, and no tool-call line was written (a round is audited, not a tool call)
+    expect(runs.toolCalls(run.id)).toEqual([]);
   });
 });

@@ -122,6 +122,17 @@ export const CAPABILITY_DEFINERS = [/^connectors\/types\.ts$/, /^connectors\/lkg
 export const STEPS_DIR = 'src/engine/run/steps/';
 export const STEP_REGISTRY = `${STEPS_DIR}index.ts`;
 export const STEP_HELPERS: ReadonlySet<string> = new Set([`${STEPS_DIR}common.ts`, `${STEPS_DIR}press-fidelity.ts`]);
+/**
+ * What no file of the steps (registry and helpers included) may import, not even a type: a step works through its
+ * StepContext (tool calls, proposals, arbitration rounds, events, exceptions) and the engine's StepServices (read-only
+ * views, named transitions), so it can neither write past the log nor change state outside the engine's transactions.
+ * The row types a step sees arrive through those two (src/engine/run/step-services.ts), never from the store.
+ */
+export const STEP_FORBIDDEN: readonly { readonly target: string; readonly why: string }[] = [
+  { target: 'src/engine/guarded-writer.ts', why: 'proposals and arbitration rounds go through the StepContext (ctx.propose, ctx.contest)' },
+  { target: 'src/store/', why: 'state changes are the engine\'s named transitions on StepServices, reads its views' },
+  { target: 'src/engine/run/engine.ts', why: 'a step gets StepServices, not the engine' },
+];
 
 // ---------------------------------------------------------------------------
 // The checker
@@ -130,7 +141,7 @@ export const STEP_HELPERS: ReadonlySet<string> = new Set([`${STEPS_DIR}common.ts
 export interface Violation {
   readonly file: string;
   readonly line: number;
-  readonly rule: 'layer' | 'io-module' | 'connector-internals' | 'protocol' | 'clock-or-random' | 'write-capability' | 'plant-write' | 'unlayered' | 'step-imports-step';
+  readonly rule: 'layer' | 'io-module' | 'connector-internals' | 'protocol' | 'clock-or-random' | 'write-capability' | 'plant-write' | 'unlayered' | 'step-imports-step' | 'step-reaches-engine';
   readonly detail: string;
 }
 
@@ -258,6 +269,8 @@ export function checkArchitecture(program: ts.Program, root: string, files: read
         if (!ok && !TEMPORARY_EXCEPTIONS[`${path} -> ${target}`]) hit(imp.node, 'layer', `${layerName} may not import ${tl}${imp.typeOnly ? ' (even type-only)' : ''} (${target})`);
         if (inSrc && tl === 'connectors' && !imp.typeOnly && !CONNECTOR_ENTRY.test(target)) hit(imp.node, 'connector-internals', `value import of connector internals ${target}`);
         if (path.startsWith(STEPS_DIR) && path !== STEP_REGISTRY && target.startsWith(STEPS_DIR) && !STEP_HELPERS.has(target)) hit(imp.node, 'step-imports-step', `imports the step ${target} (shared step helpers belong in ${STEPS_DIR}common.ts)`);
+        const reach = path.startsWith(STEPS_DIR) ? STEP_FORBIDDEN.find((f) => (f.target.endsWith('/') ? target.startsWith(f.target) : target === f.target)) : undefined;
+        if (reach) hit(imp.node, 'step-reaches-engine', `imports ${target}${imp.typeOnly ? ' (even type-only)' : ''}: ${reach.why}`);
         continue;
       }
       const pkg = packageName(imp.spec);

@@ -101,6 +101,29 @@ describe('architecture: each rule fails on a sample that breaks it', () => {
     expect(checkSamples({ 'src/engine/run/steps/index.ts': "import { blend } from './blend-dry.js';\nimport { compress } from './press.js';\nexport const s = [blend, compress];\n" })).toEqual([]);
   });
 
+  it('the run\'s steps reach neither the guarded writer, the store nor the engine (even a type, a helper too); they work through StepContext and StepServices', () => {
+    const v = checkSamples({
+      'src/engine/run/steps/arch-sample.ts': [
+        "import type { StepHandler } from '../types.js';", // 1: fine
+        "import type { StepServices } from '../step-services.js';", // 2: fine
+        "import type { WriteOutcome } from '../step-context.js';", // 3: fine
+        "import type { GuardedWriter } from '../../guarded-writer.js';", // 4
+        "import { RunStore } from '../../../store/run-store.js';", // 5
+        "import type { RunRecord } from '../../../store/run-store.js';", // 6
+        "import type { RunEngine } from '../engine.js';", // 7
+        "export type Z = typeof import('../../../store/store.js');", // 8
+        'export const h: StepHandler = async (_ctx, s: StepServices) => ({ status: \'SUCCEEDED\', detail: String([s.dataDir, RunStore]) });',
+        'export type T = [GuardedWriter, RunRecord, RunEngine, WriteOutcome];',
+      ].join('\n'),
+    });
+    expect(lines(v, 'src/engine/run/steps/arch-sample.ts', 'step-reaches-engine')).toEqual([4, 5, 6, 7, 8]);
+    // a shared helper in place of the real file is a step's file too
+    const helper = checkSamples({ 'src/engine/run/steps/common.ts': "import type { RunEngine } from '../engine.js';\nexport type E = RunEngine;\n" });
+    expect(lines(helper, 'src/engine/run/steps/common.ts', 'step-reaches-engine')).toEqual([1]);
+    // the engine itself (outside the steps' folder) holds them all
+    expect(lines(checkSamples({ 'src/engine/run/arch-sample.ts': "import type { RunStore } from '../../store/run-store.js';\nimport type { GuardedWriter } from '../guarded-writer.js';\nexport type T = [RunStore, GuardedWriter];\n" }), 'src/engine/run/arch-sample.ts', 'step-reaches-engine')).toEqual([]);
+  });
+
   it('the wire contract stays shippable: zod and the domain only, no store, engine, API or I/O', () => {
     const v = checkSamples({
       'src/contract/arch-sample.ts': [

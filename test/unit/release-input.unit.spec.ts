@@ -7,9 +7,9 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { newStore, tempDir } from './audit-helpers.js';
-import type { RunEngine } from '../../src/engine/run/engine.js';
+import { reviewsOf } from '../../src/audit/review.js';
 import type { StepContext } from '../../src/engine/run/step-context.js';
-import { releaseInput } from '../../src/engine/run/steps/release.js';
+import { releaseInput, type ReleaseInputServices } from '../../src/engine/run/steps/release.js';
 import { parseReleaseInput } from '../../src/engine/release-types.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
@@ -37,16 +37,19 @@ afterAll(() => {
 /** What the gate stores in the run's data. */
 const gateQuality = (q: typeof quality.specTable) => ({ specTable: { ...q, counts: { PASS: 0, FAIL: 1, NOT_EVALUATED: 0 } }, reconciliation: { ...quality.reconciliation, findings: [] } });
 
-function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>): { ctx: StepContext; engine: RunEngine } {
+function fixture(status: 'approved' | 'rejected', data: Record<string, unknown>): { ctx: StepContext; engine: ReleaseInputServices } {
   const run = { tenant: 'acme-pharma', id: 'run_1', batch: 'B-1', line: 'line-3', product: 'p', tooling: 't', goal: 'g', createdAt: t0, record: { batch: 'B-1' }, recordSha: H('a') };
   const steps = SPEC_PLAN.map(([seq, name, agent, tool]) => ({ seq, name, agent, tool, status: seq === '10' ? 'RUNNING' : seq === '09' ? (status === 'approved' ? 'SUCCEEDED' : 'REJECTED') : 'SUCCEEDED', duration: '1s', detail: `${name} done` }));
   const signature = { user: 'm.rossi', name: 'Dr. Maria Rossi', role: 'qa_reviewer', meaning: 'approved for release', decision: status === 'approved' ? 'approve' : 'reject', timestamp: '2026-11-20T11:58:03.120Z', recordHash: H('b'), signature: 'c2ln', keyId: 'k' };
+  // the engine's read-only views a step gets (StepServices), over the test's rows
   const engine = {
-    runs: { events: () => [], runById: () => undefined, approvalOfRun: () => ({ id: 'apr_1', status, signature }) },
-    exceptions: { ofRun: () => [stored] },
-    options: { site: { site: { id: 'site-ravenna', timezone: 'Europe/Rome' } }, store },
-    view: () => ({ steps }),
-  } as unknown as RunEngine;
+    events: () => [], runRecord: () => null, readApproval: () => ({ id: 'apr_1', status, signature }),
+    exceptionsOfRun: () => [stored],
+    site: { site: { id: 'site-ravenna', timezone: 'Europe/Rome' } },
+    lims: undefined,
+    trailReviewsOf: (tenant: string, run: string) => reviewsOf(store.db, tenant, run),
+    runView: () => ({ steps }),
+  } as unknown as ReleaseInputServices;
   const ctx = { run, data, now: t0 + 3_600_000, step: { name: 'release.genealogy' } } as unknown as StepContext;
   return { ctx, engine };
 }

@@ -23,6 +23,9 @@ import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type ActSignature, type Signature, type Signer } from './approval.js';
 import { checkNamedPeople, personProblem, qaReviewerOf, qaRoles, reassignRoles, reasonOf, signAct, steeringRoles } from './lifecycle.js';
 import { writeNotARelease } from './steps/release.js';
+import { writeReleasePackageOffLoop } from '../release-offload.js';
+import { reviewsOf } from '../../audit/review.js';
+import type { StepServices } from './step-services.js';
 import type { ReleaseAbort } from '../release-types.js';
 import type { RevertOutcome } from '../lkg-revert.js';
 import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
@@ -63,6 +66,8 @@ export class RunEngine {
   private attendance: Attendance | null = null;
   private stopped = false;
   readonly host: StepHost;
+  /** What a step handler gets besides its context: read-only views and the named transitions below (step-services.ts). */
+  readonly services: StepServices;
 
   private readonly o: RunEngineOptions;
   private stopWatch: (() => void) | undefined;
@@ -100,6 +105,62 @@ export class RunEngine {
       profiles: profilesOf(o.site.equipment),
       roles: roleMapOf(o.site),
     };
+    this.services = {
+      sequencer: o.sequencer,
+      models: o.models,
+      policy: o.policy,
+      site: o.site,
+      dataDir: o.dataDir,
+      mes: o.mes,
+      lims: o.lims,
+      runRecord: (id) => this.runs.runById(id),
+      steps: (id) => this.runs.steps(id),
+      readApproval: (id) => this.runs.approvalOfRun(id),
+      events: (id) => this.runs.events(id),
+      exceptionsOfRun: (id) => this.exceptions.ofRun(id),
+      runView: (run) => this.view(run),
+      trailReviewsOf: (tenant, id) => reviewsOf(o.store.db, tenant, id),
+      waitWake: (id, signal, ms) => this.waitWake(id, signal, ms),
+      requestApproval: (gate, a) => this.requestApproval(gate, a),
+      approvalApproved: (id, by) => {
+        this.o.store.tx((t) => this.setRun(t, this.runs.runById(id)!, 'RUNNING', null, by, 'batch release approved'));
+      },
+      releaseAfterRejection: (gate) => this.releaseAfterRejection(gate),
+      writeReleasePackage: (dir, input) => writeReleasePackageOffLoop(o.store, dir, input),
+    };
+  }
+
+  /**
+   * The approval gate asks for the QA reviewer's signature, in one transaction: the approval row, the gate's
+   * quality evaluation in the run's data, the gate step into APPROVAL and the run into APPROVAL (with their audit entries).
+   */
+  private requestApproval(gate: Pick<StepContext, 'run' | 'step'>, a: Parameters<StepServices['requestApproval']>[1]): void {
+    const { run, step: plan } = gate;
+    this.o.store.tx((t) => {
+      this.runs.insertApproval(t, { id: a.id, run: run.id, tenant: run.tenant, reviewer: a.reviewer, record: a.record, recordHash: a.recordHash, requestedAt: this.o.clock.now() });
+      this.runs.setData(t, run.id, { ...this.runs.runById(run.id)!.data, quality: json(a.quality) }, this.o.clock.now());
+      const cur = this.runs.runById(run.id)!;
+      const step = this.runs.steps(run.id).find((s) => s.seq === plan.seq)!;
+      this.setStep(t, cur, step, 'APPROVAL', plan.agent, `batch_release requires approval by the named QA reviewer ${a.reviewer}`);
+      this.setRun(t, cur, 'APPROVAL', `waits for QA reviewer ${a.reviewer}`, 'system', 'approval gate reached');
+    });
+  }
+
+  /**
+   * After a rejection is committed: the release step writes the genealogy and the rejection record (not a
+   * release) with a context of its own; its data merges into the run's and step 10 is SKIPPED, in one transaction.
+   */
+  private async releaseAfterRejection(gate: Pick<StepContext, 'run' | 'step' | 'signal'>): Promise<void> {
+    const { run } = gate;
+    const cur = this.runs.runById(run.id)!;
+    const step = this.runs.steps(run.id).find((s) => s.name === 'release.genealogy')!;
+    const plan: PlanStep = { ...gate.step, seq: step.seq, name: 'release.genealogy', agent: step.agent, tool: step.tool, gate: false, continuous: false };
+    const rctx = new StepContext(this.host, cur, plan, gate.signal, cur.data);
+    const r = await this.o.steps['release.genealogy'](rctx, this.services);
+    this.o.store.tx((t) => {
+      if (r.data) this.runs.setData(t, run.id, { ...cur.data, ...r.data }, this.o.clock.now());
+      this.setStep(t, cur, step, 'SKIPPED', 'system', `not a release: ${r.detail}`);
+    });
   }
 
   /** Raise an exception of a run now (audited with its evidence; shown in the log, the stream and the genealogy). Null when the run has one for that condition. */
@@ -498,7 +559,7 @@ export class RunEngine {
     let detail: string;
     let data: Record<string, unknown> = {};
     try {
-      const r = await writeNotARelease(ctx, this, abort);
+      const r = await writeNotARelease(ctx, this.services, abort);
       detail = `not a release: ${r.detail}`;
       data = r.data ?? {};
     } catch (err) {
@@ -670,7 +731,7 @@ export class RunEngine {
       const handler: StepHandler = missing.length > 0 ? async () => ({ status: 'HELD', detail: `${without}; a person decides` }) : this.o.steps[plan.name as StepName];
       let result: StepResult;
       try {
-        result = await handler(ctx, this);
+        result = await handler(ctx, this.services);
       } catch (err) {
         const lost = this.lost.get(id) ?? modelLostOf(err);
         if (lost) {
@@ -894,7 +955,7 @@ export class RunEngine {
     return { view, open };
   }
 
-  /** Options the steps need. */
+  /** The engine's options (the API's readiness check reads them; a step gets {@link services}, never these). */
   get options(): RunEngineOptions {
     return this.o;
   }

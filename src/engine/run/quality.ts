@@ -12,7 +12,7 @@ import type { ExceptionRecord } from '../../store/exception-store.js';
 import type { ReleaseException, ReleaseQuality } from '../release-types.js';
 import { json } from '../json.js';
 import { canonical, sha256Hex } from './approval.js';
-import type { RunEngine } from './engine.js';
+import type { StepServices } from './step-services.js';
 import type { StepContext } from './step-context.js';
 import { num } from './steps/common.js';
 import { LkError } from '../../errors.js';
@@ -127,8 +127,8 @@ export function releaseRefusal(q: Pick<RunQuality, 'specTable'> | undefined, bat
  * exception for each failed specification and each count that does not reconcile (once per run: the keys make a
  * re-evaluation after a restart raise nothing twice).
  */
-export function evaluateRun(ctx: StepContext, engine: RunEngine): RunQuality {
-  const q = judgeRun(ctx.run, ctx.data, engine.options.lims?.results(ctx.run.tenant, ctx.run.batch) ?? []);
+export function evaluateRun(ctx: StepContext, services: Pick<StepServices, 'lims'>): RunQuality {
+  const q = judgeRun(ctx.run, ctx.data, services.lims?.results(ctx.run.tenant, ctx.run.batch) ?? []);
   for (const e of qualityExceptions(q)) ctx.exception(e);
   return q;
 }
@@ -142,9 +142,9 @@ export function releaseException(e: ExceptionRecord): ReleaseException {
 }
 
 /** The quality section of a release package: the table evaluated at the gate, and the exceptions as they stand now. */
-export function releaseQuality(engine: RunEngine, runId: string, data: Record<string, unknown>): ReleaseQuality | undefined {
+export function releaseQuality(services: Pick<StepServices, 'exceptionsOfRun'>, runId: string, data: Record<string, unknown>): ReleaseQuality | undefined {
   const q = data['quality'] as RunQuality | undefined;
-  const exceptions = engine.exceptions.ofRun(runId).map(releaseException);
+  const exceptions = services.exceptionsOfRun(runId).map(releaseException);
   if (!q?.specTable) return undefined;
   return {
     specTable: { results: q.specTable.results, verdict: q.specTable.verdict, sha256: q.specTable.sha256 } as ReleaseQuality['specTable'],

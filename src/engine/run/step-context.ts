@@ -1,7 +1,8 @@
 /**
  * What a step of a run works with: the tool-call log (each call and its result commit with their audit
  * entries), agent calls recorded for replay, readings from the equipment, waits in process time, and
- * proposals through the guarded writer. This is I/O code; the agents it calls are pure.
+ * proposals and arbitration rounds through the guarded writer — the only way a step reaches the writer (a step
+ * holds no writer, store or engine: step-services.ts). This is I/O code; the agents it calls are pure.
  */
 import type { Sample } from '../../../connectors/types.js';
 import type { Json } from '../../audit/index.js';
@@ -13,6 +14,7 @@ import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.
 import type { ExceptionRecord } from '../../store/exception-store.js';
 import type { Store } from '../../store/store.js';
 import type { GuardedWriter, WriteOutcome, WriteProposal } from '../guarded-writer.js';
+import type { ArbitrationRequest, ArbitrationResult } from '../../arbitration/index.js';
 import { stateName } from '../../supervision/plc-watch.js';
 import type { SupervisionProfile } from '../../../connectors/supervision.js';
 import type { RaiseInput } from './exceptions.js';
@@ -48,6 +50,9 @@ export interface StepHost {
   /** The site's role map: steps read and propose by role; the line, the writer and the audit trail see site tags. */
   readonly roles?: RoleMap;
 }
+
+/** What a proposal through {@link StepContext.propose} came to (the steps name it from here, not from the writer). */
+export type { WriteOutcome };
 
 /** Thrown inside a step when the engine stops or the run is held: the step is left for the engine to close. */
 export class StepAborted extends Error {
@@ -280,6 +285,28 @@ export class StepContext {
     this.event(kind, `${p.agent} ${out.status}: ${moves}`, { proposal: proposal.id, attribute: p.attribute, justification: p.justification, outcome: outcomeSummary(out) }, { agent: p.agent });
     if (out.results?.length) for (const r of out.results) this.event('response', `${r.tag} read back ${r.readBack ?? 'nothing'} (${r.verified ? 'verified' : 'NOT verified'})`, r, { tag: r.tag, agent: p.agent });
     return out;
+  }
+
+  /**
+   * One arbitration round of `agent` (the orchestrator) for a contested setpoint, through the guarded writer: the
+   * requests are arbitrated against the owners and escalations in force, and the state the round leaves (a new
+   * owner, or a deadlock pending for a person that holds the setpoint) commits with the round's audit entry
+   * (kind `arbitration`, action `arbitration.round`, the requests as its args, `outcome(r).record` as its result).
+   * The round then lands in the genealogy as an `arbitration` event on the setpoint. Nothing is written to the
+   * equipment here. @throws LkError LK_POLICY_BUNDLE when no bundle is loaded.
+   */
+  async contest(c: { agent: string; setpoint: string; requests: readonly ArbitrationRequest[]; outcome: (r: ArbitrationResult) => { record: unknown; reason: string; summary: string } }): Promise<ArbitrationResult> {
+    const { run } = this;
+    const res = await this.h.writer.contest({
+      tenant: run.tenant, product: run.product, tooling: run.tooling, requests: c.requests,
+      audit: (r) => {
+        const o = c.outcome(r);
+        return { tenant: run.tenant, actor: c.agent, kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: c.agent, setpoint: c.setpoint }, args: json({ requests: c.requests }), result: json(o.record), reason: o.reason };
+      },
+    });
+    const o = c.outcome(res);
+    this.event('arbitration', o.summary, o.record, { agent: c.agent, tag: c.setpoint });
+    return res;
   }
 
   /** True when the writer already answered this agent's exact vector in this step without writing it. */

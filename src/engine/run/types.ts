@@ -12,8 +12,8 @@ import type { FidelityCriterion } from '../../twin/card.js';
 import type { TwinModel } from '../../twin/simulate.js';
 import type { VisionArtefact } from '../../twin/vision/classifier.js';
 import type { GuardedWriter } from '../guarded-writer.js';
-import type { RunEngine } from './engine.js';
 import type { StepContext } from './step-context.js';
+import type { StepServices } from './step-services.js';
 import type { PeopleLookup } from './lifecycle.js';
 
 /** The parsed run request (src/domain/run-request.ts). */
@@ -138,7 +138,14 @@ export interface StepResult {
   readonly after?: () => Promise<void>;
 }
 
-export type StepHandler = (ctx: StepContext, engine: RunEngine) => Promise<StepResult>;
+/**
+ * A step of the plan: it works through its context (tool calls, agent calls, readings, proposals, arbitration
+ * rounds, genealogy events, exceptions) and the engine's narrow services (read-only views and named transitions);
+ * it never holds the guarded writer, the store or the engine.
+ */
+export type StepHandler = (ctx: StepContext, services: StepServices) => Promise<StepResult>;
+
+export type { StepServices } from './step-services.js';
 
 /** The run, its steps and their exception markers as the API shows them: the wire contract's types (src/contract/runs.ts). */
 export type { ExceptionMarker, RunView, StepView } from '../../contract/runs.js';

@@ -7,7 +7,6 @@ import { decide as blendDecide, type BlendDispenseInput, type BlendScan } from '
 import { decide as dryDecide, type GranulateDryInput } from '../../../agents/granulate-dry.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import type { StepContext } from '../step-context.js';
-import type { RunEngine } from '../engine.js';
 import type { StepHandler } from '../types.js';
 import { limitsOf, moveTowardCandidate, num, proposeAll, recordAt } from './common.js';
 
@@ -35,13 +34,13 @@ function push<T>(xs: T[], x: T, max: number): void {
   if (xs.length > max) xs.splice(0, xs.length - max);
 }
 
-export const blend: StepHandler = async (ctx, engine) => {
+export const blend: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  await engine.options.sequencer.enter('BLEND', run.batch, ctx.signal);
+  await services.sequencer.enter('BLEND', run.batch, ctx.signal);
   ctx.event('step', 'phase BLEND started on the line');
-  await moveTowardCandidate(ctx, engine, 'agent.blend_dispense', 'plc.write_setpoint', ['blender.Speed', 'blender.TargetRevolutions'], 'content_uniformity', 'recipe: toward the rehearsed candidate');
+  await moveTowardCandidate(ctx, services, 'agent.blend_dispense', 'plc.write_setpoint', ['blender.Speed', 'blender.TargetRevolutions'], 'content_uniformity', 'recipe: toward the rehearsed candidate');
   const limits: BlendDispenseInput['limits'] = { rsdMaxPct: num(recordAt(ctx, 'specifications.blend_rsd_max_pct'), 5), meanMinPct: 90, meanMaxPct: 110, block: 10, consecutive: 3, confidence: 0.95 };
-  const lim = limitsOf(engine, ctx, ['blender.TargetRevolutions'])['blender.TargetRevolutions'];
+  const lim = limitsOf(services, ctx, ['blender.TargetRevolutions'])['blender.TargetRevolutions'];
   const scans: BlendScan[] = [];
   let lastSeq = -1;
   const start = ctx.processNow;
@@ -103,13 +102,13 @@ export const blend: StepHandler = async (ctx, engine) => {
   }
 };
 
-export const dry: StepHandler = async (ctx, engine) => {
+export const dry: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  await engine.options.sequencer.enter('DRY', run.batch, ctx.signal);
+  await services.sequencer.enter('DRY', run.batch, ctx.signal);
   ctx.event('step', 'phase DRY started on the line');
-  await moveTowardCandidate(ctx, engine, 'agent.granulate_dry', 'plc.write_setpoint', ['fluidbed.InletAirTemp', 'fluidbed.Airflow'], 'yield', 'recipe: toward the rehearsed candidate');
-  const twin = engine.options.models.twin(run.tenant);
-  const ds = limitsOf(engine, ctx, ['fluidbed.InletAirTemp', 'fluidbed.Airflow']);
+  await moveTowardCandidate(ctx, services, 'agent.granulate_dry', 'plc.write_setpoint', ['fluidbed.InletAirTemp', 'fluidbed.Airflow'], 'yield', 'recipe: toward the rehearsed candidate');
+  const twin = services.models.twin(run.tenant);
+  const ds = limitsOf(services, ctx, ['fluidbed.InletAirTemp', 'fluidbed.Airflow']);
   const targetLodPct = num(recordAt(ctx, 'specifications.lod_end_pct'), 2);
   const lod: AgentReading[] = [];
   const temp: AgentReading[] = [];
@@ -146,4 +145,3 @@ export const dry: StepHandler = async (ctx, engine) => {
   }
 };
 
-export type { RunEngine };

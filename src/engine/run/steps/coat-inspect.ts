@@ -23,13 +23,13 @@ export const EVIDENCE_SPECTRA = 10;
 const PMIN = 60_000;
 const MAX_READINGS = 60;
 
-export const coat: StepHandler = async (ctx, engine) => {
+export const coat: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  await engine.options.sequencer.enter('COAT', run.batch, ctx.signal);
+  await services.sequencer.enter('COAT', run.batch, ctx.signal);
   ctx.event('step', 'phase COAT started on the line');
-  await moveTowardCandidate(ctx, engine, 'agent.coat_dry', 'coater.write_setpoint', COATER_SETPOINTS, 'dissolution', 'recipe: toward the rehearsed candidate');
-  const twin = engine.options.models.twin(run.tenant);
-  const ds = limitsOf(engine, ctx, COATER_SETPOINTS) as CoatDryInput['designSpace'];
+  await moveTowardCandidate(ctx, services, 'agent.coat_dry', 'coater.write_setpoint', COATER_SETPOINTS, 'dissolution', 'recipe: toward the rehearsed candidate');
+  const twin = services.models.twin(run.tenant);
+  const ds = limitsOf(services, ctx, COATER_SETPOINTS) as CoatDryInput['designSpace'];
   const target = num(recordAt(ctx, 'specifications.coat_weight_gain_pct'), 3);
   const series: Record<'coater.WeightGain' | 'coater.WettingRatio' | 'coater.ExhaustTemp', AgentReading[]> = { 'coater.WeightGain': [], 'coater.WettingRatio': [], 'coater.ExhaustTemp': [] };
   const start = ctx.processNow;
@@ -72,9 +72,9 @@ export const coat: StepHandler = async (ctx, engine) => {
 
 const FRAME_TAGS = ['vision.Frame1', 'vision.Frame2', 'vision.Frame3', 'vision.Frame4', 'vision.Frame5', 'vision.Frame6'];
 
-export const inspect: StepHandler = async (ctx, engine) => {
+export const inspect: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  const model = engine.options.models.defects(run.tenant);
+  const model = services.models.defects(run.tenant);
   const specMaxPct = num(runLimits(ctx)['defectRateMaxPct'], num(recordAt(ctx, 'specifications.defect_rate_max_pct'), 1));
   const counts = new Map<string, number>();
   let seen = -1;
@@ -112,9 +112,9 @@ export const inspect: StepHandler = async (ctx, engine) => {
   return { status: 'SUCCEEDED', detail, data: { inspection: evidence } };
 };
 
-export const evidence: StepHandler = async (ctx, engine) => {
+export const evidence: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  const pls = engine.options.models.potency(run.tenant);
+  const pls = services.models.potency(run.tenant);
   const spec = { minPct: num(recordAt(ctx, 'specifications.potency.min_pct'), 95), maxPct: num(recordAt(ctx, 'specifications.potency.max_pct'), 105) };
   const scored: { spectrum: number[]; score: ReturnType<typeof nirScore>; at: number; id: number }[] = [];
   let seen = -1;

@@ -5,10 +5,9 @@
 import type { AgentOutput, Proposal } from '../../../agents/types.js';
 import type { PolicyBundle } from '../../../policy/index.js';
 import { LkError } from '../../../errors.js';
-import type { StepContext } from '../step-context.js';
-import type { RunEngine } from '../engine.js';
+import type { StepContext, WriteOutcome } from '../step-context.js';
+import type { StepServices } from '../step-services.js';
 import type { ArbitrationAttribute } from '../../../domain/policy.js';
-import type { WriteOutcome } from '../../guarded-writer.js';
 
 export interface Limit {
   readonly min: number;
@@ -18,15 +17,15 @@ export interface Limit {
 }
 
 /** The policy bundle in force. @throws LkError LK_POLICY_BUNDLE when none is loaded (every write would be denied anyway). */
-export function bundleOf(engine: RunEngine): PolicyBundle {
-  const b = engine.options.policy();
+export function bundleOf(services: Pick<StepServices, 'policy'>): PolicyBundle {
+  const b = services.policy();
   if (!b) throw new LkError('LK_POLICY_BUNDLE', 'no policy bundle is loaded: the run cannot move any setpoint');
   return b;
 }
 
 /** Approved limits of the run's product × tooling, for the given setpoint roles (tag unit, max step), keyed by role. */
-export function limitsOf(engine: RunEngine, ctx: StepContext, setpoints: readonly string[]): Record<string, Limit> {
-  const approved = bundleOf(engine).designSpace.approved(ctx.run.product, ctx.run.tooling).setpoints;
+export function limitsOf(services: Pick<StepServices, 'policy'>, ctx: StepContext, setpoints: readonly string[]): Record<string, Limit> {
+  const approved = bundleOf(services).designSpace.approved(ctx.run.product, ctx.run.tooling).setpoints;
   const out: Record<string, Limit> = {};
   // by role: the design space is approved on the site's tags
   for (const id of setpoints) {
@@ -64,11 +63,11 @@ export function runLimits(ctx: StepContext): Record<string, number> {
  * max_step (the design space bounds one move). Moves smaller than a deadband are not proposed. `model` is the
  * twin the candidate was rehearsed on, for an agent that must name its model (else policy denies MODEL_MISSING).
  */
-export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
+export async function moveTowardCandidate(ctx: StepContext, services: Pick<StepServices, 'policy'>, agent: string, tool: string, setpoints: readonly string[], attribute: ArbitrationAttribute, why: string): Promise<WriteOutcome | null> {
   const rehearsed = ctx.data['candidate'] as { setpoints?: Record<string, { value: number; unit: string }>; model?: { id: string; version: number } } | undefined;
   const candidate = rehearsed?.setpoints;
   if (!candidate) return null;
-  const limits = limitsOf(engine, ctx, setpoints);
+  const limits = limitsOf(services, ctx, setpoints);
   const current = await ctx.readings(setpoints);
   const moves: { setpoint: string; value: { value: number; unit: string } }[] = [];
   for (const sp of setpoints) {
@@ -86,7 +85,7 @@ export async function moveTowardCandidate(ctx: StepContext, engine: RunEngine, a
   const model = rehearsed.model ? { model: { id: rehearsed.model.id, version: String(rehearsed.model.version) } } : {};
   // a vector is written whole or not at all: the low-risk setpoints (which an attended L3 agent may move) go as
   // one vector, the others (which wait for a reviewer or QA) as another, so one does not hold the other back
-  const info = bundleOf(engine).content.setpoints;
+  const info = bundleOf(services).content.setpoints;
   const low = (m: { setpoint: string }): boolean => info[ctx.tagOf(m.setpoint)]?.lowRisk === true;
   const groups = [moves.filter(low), moves.filter((m) => !low(m))].filter((g) => g.length > 0);
   let last: WriteOutcome | null = null;

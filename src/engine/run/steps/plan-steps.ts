@@ -16,12 +16,12 @@ import { bundleOf, num, recordAt, runLimits } from './common.js';
 /** How many candidates a run rehearses (the spec's tool call: candidates as an integer, horizon "full batch"). */
 export const REHEARSAL_CANDIDATES = 64;
 
-export const ingest: StepHandler = async (ctx, engine) => {
+export const ingest: StepHandler = async (ctx, services) => {
   const { run } = ctx;
   const record = await ctx.tool(
     'mes.read_batch_record',
     { tenant: run.tenant, batch: run.batch },
-    () => engine.options.mes.read(run.tenant, run.batch) as Record<string, unknown>,
+    () => services.mes.read(run.tenant, run.batch) as Record<string, unknown>,
     (r) => ({ summary: `${run.batch} ${String(r['product'])} × ${String(r['tooling'])}, ${num(recordAt(ctx, 'batch_size.tablets'), 0).toLocaleString('en')} tablets, QA reviewer ${String(r['qa_reviewer'])}, sha256 ${sha256Hex(canonical(r)).slice(0, 12)}…` }),
   );
   // the record a run executes is the one read when it started; a record changed in the MES since then is a new batch record
@@ -29,7 +29,7 @@ export const ingest: StepHandler = async (ctx, engine) => {
   if (sha !== run.recordSha) {
     return { status: 'HELD', detail: `the batch record of ${run.batch} changed in the MES since the run started (sha256 ${sha.slice(0, 12)}… ≠ ${run.recordSha.slice(0, 12)}…); a person decides` };
   }
-  const bundle = bundleOf(engine);
+  const bundle = bundleOf(services);
   const ds = bundle.designSpace.approved(run.product, run.tooling);
   const limits = runLimits(ctx);
   ctx.event('step', `batch record ${run.batch} ingested; design space ${run.product} × ${run.tooling} (${Object.keys(ds.setpoints).length} setpoints); bundle ${bundle.version.slice(0, 12)}…`, { recordSha256: sha, bundle: bundle.version, limits });
@@ -41,12 +41,12 @@ export const ingest: StepHandler = async (ctx, engine) => {
   };
 };
 
-export const rehearse: StepHandler = async (ctx, engine) => {
+export const rehearse: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  const bundle = bundleOf(engine);
-  const twin = engine.options.models.twin(run.tenant);
+  const bundle = bundleOf(services);
+  const twin = services.models.twin(run.tenant);
   // the twin speaks roles; the design space is approved on the site's tags
-  const roles = roleMapOf(engine.options.site);
+  const roles = roleMapOf(services.site);
   const space = rehearsalSpace(bundle.designSpace.approved(run.product, run.tooling).setpoints, roles, `${run.product} × ${run.tooling}`);
   const limits = runLimits(ctx);
   const cappingThresholdPct = num(limits['cappingRiskPct'], bundle.content.cappingRiskThreshold * 100);

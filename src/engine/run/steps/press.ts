@@ -11,7 +11,6 @@ import { decide as confDecide } from '../../../agents/quality-conf.js';
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
 import { contestOutcome, contestText, type ArbitrationRequest, type ArbitrationResult } from '../../../arbitration/index.js';
-import { json } from '../../json.js';
 import type { StepHandler } from '../types.js';
 import { convertUnit } from '../../../domain/units.js';
 import { initialMonitor, observe, type MonitorLimits, type MonitorState } from '../../../quality/index.js';
@@ -20,17 +19,17 @@ import type { StepContext } from '../step-context.js';
 import { TWIN_FIDELITY } from '../../../models/golden.js';
 import { ModelLost } from '../model-watch.js';
 import { FIDELITY_ATTRIBUTES, fidelityText, pressFidelity, type PressFidelity } from './press-fidelity.js';
-import { bundleOf, limitsOf, num, proposeAll, recordAt, runLimits, toWrite } from './common.js';
+import { limitsOf, num, proposeAll, recordAt, runLimits, toWrite } from './common.js';
 
 export const COMPRESS_DECIDE_PMIN = 5;
 export const COMPRESS_TIMEOUT_PMIN = 24 * 60;
 const PMIN = 60_000;
 const MAX_READINGS = 60;
 
-export const compress: StepHandler = async (ctx, engine) => {
+export const compress: StepHandler = async (ctx, services) => {
   const { run } = ctx;
-  const twin = engine.options.models.twin(run.tenant);
-  const ds = limitsOf(engine, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
+  const twin = services.models.twin(run.tenant);
+  const ds = limitsOf(services, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
   const targets = {
     weightMg: num(recordAt(ctx, 'specifications.tablet_weight.target'), 300),
@@ -73,7 +72,7 @@ export const compress: StepHandler = async (ctx, engine) => {
   }
   // the press is set up for the batch before it starts: its first tablets are pressed at the setpoints in force,
   // not at the recipe the previous batch left (those would be start-up tablets outside the batch's limits)
-  await engine.options.sequencer.enter('COMPRESS', run.batch, ctx.signal);
+  await services.sequencer.enter('COMPRESS', run.batch, ctx.signal);
   ctx.event('step', 'phase COMPRESS started on the line');
   // the cameras' counters run whenever the turret turns (before this step too): the batch's counts are what they
   // counted from here to the end of compression (counters are 32-bit and wrap)
@@ -203,15 +202,13 @@ export const compress: StepHandler = async (ctx, engine) => {
         const reqs: ArbitrationRequest[] = [raise, hold].map((p, i) => ({ id: `${run.id}:${ctx.step.seq}:${ctx.attempt}:c${decisions}:${i}`, agent: p.agent, setpoint: turret, value: { value: p.moves[0]!.value, unit: p.moves[0]!.unit }, attribute: p.attribute, justification: p.justification, at: ctx.now }));
         // arbitrated against the owners and escalations in force and persisted by the writer with the round's audit
         // entry: a deadlock is pending for a person (GET /arbitration/escalations) and holds the setpoint
-        const res = await engine.options.writer.contest({
-          tenant: run.tenant, product: run.product, tooling: run.tooling, requests: reqs,
-          audit: (r) => {
+        const res = await ctx.contest({
+          agent: 'agent.orchestrator', setpoint: turret, requests: reqs,
+          outcome: (r) => {
             const rec = roundRecord(r, turret);
-            return { tenant: run.tenant, actor: 'agent.orchestrator', kind: 'arbitration', action: 'arbitration.round', subject: { run: run.id, batch: run.batch, agent: 'agent.orchestrator', setpoint: turret }, args: json({ requests: reqs }), result: json(rec), reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest' };
+            return { record: rec, reason: rec.outcome === 'escalated' ? 'DEADLOCK_EQUAL_RANK' : rec.declined.map((d) => d.reason).join('; ') || 'no contest', summary: contestText(contestOutcome(turret, r)) };
           },
         });
-        const rec = roundRecord(res, turret);
-        ctx.event('arbitration', contestText(contestOutcome(turret, res)), rec, { agent: 'agent.orchestrator', tag: turret });
         for (const d of res.declined) {
           if (d.request.agent !== 'agent.yield_takt') continue;
           const plan = ctx.agent('yield_takt.replan', (i: Parameters<typeof replan>) => replan(...i), [
