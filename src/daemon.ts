@@ -543,7 +543,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // MES inbox (sample records on the embedded default's first start) and LIMS results folder
       name: 'mes-lims',
       start: () => {
-        if ((simulator ?? simProcess) && config.simulator.embedded) {
+        if ((simulator ?? simProcess ?? memoryLine) && config.simulator.embedded) {
           const samples = join(dirname(loaded.file), 'batches');
           if (existsSync(samples)) {
             const seeded = seedInbox(loaded.dataDir, samples);

@@ -304,6 +304,14 @@ export class MemoryConnector implements Connector {
       return bad('BadNodeIdUnknown');
     }
     if (typeof v === 'number' && !Number.isFinite(v)) return bad('LK_VALUE_INVALID');
+    // as the protocol connectors hand them out (connectors/types.ts): a spectrum as a frozen plain array (every element
+    // finite, else the sample is bad), a frame as a copy of its bytes, never the plant's own buffer
+    if (v instanceof Uint8Array) v = new Uint8Array(v);
+    else if (ArrayBuffer.isView(v) || Array.isArray(v)) {
+      const xs = Array.from(v as ArrayLike<number>);
+      if (!xs.every((x) => typeof x === 'number' && Number.isFinite(x))) return bad('LK_VALUE_INVALID');
+      v = Object.freeze(xs);
+    }
     return { tag: tagId, value: v, quality: 'good', status: 'Good', unit: t.tag.unit, sourceTime: at, receivedAt: at };
   }
 

@@ -24,6 +24,7 @@ import { createRng, every, ManualClock, settleMicrotasks, settleTurn, type Rng }
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { checkRunTransition, TERMINAL_RUN, type RunStatus } from '../../src/domain/run.js';
+import { rearmPlc } from '../../src/engine/rearm.js';
 import { LkError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
@@ -72,7 +73,9 @@ function siteTemplate(tablets: number): Promise<{ dir: string; config: string; d
     const dir = mkdtempSync(join(tmpdir(), 'lk-runsim-'));
     const shipped = join(defaultConfigFile(), '..');
     cpSync(join(shipped, 'policy'), join(dir, 'policy'), { recursive: true });
-    const yaml = readFileSync(defaultConfigFile(), 'utf8').replace(/^(\s*)watchdog_timeout_ms: 3000$/m, '$1watchdog_timeout_ms: 10000');
+    // the plant's process runs 600 times faster than the engine's clock (a batch in minutes of virtual time), the
+    // PLC watchdog as the tests' sites have it
+    const yaml = readFileSync(defaultConfigFile(), 'utf8').replace(/^(\s*)watchdog_timeout_ms: 3000$/m, '$1watchdog_timeout_ms: 10000').replace(/^(\s*)time_scale: 60$/m, '$1time_scale: 600');
     writeFileSync(join(dir, 'site.yaml'), yaml);
     const sample = JSON.parse(readFileSync(join(shipped, 'batches', T, 'B-1042.json'), 'utf8')) as Record<string, unknown>;
     mkdirSync(join(dir, 'batches', T), { recursive: true });
@@ -90,7 +93,9 @@ function siteTemplate(tablets: number): Promise<{ dir: string; config: string; d
 export interface RunSimOptions {
   /** Tablets of the batch (default 4,000). */
   readonly tablets?: number;
-  /** Virtual minutes the seed may run before it is left where it is (default 240). */
+  /** No faults: only the people act (the baseline a seed's faults are judged against). */
+  readonly calm?: boolean;
+  /** Virtual minutes the seed may run before it is left where it is (default 60). */
   readonly minutes?: number;
 }
 
@@ -104,8 +109,11 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
   rmSync(join(data, 'linekeeper.lock'), { force: true });
   const clock = new ManualClock(T0 + 86_400_000 + rng.int(0, 3_600_000));
   const loaded = loadConfig(site.config, { dataDir: data });
+  // the plant: most seeds run the site's own (its demo twin was fitted to it), the others a plant of the seed's, whose
+  // material the twin does not know (such a batch may well fail its specification: QA must not be able to release it)
+  const plantSeed = rng.next() < 0.6 ? loaded.config.simulator.seed : seed;
   const plant = new Plant({
-    equipment: loaded.config.equipment, clock, seed, timeScale: loaded.config.simulator.time_scale,
+    equipment: loaded.config.equipment, clock, seed: plantSeed, timeScale: loaded.config.simulator.time_scale,
     watchdogTimeoutMs: loaded.config.simulator.watchdog_timeout_ms, punchDiameterMm: loaded.config.tooling[0]?.punch_diameter_mm, drift: true,
   });
   const stopScan = every(clock, 100, () => plant.tick());
@@ -124,7 +132,7 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
     if (fault) faults++;
   };
   const boot = (): Promise<Daemon> =>
-    startDaemon({ configFile: site.config, dataDir: data, logger: silentLogger, clock, embeddedSimulator: 'memory', memoryPlant: plant, maintenance: false, connectTimeoutMs: 1, pollMs: 250 });
+    startDaemon({ configFile: site.config, dataDir: data, logger: silentLogger, clock, embeddedSimulator: 'memory', memoryPlant: plant, maintenance: false, connectTimeoutMs: 1, pollMs: 500 });
 
   let d: Daemon | undefined;
   let runId = '';
@@ -132,9 +140,10 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
   let failure: RunSimResult['failure'];
   const fail = (invariant: RunInvariant, message: string): Violation => new Violation(invariant, message);
   const start = clock.now();
-  const until = start + (opts.minutes ?? 240) * 60_000;
+  const until = start + (opts.minutes ?? 60) * 60_000;
   let presence: (() => void) | undefined;
   let lastStatus: RunStatus | undefined;
+  let lastVerdict: string | null = null;
   try {
     d = await boot();
     presence = every(clock, 10_000, () => d?.engine.presence(OPERATOR));
@@ -148,6 +157,10 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
       checkState(d, v.status);
       lastStatus = v.status;
       if (TERMINAL_RUN.has(v.status)) break;
+    }
+    if (process.env['LK_SIM_DEBUG']) {
+      const v = d.engine.get(T, runId);
+      process.stderr.write(`${v.status} ${v.reason ?? ''}\n${v.steps.map((x) => `  ${x.seq} ${x.name} ${x.status} ${x.detail}`).join('\n')}\n`);
     }
     // the end: the daemon stops; nothing may be left open, and the trail must verify
     await d.stop('seed done');
@@ -164,13 +177,9 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
     rmSync(data, { recursive: true, force: true });
   }
   return {
-    seed, status: lastStatus ?? 'NOT_STARTED', released, verdict: verdictOf(), actions, faults, writes: received.length,
+    seed, status: lastStatus ?? 'NOT_STARTED', released, verdict: lastVerdict, actions, faults, writes: received.length,
     virtualMinutes: Math.round((clock.now() - start) / 60_000), ...(failure ? { failure } : {}),
   };
-
-  function verdictOf(): string | null {
-    return lastVerdict;
-  }
 
   /** One step of the people and the faults, then virtual time. */
   async function act(dm: Daemon, r: Rng): Promise<void> {
@@ -193,52 +202,67 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
       count(`qa-${decision}`);
       const sig = tryPeople(() => dm.engine.decide(T, approval, { signer: QA, decision, meaning: `QA ${decision === 'approve' ? 'release' : 'rejection'} of the batch` }));
       if (sig && decision === 'approve') checkRelease(dm);
-    } else if (v.status === 'HELD' && roll < 0.3) {
-      trace.push('operator resumes the held run');
+    } else if (roll < 0.3 && plant.equipmentIds.some((id) => plant.supervisor(id).state === 'LOST')) {
+      // a process engineer re-arms a PLC its watchdog (or a revert) took to LKG: a named person, a reason (R8)
+      const id = plant.equipmentIds.find((x) => plant.supervisor(x).state === 'LOST')!;
+      trace.push(`process engineer re-arms ${id}`);
+      count('rearm');
+      const deps = { site: dm.loaded.config, writer: dm.writer, policy: () => dm.policy.bundle, read: dm.engine.options.read, activeTenant: () => dm.engine.runs.activeOnLine(dm.loaded.config.line.id)?.tenant ?? null };
+      try {
+        await rearmPlc(deps, { tenant: T, equipment: id, person: PE.user, role: PE.role, reason: `${id} on LKG after a fault of the simulation; checked` });
+      } catch (err) {
+        if (!LkError.is(err)) throw fail('unexpected-error', `re-arm threw ${err instanceof Error ? err.message : String(err)}`);
+        trace.push(`  refused: ${err.code}`);
+      }
+    } else if ((v.status === 'HELD' || v.status === 'INTERRUPTED') && roll < 0.3) {
+      trace.push(`operator resumes the ${v.status.toLowerCase()} run`);
       count('resume');
       tryPeople(() => dm.engine.resume(T, runId, OPERATOR, 'resumed in the simulation'));
-    } else if (roll < 0.04) {
-      const c = mem[r.int(0, mem.length - 1)]!;
+    } else if (roll < 0.51 || opts.calm) {
+      // nothing happens this step but time (most steps)
+    } else if (roll < 0.53 || (roll < 0.6 && mem.some((c) => c.health().state !== 'connected'))) {
+      const c = mem.find((x) => x.health().state !== 'connected') ?? mem[r.int(0, mem.length - 1)]!;
       const up = c.health().state !== 'connected';
       trace.push(`connection ${c.id} ${up ? 'back' : 'lost'}`);
       count(up ? 'connection-back' : 'connection-lost', !up);
       c.faults.setConnected(up);
-    } else if (roll < 0.06) {
+    } else if (roll < 0.61) {
       const c = mem[r.int(0, mem.length - 1)]!;
       trace.push(`heartbeats of ${c.id} stop past the watchdog`);
       count('watchdog-lapse', true);
       c.stopHeartbeat();
       await clock.run(clock.now() + loaded.config.simulator.watchdog_timeout_ms * 1.5, settleMicrotasks);
       c.startHeartbeat();
-    } else if (roll < 0.075) {
-      const f = { MainForce: r.uniform(0.85, 1.15), FillDepth: r.uniform(0.9, 1.1) };
+    } else if (roll < 0.62) {
+      // the material drifts away from what the twin knows: tablets weaker or stronger at the same force, fill denser or lighter
+      const f = { sigma0: r.uniform(0.6, 1.5), bulkDensity: r.uniform(0.85, 1.15) };
       trace.push(`press material skew ${JSON.stringify(f)}`);
       count('press-skew', true);
       plant.skewPress(f);
-    } else if (roll < 0.085) {
+    } else if (roll < 0.625) {
       trace.push('defects injected at the cameras');
       count('defects', true);
       plant.injectDefects({ chipped: r.uniform(0.5, 3) });
-    } else if (roll < 0.095) {
+    } else if (roll < 0.635) {
       trace.push('daemon stopped and started again');
       count('restart', true);
       await dm.stop('restart in the simulation');
       verifyChains(data);
       d = await boot();
       d.engine.presence(OPERATOR);
-    } else if (roll < 0.1) {
+    } else if (roll < 0.64) {
       trace.push('operator gone');
       count('operator-gone');
       presence?.();
       presence = undefined;
-    } else if (roll < 0.105 && !presence) {
+    } else if (roll < 0.7 && !presence) {
       trace.push('operator back');
       count('operator-back');
       presence = every(clock, 10_000, () => d?.engine.presence(OPERATOR));
       d?.engine.presence(OPERATOR);
     }
     // time passes: a few seconds of the engine's polls, the plant's scans and the heartbeats, then real I/O settles
-    await clock.run(clock.now() + r.int(2_000, 30_000), settleMicrotasks);
+    await clock.run(clock.now() + r.int(1_000, 10_000), settleMicrotasks);
     await settleTurn();
   }
 
@@ -272,8 +296,6 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
     }
     if (cur !== undefined && cur !== status) throw fail('run-state', `the trail leaves the run ${cur}, the store says ${status}`);
   }
-  let lastVerdict: string | null = null;
-
   /** At QA's release signature: the specification table PASSed, and no critical exception was open. */
   function checkRelease(dm: Daemon): void {
     released = true;
