@@ -5,7 +5,8 @@
  * watchdog benchmark.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
@@ -26,6 +27,15 @@ export interface SiteOptions {
   /** Heartbeat period of every equipment (default 1000 ms). */
   readonly heartbeatMs?: number;
   readonly logLevel?: string;
+}
+
+/** Where nothing listens (the discard port): a daemon on these endpoints starts, and its connectors keep retrying. */
+export const UNREACHABLE = { opcua: 'opc.tcp://127.0.0.1:9/unreachable', modbus: '127.0.0.1:9' } as const;
+
+/** A temp directory with a site configuration whose equipment is unreachable ({@link UNREACHABLE}). */
+export function unreachableSite(prefix: string): { dir: string; config: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, config: writeSiteConfig(dir, UNREACHABLE) };
 }
 
 /**

@@ -16,7 +16,7 @@ import { verifyStore } from '../../src/audit/verify.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
-import { writeSiteConfig } from '../fault/daemon-child.js';
+import { unreachableSite } from '../fault/daemon-child.js';
 import { spawnCli } from '../helpers/cli.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -24,9 +24,7 @@ let dir: string;
 let config: string;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'lk-evidence-'));
-  // nothing listens on the discard port: the daemon starts, its connectors keep retrying
-  config = writeSiteConfig(dir, { opcua: 'opc.tcp://127.0.0.1:9/unreachable', modbus: '127.0.0.1:9' });
+  ({ dir, config } = unreachableSite('lk-evidence-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -6,8 +6,7 @@
  * nothing half-written, nothing already written is lost, events are held and the daemon fails closed past the bound,
  * and when space returns everything held is written behind a `storage.outage` entry.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -16,15 +15,13 @@ import { verifyStore } from '../../src/audit/verify.js';
 import { startDaemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
-import { writeSiteConfig } from '../fault/daemon-child.js';
+import { unreachableSite } from '../fault/daemon-child.js';
 
 let dir: string;
 let config: string;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'lk-store-full-'));
-  // nothing listens on the discard port: the daemon starts, its connectors keep retrying
-  config = writeSiteConfig(dir, { opcua: 'opc.tcp://127.0.0.1:9/unreachable', modbus: '127.0.0.1:9' });
+  ({ dir, config } = unreachableSite('lk-store-full-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
