@@ -18,6 +18,7 @@ import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
 import { unreachableSite } from '../fault/daemon-child.js';
 import { spawnCli } from '../helpers/cli.js';
+import { fillToFailClosed } from '../helpers/storage.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
@@ -197,18 +198,7 @@ describe.skipIf(!mountable)('a full disk (tmpfs; skipped where mount -t tmpfs is
       const stops = d.connectors.map((c) => vi.spyOn(c, 'stopHeartbeat'));
       const starts = d.connectors.map((c) => vi.spyOn(c, 'startHeartbeat'));
       const filler = fill(mnt, 'filler-run');
-      // events until one cannot be written (SQLite may still have room in pages it holds)
-      const results: string[] = [];
-      for (let i = 0; i < 20_000 && !results.includes('held'); i++) results.push(watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'press', detail: { i } }));
-      expect(results).toContain('held');
-      const firstHeld = results.indexOf('held');
-      watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'coater', detail: { i: firstHeld + 1 } });
-      expect(stops.every((s) => s.mock.calls.length === 0)).toBe(true);
-      watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'blender', detail: { i: firstHeld + 2 } });
-      // the bound (3 held): heartbeats stop, so the PLC watchdogs revert to LKG
-      expect(d.storage.outage()).toMatchObject({ held: 3, failedClosed: true });
-      expect(stops.every((s) => s.mock.calls.length === 1)).toBe(true);
-      expect(d.storage.retry()).toBe(false);
+      fillToFailClosed(d, stops);
       // any other write is refused with the code, nothing half-written (an equipment write's intent entry fails so)
       let code: string | undefined;
       try {

@@ -16,6 +16,7 @@ import { startDaemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
 import { unreachableSite } from '../fault/daemon-child.js';
+import { fillToFailClosed } from '../helpers/storage.js';
 
 let dir: string;
 let config: string;
@@ -88,20 +89,10 @@ describe('a full data directory (SQLITE_FULL from SQLite itself; runs everywhere
       const stops = d.connectors.map((c) => vi.spyOn(c, 'stopHeartbeat'));
       const starts = d.connectors.map((c) => vi.spyOn(c, 'startHeartbeat'));
       const lift = fillUp(d.store.db);
-      // events until one cannot be written (the last pages may still have room): those written stay written
-      const results: string[] = [];
-      for (let i = 0; i < 20_000 && !results.includes('held'); i++) results.push(watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'press', detail: { i } }));
-      expect(results).toContain('held');
-      const firstHeld = results.indexOf('held');
+      const firstHeld = fillToFailClosed(d, stops);
+      // the events before the first held one stay written, in order; none after it
       const written = actions(d.store.db, 'site').filter(([a]) => a === 'watchdog.lkg_revert').map(([, args]) => (args as { detail: { i: number } }).detail.i);
       expect(written).toEqual([...Array(firstHeld).keys()]);
-      watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'coater', detail: { i: firstHeld + 1 } });
-      expect(stops.every((s) => s.mock.calls.length === 0)).toBe(true);
-      watchdogEvent(d.storage, { event: 'lkg_revert', equipment: 'blender', detail: { i: firstHeld + 2 } });
-      // the bound (3 held): heartbeats stop, so the PLC watchdogs revert to LKG
-      expect(d.storage.outage()).toMatchObject({ held: 3, failedClosed: true });
-      expect(stops.every((s) => s.mock.calls.length === 1)).toBe(true);
-      expect(d.storage.retry()).toBe(false);
       // an equipment write's intent entry cannot be written, so the write is refused with the code
       expect(codeOf(() => d.store.audit.append({ tenant: 'acme-pharma', actor: 'agent.compress_fill', kind: 'intent', action: 'setpoint.write', subject: { setpoint: 'press.MainForce' }, new: 12 }))).toBe('LK_STORE_FULL');
       expect(actions(d.store.db, 'acme-pharma').some(([a]) => a === 'setpoint.write')).toBe(false);
