@@ -24,6 +24,7 @@ import { createRng, every, ManualClock, settleMicrotasks, settleTurn, type Rng }
 import { loadConfig } from '../../src/config/load.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import type { SiteConfig } from '../../src/config/schema.js';
+import { clearanceProblem } from './trail.js';
 import { GuardedWriter, type BatchContext, type PendingWrite, type WriteProposal } from '../../src/engine/guarded-writer.js';
 import type { Attendance } from '../../src/domain/policy.js';
 import { LkError } from '../../src/errors.js';
@@ -184,17 +185,8 @@ export async function simulateSeed(seed: number, opts: SimOptions = {}): Promise
     if (!intent) throw violate('write-without-intent', `write of ${tag} = ${value} with no open intent for it (open: ${open.map((i) => `#${i.seq} ${i.new_value}`).join(', ') || 'none'})`);
     if (intent.action !== 'setpoint.write') return; // a revert intent: the fail-safe puts back what was there
     const args = JSON.parse(intent.args ?? '{}') as { decision?: string; vectorHash?: string };
-    const decision = db.prepare(`SELECT result FROM audit_entry WHERE tenant = ? AND kind = 'policy_decision' AND json_extract(result, '$.id') = ?`).get(T, args.decision ?? '') as { result: string } | undefined;
-    if (!decision) throw violate('write-without-allow', `intent #${intent.seq} for ${tag} names decision ${args.decision}, which is not in the trail`);
-    const d = JSON.parse(decision.result) as { outcome: string; reasons: string[] };
-    if (d.outcome === 'allow') return;
-    if (d.outcome === 'deny') throw violate('write-without-allow', `intent #${intent.seq} for ${tag} follows a denied decision (${d.reasons.join(', ')})`);
-    const approvals = (db.prepare(`SELECT args FROM audit_entry WHERE tenant = ? AND action = 'setpoint.approve'`).all(T) as { args: string }[]).map((r) => JSON.parse(r.args) as { vectorHash: string; kind: string });
-    const signed = approvals.filter((a) => a.vectorHash === args.vectorHash);
-    if (signed.length === 0) throw violate('write-without-allow', `intent #${intent.seq} for ${tag} (${d.outcome}: ${d.reasons.join(', ')}) has no approval of its vector ${args.vectorHash?.slice(0, 12)}`);
-    if (d.reasons.includes('OUTSIDE_DESIGN_SPACE') && !signed.some((a) => a.kind === 'qa')) {
-      throw violate('outside-design-space-without-qa', `intent #${intent.seq}: ${tag} = ${value} is outside the design space and its vector has no QA approval`);
-    }
+    const problem = clearanceProblem(db, T, args);
+    if (problem) throw violate(problem.invariant, `intent #${intent.seq}: ${tag} = ${value} ${problem.message}`);
   }
 
   function violate(invariant: Invariant, message: string): Violation {

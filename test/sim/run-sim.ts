@@ -28,6 +28,7 @@ import { rearmPlc } from '../../src/engine/rearm.js';
 import { LkError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { openStore } from '../../src/store/store.js';
+import { clearanceProblem } from './trail.js';
 
 export const RUN_INVARIANTS = {
   'run-state': 'a run is in one state, and every state change of its trail is one the run lifecycle allows',
@@ -326,11 +327,8 @@ export async function simulateRun(seed: number, opts: RunSimOptions = {}): Promi
       }
       for (const i of intents.filter((x) => x.action === 'setpoint.write')) {
         const args = JSON.parse(i.args ?? '{}') as { decision?: string; vectorHash?: string };
-        const dec = store.db.prepare(`SELECT result FROM audit_entry WHERE tenant = ? AND kind = 'policy_decision' AND json_extract(result, '$.id') = ?`).get(T, args.decision ?? '') as { result: string } | undefined;
-        const outcome = dec ? (JSON.parse(dec.result) as { outcome: string }).outcome : 'missing';
-        if (outcome === 'allow') continue;
-        const approved = store.db.prepare(`SELECT COUNT(*) FROM audit_entry WHERE tenant = ? AND action = 'setpoint.approve' AND json_extract(args, '$.vectorHash') = ?`).pluck().get(T, args.vectorHash ?? '') as number;
-        if (outcome === 'deny' || outcome === 'missing' || approved === 0) throw fail('write-without-allow', `intent #${i.seq} (${i.setpoint}) follows decision ${args.decision} (${outcome}) and no approval of its vector`);
+        const problem = clearanceProblem(store.db, T, args);
+        if (problem) throw fail('write-without-allow', `intent #${i.seq} (${i.setpoint}) ${problem.message}`);
       }
     } finally {
       store.close();
