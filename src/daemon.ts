@@ -476,7 +476,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           const described = await c.describe();
           for (const t of described) served.set(t.tag, c.id);
           describedTags.push(...described);
-          const tags = described.filter((t) => t.kind === 'measurement').map((t) => t.tag);
+          // camera frames (ByteString) are evidence the inspection step reads with their trigger id when it inspects,
+          // not values a person reads live: polling six frames a second for nothing costs the vision system, the session
+          // and the heap (and, against the simulator, a rendered frame set a second)
+          const tags = described.filter((t) => t.kind === 'measurement' && t.dataType !== 'ByteString').map((t) => t.tag);
           if (tags.length > 0) {
             subscriptions.push(
               await c.subscribe(tags, { intervalMs: 1000 }, (samples) => {

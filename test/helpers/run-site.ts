@@ -18,6 +18,7 @@ import { lineReadiness } from '../../src/engine/run/start-checks.js';
 import { LkError } from '../../src/errors.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import type { Store } from '../../src/store/store.js';
+import type { VirtualLine } from './virtual-line.js';
 
 export interface RunSite {
   readonly dir: string;
@@ -135,18 +136,21 @@ export function toolLogOf(d: Daemon, tenant: string, run: string, open = false):
  * machine, seen after a run's end) stays LOST until a person re-arms it, and no run starts meanwhile: a test that
  * starts a run after another one does what a site does. Returns the equipment re-armed.
  */
-export async function rearmLostPlcs(d: Daemon, tenant: string, by = { user: 'p.bianchi', role: 'process_engineer' }): Promise<string[]> {
-  const plant = d.simulator!.plant;
+export async function rearmLostPlcs(d: Daemon, tenant: string, o: { readonly by?: { user: string; role: string }; readonly line?: VirtualLine } = {}): Promise<string[]> {
+  const by = o.by ?? { user: 'p.bianchi', role: 'process_engineer' };
+  const plant = o.line?.plant ?? d.simulator!.plant;
+  const now = o.line ? () => o.line!.clock.now() : Date.now;
+  const wait = <T>(what: string, fn: () => T | null | undefined | false, ms: number): Promise<T> => (o.line ? o.line.until(what, fn, ms) : waitFor(what, fn, ms));
   const lost = d.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   const deps = { site: d.loaded.config, writer: d.writer, policy: () => d.policy.bundle, read: d.engine.options.read, activeTenant: () => d.engine.runs.activeOnLine(d.loaded.config.line.id)?.tenant ?? null };
   // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
-  for (const id of lost) await waitFor(`heartbeats of ${id} to arrive`, () => heartbeating(d.simulator!.plant.supervisor(id)), 60_000);
+  for (const id of lost) await wait(`heartbeats of ${id} to arrive`, () => heartbeating(plant.supervisor(id), now()), 60_000);
   for (const id of lost) await rearmPlc(deps, { tenant, equipment: id, person: by.user, role: by.role, reason: `${id} reverted by its own watchdog; checked, supervision may resume` });
-  await waitFor('the line ready for a run', () => lineReadiness({ ...d.engine.options, runs: d.engine.runs }, tenant).ready, 30_000);
+  await wait('the line ready for a run', () => lineReadiness({ ...d.engine.options, runs: d.engine.runs }, tenant).ready, 30_000);
   return lost;
 }
 
-/** The PLC saw a heartbeat within half its watchdog timeout (wall clock, the simulator's). */
-export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; readonly watchdogTimeoutMs: number }): boolean {
-  return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2;
+/** The PLC saw a heartbeat within half its watchdog timeout (on the plant's clock: the wall clock, or a test's virtual one). */
+export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; readonly watchdogTimeoutMs: number }, now = Date.now()): boolean {
+  return s.lastHeartbeatAt !== undefined && now - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2;
 }

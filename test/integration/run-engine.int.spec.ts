@@ -1,7 +1,7 @@
 /**
- * The run engine in one daemon, in process: embedded plant simulator (OPC UA + Modbus TCP on loopback) at
- * time scale 600, real SQLite, the shipped policy bundle, the tenant's default models, and copies of the
- * sample record B-1042 with small batches. agent.compress_fill and agent.coat_dry are raised to L3 as a site
+ * The run engine in one daemon, in process, on virtual time (test/helpers/virtual-line.ts): the embedded plant
+ * simulator in memory behind in-memory connectors at time scale 600 and one ManualClock, real SQLite, the shipped
+ * policy bundle, the tenant's default models, and copies of the sample record B-1042 with small batches. agent.compress_fill and agent.coat_dry are raised to L3 as a site
  * does it (a named qa_reviewer with a change reference). The tests share the daemon and run in order:
  * refusals, a released batch (B-1042), a rejected one (B-1043), a batch stopped mid-step and resumed, then
  * restarted at the gate (B-1044), and a run its own QA reviewer started (B-1045, left waiting).
@@ -18,16 +18,17 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scoreOf } from '../../src/arbitration/index.js';
 import { iterateAudit, keyFiles, loadSitePublicKey } from '../../src/audit/index.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon.js';
 import { QUALITY_ATTRIBUTES } from '../../src/domain/policy.js';
 import { autonomyLevels, setAutonomy } from '../../src/store/autonomy-store.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import type { RunView } from '../../src/engine/run/engine.js';
-import { silentLogger } from '../../src/log.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import { codeOf } from '../helpers/codes.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
-import { auditOfRun, countAction, errorOf, makeRunSite, rearmLostPlcs, SPEC_TOOLS, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
+import { auditOfRun, countAction, errorOf, makeRunSite, rearmLostPlcs, SPEC_TOOLS, toolLogOf, type RunSite } from '../helpers/run-site.js';
+import { virtualLine, type VirtualLine } from '../helpers/virtual-line.js';
+import { every } from '../../src/clock.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const T = 'acme-pharma';
@@ -47,14 +48,15 @@ const request = (batch: string): string => `run batch ${batch} on line-3, keep w
 const PLAN = SPEC_PLAN;
 
 let site: RunSite;
+let line: VirtualLine;
 let d: Daemon;
-let presence: NodeJS.Timeout | undefined;
-const boot = (): Promise<Daemon> => startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100 });
+let presence: (() => void) | undefined;
+const boot = (): Promise<Daemon> => line.boot({ pollMs: 100 });
 const view = (id: string): RunView => d.engine.get(T, id);
 
 /** Wait until the run leaves the `passing` statuses, then require `want` (the failure shows where it stopped). */
 async function settle(id: string, want: string, passing: readonly string[] = ['PENDING', 'RUNNING']): Promise<RunView> {
-  const v = await waitFor(`run ${id} to leave ${passing.join('/')}`, () => {
+  const v = await line.until(`run ${id} to leave ${passing.join('/')}`, () => {
     const r = view(id);
     return !passing.includes(r.status) && r;
   });
@@ -78,13 +80,14 @@ const flip = (s: string, at = 5): string => s.slice(0, at) + (s[at] === '0' ? '1
 
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: BATCHES });
+  line = virtualLine(site);
   // the daemon validates the demo models through the golden gate at its first start (embedded default)
   d = await boot();
   // the press's released (LKG) recipe runs the turret at 30 rpm, the bottom of the design space: the rehearsed
   // candidate plans more, so the press is behind takt and agent.yield_takt asks for speed (which the run's
   // random candidate alone does not always cause)
-  d.simulator!.plant.setLkgRecipe('press', 2, { TurretSpeed: 30 });
-  expect(d.simulator!.plant.read('press', 'TurretSpeed')).toBe(30);
+  line.plant.setLkgRecipe('press', 2, { TurretSpeed: 30 });
+  expect(line.plant.read('press', 'TurretSpeed')).toBe(30);
   const bundle = d.policy.bundle!;
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
     setAutonomy(d.store, bundle, { tenant: T, agent, to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression and coating setpoints' });
@@ -92,12 +95,14 @@ beforeAll(async () => {
   expect(autonomyLevels(d.store.db, T, bundle, 'agent.compress_fill', 'press.MainForce')).toEqual({ agent: 'L3', setpoint: 'L3' });
   expect(autonomyLevels(d.store.db, T, bundle, 'agent.coat_dry', 'coater.SprayRate')).toEqual({ agent: 'L3', setpoint: 'L3' });
   // the console's presence heartbeats: the operator stays attended (R5) whatever the daemon instance
-  presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
+  d.engine.presence(OPERATOR);
+  presence = every(line.clock, 5_000, () => d.engine.presence(OPERATOR));
 }, 120_000);
 
 afterAll(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
   await d?.stop('test done');
+  line?.close();
   site?.cleanup();
 });
 
@@ -160,14 +165,14 @@ describe('a released batch: B-1042', () => {
     approval = v.approvalGate.id!;
     expect(d.engine.batches(T, 'B-1042')).toEqual({ state: 'hold', reviewer: 'p.bianchi' });
     // an L3 move of a low-risk setpoint inside the design space is denied while the batch waits for QA
-    const force = d.simulator!.plant.read('press', 'MainForce') as number;
+    const force = line.plant.read('press', 'MainForce') as number;
     const out = await d.writer.propose({
       id: 'test-hold-1', tenant: T, batch: 'B-1042', agent: 'agent.compress_fill', product: 'ir-family-a', tooling: 'round-10mm-ff',
       moves: [{ setpoint: 'press.MainForce', value: { value: Math.min(17, force + 0.5), unit: 'kN' } }], attribute: 'content_uniformity', justification: 'test: nothing moves at the gate',
     });
     expect(out.status).toBe('denied');
     expect(out.decisions[0]!.reasons).toContain('BATCH_STATE_FORBIDS');
-    expect(d.simulator!.plant.read('press', 'MainForce')).toBe(force);
+    expect(line.plant.read('press', 'MainForce')).toBe(force);
   });
 
   it('[R10] [R2] logs every tool call as call/ok with monotonic ids and its audit entry; approval.request has no ok line before the signature', () => {
@@ -360,14 +365,14 @@ describe('a released batch: B-1042', () => {
 describe('a rejected batch: B-1043', () => {
   it('[ERR-RELEASE-HELD] a reject ends the run REJECTED, step 10 SKIPPED, with the genealogy and the rejection package written all the same', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
-    await rearmLostPlcs(d, T);
+    await rearmLostPlcs(d, T, { line });
     const run = d.engine.start({ tenant: T, request: request('B-1043'), by: OPERATOR });
     const waiting = await settle(run.id, 'APPROVAL');
     const approval = waiting.approvalGate.id!;
     const sig = decideAs(approval, QA, 'reject');
     expect([sig.decision, sig.user]).toEqual(['reject', 'm.rossi']);
     expect(verifySignature(loadSitePublicKey(site.data), sig)).toBe(true);
-    const v = await waitFor('the rejection package', () => {
+    const v = await line.until('the rejection package', () => {
       const r = view(run.id);
       return r.steps[9]!.status === 'SKIPPED' && r;
     });
@@ -397,9 +402,9 @@ describe('durability: B-1044 across clean stops', () => {
 
   it('[A11.16] a stop during a RUNNING step leaves the run INTERRUPTED with the step and the reason; no step or tool call is lost or duplicated', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
-    await rearmLostPlcs(d, T);
+    await rearmLostPlcs(d, T, { line });
     id = d.engine.start({ tenant: T, request: request('B-1044'), by: OPERATOR }).id;
-    await waitFor('step 04 granulate.dry to run', () => view(id).steps[3]!.status === 'RUNNING');
+    await line.until('step 04 granulate.dry to run', () => view(id).steps[3]!.status === 'RUNNING');
     const stepsBefore = d.engine.runs.steps(id);
     const callsBefore = d.engine.toolCalls(T, id);
     await d.stop('test: clean stop during drying');
@@ -485,7 +490,7 @@ describe('durability: B-1044 across clean stops', () => {
 describe('separation of duties: B-1045', () => {
   it('[R3] [P11.10(g)] the person who started the run cannot sign its release, even as its named QA reviewer; the run keeps waiting', async () => {
     // a PLC its own watchdog reverted during the last run's end (a loaded machine) is re-armed by a person first
-    await rearmLostPlcs(d, T);
+    await rearmLostPlcs(d, T, { line });
     const run = d.engine.start({ tenant: T, request: request('B-1045'), by: QA.user });
     const v = await settle(run.id, 'APPROVAL');
     const approval = v.approvalGate.id!;

@@ -1,0 +1,86 @@
+/**
+ * A daemon on virtual time, for tests of the run engine's logic: the embedded simulator in `memory` mode (the plant
+ * in this process behind in-memory connectors, no protocol servers), one ManualClock for the daemon, the plant's
+ * scan, the PLC watchdogs and heartbeats, and the engine's polls. A batch runs as fast as the CPU computes it, in the
+ * same order on every machine: a loaded CI box cannot make a blender miss its end point.
+ *
+ * The plant is the test's: it outlives a restart of the daemon (`boot` again), as the equipment does on a line.
+ * Protocol behaviour is tested against the real OPC UA and Modbus servers elsewhere (the connector contract test
+ * holds the memory connector to the same cases).
+ */
+import { Plant } from '../../connectors/sim/plant.js';
+import { every, ManualClock, settleMicrotasks, settleTurn } from '../../src/clock.js';
+import { loadConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
+import { silentLogger } from '../../src/log.js';
+
+export interface VirtualLine {
+  readonly clock: ManualClock;
+  readonly plant: Plant;
+  /** Start a daemon of the site on the virtual clock and the test's plant. */
+  boot(extra?: Partial<DaemonOptions>): Promise<Daemon>;
+  /**
+   * Advance virtual time a second at a time (every timer due fires, each continuation settles) until `fn` returns a
+   * truthy value; fail naming `what` and the last value after `maxMs` of virtual time (a hang, never a slow machine).
+   */
+  until<T>(what: string, fn: () => T | null | undefined | false, maxMs?: number): Promise<T>;
+  /** Let `ms` of virtual time pass. */
+  advance(ms: number): Promise<void>;
+  /** Stop the plant's scan (the daemon is the test's to stop). */
+  close(): void;
+}
+
+/** 2026-11-02 06:00 UTC: a Monday morning shift. */
+export const VIRTUAL_T0 = Date.UTC(2026, 10, 2, 6);
+
+/**
+ * Real work the daemon started and awaits (a worker thread sealing a release package, file I/O) takes no virtual
+ * time: the clock stands still until it is done, as if it were instantaneous, so the plant does not scan through
+ * virtual hours while a PDF is rendered. A resource of Node's that is active (ref'd) means such work is in flight.
+ */
+const REAL_WORK = (r: string): boolean => r === 'MessagePort' || r.startsWith('FSReq') || r === 'Zlib' || r === 'RANDOMBYTESREQUEST' || r === 'PBKDF2REQUEST' || r === 'SCRYPTREQUEST';
+async function realWorkDone(limitMs = 60_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (process.getActiveResourcesInfo().some(REAL_WORK)) {
+    // a hang guard, not a speed limit: the work is the daemon's (a worker thread, a file), waited for in real time
+    if (Date.now() > deadline) throw new Error(`real work still in flight after ${limitMs / 1000} s: ${process.getActiveResourcesInfo().filter(REAL_WORK).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+export function virtualLine(site: { readonly config: string; readonly data: string }, o: { readonly t0?: number; readonly scanMs?: number; readonly pollMs?: number } = {}): VirtualLine {
+  const clock = new ManualClock(o.t0 ?? VIRTUAL_T0);
+  const { config } = loadConfig(site.config, { dataDir: site.data });
+  const plant = new Plant({
+    equipment: config.equipment, clock, seed: config.simulator.seed, timeScale: config.simulator.time_scale,
+    watchdogTimeoutMs: config.simulator.watchdog_timeout_ms, punchDiameterMm: config.tooling[0]?.punch_diameter_mm, drift: true,
+  });
+  const stopScan = every(clock, o.scanMs ?? 100, () => plant.tick());
+  const advance = async (ms: number): Promise<void> => {
+    await clock.run(clock.now() + ms, settleMicrotasks);
+    await settleTurn();
+    await realWorkDone();
+  };
+  return {
+    clock,
+    plant,
+    boot: (extra = {}) =>
+      startDaemon({
+        configFile: site.config, dataDir: site.data, logger: silentLogger, clock, embeddedSimulator: 'memory', memoryPlant: plant,
+        maintenance: false, connectTimeoutMs: 1, pollMs: o.pollMs ?? 500, ...extra,
+      }),
+    async until<T>(what: string, fn: () => T | null | undefined | false, maxMs = 4 * 3_600_000): Promise<T> {
+      const deadline = clock.now() + maxMs;
+      let last: unknown;
+      for (;;) {
+        const v = fn();
+        if (v) return v;
+        last = v;
+        if (clock.now() > deadline) throw new Error(`${what}: not reached in ${maxMs / 60_000} virtual minutes (last: ${JSON.stringify(last)})`);
+        await advance(1_000);
+      }
+    },
+    advance,
+    close: stopScan,
+  };
+}
