@@ -13,6 +13,8 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 180_000,
     // the JSON report lets .ci/run print the plain `N passed, N failed` closing line
+    // the first start of a test site, made once per run and copied (test/helpers/first-start.ts)
+    globalSetup: ['test/global-setup.ts'],
     reporters: ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]],
   },
 });

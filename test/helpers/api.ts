@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { firstStart } from './first-start.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
 
 export interface ApiNode {
@@ -42,6 +43,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   }
   const site = relaxedWatchdog(readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`));
   writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(site, dir) : site);
+  const copied = await firstStart(join(dir, 'site.yaml'), join(dir, 'data'));
   const daemon = await startDaemon({
     configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
@@ -49,9 +51,10 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   });
   const url = daemon.ready.api!;
   // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
-  const passwords = new Map(await Promise.all(daemon.demoUsers.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
+  const demo = copied ?? daemon.demoUsers;
+  const passwords = new Map(await Promise.all(demo.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
   return {
-    daemon, url, dir, passwords, oneTimePasswords: new Map(daemon.demoUsers.map((u) => [u.id, u.password])),
+    daemon, url, dir, passwords, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])),
     async close() {
       await daemon.stop('test done');
       rmSync(dir, { recursive: true, force: true });

@@ -8,11 +8,13 @@
  * Protocol behaviour is tested against the real OPC UA and Modbus servers elsewhere (the connector contract test
  * holds the memory connector to the same cases).
  */
+import { existsSync } from 'node:fs';
 import { Plant } from '../../connectors/sim/plant.js';
 import { every, ManualClock, settleMicrotasks, settleTurn } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { firstStart } from './first-start.js';
 
 export interface VirtualLine {
   readonly clock: ManualClock;
@@ -55,7 +57,8 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
     equipment: config.equipment, clock, seed: config.simulator.seed, timeScale: config.simulator.time_scale,
     watchdogTimeoutMs: config.simulator.watchdog_timeout_ms, punchDiameterMm: config.tooling[0]?.punch_diameter_mm, drift: true,
   });
-  const stopScan = every(clock, o.scanMs ?? 100, () => plant.tick());
+  // the PLC scan of the embedded simulator (connectors/sim: 50 wall ms)
+  const stopScan = every(clock, o.scanMs ?? 50, () => plant.tick());
   const advance = async (ms: number): Promise<void> => {
     await clock.run(clock.now() + ms, settleMicrotasks);
     await settleTurn();
@@ -64,11 +67,13 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
   return {
     clock,
     plant,
-    boot: (extra = {}) =>
-      startDaemon({
+    async boot(extra = {}) {
+      if (!existsSync(site.data)) await firstStart(site.config, site.data, o.t0 ?? VIRTUAL_T0);
+      return startDaemon({
         configFile: site.config, dataDir: site.data, logger: silentLogger, clock, embeddedSimulator: 'memory', memoryPlant: plant,
         maintenance: false, connectTimeoutMs: 1, pollMs: o.pollMs ?? 500, ...extra,
-      }),
+      });
+    },
     async until<T>(what: string, fn: () => T | null | undefined | false, maxMs = 4 * 3_600_000): Promise<T> {
       const deadline = clock.now() + maxMs;
       let last: unknown;

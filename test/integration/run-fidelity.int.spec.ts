@@ -1,6 +1,7 @@
 /**
- * The embedded default's loop, and its fail-safe, with the real daemon and the real embedded simulator (OPC UA +
- * Modbus on loopback, time scale 600, the shipped policy bundle and the tenant's default models):
+ * The embedded default's loop, and its fail-safe, with the real daemon on virtual time (test/helpers/virtual-line.ts:
+ * the embedded plant in memory behind in-memory connectors, time scale 600, one ManualClock; the shipped policy
+ * bundle and the tenant's default models):
  *
  * 1. At `--autonomy L3` (the bundle graduated compress_fill and coat_dry to L3 under CC-2026-0219) the press agent's
  *    twin-rehearsed moves are written and read back, the twin predicts the press within its card's fidelity
@@ -15,21 +16,23 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SITE_TENANT } from '../../src/audit/index.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { every } from '../../src/clock.js';
+import type { Daemon } from '../../src/daemon.js';
 import type { RunView } from '../../src/engine/run/engine.js';
-import { silentLogger } from '../../src/log.js';
 import { autonomyLevels } from '../../src/store/autonomy-store.js';
 import { closeOpenExceptions, QA_SIGNER } from '../helpers/exceptions.js';
 import { codeOf } from '../helpers/codes.js';
-import { auditOfRun, countAction, makeRunSite, rearmLostPlcs, toolLogOf, waitFor, type RunSite } from '../helpers/run-site.js';
+import { auditOfRun, countAction, makeRunSite, rearmLostPlcs, toolLogOf, type RunSite } from '../helpers/run-site.js';
+import { virtualLine, type VirtualLine } from '../helpers/virtual-line.js';
 
 const T = 'acme-pharma';
 const OPERATOR = 'o.operator';
 const request = (batch: string): string => `run batch ${batch} on line-3, keep weight and hardness on target, capping risk under 1.5%`;
 
 let site: RunSite;
+let line: VirtualLine;
 let d: Daemon;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
 
 interface SpecRow { id: string; verdict: string; reason: string; data: { n: number; mean?: number; min?: number; max?: number } }
 interface Residual { attribute: string; predicted: number; measuredMean: number | null; n: number; relPct: number | null; residual: number | null; ok: boolean; limit: { maxRelResidualPct?: number; maxAbsResidual?: number } | null }
@@ -42,25 +45,28 @@ const report = (line: string): void => {
 
 /** A process engineer re-arms every PLC a watchdog left LOST (audited), and the line is ready for the next run. */
 const rearm = async (): Promise<void> => {
-  await rearmLostPlcs(d, T);
+  await rearmLostPlcs(d, T, { line });
 };
 
 async function settle(id: string, passing: readonly string[] = ['PENDING', 'RUNNING']): Promise<RunView> {
-  return waitFor(`run ${id} to leave ${passing.join('/')}`, () => {
+  return line.until(`run ${id} to leave ${passing.join('/')}`, () => {
     const r = view(id);
     return !passing.includes(r.status) && r;
-  }, 600_000);
+  });
 }
 
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: { 'B-1042': 300_000, 'B-1047': 40_000, 'B-1048': 80_000 } });
-  d = await startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100 });
-  presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
+  line = virtualLine(site);
+  d = await line.boot({ pollMs: 100 });
+  d.engine.presence(OPERATOR);
+  presence = every(line.clock, 5_000, () => d.engine.presence(OPERATOR));
 }, 180_000);
 
 afterAll(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
   await d?.stop('test done');
+  line?.close();
   site?.cleanup();
 });
 
@@ -159,7 +165,7 @@ describe('the embedded default at L2: the press moves wait for the batch reviewe
     // the plant keeps its setpoints between batches: the press is put back on its master recipe (as after a
     // changeover), which makes tablets too hard, so that the agent has moves to propose
     await rearm();
-    d.simulator!.plant.writeSetpoints('press', { FillDepth: 8.5, MainForce: 12, PreForce: 2.5, TurretSpeed: 40 });
+    line.plant.writeSetpoints('press', { FillDepth: 8.5, MainForce: 12, PreForce: 2.5, TurretSpeed: 40 });
     const run = d.engine.start({ tenant: T, request: request('B-1047'), autonomy: 'L2', by: OPERATOR });
     const v = await settle(run.id);
     expect(v.status).toBe('APPROVAL');
@@ -175,13 +181,13 @@ describe('the embedded default at L2: the press moves wait for the batch reviewe
 
 describe('a twin the plant no longer follows is a lost model [R8]', () => {
   it('B-1048: MODEL_FIDELITY (major, with the residuals), line to LKG by command, twin agents at L0, run held', async () => {
-    const plant = d.simulator!.plant;
+    const plant = line.plant;
     await rearm();
     const run = d.engine.start({ tenant: T, request: request('B-1048'), autonomy: 'L3', by: OPERATOR });
-    await waitFor('the press step to run', () => view(run.id).steps.find((s) => s.name === 'compress.press')?.status === 'RUNNING', 600_000);
+    await line.until('the press step to run', () => view(run.id).steps.find((s) => s.name === 'compress.press')?.status === 'RUNNING');
     const reverts = plant.supervisor('press').revertCount;
     // the material changed: tablets 40 % stronger at the same force, which the fitted twin does not know
-    d.simulator!.faults.skewPress({ sigma0: 1.4 });
+    plant.skewPress({ sigma0: 1.4 });
     try {
       const held = await settle(run.id);
       expect(held.status).toBe('HELD');
@@ -216,7 +222,7 @@ describe('a twin the plant no longer follows is a lost model [R8]', () => {
       // and the release of this batch is blocked while the exception is open
       expect(d.engine.exceptions.blocking(run.id).map((e) => e.kind)).toContain('MODEL_FIDELITY');
     } finally {
-      d.simulator!.faults.skewPress({});
+      plant.skewPress({});
     }
   }, 600_000);
 });

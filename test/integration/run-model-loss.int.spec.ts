@@ -2,44 +2,49 @@
  * R8, model lost mid-run: the twin's artefact no longer matches its SHA-256 while the press runs. The engine
  * must revert the line to its last known-good recipe ACTIVELY (not wait for a heartbeat to lapse), through
  * the guarded writer with an audited intent and outcome per PLC, drop the agents that use the twin to L0,
- * record `model.lost`, and hold the run for a person; a resumed step then proposes nothing to a LOST PLC.
+ * record `model.lost`, and hold the run for a person; a resumed step then proposes nothing to a LOST PLC. On
+ * virtual time (test/helpers/virtual-line.ts).
  */
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { every } from '../../src/clock.js';
+import type { Daemon } from '../../src/daemon.js';
 import { autonomyLevels, setAutonomy } from '../../src/store/autonomy-store.js';
-import { silentLogger } from '../../src/log.js';
 import { artefactFile } from '../../src/models/registry.js';
-import { auditOfRun, makeRunSite, waitFor, type RunSite } from '../helpers/run-site.js';
+import { auditOfRun, makeRunSite, type RunSite } from '../helpers/run-site.js';
+import { virtualLine, type VirtualLine } from '../helpers/virtual-line.js';
 
 const T = 'acme-pharma';
 let site: RunSite;
+let line: VirtualLine;
 let d: Daemon;
 
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: { 'B-2101': 40_000 } });
-  d = await startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100 });
+  line = virtualLine(site);
+  d = await line.boot({ pollMs: 100 });
   setAutonomy(d.store, d.policy.bundle!, { tenant: T, agent: 'agent.compress_fill', to: 'L3', by: { person: 'q.russo', role: 'qa_reviewer' }, changeRef: 'CC-2026-0151', reason: 'bounded autonomy on low-risk compression setpoints' });
 }, 120_000);
 
 afterAll(async () => {
   await d?.stop('test done');
+  line?.close();
   site?.cleanup();
 });
 
 describe('a model lost during a run [R8]', () => {
   it('[ERR-LKG] reverts every PLC to LKG through the guarded writer, drops the twin agents to L0 and holds the run', async () => {
-    const plant = d.simulator!.plant;
+    const plant = line.plant;
     const run = d.engine.start({ tenant: T, request: 'run batch B-2101 on line-3, keep weight and hardness on target', by: 'o.operator' });
-    const presence = setInterval(() => d.engine.presence('o.operator'), 5_000);
+    const presence = every(line.clock, 5_000, () => d.engine.presence('o.operator'));
     try {
-      await waitFor('the press step to run', () => d.engine.get(T, run.id).steps.find((s) => s.name === 'compress.press')?.status === 'RUNNING');
+      await line.until('the press step to run', () => d.engine.get(T, run.id).steps.find((s) => s.name === 'compress.press')?.status === 'RUNNING');
       const revertsBefore = plant.supervisor('press').revertCount;
       expect(plant.supervisor('press').state).toBe('ATTENDED');
       // the artefact on disk no longer matches the registry's hash
       appendFileSync(artefactFile(site.data, T, 'process-twin-v1'), ' ');
-      const held = await waitFor('the run to be held', () => {
+      const held = await line.until('the run to be held', () => {
         const v = d.engine.get(T, run.id);
         return v.status !== 'RUNNING' && v;
       });
@@ -74,7 +79,7 @@ describe('a model lost during a run [R8]', () => {
       const events = d.engine.runs.events(run.id).filter((e) => e.kind === 'watchdog');
       expect(events.some((e) => /model lost \(LK_MODEL_CORRUPT\): 7\/7 PLCs reverted to LKG/.test(e.summary))).toBe(true);
     } finally {
-      clearInterval(presence);
+      presence();
     }
   });
 });
