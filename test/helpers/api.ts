@@ -10,10 +10,13 @@ import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { firstStart } from './first-start.js';
+import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
 
 export interface ApiNode {
   readonly daemon: Daemon;
+  /** `virtual`: the node's virtual time and its plant (test/helpers/virtual-line.ts). */
+  readonly line?: VirtualLine;
   readonly url: string;
   readonly dir: string;
   /**
@@ -31,7 +34,7 @@ export interface ApiNode {
  * 300 with a small batch); `tablets` shrinks the sample batch B-1042; `site` edits the site file's text (and may
  * write files beside it, in `dir`); `processMetrics` adds Node's process metrics to GET /metrics, as `linekeeper serve` does.
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -43,20 +46,26 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   }
   const site = relaxedWatchdog(readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`));
   writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(site, dir) : site);
-  const copied = await firstStart(join(dir, 'site.yaml'), join(dir, 'data'));
-  const daemon = await startDaemon({
-    configFile: join(dir, 'site.yaml'), dataDir: join(dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port: 0 },
+  const files = { config: join(dir, 'site.yaml'), data: join(dir, 'data') };
+  const line = opts.virtual ? virtualLine(files) : undefined;
+  const copied = await firstStart(files.config, files.data, line ? VIRTUAL_T0 : 'wall');
+  const extra = {
+    api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     ...(opts.processMetrics ? { processMetrics: true } : {}),
-  });
+  };
+  const daemon = line ? await line.boot(extra) : await startDaemon({ configFile: files.config, dataDir: files.data, logger: silentLogger, ...extra });
+  // a virtual line's first seconds: the connectors' first reads and the PLCs' first heartbeats
+  await line?.advance(2_000);
   const url = daemon.ready.api!;
   // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
   const demo = copied ?? daemon.demoUsers;
   const passwords = new Map(await Promise.all(demo.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
   return {
-    daemon, url, dir, passwords, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])),
+    daemon, url, dir, passwords, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
       await daemon.stop('test done');
+      line?.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -248,11 +257,13 @@ export class SseReader {
 }
 
 /** Poll until `probe` holds (no timing is asserted: only that it happens before the test's own time-out). */
-export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 200): Promise<T> {
+export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 200, line?: VirtualLine): Promise<T> {
   for (;;) {
     const v = await probe();
     if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, everyMs));
+    // on a virtual line, its time passes instead of the wall clock's
+    if (line) await line.advance(everyMs);
+    else await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
@@ -263,14 +274,16 @@ export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 20
  * after another has run does what a site does. Returns the equipment re-armed.
  */
 export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string): Promise<string[]> {
-  const plant = node.daemon.simulator!.plant;
+  const { line } = node;
+  const plant = line?.plant ?? node.daemon.simulator!.plant;
+  const now = (): number => line?.clock.now() ?? Date.now();
   const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   for (const id of lost) {
     // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
-    await until(async () => { const s = plant.supervisor(id); return s.lastHeartbeatAt !== undefined && Date.now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2 ? true : undefined; }, 100);
+    await until(async () => { const s = plant.supervisor(id); return s.lastHeartbeatAt !== undefined && now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2 ? true : undefined; }, 100, line);
     const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
     if (r.status !== 200) throw new Error(`re-arm of ${id}: ${r.status} ${JSON.stringify(r.body)}`);
   }
-  await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100);
+  await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100, line);
   return lost;
 }

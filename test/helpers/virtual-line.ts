@@ -28,6 +28,13 @@ export interface VirtualLine {
   until<T>(what: string, fn: () => T | null | undefined | false, maxMs?: number): Promise<T>;
   /** Let `ms` of virtual time pass. */
   advance(ms: number): Promise<void>;
+  /**
+   * Let virtual time run by itself, at most `ratio` times the wall clock (fewer when the CPU cannot keep up: every
+   * scan and poll still happens at its virtual time), for tests whose other party waits in real time (a child
+   * process following a run over HTTP). Whatever the test must keep up meanwhile (an operator's presence) it keeps
+   * on the virtual clock. Returns the stop, which resolves once the driver has stopped.
+   */
+  pace(ratio: number): () => Promise<void>;
   /** Stop the plant's scan (the daemon is the test's to stop). */
   close(): void;
 }
@@ -86,6 +93,22 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
       }
     },
     advance,
+    pace(ratio) {
+      let on = true;
+      const wall0 = Date.now();
+      const virtual0 = clock.now();
+      const driver = (async () => {
+        while (on) {
+          const behind = virtual0 + (Date.now() - wall0) * ratio - clock.now();
+          if (behind >= 1) await advance(Math.min(50, Math.floor(behind)));
+          else await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      return async () => {
+        on = false;
+        await driver;
+      };
+    },
     close: stopScan,
   };
 }

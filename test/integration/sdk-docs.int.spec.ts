@@ -5,13 +5,17 @@
  * the QA reviewer's own client closes the open exceptions and signs — to its end: released (SUCCEEDED), or rejected (REJECTED) when the batch's data failed a specification, which
  * on a loaded machine it may (the agents correct later). The only change made to the
  * TypeScript block is the module it imports: `linekeeper/sdk` is the built package, here its source.
- * Meanwhile the test keeps the operator present (POST /attendance), as an operator's open console does.
+ * Meanwhile the test keeps the operator present (POST /attendance), as an operator's open console does. The daemon
+ * runs on virtual time paced at 20 times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
+ * scan and poll at its virtual time), so the batch takes seconds, not minutes, while the example follows it over
+ * real HTTP.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 
@@ -43,10 +47,12 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
 }
 
 let node: ApiNode | undefined;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 let dir: string | undefined;
 afterEach(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
+  await paced?.();
   await node?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
   node = undefined;
@@ -55,13 +61,14 @@ afterEach(async () => {
 
 /** A daemon, the operator present, and the page's environment for it. */
 async function daemon(): Promise<Record<string, string>> {
-  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   const n = node;
   const op = await signIn(n.url, 'o.operator', n.passwords.get('o.operator')!);
-  presence = setInterval(() => void call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} }).catch(() => undefined), 5000);
+  presence = every(n.line!.clock, 5000, () => void call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} }).catch(() => undefined));
   await call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} });
   // a PLC a loaded machine let lapse is re-armed by its process engineer first, as a site does
   await rearmLostPlcs(n, 'acme-pharma', await signIn(n.url, 'p.bianchi', n.passwords.get('p.bianchi')!));
+  paced = n.line!.pace(200);
   return { LINEKEEPER_URL: n.url, LINEKEEPER_OPERATOR_PASSWORD: n.passwords.get('o.operator')!, LINEKEEPER_QA_PASSWORD: n.passwords.get('m.rossi')! };
 }
 
