@@ -45,7 +45,10 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
     writeFileSync(f, JSON.stringify(rec));
   }
   const site = relaxedWatchdog(readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`));
-  writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(site, dir) : site);
+  // on virtual time, paced far faster than the wall clock, a token of 15 virtual minutes would lapse in seconds of the
+  // test: a virtual node's tokens and sessions last a virtual day and a week (expiry is tested on the wall clock)
+  const timed = opts.virtual ? `${site}\napi:\n  token_ttl_s: 86400\n  session_max_s: 604800\n` : site;
+  writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(timed, dir) : timed);
   const files = { config: join(dir, 'site.yaml'), data: join(dir, 'data') };
   const line = opts.virtual ? virtualLine(files) : undefined;
   const copied = await firstStart(files.config, files.data, line ? VIRTUAL_T0 : 'wall');

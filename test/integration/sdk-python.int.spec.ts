@@ -4,21 +4,31 @@
  * environment — declarations, errors by code, and B-1042 on line-3 followed step by step across a dropped
  * connection, signed by m.rossi, to SUCCEEDED — and its models (Step, ExceptionMarker, ToolCall, DesignSpace, Limit)
  * checked field by field against the daemon's /openapi.json (sdk/python/tests/test_openapi.py). Asserted here: the child's exit code, unittest's verdict with
- * nothing skipped, the step lines it printed in plan order, and the run as the daemon holds it.
+ * nothing skipped, the step lines it printed in plan order, and the run as the daemon holds it. The daemon runs on
+ * virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), the operator kept present on it as
+ * an open console does.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STEP_NAMES } from '../../src/domain/run.js';
-import { startApiNode, type ApiNode } from '../helpers/api.js';
+import { every } from '../../src/clock.js';
+import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let node: ApiNode;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
+  const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+  presence = every(node.line!.clock, 5000, () => void call(node.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} }).catch(() => undefined));
+  paced = node.line!.pace(200);
 });
 afterAll(async () => {
+  presence?.();
+  await paced?.();
   await node?.close();
 });
 

@@ -4,11 +4,13 @@
  * LinekeeperError codes, Tool and Agent declarations validated against the approved design space read from the
  * daemon, agent.start of B-1042 on line-3 followed with run.stream() — the plan's steps in order with statuses
  * and durations, the gate as APPROVAL signed by m.rossi, the run SUCCEEDED — across a connection closed under
- * it mid-run (resumed with Last-Event-ID, no status twice), and the raw tool-call lines across a cut stream.
+ * it mid-run (resumed with Last-Event-ID, no status twice), and the raw tool-call lines across a cut stream. The
+ * daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { Agent, DesignSpace, LinekeeperClient, LinekeeperError, setDefaultClient, Tool, type FetchLike, type Signature, type Step, type ToolCallLine } from '../../src/sdk/index.js';
 import { startApiNode, type ApiNode } from '../helpers/api.js';
@@ -16,7 +18,8 @@ import { startApiNode, type ApiNode } from '../helpers/api.js';
 const GOAL = 'keep weight and hardness on target, capping risk under 1.5%';
 let node: ApiNode;
 let url: string;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 const pw = (u: string): string => node.passwords.get(u)!;
 
 /** The LinekeeperError `p` rejects with (anything else fails the test). */
@@ -101,12 +104,14 @@ function cuttingTransport(k: number): { fetch: FetchLike; streams: (string | nul
 }
 
 beforeAll(async () => {
-  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   url = node.url;
+  paced = node.line!.pace(200);
 });
 afterAll(async () => {
   setDefaultClient(undefined);
-  if (presence) clearInterval(presence);
+  presence?.();
+  await paced?.();
   await node?.close();
 });
 
@@ -173,7 +178,7 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     expect(run.id).toMatch(/^run_[0-9a-f]{20}$/);
     expect(run.record).toMatchObject({ batch: 'B-1042', line: 'line-3', startedBy: 'o.operator', autonomy: 'L2', plan: { steps: 10, gates: 1 }, approvalGate: { reviewer: 'm.rossi' } });
     expect((await refusal(agent.start('line-3', 'B-1042'))).code).toBe('LK_LINE_BUSY');
-    presence = setInterval(() => void lk.attendance().catch(() => undefined), 5000);
+    presence = every(node.line!.clock, 5000, () => void lk.attendance().catch(() => undefined));
 
     const rossi = new LinekeeperClient({ url, user: 'm.rossi', password: pw('m.rossi') });
     const steps: Step[] = [];
