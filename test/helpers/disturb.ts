@@ -23,9 +23,15 @@ export function disturbPress(node: ApiNode, tenant: string, runId: () => string 
     return new Promise((resolve) => {
       let recipe: number | undefined;
       let waited = 0;
+      let idle = 0;
       const stop = every(line.clock, 25, () => {
         if (recipe === undefined) {
           if (pressing()) recipe = plant.setpoints('press')['MainForce'];
+          // the run never reached the press in four virtual hours: nothing to disturb
+          else if (++idle > 576_000) {
+            stop();
+            resolve();
+          }
           return;
         }
         if (plant.setpoints('press')['MainForce'] === recipe && ++waited < 200) return;

@@ -66,10 +66,18 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
   });
   // the PLC scan of the embedded simulator (connectors/sim: 50 wall ms)
   const stopScan = every(clock, o.scanMs ?? 50, () => plant.tick());
-  const advance = async (ms: number): Promise<void> => {
+  let paced = 0;
+  const step = async (ms: number): Promise<void> => {
     await clock.run(clock.now() + ms, settleMicrotasks);
     await settleTurn();
     await realWorkDone();
+  };
+  // while paced, the driver alone moves the clock (two loops running one ManualClock would interleave its timers):
+  // an advance then waits for the driver to pass its target
+  const advance = async (ms: number): Promise<void> => {
+    if (paced === 0) return step(ms);
+    const target = clock.now() + ms;
+    while (paced > 0 && clock.now() < target) await new Promise((r) => setTimeout(r, 2));
   };
   return {
     clock,
@@ -94,19 +102,23 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
     },
     advance,
     pace(ratio) {
+      if (paced > 0) throw new Error('the virtual line is paced already');
       let on = true;
+      paced++;
       const wall0 = Date.now();
       const virtual0 = clock.now();
       const driver = (async () => {
         while (on) {
           const behind = virtual0 + (Date.now() - wall0) * ratio - clock.now();
-          if (behind >= 1) await advance(Math.min(50, Math.floor(behind)));
+          if (behind >= 1) await step(Math.min(50, Math.floor(behind)));
           else await new Promise((r) => setTimeout(r, 5));
         }
       })();
       return async () => {
+        if (!on) return;
         on = false;
         await driver;
+        paced--;
       };
     },
     close: stopScan,

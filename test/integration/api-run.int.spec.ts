@@ -7,15 +7,18 @@
  * refused), the run completing, and its genealogy. Tenant isolation (R1) is checked on the live objects.
  * The batch is disturbed at the press (hardness over its limit): its specification table FAILs, so no one can
  * release it — not before QA closes its exceptions and not after (409 LK_SPEC_FAILED); the QA reviewer rejects it.
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), the operator
+ * kept present on it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApi, type ApiServer } from '../../src/api/index.js';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
-import { systemClock } from '../../src/clock.js';
+import { every, systemClock } from '../../src/clock.js';
 import { verifySignature, type Signature } from '../../src/engine/run/approval.js';
 import { verifyTrailReview } from '../../src/audit/review.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { call, rearmLostPlcs, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
+import { disturbPress } from '../helpers/disturb.js';
 import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -26,18 +29,21 @@ let url: string;
 const tokens = new Map<string, string>();
 const tok = (u: string): string => tokens.get(u)!;
 let runId: string;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 
 /** The log lines of the events, parsed; `end` and other events left out. */
 const lines = (events: readonly SseEvent[]) => events.filter((e) => e.event !== 'end').map((e) => ({ sseId: Number(e.id), event: e.event, ...(JSON.parse(e.data) as { id: number; kind: string; tool: string; summary?: string }) }));
 
 beforeAll(async () => {
-  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   url = node.url;
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti', 'g.ferri', 'a.ricci']) tokens.set(u, await signIn(url, u, node.passwords.get(u)!));
+  paced = node.line!.pace(200);
 });
 afterAll(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
+  await paced?.();
   await node?.close();
 });
 
@@ -58,24 +64,10 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
     expect(r.body).toMatchObject({ tenant: 'acme-pharma', batch: 'B-1042', line: 'line-3', startedBy: 'o.operator', plan: { steps: 10, gates: 1 }, approvalGate: { reviewer: 'm.rossi' } });
     expect(r.body.steps.map((s: { seq: string }) => s.seq)).toEqual(['01', '02', '03', '04', '05', '06', '07', '08', '09', '10']);
     // the operator stays attended while the run goes on (R5), as the console would keep them
-    presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined), 5000);
+    presence = every(node.line!.clock, 5000, () => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined));
     // the L3 agents keep the demo batch in specification; for an excursion, someone at the press's HMI sets the main
-    // force to 15 kN once compression has started (an OOS the twin predicts, not a lost model) — with the pre-force at
-    // 4 kN, so that the harder tablets do not also cap (capping would push the defect rate over its limit and hold the
-    // run at inspection, which is another test's story)
-    void (async (): Promise<void> => {
-      for (let i = 0; i < 3000; i++) {
-        if (node.daemon.engine.get('acme-pharma', runId).steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
-          // after compress_fill's first move (made before any tablet is measured), or it would overwrite the disturbance
-          const plant = node.daemon.simulator!.plant;
-          const recipe = plant.setpoints('press')['MainForce'];
-          for (let j = 0; j < 200 && plant.setpoints('press')['MainForce'] === recipe; j++) await new Promise((r) => setTimeout(r, 25));
-          plant.writeSetpoints('press', { MainForce: 15, PreForce: 4 });
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    // force to 15 kN once compression has started (test/helpers/disturb.ts)
+    void disturbPress(node, 'acme-pharma', () => runId);
     const second = await call(url, 'POST', `${A}/runs`, { token: tok('p.bianchi'), body: { request: REQUEST } });
     expect(second.status).toBe(409);
     expect(second.body.code).toBe('LK_LINE_BUSY');

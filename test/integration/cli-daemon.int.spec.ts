@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
+import { disturbPress } from '../helpers/disturb.js';
 import { addUser } from '../helpers/users.js';
 
 const A = '/v1/tenants/acme-pharma';
@@ -101,24 +102,9 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
 
   it('run: the plan, twin and policy lines, each step with ok and its duration in order, the approval-required line; Ctrl-C detaches and the run waits', async () => {
     // the agents at L3 keep the demo batch in specification; to see an excursion reach the transcript, someone at
-    // the press's HMI sets the main force to 15 kN once compression has started (tablets far over 150 N), which the
-    // twin predicts as well as the press makes it: an OOS, not a lost model, and compress_fill then steers back. The
-    // pre-force goes to 4 kN with it, so that the harder tablets do not also cap (and hold the run at inspection).
-    // The batch has then failed its hardness specification: it can only be rejected
-    const disturbed = (async (): Promise<void> => {
-      for (let i = 0; i < 3000; i++) {
-        const run = node.daemon.engine.list('acme-pharma', 1)[0];
-        if (run?.steps.find((x) => x.name === 'compress.press')?.status === 'RUNNING') {
-          // after compress_fill's first move (made before any tablet is measured), or it would overwrite the disturbance
-          const plant = node.daemon.simulator!.plant;
-          const recipe = plant.setpoints('press')['MainForce'];
-          for (let j = 0; j < 200 && plant.setpoints('press')['MainForce'] === recipe; j++) await new Promise((r) => setTimeout(r, 25));
-          plant.writeSetpoints('press', { MainForce: 15, PreForce: 4 });
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    // the press's HMI sets the main force to 15 kN once compression has started (test/helpers/disturb.ts), and
+    // compress_fill then steers back. The batch has then failed its hardness specification: it can only be rejected
+    const disturbed = disturbPress(node, 'acme-pharma', () => node.daemon.engine.list('acme-pharma', 1)[0]?.id);
     first = await cli(operator, ['run', REQUEST], { until: /^approval required: .*$/m });
     await disturbed;
     expect(first.code, first.err).toBe(0);
