@@ -28,9 +28,11 @@ import { rearmPlc } from '../../src/engine/rearm.js';
 import { rehearsalWorkerStats } from '../../src/engine/rehearsal.js';
 import { renderReleasePdf } from '../../src/engine/release-pdf.js';
 import type { ReleaseRecord } from '../../src/engine/release-types.js';
+import type { DemoUser } from '../../src/api/index.js';
 import { silentLogger } from '../../src/log.js';
 import { eventLoopCheck } from '../../src/ops/doctor.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
+import { firstStart } from '../helpers/first-start.js';
 import { heartbeating, makeRunSite, rearmLostPlcs, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
@@ -63,11 +65,14 @@ process.stdout.write(r.status + ' ' + n + (r.status === 200 ? '' : ' ' + t.slice
 
 let site: RunSite;
 let d: Daemon;
+let demoUsers: readonly DemoUser[];
 let presence: NodeJS.Timeout | undefined;
 
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: { 'B-1042': 8_000, 'B-1043': 2_000 } });
+  const copied = await firstStart(site.config, site.data);
   d = await startDaemon({ configFile: site.config, dataDir: site.data, logger: silentLogger, pollMs: 100, api: { host: '127.0.0.1', port: 0 }, loopDelay: { windowMs: 1000 } });
+  demoUsers = copied ?? d.demoUsers;
   presence = setInterval(() => d.engine.presence(OPERATOR), 5_000);
   d.engine.presence(OPERATOR);
 }, 120_000);
@@ -172,7 +177,7 @@ describe('releasing a batch leaves every PLC supervised', () => {
     const offAudit = d.store.audit.onCommitted((e: AuditEntry) => {
       if (e.action === 'twin.simulate') order.push('audited');
     });
-    const engineer = d.demoUsers.find((u) => u.id === 'p.bianchi')!;
+    const engineer = demoUsers.find((u) => u.id === 'p.bianchi')!;
     // the demo's one-time password is changed by its owner first (until then the session may do nothing else)
     const own = 'rehearsal engineer: ten thousand candidate vectors';
     await d.identity!.changePassword(engineer.id, engineer.password, own);

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
+import { firstStart } from '../helpers/first-start.js';
 import { makeRunSite, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
@@ -35,6 +36,7 @@ async function phase(daemon: Daemon): Promise<unknown> {
 
 beforeAll(async () => {
   site = makeRunSite({ timeScale: 600, batches: { 'B-1042': 8_000 } });
+  await firstStart(site.config, site.data);
   d = await boot();
 }, 300_000);
 
