@@ -59,15 +59,18 @@ export function makeRunSite(o: RunSiteOptions): RunSite {
  * Poll `fn` until it returns a truthy value; fail naming `what` (and the last value seen) after `timeoutMs`.
  * No timing is asserted: the deadline only turns a hang into a readable failure.
  */
-export async function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 120_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
+export function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 120_000, everyMs = 100): Promise<T> {
+  return pollFor(fn, { now: Date.now, limitMs: timeoutMs, pause: () => new Promise((r) => setTimeout(r, everyMs)), timedOut: (last) => `timed out waiting for ${what} (last: ${JSON.stringify(last)})` });
+}
+
+/** The loop of {@link waitFor} on any clock: `pause` lets time pass (the wall clock's, or a virtual line's). */
+export async function pollFor<T>(fn: () => T | null | undefined | false, o: { readonly now: () => number; readonly limitMs: number; readonly pause: () => Promise<unknown>; readonly timedOut: (last: unknown) => string }): Promise<T> {
+  const deadline = o.now() + o.limitMs;
   for (;;) {
     const v = fn();
     if (v) return v;
-    last = v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    if (o.now() > deadline) throw new Error(o.timedOut(v));
+    await o.pause();
   }
 }
 

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { firstStart } from './first-start.js';
+import { pollFor } from './run-site.js';
 
 export interface VirtualLine {
   readonly clock: ManualClock;
@@ -89,16 +90,8 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
         maintenance: false, connectTimeoutMs: 1, pollMs: o.pollMs ?? 500, ...extra,
       });
     },
-    async until<T>(what: string, fn: () => T | null | undefined | false, maxMs = 4 * 3_600_000): Promise<T> {
-      const deadline = clock.now() + maxMs;
-      let last: unknown;
-      for (;;) {
-        const v = fn();
-        if (v) return v;
-        last = v;
-        if (clock.now() > deadline) throw new Error(`${what}: not reached in ${maxMs / 60_000} virtual minutes (last: ${JSON.stringify(last)})`);
-        await advance(1_000);
-      }
+    until<T>(what: string, fn: () => T | null | undefined | false, maxMs = 4 * 3_600_000): Promise<T> {
+      return pollFor(fn, { now: () => clock.now(), limitMs: maxMs, pause: () => advance(1_000), timedOut: (last) => `${what}: not reached in ${maxMs / 60_000} virtual minutes (last: ${JSON.stringify(last)})` });
     },
     advance,
     pace(ratio) {
