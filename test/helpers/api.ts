@@ -10,6 +10,7 @@ import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import { firstStart } from './first-start.js';
+import { heartbeating } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
 
@@ -283,7 +284,7 @@ export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string
   const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   for (const id of lost) {
     // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
-    await until(async () => { const s = plant.supervisor(id); return s.lastHeartbeatAt !== undefined && now() - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2 ? true : undefined; }, 100, line);
+    await until(async () => (heartbeating(plant.supervisor(id), now()) ? true : undefined), 100, line);
     const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
     if (r.status !== 200) throw new Error(`re-arm of ${id}: ${r.status} ${JSON.stringify(r.body)}`);
   }
