@@ -7,12 +7,18 @@
  * export, verify status, autonomy and models pages work; a reviewer of another tenant sees nothing of this one.
  * axe-core checks every page (no serious or critical violation); a screenshot of each page is saved under
  * .tmp/console-screenshots/. First load is measured (navigation timing) and printed, never asserted.
+ *
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * clock's present: the browser compares a session's expiry with its own clock, so the daemon's must not be behind
+ * it. The console sends the operator's presence every 30 s of the browser's clock, which is over an hour of the
+ * paced line's: from the run's start the test keeps the operator present on the virtual clock, as api-run does.
  */
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
@@ -31,6 +37,8 @@ let released = true;
 let idp: ProviderKey;
 const problems: string[] = [];
 let auditorToken: string | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 /** The auditor's token for checks through the API, signed in once (each sign-in is a scrypt). */
 const auditor = async (): Promise<string> => (auditorToken ??= await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!));
 const audited: Record<string, number> = {};
@@ -72,7 +80,7 @@ beforeAll(async () => {
   let opened: Awaited<ReturnType<typeof openConsolePage>>;
   [node, opened] = await Promise.all([
     startApiNode({
-      timeScale: 300, tablets: 30_000, pollMs: 100,
+      timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true, t0: Date.now(),
       site: (yaml, dir) => {
         writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [idp.jwk] }));
         // a second batch of the tenant, for the run a process engineer aborts from its page
@@ -84,9 +92,12 @@ beforeAll(async () => {
     openConsolePage({ viewport: { width: 1280, height: 900 }, ignore: /status of 40[134]/, problems }),
   ]);
   ({ browser, context: ctx, page } = opened);
+  paced = node.line!.pace(200);
 }, 240_000);
 
 afterAll(async () => {
+  presence?.();
+  await paced?.();
   await browser?.close();
   await node?.close();
 }, 60_000);
@@ -122,11 +133,15 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.reload();
     const jwt = page.getByLabel('Identity-provider token (JWT)');
     const stranger = await providerKey('k-console');
-    await jwt.fill(await token(stranger, {}, { now: Date.now() }));
+    // the provider's clock is the daemon's (a site keeps both on NTP): tokens issued at its virtual now, valid for a
+    // virtual day (ten virtual minutes pass in seconds here)
+    const now = node.line!.clock.now();
+    const day = { exp: Math.floor(now / 1000) + 86_400 };
+    await jwt.fill(await token(stranger, day, { now }));
     await page.getByRole('button', { name: 'Use this token' }).click();
     await poll(() => page.getByRole('alert').textContent()).toContain('LK_');
     expect(await page.getByTestId('who').count()).toBe(0);
-    await jwt.fill(await token(idp, {}, { now: Date.now() }));
+    await jwt.fill(await token(idp, day, { now }));
     await page.getByRole('button', { name: 'Use this token' }).click();
     await poll(() => page.getByTestId('who').textContent()).toContain('Quinn Sso (q.sso, qa reviewer)');
     // and it works as a local token does: a page of its role, with the daemon's data
@@ -163,6 +178,8 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.getByRole('button', { name: 'Start run' }).click();
     await page.waitForURL(/#\/runs\/run_/);
     runId = /#\/runs\/(run_[0-9a-z]+)/.exec(page.url())![1]!;
+    const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    presence = every(node.line!.clock, 5000, () => void call(node.url, 'POST', `${A}/attendance`, { token: op }).catch(() => undefined));
     const counts: number[] = [];
     await until(async () => {
       counts.push(Number((await page.getByTestId('log-count').textContent())!.split(' ')[0]));

@@ -34,8 +34,12 @@ export interface ApiNode {
  * Start the daemon with its API. `timeScale` speeds the simulator up (a full run takes well under a minute at
  * 300 with a small batch); `tablets` shrinks the sample batch B-1042; `site` edits the site file's text (and may
  * write files beside it, in `dir`); `processMetrics` adds Node's process metrics to GET /metrics, as `linekeeper serve` does.
+ * `virtual` runs the daemon on a virtual line (its own clock and in-memory plant) starting at `t0` (default
+ * VIRTUAL_T0; `Date.now()` for a node whose clients compare its times with their own wall clock, as the CLI and the
+ * console do with a session's expiry: a paced line then runs ahead of them, never behind). Its first start is the
+ * run's template made at the hour `t0` falls in, so the nodes of one hour share it.
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean; t0?: number } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -48,11 +52,14 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   const site = relaxedWatchdog(readFileSync(defaultConfigFile(), 'utf8').replace('time_scale: 60', `time_scale: ${opts.timeScale ?? 60}`));
   // on virtual time, paced far faster than the wall clock, a token of 15 virtual minutes would lapse in seconds of the
   // test: a virtual node's tokens and sessions last a virtual day and a week (expiry is tested on the wall clock)
-  const timed = opts.virtual ? `${site}\napi:\n  token_ttl_s: 86400\n  session_max_s: 604800\n` : site;
-  writeFileSync(join(dir, 'site.yaml'), opts.site ? opts.site(timed, dir) : timed);
+  const edited = opts.site ? opts.site(site, dir) : site;
+  const lifetimes = '  token_ttl_s: 86400\n  session_max_s: 604800\n';
+  const timed = !opts.virtual ? edited : /^api:\n/m.test(edited) ? edited.replace(/^api:\n/m, `api:\n${lifetimes}`) : `${edited}\napi:\n${lifetimes}`;
+  writeFileSync(join(dir, 'site.yaml'), timed);
   const files = { config: join(dir, 'site.yaml'), data: join(dir, 'data') };
-  const line = opts.virtual ? virtualLine(files) : undefined;
-  const copied = await firstStart(files.config, files.data, line ? VIRTUAL_T0 : 'wall');
+  const t0 = opts.t0 ?? VIRTUAL_T0;
+  const line = opts.virtual ? virtualLine(files, { t0 }) : undefined;
+  const copied = await firstStart(files.config, files.data, line ? Math.floor(t0 / 3_600_000) * 3_600_000 : 'wall');
   const extra = {
     api: { host: '127.0.0.1', port: 0 },
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),

@@ -49,7 +49,7 @@ export const VIRTUAL_T0 = Date.UTC(2026, 10, 2, 6);
  * virtual hours while a PDF is rendered. A resource of Node's that is active (ref'd) means such work is in flight.
  */
 const REAL_WORK = (r: string): boolean => r === 'MessagePort' || r.startsWith('FSReq') || r === 'Zlib' || r === 'RANDOMBYTESREQUEST' || r === 'PBKDF2REQUEST' || r === 'SCRYPTREQUEST';
-async function realWorkDone(limitMs = 60_000): Promise<void> {
+async function realWorkDone(limitMs = 300_000): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (process.getActiveResourcesInfo().some(REAL_WORK)) {
     // a hang guard, not a speed limit: the work is the daemon's (a worker thread, a file), waited for in real time

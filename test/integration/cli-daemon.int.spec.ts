@@ -4,11 +4,18 @@
  * and runs B-1042 — the spec's transcript in order up to the approval gate — and detaches with Ctrl-C while
  * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
  * rest, nothing twice. Without a session the CLI exits 77; refusals print the daemon's detail and code.
+ *
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * clock's present: the CLI compares a session's expiry with its own clock, so the daemon's time must not
+ * be behind it. The CLI sends an operator's presence every 30 s of its wall clock, which is over an hour of the
+ * paced line's, past the bundle's 120 s window: while `linekeeper run` follows the run, the test keeps the operator
+ * present on the virtual clock (as the console would); the re-attach checks the CLI's own presence.
  */
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 import { disturbPress } from '../helpers/disturb.js';
@@ -36,15 +43,19 @@ const home = (): string => {
 const password = (user: string): string => `${node.passwords.get(user)!}\n`;
 const stepsOf = (out: string): string[] => out.split('\n').filter((l) => /^ {2}\d\d /.test(l)).map((l) => l.slice(2, 4));
 
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
+
 beforeAll(async () => {
-  // time scale 600 (as the run-engine tests): the run to the approval gate is process hours of blending, drying and
-  // coating, which at 300 took most of this file's time; the CLI's output does not depend on how fast the plant runs
-  node = await startApiNode({ timeScale: 600, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 600, tablets: 30_000, pollMs: 100, virtual: true, t0: Date.now() });
   operator = home();
   qa = home();
   auditor = await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!);
+  paced = node.line!.pace(200);
 });
 afterAll(async () => {
+  presence?.();
+  await paced?.();
   await node?.close();
   for (const h of homes) rmSync(h, { recursive: true, force: true });
 });
@@ -105,6 +116,8 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     // the press's HMI sets the main force to 15 kN once compression has started (test/helpers/disturb.ts), and
     // compress_fill then steers back. The batch has then failed its hardness specification: it can only be rejected
     const disturbed = disturbPress(node, 'acme-pharma', () => node.daemon.engine.list('acme-pharma', 1)[0]?.id);
+    const present = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
+    presence = every(node.line!.clock, 5000, () => void call(node.url, 'POST', `${A}/attendance`, { token: present }).catch(() => undefined));
     first = await cli(operator, ['run', REQUEST], { until: /^approval required: .*$/m });
     await disturbed;
     expect(first.code, first.err).toBe(0);
@@ -208,7 +221,10 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
   });
 
   it('runs watch re-attaches where the operator left: the rejection, steps 09 and 10, the completion line (not released), nothing twice; presence is sent while attached', async () => {
-    // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives
+    // someone else holds attendance, so the operator's presence heartbeat is visible when it arrives (the test's
+    // own presence of the operator stops first)
+    presence?.();
+    presence = undefined;
     await addUser(node.daemon.identity!, { id: 'o.second', name: 'Otto Second', role: 'operator', tenants: ['acme-pharma'], password: 'second operator pw' }, 'd.marino', 'test account');
     await call(node.url, 'POST', `${A}/attendance`, { token: await signIn(node.url, 'o.second', 'second operator pw'), body: {} });
     expect(node.daemon.engine.attended()?.operator).toBe('o.second');
@@ -290,6 +306,6 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(abort.out).toMatch(/^not a release: its package \(release\.json\) downloads from \/v1\/tenants\/[a-z-]+\/runs\/run_[0-9a-f]+\/release\?file=json$/m);
     const run = await call(node.url, 'GET', `${A}/runs/${second}`, { token: auditor });
     expect(run.body.status).toBe('ABORTED');
-    for (const eq of ['blender', 'fluidbed', 'press', 'coater', 'nir', 'vision', 'plc']) expect([eq, node.daemon.simulator!.plant.supervisor(eq).state]).toEqual([eq, 'LOST']);
+    for (const eq of ['blender', 'fluidbed', 'press', 'coater', 'nir', 'vision', 'plc']) expect([eq, node.line!.plant.supervisor(eq).state]).toEqual([eq, 'LOST']);
   });
 });

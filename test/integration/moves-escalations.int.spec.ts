@@ -16,6 +16,10 @@
  * cannot be signed afterwards (409 LK_MOVE_WITHDRAWN, nothing signed), the one left at the end of step 05 is a
  * MOVE_UNREVIEWED exception, the genealogy never says "contested: ;", and a deadlock the run left is listed with
  * it and decided by a person.
+ *
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall clock's
+ * present (the CLI compares a session's expiry with its own clock); the operator is kept present on the
+ * virtual clock throughout (the bundle's 120 s window is under a second of wall clock here).
  */
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,13 +28,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryAudit } from '../../src/audit/index.js';
 import { closeStepWaits } from '../../src/engine/run/step-waits.js';
 import type { RunRecord } from '../../src/store/run-store.js';
+import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { setAutonomy } from '../../src/store/autonomy-store.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
 import { LinekeeperClient } from '../../src/sdk/index.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
-import { waitFor } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const A = `/v1/tenants/${T}`;
@@ -51,7 +55,7 @@ const password = (user: string): string => `${node.passwords.get(user)!}\n`;
 const cli = (h: string, args: string[], o: { input?: string; until?: RegExp } = {}): Promise<SpawnedCli> => spawnCli(args, { ...o, env: { XDG_CONFIG_HOME: h, LINEKEEPER_URL: node.url } });
 const plant = (sp: string): number => {
   const [eq, tag] = sp.split('.') as [string, string];
-  return node.daemon.simulator!.plant.setpoints(eq)[tag]!;
+  return node.line!.plant.setpoints(eq)[tag]!;
 };
 const audit = (filter: Record<string, string>) => queryAudit(node.daemon.store.db, T, filter, { limit: 1000 }).entries;
 const sign = (who: string, id: string, recordHash?: string) =>
@@ -60,7 +64,7 @@ let proposals = 0;
 /** The operator sets `from` at the HMI, then the agent proposes `to` (compress_fill from the tenant's twin, as step 05 does): an L2 move waits. */
 async function queueWrite(_d: unknown, o: { run: RunRecord; agent: string; setpoint: string; from: number; to: number; unit: string }): Promise<PendingWrite> {
   const [equipment, tag] = o.setpoint.split('.') as [string, string];
-  node.daemon.simulator!.plant.writeSetpoint(equipment, tag, o.from);
+  node.line!.plant.writeSetpoint(equipment, tag, o.from);
   const ref = node.daemon.engine.options.models.twin(T).ref;
   const model = o.agent === 'agent.compress_fill' ? { model: { id: ref.id, version: String(ref.version) } } : {};
   const out = await node.daemon.writer.propose({
@@ -73,9 +77,14 @@ async function queueWrite(_d: unknown, o: { run: RunRecord; agent: string; setpo
 }
 const present = () => call(node.url, 'POST', `${A}/attendance`, { token: tokens.get('o.operator')!, body: {} });
 
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
+
 beforeAll(async () => {
-  node = await startApiNode({ timeScale: 600, tablets: 30_000, pollMs: 100 });
+  node = await startApiNode({ timeScale: 600, tablets: 30_000, pollMs: 100, virtual: true, t0: Date.now() });
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
+  // the operator stays attended (R5), so L2 moves wait for the reviewer instead of dropping to recommendations
+  presence = every(node.line!.clock, 5000, () => void present().catch(() => undefined));
   // the bundle graduated compress_fill and coat_dry to L3 (CC-2026-0219); this site reviews their moves (L2): lowering
   // needs no role, as a site would do it for a campaign
   for (const agent of ['agent.compress_fill', 'agent.coat_dry']) {
@@ -85,8 +94,11 @@ beforeAll(async () => {
   operator = home();
   expect((await cli(engineer, ['login', '--user', 'p.bianchi'], { input: password('p.bianchi') })).code).toBe(0);
   expect((await cli(operator, ['login', '--user', 'o.operator'], { input: password('o.operator') })).code).toBe(0);
+  paced = node.line!.pace(200);
 }, 120_000);
 afterAll(async () => {
+  presence?.();
+  await paced?.();
   await node?.close();
   for (const h of homes) rmSync(h, { recursive: true, force: true });
 });
@@ -210,13 +222,7 @@ describe('a whole run to its gate: its L2 moves reach p.bianchi and are withdraw
     const started = await call(node.url, 'POST', `${A}/runs`, { token: tokens.get('o.operator')!, body: { request: REQUEST } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const runId = started.body.id as string;
-    // the operator stays attended (R5), so L2 moves wait for the reviewer instead of dropping to recommendations
-    const beat = setInterval(() => void present(), 5000);
-    try {
-      await waitFor('the run at its approval gate', () => node.daemon.engine.runs.runById(runId)?.status === 'APPROVAL', 240_000, 200);
-    } finally {
-      clearInterval(beat);
-    }
+    await node.line!.until('the run at its approval gate', () => node.daemon.engine.runs.runById(runId)?.status === 'APPROVAL');
     // every move the run queued for a person, from the trail
     const queued = [...new Set(audit({ run: runId }).filter((e) => e.action === 'setpoint.pending').map((e) => (e.args as { pendingId: string }).pendingId))];
     const ofPress = audit({ run: runId, agent: 'agent.compress_fill' }).filter((e) => e.action === 'setpoint.pending');

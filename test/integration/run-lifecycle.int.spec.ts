@@ -6,12 +6,16 @@
  * no longer signable); a run aborted mid-compression ends ABORTED with every PLC on its last known-good recipe
  * as the simulator reads it back, a "not a release" package, and its line free for the next run, whose QA
  * reviewer an administrator reassigns before its gate (the gate then waits for the new reviewer).
+ *
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts); the test waits
+ * and keeps the operator present on the virtual clock.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSitePublicKey } from '../../src/audit/index.js';
 import { verifySignature, type ActSignature } from '../../src/engine/run/approval.js';
+import { every } from '../../src/clock.js';
 import { artefactFile } from '../../src/models/registry.js';
 import { LinekeeperClient, LinekeeperError } from '../../src/sdk/index.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
@@ -28,16 +32,21 @@ let url: string;
 const tokens = new Map<string, string>();
 const tok = (u: string): string => tokens.get(u)!;
 const pw = (u: string): string => u === 'q.russo' ? 'q.russo-Passw0rd-for-tests' : node.passwords.get(u)!;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 
-/** Poll an async probe until it is truthy; the deadline only turns a hang into a readable failure (no timing is asserted). */
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 300_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Poll an async probe every `everyMs` of virtual time until it is truthy; the deadline (four virtual hours) only
+ * turns a hang into a readable failure (no timing is asserted).
+ */
+async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, everyMs = 200): Promise<T> {
+  const line = node.line!;
+  const deadline = line.clock.now() + 4 * 3_600_000;
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    if (line.clock.now() > deadline) throw new Error(`${what}: not reached in four virtual hours`);
+    await line.advance(everyMs);
   }
 }
 /**
@@ -45,7 +54,7 @@ async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined |
  * time-out on the scaled clock, which a loaded machine can miss at one instant: asked again until it holds.
  */
 async function rearmAll(): Promise<void> {
-  const plant = node.daemon.simulator!.plant;
+  const plant = node.line!.plant;
   for (const eq of PLCS) {
     await waitFor(`${eq} to re-arm`, async () => {
       try {
@@ -54,14 +63,14 @@ async function rearmAll(): Promise<void> {
         if ((err as { code?: string }).code !== 'LK_PLC_NO_HEARTBEAT') throw err;
       }
       return plant.supervisor(eq).state === 'ATTENDED';
-    }, 60_000, 20);
+    }, 20);
   }
   // the daemon reads the PLCs' states from its subscriptions: wait until it sees every PLC supervised again (a held
   // run may still keep the line busy: that one a person resumes or aborts)
   await waitFor('the daemon to see every PLC supervised', async () => {
     const r = (await call(url, 'GET', `${A}/line/readiness`, { token: tok('p.bianchi') })).body as { reasons: { code: string }[] };
     return r.reasons.every((x) => x.code === 'LINE_BUSY');
-  }, 60_000, 100);
+  }, 100);
 }
 const auditOf = (run: string) => [...auditOfRun(node.daemon.store, T, run).values()];
 
@@ -71,14 +80,16 @@ const step = (v: Awaited<ReturnType<typeof view>>, name: string) => v.steps.find
 
 beforeAll(async () => {
   node = await startApiNode({
-    timeScale: 600, tablets: 30_000, pollMs: 100,
+    timeScale: 600, tablets: 30_000, pollMs: 100, virtual: true,
     site: (yaml, dir) => {
       const f = join(dir, 'batches', T, 'B-1042.json');
       const rec = JSON.parse(readFileSync(f, 'utf8')) as Record<string, unknown>;
       const copy = (batch: string, extra: Record<string, unknown> = {}): void =>
         writeFileSync(join(dir, 'batches', T, `${batch}.json`), JSON.stringify({ ...rec, batch, mes_ref: `MES-2026-11-${batch.slice(2)}`, ...extra }));
       copy('B-3001', { qa_reviewer: 'a.ricci' });
-      copy('B-3002');
+      // B-3002 is aborted mid-compression: a batch of 600,000 tablets compresses for virtual hours, so the abort (two
+      // signed requests, seconds of wall clock on a loaded machine, minutes of the paced line's) finds it pressing
+      copy('B-3002', { batch_size: { ...(rec['batch_size'] as Record<string, unknown>), tablets: 600_000 } });
       copy('B-3003');
       return yaml;
     },
@@ -86,11 +97,13 @@ beforeAll(async () => {
   url = node.url;
   await addUser(node.daemon.identity!, { id: 'q.russo', name: 'Quinto Russo', role: 'qa_reviewer', tenants: [T], password: pw('q.russo') }, 'd.marino', 'a second QA reviewer of the tenant');
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci', 'q.russo', 'd.marino']) tokens.set(u, await signIn(url, u, pw(u)));
-  presence = setInterval(() => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined), 5000);
+  presence = every(node.line!.clock, 5000, () => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined));
+  paced = node.line!.pace(200);
 }, 120_000);
 
 afterAll(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
+  await paced?.();
   await node?.close();
 });
 
@@ -107,7 +120,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
   });
 
   it('a run held by a model loss raises RUN_HELD; a process engineer resumes it with a reason and it reaches its gate', async () => {
-    const plant = node.daemon.simulator!.plant;
+    const plant = node.line!.plant;
     const started = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: request('B-1042') } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     held = started.body.id;
@@ -141,7 +154,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     const atGate = await waitFor('the resumed run to reach its gate', async () => {
       const v = await view(held);
       return (v.status === 'APPROVAL' || v.status === 'HELD' || v.status === 'FAILED') && v;
-    }, 480_000, 500);
+    }, 500);
     expect(atGate.status, atGate.reason ?? '').toBe('APPROVAL');
     expect(step(atGate, 'compress.press')).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
     const after = (await call(url, 'GET', `${A}/runs/${held}/exceptions`, { token: tok('a.ricci') })).body;
@@ -203,12 +216,12 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
   });
 
   it('a run aborted mid-compression ends ABORTED with every PLC on LKG (read back), a "not a release" package and its line free', async () => {
-    const plant = node.daemon.simulator!.plant;
+    const plant = node.line!.plant;
     await rearmAll();
     const started = await call(url, 'POST', `${A}/runs`, { token: tok('o.operator'), body: { request: request('B-3002') } });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const id = started.body.id as string;
-    await waitFor('the press step to run', async () => step(await view(id), 'compress.press').status === 'RUNNING', 300_000, 200);
+    await waitFor('the press step to run', async () => step(await view(id), 'compress.press').status === 'RUNNING');
     for (const eq of PLCS) expect([eq, plant.supervisor(eq).state]).toEqual([eq, 'ATTENDED']);
     const revertsBefore = plant.supervisor('press').revertCount;
 
@@ -266,7 +279,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     const gated = await waitFor('B-3003 at its gate', async () => {
       const x = await view(next.body.id);
       return (x.status === 'APPROVAL' || x.status === 'HELD' || x.status === 'FAILED') && x;
-    }, 480_000, 500);
+    }, 500);
     expect(gated.status, gated.reason ?? '').toBe('APPROVAL');
     expect(gated.approvalGate).toMatchObject({ status: 'pending', reviewer: 'q.russo' });
     const waits = (await call(url, 'GET', `${A}/approvals`, { token: tok('q.russo') })).body.items.find((i: { id: string }) => i.id === gated.approvalGate.id);
