@@ -80,7 +80,7 @@ let proposals = 0;
  */
 export async function queueWrite(d: Daemon, o: { run: RunRecord; agent: string; setpoint: string; from: number; to: number; unit: string }): Promise<PendingWrite> {
   const [equipment, tag] = o.setpoint.split('.') as [string, string];
-  d.simulator!.plant.writeSetpoint(equipment, tag, o.from);
+  (d.memoryLine?.plant ?? d.simulator!.plant).writeSetpoint(equipment, tag, o.from);
   const out = await d.writer.propose({
     id: `test-proposal-${++proposals}`, tenant: o.run.tenant, batch: o.run.batch, run: o.run.id, agent: o.agent, product: o.run.product, tooling: o.run.tooling,
     moves: [{ setpoint: o.setpoint, value: `${o.to} ${o.unit}` }], attribute: 'content_uniformity', justification: 'queued by a test for a person to decide',

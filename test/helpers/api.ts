@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
-import { firstStart } from './first-start.js';
+import type { Plant } from '../../connectors/sim/plant.js';
+import { firstStart, ownPassword, type FirstStartUser } from './first-start.js';
 import { heartbeating } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
@@ -18,6 +19,8 @@ export interface ApiNode {
   readonly daemon: Daemon;
   /** `virtual`: the node's virtual time and its plant (test/helpers/virtual-line.ts). */
   readonly line?: VirtualLine;
+  /** The simulated plant the daemon supervises (over OPC UA and Modbus, or in memory). */
+  readonly plant: Plant;
   readonly url: string;
   readonly dir: string;
   /**
@@ -37,9 +40,11 @@ export interface ApiNode {
  * `virtual` runs the daemon on a virtual line (its own clock and in-memory plant) starting at `t0` (default
  * VIRTUAL_T0; `Date.now()` for a node whose clients compare its times with their own wall clock, as the CLI and the
  * console do with a session's expiry: a paced line then runs ahead of them, never behind). Its first start is the
- * run's template made at the hour `t0` falls in, so the nodes of one hour share it.
+ * run's template made at the hour `t0` falls in, so the nodes of one hour share it. `memory` keeps the wall clock
+ * but puts the plant in this process behind the in-memory connectors (no OPC UA or Modbus servers): for tests of the
+ * REST surface, not of the protocols (those run against the real servers: connectors, serve, run-renamed-site…).
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean; t0?: number } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean; t0?: number; memory?: boolean } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -59,9 +64,10 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   const files = { config: join(dir, 'site.yaml'), data: join(dir, 'data') };
   const t0 = opts.t0 ?? VIRTUAL_T0;
   const line = opts.virtual ? virtualLine(files, { t0 }) : undefined;
-  const copied = await firstStart(files.config, files.data, line ? Math.floor(t0 / 3_600_000) * 3_600_000 : 'wall');
+  const copied = await firstStart(files.config, files.data, line ? Math.floor(t0 / 3_600_000) * 3_600_000 : 'wall', { ownPasswords: true });
   const extra = {
     api: { host: '127.0.0.1', port: 0 },
+    ...(opts.memory ? { embeddedSimulator: 'memory' as const } : {}),
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     ...(opts.processMetrics ? { processMetrics: true } : {}),
   };
@@ -69,11 +75,13 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   // a virtual line's first seconds: the connectors' first reads and the PLCs' first heartbeats
   await line?.advance(2_000);
   const url = daemon.ready.api!;
-  // each demo user replaces the one-time password at once (all together: the plant is running meanwhile)
-  const demo = copied ?? daemon.demoUsers;
-  const passwords = new Map(await Promise.all(demo.map(async (u) => [u.id, await chooseOwnPassword(url, u.id, u.password)] as const)));
+  // each demo user has replaced the one-time password (in the run's template; else here, all together: the plant is
+  // running meanwhile)
+  const demo: readonly FirstStartUser[] = copied ?? daemon.demoUsers;
+  const passwords = new Map(await Promise.all(demo.map(async (u): Promise<[string, string]> => [u.id, u.own ?? (await chooseOwnPassword(url, u.id, u.password))])));
+  const plant = daemon.memoryLine?.plant ?? daemon.simulator!.plant;
   return {
-    daemon, url, dir, passwords, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
+    daemon, url, dir, passwords, plant, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
       await daemon.stop('test done');
       line?.close();
@@ -99,7 +107,7 @@ export function relaxedWatchdog(yaml: string): string {
  * /v1/auth/password. @returns the new password. @throws when the daemon refuses either step.
  */
 export async function chooseOwnPassword(url: string, user: string, current: string): Promise<string> {
-  const next = `${current} is now my own, ${user}`;
+  const next = ownPassword(user, current);
   const t = await call(url, 'POST', '/v1/auth/token', { body: { user, password: current } });
   if (t.status !== 200) throw new Error(`sign-in of ${user}: ${t.status} ${JSON.stringify(t.body)}`);
   const c = await call(url, 'POST', '/v1/auth/password', { token: t.body.token as string, body: { current, password: next } });
@@ -286,7 +294,7 @@ export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 20
  */
 export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string): Promise<string[]> {
   const { line } = node;
-  const plant = line?.plant ?? node.daemon.simulator!.plant;
+  const plant = node.plant;
   const now = (): number => line?.clock.now() ?? Date.now();
   const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   for (const id of lost) {

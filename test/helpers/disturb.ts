@@ -42,7 +42,7 @@ export function disturbPress(node: ApiNode, tenant: string, runId: () => string 
     });
   }
   return (async () => {
-    const plant = node.daemon.simulator!.plant;
+    const plant = node.plant;
     for (let i = 0; i < 3000; i++) {
       if (pressing()) {
         const recipe = plant.setpoints('press')['MainForce'];

@@ -10,19 +10,29 @@
  * The template is keyed by the site's files (site.yaml, policy, models: everything beside site.yaml but the
  * batch records and the data directory) and the clock it is made on. Outside vitest (no template folder) nothing
  * is copied and the daemon makes its first start itself.
+ *
+ * `ownPasswords`: the template goes one step further, as a site's people do at their first sign-in: each demo person
+ * has replaced the one-time password by their own ({@link ownPassword}, through Identity.changePassword, the code the
+ * password route runs) — scrypt work a test node otherwise repeats at every start.
  */
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { ManualClock, systemClock } from '../../src/clock.js';
 import { startDaemon } from '../../src/daemon.js';
-import type { DemoUser } from '../../src/api/index.js';
+import { Identity, type DemoUser } from '../../src/api/index.js';
 import { silentLogger } from '../../src/log.js';
 import { TEMPLATE_ENV } from '../global-setup.js';
 
-function siteKey(configFile: string, dataDir: string, clock: 'wall' | number): string {
+/** The password a demo person chooses in place of their one-time password `current` (the tests' convention). */
+export const ownPassword = (user: string, current: string): string => `${current} is now my own, ${user}`;
+
+/** A demo person of a first start: `password` the one-time password; `own` the one they chose (ownPasswords). */
+export type FirstStartUser = DemoUser & { readonly own?: string };
+
+function siteKey(configFile: string, dataDir: string, clock: 'wall' | number, own: boolean): string {
   const root = dirname(configFile);
-  const h = createHash('sha256').update(`clock ${clock}\n`);
+  const h = createHash('sha256').update(`clock ${clock}\n${own ? 'own passwords\n' : ''}`);
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir).sort()) {
       const p = join(dir, name);
@@ -43,19 +53,20 @@ function siteKey(configFile: string, dataDir: string, clock: 'wall' | number): s
  * template folder (the daemon's own first start then makes them). `clock`: 'wall', or the epoch ms a ManualClock
  * of the test starts at (the template is made an hour before it, so the trail's times go forward).
  */
-export async function firstStart(configFile: string, dataDir: string, clock: 'wall' | number = 'wall'): Promise<readonly DemoUser[] | undefined> {
+export async function firstStart(configFile: string, dataDir: string, clock: 'wall' | number = 'wall', o: { readonly ownPasswords?: boolean } = {}): Promise<readonly FirstStartUser[] | undefined> {
   const root = process.env[TEMPLATE_ENV];
   if (!root || !existsSync(root)) return undefined;
   if (existsSync(dataDir)) throw new Error(`firstStart: ${dataDir} exists already`);
-  const dir = join(root, siteKey(configFile, dataDir, clock));
+  const own = o.ownPasswords === true;
+  const dir = join(root, siteKey(configFile, dataDir, clock, own));
   const ready = join(dir, 'demo-users.json');
-  if (!existsSync(ready)) await make(dir, configFile, clock);
+  if (!existsSync(ready)) await make(dir, configFile, clock, own);
   cpSync(join(dir, 'data'), dataDir, { recursive: true });
-  return JSON.parse(readFileSync(ready, 'utf8')) as DemoUser[];
+  return JSON.parse(readFileSync(ready, 'utf8')) as FirstStartUser[];
 }
 
 /** Make the template (one worker makes it; another that needs it meanwhile waits for it). */
-async function make(dir: string, configFile: string, clock: 'wall' | number): Promise<void> {
+async function make(dir: string, configFile: string, clock: 'wall' | number, own: boolean): Promise<void> {
   const ready = join(dir, 'demo-users.json');
   try {
     mkdirSync(dir);
@@ -71,11 +82,17 @@ async function make(dir: string, configFile: string, clock: 'wall' | number): Pr
   }
   try {
     const data = join(dir, 'data.tmp');
-    const d = await startDaemon({
-      configFile, dataDir: data, logger: silentLogger, clock: clock === 'wall' ? systemClock : new ManualClock(clock - 3_600_000),
-      embeddedSimulator: 'memory', maintenance: false, connectTimeoutMs: 1,
-    });
-    const users = d.demoUsers;
+    const at = clock === 'wall' ? systemClock : new ManualClock(clock - 3_600_000);
+    const d = await startDaemon({ configFile, dataDir: data, logger: silentLogger, clock: at, embeddedSimulator: 'memory', maintenance: false, connectTimeoutMs: 1 });
+    let users: readonly FirstStartUser[] = d.demoUsers;
+    if (own) {
+      const identity = new Identity({ store: d.store, clock: at });
+      users = await Promise.all(users.map(async (u) => {
+        const mine = ownPassword(u.id, u.password);
+        await identity.changePassword(u.id, u.password, mine);
+        return { ...u, own: mine };
+      }));
+    }
     await d.stop('first-start template made');
     rmSync(join(data, 'linekeeper.lock'), { force: true });
     rmSync(join(data, 'mes'), { recursive: true, force: true });

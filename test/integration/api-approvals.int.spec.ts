@@ -32,7 +32,7 @@ let runA: RunRecord;
 
 const plant = (sp: string): number => {
   const [eq, tag] = sp.split('.') as [string, string];
-  return node.daemon.simulator!.plant.setpoints(eq)[tag]!;
+  return node.plant.setpoints(eq)[tag]!;
 };
 const decide = (who: string, id: string, body: Record<string, unknown>, base = A): Promise<Reply> =>
   call(node.url, 'POST', `${base}/approvals/${id}`, { token: tok(who), body: { decision: 'approve', meaning: 'QA approval of the coater move', password: passwords.get(who), ...body } });
@@ -45,7 +45,7 @@ const stillPending = (id: string): boolean => node.daemon.writer.pending().some(
 const present = () => call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') });
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   for (const [id, pw] of node.passwords) passwords.set(id, pw);
   const identity = node.daemon.identity!;
   await addUser(identity, { id: 'r.verdi', name: 'Rita Verdi', role: 'process_engineer', tenants: ['acme-pharma'], password: 'process engineer two' }, 'd.marino', 'test account');

@@ -17,7 +17,7 @@ const tokens = new Map<string, string>();
 const tok = (u: string): string => tokens.get(u)!;
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   url = node.url;
   for (const u of ['o.operator', 'm.rossi', 'a.ricci', 'd.marino', 'l.conti']) tokens.set(u, await signIn(url, u, node.passwords.get(u)!));
 });

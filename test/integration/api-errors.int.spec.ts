@@ -19,7 +19,7 @@ const tok = (u: string): string => tokens.get(u)!;
 beforeAll(async () => {
   // the lock-out (5 wrong passwords) is what this file tests; the sign-in throttle, which would answer 429 from the
   // 4th failure of a minute, is raised out of its way (it has its own tests in api-identity)
-  node = await startApiNode({ site: (yaml) => `${yaml}\napi:\n  sign_in_failures_per_account: 10\n  sign_in_failures_per_address: 50\n` });
+  node = await startApiNode({ memory: true, site: (yaml) => `${yaml}\napi:\n  sign_in_failures_per_account: 10\n  sign_in_failures_per_address: 50\n` });
   url = node.url;
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti', 'a.ricci', 'd.marino']) tokens.set(u, await signIn(url, u, node.passwords.get(u)!));
 });

@@ -1,6 +1,6 @@
 /**
- * Fuzzing the REST API from its own OpenAPI document, over real HTTP against a real daemon (embedded plant
- * simulator, SQLite in a temp dir), with no run in progress. Each request starts as a well-formed call of one
+ * Fuzzing the REST API from its own OpenAPI document, over real HTTP against a real daemon (the embedded plant in
+ * memory behind the in-memory connectors, SQLite in a temp dir), with no run in progress. Each request starts as a well-formed call of one
  * operation — path, query, header parameters and body drawn from the document's JSON Schemas — by a signed-in
  * user of each role (or nobody), then is mutated: wrong types, missing and extra fields (prototype keys
  * too), bodies of a megabyte and more, JSON nested thousands deep, lone surrogates, control characters and
@@ -256,7 +256,7 @@ function violation(r: FuzzRequest, a: Answer): string | null {
 function lineState(): { writes: number; runs: number; starts: number; setpoints: Record<string, Readonly<Record<string, number>>> } {
   const db = node.daemon.store.db;
   const count = (sql: string): number => (db.prepare(sql).pluck().get() as number) ?? 0;
-  const plant = node.daemon.simulator!.plant;
+  const plant = node.plant;
   return {
     writes: count("SELECT count(*) FROM audit_entry WHERE action = 'setpoint.write'"),
     runs: count('SELECT count(*) FROM run'),
@@ -266,7 +266,7 @@ function lineState(): { writes: number; runs: number; starts: number; setpoints:
 }
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   url = new URL(node.url);
   for (const u of DEMO_USERS) tokens.set(u.id, await signIn(node.url, u.id, node.passwords.get(u.id)!));
 }, 120_000);

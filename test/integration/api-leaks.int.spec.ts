@@ -33,7 +33,7 @@ const accesses = async (): Promise<Entry[]> => (await call(node.url, 'GET', `${A
 const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   for (const user of ['p.bianchi', 'a.ricci', 'm.rossi']) tokens.set(user, await signIn(node.url, user, node.passwords.get(user)!));
   // a run that leaves a package behind quickly: seeded RUNNING, then aborted by a person (its "not a release" package)
   runId = seedRun(node.daemon, { tenant: T, batch: 'B-1042', by: 'o.operator' }).id;

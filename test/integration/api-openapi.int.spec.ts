@@ -17,7 +17,7 @@ let doc: OpenApiDocument;
 const tokens = new Map<string, string>();
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   doc = await OpenApiDocument.load(node.url);
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
 });

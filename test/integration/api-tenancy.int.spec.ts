@@ -112,7 +112,7 @@ function expectNothing(r: Reply, t: Tenant, what: string, asked = ''): void {
 }
 
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
   for (const [id, pw] of node.passwords) passwords.set(id, pw);
   const identity = node.daemon.identity!;
   for (const t of TENANTS) {

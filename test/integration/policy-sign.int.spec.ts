@@ -25,7 +25,7 @@ import { rejectionCode } from '../helpers/codes.js';
 
 let node: ApiNode;
 beforeAll(async () => {
-  node = await startApiNode();
+  node = await startApiNode({ memory: true });
 });
 afterAll(async () => {
   await node?.close();

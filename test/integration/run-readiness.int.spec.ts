@@ -6,6 +6,9 @@
  * blender's PLC goes LOST on the simulator (its own revert, as its watchdog does): a run of another batch is
  * 409 LK_LINE_NOT_READY naming the blender, until a process engineer re-arms it with a reason (an operator may
  * not); then it starts. Order is asserted through the audit chain, never speed.
+ *
+ * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * clock's present; the operator is kept present on the virtual clock.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +20,8 @@ import type { AuditEntry } from '../../src/audit/entry.js';
 import { saveSession } from '../../src/cli/session.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { runCli } from '../helpers/cli.js';
-import { heartbeating, waitFor } from '../helpers/run-site.js';
+import { every } from '../../src/clock.js';
+import { heartbeating } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const A = `/v1/tenants/${T}`;
@@ -26,7 +30,8 @@ const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 let node: ApiNode;
 let home: string;
-let presence: NodeJS.Timeout | undefined;
+let presence: (() => void) | undefined;
+let paced: (() => Promise<void>) | undefined;
 const tokens = new Map<string, string>();
 const tok = (u: string): string => tokens.get(u)!;
 let released: { id: string; bytes: Buffer };
@@ -53,16 +58,18 @@ function signInCli(user: string, name: string, role: string): void {
 }
 
 beforeAll(async () => {
-  node = await startApiNode({ timeScale: 600, tablets: 8_000, pollMs: 100 });
-  node.daemon.simulator!.plant.on((e) => void plantEvents.push(e));
+  node = await startApiNode({ timeScale: 600, tablets: 8_000, pollMs: 100, virtual: true, t0: Date.now() });
+  node.line!.plant.on((e) => void plantEvents.push(e));
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
-  presence = setInterval(() => void call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined), 5_000);
+  presence = every(node.line!.clock, 5_000, () => void call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined));
+  paced = node.line!.pace(200);
   home = mkdtempSync(join(tmpdir(), 'lk-readiness-cli-'));
   process.env['XDG_CONFIG_HOME'] = home;
 }, 180_000);
 
 afterAll(async () => {
-  if (presence) clearInterval(presence);
+  presence?.();
+  await paced?.();
   if (savedXdg === undefined) delete process.env['XDG_CONFIG_HOME'];
   else process.env['XDG_CONFIG_HOME'] = savedXdg;
   await node?.close();
@@ -91,11 +98,11 @@ describe('a batch runs once', () => {
 
   it('the run reads its record from the archive and is released by the named QA reviewer', async () => {
     const d = node.daemon;
-    await waitFor('B-1042 at its approval gate', () => {
+    await node.line!.until('B-1042 at its approval gate', () => {
       const v = d.engine.get(T, released.id);
       expect(['PENDING', 'RUNNING', 'APPROVAL'], `${v.status}: ${v.reason ?? ''}`).toContain(v.status);
       return v.status === 'APPROVAL' && v;
-    }, 300_000, 200);
+    });
     // step 01 read the archived record (the inbox no longer holds it) and found it unchanged
     expect(d.engine.get(T, released.id).steps[0]!.status).toBe('SUCCEEDED');
     for (const e of d.engine.exceptionsOf(T, released.id).filter((x) => x.status === 'open')) {
@@ -103,10 +110,10 @@ describe('a batch runs once', () => {
     }
     const approval = d.engine.get(T, released.id).approvalGate.id!;
     d.engine.decide(T, approval, { signer: QA, decision: 'approve', meaning: 'QA release of batch B-1042' });
-    const done = await waitFor('B-1042 released', () => {
+    const done = await node.line!.until('B-1042 released', () => {
       const v = d.engine.get(T, released.id);
       return (v.status === 'SUCCEEDED' || v.status === 'FAILED') && v;
-    }, 120_000, 200);
+    });
     expect(done.status).toBe('SUCCEEDED');
   });
 
@@ -131,7 +138,7 @@ describe('a batch runs once', () => {
     put('B-1042', edited);
     const changed = readFileSync(mes('inbox', T, 'B-1042.json'));
     // the MES watch screens it (or the next start does): either way it is refused once
-    const refused = await waitFor('the refusal of the changed record', () => entries('mes.record.refused')[0], 30_000, 100);
+    const refused = await node.line!.until('the refusal of the changed record', () => entries('mes.record.refused')[0]);
     expect(refused).toMatchObject({ actor: 'system', subject: { run: released.id, batch: 'B-1042' } });
     expect(refused.result).toMatchObject({ refusedSha256: sha(changed), archivedSha256: [sha(released.bytes)], closedBy: released.id, status: 'SUCCEEDED' });
     expect(existsSync(mes('inbox', T, 'B-1042.json'))).toBe(false);
@@ -148,11 +155,11 @@ describe('a run starts only on a ready line', () => {
   it('with the blender LOST, a run is 409 LK_LINE_NOT_READY naming it, and nothing is written', async () => {
     put('B-1043', { ...JSON.parse(released.bytes.toString('utf8')) as Record<string, unknown>, batch: 'B-1043', mes_ref: 'MES-2026-11-1043' });
     // the PLC's own revert to its last known-good recipe, as its watchdog makes it
-    node.daemon.simulator!.plant.setSupervisorState('blender', 'LOST');
+    node.line!.plant.setSupervisorState('blender', 'LOST');
     const lost = await until(async () => {
       const r = await call(node.url, 'GET', `${A}/line/readiness`, { token: tok('o.operator') });
       return r.body.reasons.some((x: { subject: string }) => x.subject === 'blender') ? r.body : undefined;
-    }, 100);
+    }, 100, node.line);
     // on a loaded machine another PLC's own watchdog may have reverted it too (a heartbeat late past its timeout):
     // then it is listed as well, the very case readiness exists for; the blender is listed in any case
     expect(lost.reasons).toContainEqual({ code: 'PLC_LOST', subject: 'blender', message: expect.stringContaining('linekeeper line rearm blender') });
@@ -181,7 +188,7 @@ describe('a run starts only on a ready line', () => {
     const unknown = await call(node.url, 'POST', `${A}/line/equipment/nosuch/rearm`, { token: tok('p.bianchi'), body: { reason: 'no such unit' } });
     expect([unknown.status, unknown.body.code]).toEqual([404, 'LK_NOT_FOUND']);
     expect(entries('plc.rearm')).toEqual([]);
-    expect(node.daemon.simulator!.plant.supervisor('blender').state).toBe('LOST');
+    expect(node.line!.plant.supervisor('blender').state).toBe('LOST');
     expect((await start('B-1043')).body.code).toBe('LK_LINE_NOT_READY');
   });
 
@@ -189,11 +196,11 @@ describe('a run starts only on a ready line', () => {
     signInCli('p.bianchi', 'Paolo Bianchi', 'process_engineer');
     // the PLC refuses a re-arm while no heartbeat arrives (its rule; on a loaded machine linekeeper's heartbeats can
     // be late for a while after a revert): the person re-arms once they reach it
-    await waitFor('heartbeats to reach the blender', () => heartbeating(node.daemon.simulator!.plant.supervisor('blender')), 60_000);
+    await node.line!.until('heartbeats to reach the blender', () => heartbeating(node.line!.plant.supervisor('blender'), node.line!.clock.now()));
     const cli = await runCli('line', 'rearm', 'blender', '--reason', 'blender inspected after the revert; LKG recipe confirmed, supervision may resume');
-    expect(cli.code, `${cli.err} ${JSON.stringify({ plantEvents, sup: node.daemon.loaded.config.equipment.map((e) => [e.id, node.daemon.simulator!.plant.supervisor(e.id)]), now: Date.now() })}`).toBe(0);
+    expect(cli.code, `${cli.err} ${JSON.stringify({ plantEvents, sup: node.daemon.loaded.config.equipment.map((e) => [e.id, node.line!.plant.supervisor(e.id)]), now: node.line!.clock.now() })}`).toBe(0);
     expect(cli.out).toMatch(/^re-armed: blender ATTENDED \(verified by read-back\) by p\.bianchi \(process_engineer\)/);
-    expect(node.daemon.simulator!.plant.supervisor('blender').state).toBe('ATTENDED');
+    expect(node.line!.plant.supervisor('blender').state).toBe('ATTENDED');
     const rearm = entries('plc.rearm');
     // intent and outcome, both with the person; the intent with the reason
     expect(rearm.map((e) => [e.actor, e.subject?.setpoint])).toEqual([['p.bianchi', 'blender.SupervisorState'], ['p.bianchi', 'blender.SupervisorState']]);
