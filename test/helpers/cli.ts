@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { LINEKEEPER_BIN } from './bin.js';
 
 /**
  * `linekeeper <args>` run in this process (a child process costs seconds of start-up per call), with its
@@ -33,13 +34,13 @@ export interface SpawnedCli {
 }
 
 /**
- * `linekeeper <args>` as a child process — the real binary through tsx, for what an in-process call cannot
+ * `linekeeper <args>` as a child process — the installed command (LINEKEEPER_BIN), for what an in-process call cannot
  * show: signals, stdin that is not a terminal, the environment (XDG_CONFIG_HOME, LINEKEEPER_URL). `input` is
  * written to stdin, which is then closed; `until` sends SIGINT once stdout matches it (a person's Ctrl-C).
  */
 export function spawnCli(args: readonly string[], o: { env?: NodeJS.ProcessEnv; input?: string; until?: RegExp } = {}): Promise<SpawnedCli> {
   const root = fileURLToPath(new URL('../..', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], { cwd: root, env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...LINEKEEPER_BIN, ...args], { cwd: root, env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let interrupted = false;

@@ -18,6 +18,7 @@ import { DB_FILE, openStore } from '../../src/store/store.js';
 // @ts-expect-error plain JavaScript on purpose (no types, no project imports)
 import { verifyBundleText } from '../../tools/verify-audit-bundle.mjs';
 import { entry, newStore, rawDb, tempDir } from '../unit/audit-helpers.js';
+import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const standalone = join(root, 'tools/verify-audit-bundle.mjs');
@@ -27,7 +28,7 @@ let full: string;
 let filtered: string;
 
 function run(args: string[], cli = true): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, cli ? ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args] : [standalone, ...args], { encoding: 'utf8', cwd: root, timeout: 150_000 }); // hang guard: a CLI start under tsx took 20–90 s on a loaded 2-core box
+  const r = spawnSync(process.execPath, cli ? [...LINEKEEPER_BIN, ...args] : [standalone, ...args], { encoding: 'utf8', cwd: root, timeout: 150_000 }); // hang guard: a CLI start took 20–90 s on a loaded 2-core box
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 

@@ -9,8 +9,9 @@ import { defaultConfigFile } from '../../src/config/load.js';
 import type { ReadyInfo } from '../../src/daemon.js';
 import { openStore } from '../../src/store/store.js';
 import { rawOpcUaSession, waitFor, type Simulator } from '../helpers/sim.js';
+import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
-const CLI = ['--import', 'tsx', 'src/cli/bin.ts'];
+const CLI = LINEKEEPER_BIN;
 
 /** Start `linekeeper serve` as a child and resolve with its ready line. */
 function serve(args: string[]): Promise<{ child: ChildProcess; ready: ReadyInfo; stderr: () => string; stdout: () => string }> {

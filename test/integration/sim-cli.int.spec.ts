@@ -4,15 +4,14 @@
  * exit on SIGTERM.
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import m from 'modbus-serial';
 import { describe, expect, it } from 'vitest';
+import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
-const bin = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
 
 describe('linekeeper sim', () => {
   it('prints one JSON line of endpoints, serves them, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', bin, 'sim', '--watchdog-timeout-ms', '700', '--seed', '5', '--log-level', 'warn'], {
+    const child = spawn(process.execPath, [...LINEKEEPER_BIN, 'sim', '--watchdog-timeout-ms', '700', '--seed', '5', '--log-level', 'warn'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -46,7 +45,7 @@ describe('linekeeper sim', () => {
 
   it('refuses a malformed press skew as a usage error (exit 2), and a parameter the press does not have by name', async () => {
     const run = async (arg: string): Promise<{ code: number | null; err: string }> => {
-      const child = spawn(process.execPath, ['--import', 'tsx', bin, 'sim', '--skew-press', arg, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [...LINEKEEPER_BIN, 'sim', '--skew-press', arg, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
@@ -60,7 +59,7 @@ describe('linekeeper sim', () => {
   });
 
   it('refuses a bad port with a usage error (exit 2)', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', bin, 'sim', '--modbus-port', '70000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...LINEKEEPER_BIN, 'sim', '--modbus-port', '70000'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
     expect(code).toBe(2);
   });

@@ -13,13 +13,14 @@ import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { openStore } from '../../src/store/store.js';
 import type { SimulationResult } from '../../src/twin/simulate.js';
 import { addUser } from '../helpers/users.js';
+import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let data: string;
 
 /** Run the real binary in a child process (start-up of the whole CLI included). */
 function spawnCli(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/bin.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 150_000 }); // hang guard: a CLI start under tsx took 20–90 s on a loaded 2-core box
+  const r = spawnSync(process.execPath, [...LINEKEEPER_BIN, ...args], { cwd: root, encoding: 'utf8', timeout: 150_000 }); // hang guard: a CLI start took 20–90 s on a loaded 2-core box
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 

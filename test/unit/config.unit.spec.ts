@@ -7,6 +7,7 @@ import { LkError } from '../../src/errors.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { configJsonSchema, jsonSchemaOf } from '../../src/cli/commands/config.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
 const original = readFileSync(defaultConfigFile(), 'utf8');
 let dir: string;
@@ -177,7 +178,7 @@ describe('supervision profiles in the configuration', () => {
 
 describe('linekeeper config check', () => {
   const run = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'config', 'check', ...args], { encoding: 'utf8' });
+    spawnSync(process.execPath, [...LINEKEEPER_BIN, 'config', 'check', ...args], { encoding: 'utf8' });
 
   it('exits 0 on the default config', () => {
     const r = run();
