@@ -67,7 +67,7 @@ let fontObjects: Record<typeof SANS | typeof BOLD | typeof MONO, FontkitFont> | 
  * The DejaVu TrueType fonts, read from the `dejavu-fonts-ttf` package (resolved like an import, so no path of this
  * machine is written anywhere) and parsed by fontkit once per process (or worker thread). pdfkit is given the parsed
  * fonts, not the files: its table cells put the previous font back by its source, and a file source is parsed again
- * each time — most of a report's rendering time (about 0.7 s of CPU per report, 0.2 s with the parsed fonts).
+ * each time, which was most of a report's rendering time.
  * @throws LkError LK_INTERNAL when the package is not installed.
  */
 function fonts(): Record<typeof SANS | typeof BOLD | typeof MONO, FontkitFont> {
