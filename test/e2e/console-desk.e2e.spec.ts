@@ -43,7 +43,7 @@ async function signInAs(user: string): Promise<void> {
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   let opened: Awaited<ReturnType<typeof openConsolePage>>;
-  [node, opened] = await Promise.all([startApiNode({ timeScale: 60 }), openConsolePage({ viewport: { width: 1366, height: 768 }, ignore: /status of 40[0134]/, problems })]);
+  [node, opened] = await Promise.all([startApiNode({ timeScale: 60, memory: true }), openConsolePage({ viewport: { width: 1366, height: 768 }, ignore: /status of 40[0134]/, problems })]);
   ({ browser, page } = opened);
 }, 240_000);
 

@@ -69,7 +69,7 @@ const open = (fifo: string, dir: string): Valve => {
 describe('a FIFO in the MES inbox, on the real daemon', () => {
   let node: ApiNode;
   beforeAll(async () => {
-    node = await startApiNode({ timeScale: 600, tablets: 30_000 });
+    node = await startApiNode({ timeScale: 600, tablets: 30_000, memory: true });
   });
   afterAll(async () => {
     // the daemon stops first: were it blocked on the FIFO, the running valve lets each open return

@@ -41,6 +41,9 @@ async function codeOfAsync(p: Promise<unknown>): Promise<string> {
 
 describe('/metrics', () => {
   it('serves the daemon\'s own registry to a loopback peer', async () => {
+    // an identity entry this daemon appends: a failed sign-in, audited
+    const failed = await fetch(`${node.url}/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'o.operator', password: 'not the password' }) });
+    expect(failed.status).toBe(401);
     const r = await fetch(`${node.url}/metrics`);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('text/plain');

@@ -103,7 +103,7 @@ describe('rehearsal on a worker thread', () => {
 describe('POST /twin/simulate with 10,000 candidates on the real daemon', () => {
   let node: ApiNode;
   beforeAll(async () => {
-    node = await startApiNode({ timeScale: 600, tablets: 30_000 });
+    node = await startApiNode({ timeScale: 600, tablets: 30_000, memory: true });
   });
   afterAll(async () => node?.close());
 
