@@ -1,8 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files that need a process of their own: what they assert is the state of a fresh process (a module not yet
+ * loaded). Every other file shares its worker's process with the files before it (vitest's `isolate: false`): the
+ * modules of linekeeper and its libraries are loaded once per worker instead of once per file, which was a sixth of
+ * the suite's time. A file must therefore leave the process as it found it (timers cleared, spies restored,
+ * environment put back), and must not depend on what another file left (api-tls: openssl's environment).
+ */
+const OWN_PROCESS = ['test/unit/password-estimator-lifetime.unit.spec.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.{unit,int,e2e}.spec.ts'],
     // Integration tests start real OPC UA / Modbus / HTTP servers on loopback; on a
     // two-core edge box they must not all start at once.
     pool: 'forks',
@@ -12,9 +20,13 @@ export default defineConfig({
     // these only stop a test that hangs.
     testTimeout: 180_000,
     hookTimeout: 180_000,
-    // the JSON report lets .ci/run print the plain `N passed, N failed` closing line
     // the first start of a test site, made once per run and copied (test/helpers/first-start.ts)
     globalSetup: ['test/global-setup.ts'],
+    // the JSON report lets .ci/run print the plain `N passed, N failed` closing line
     reporters: ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]],
+    projects: [
+      { extends: true, test: { name: 'shared', include: ['test/**/*.{unit,int,e2e}.spec.ts'], exclude: OWN_PROCESS, isolate: false } },
+      { extends: true, test: { name: 'own-process', include: OWN_PROCESS, isolate: true } },
+    ],
   },
 });

@@ -17,11 +17,21 @@ import { apiTlsCheck } from '../../src/ops/doctor.js';
 
 let dir: string;
 
+/**
+ * openssl's environment without OPENSSL_CONF: node-opcua's certificate tooling sets it process-wide (to its PKI's
+ * configuration file, or to the string "undefined" when it puts back an unset value), which an earlier test file of
+ * the same worker leaves behind.
+ */
+function opensslEnv(): NodeJS.ProcessEnv {
+  const { OPENSSL_CONF: _ignored, ...env } = process.env;
+  return env;
+}
+
 function selfSigned(name: string): void {
   execFileSync('openssl', [
     'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '90', '-subj', '/CN=linekeeper test',
     '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'tls', `${name}.key`), '-out', join(dir, 'tls', `${name}.pem`),
-  ], { stdio: 'ignore' });
+  ], { stdio: 'ignore', env: opensslEnv() });
 }
 
 /** The site file with `api` set as given (YAML flow mapping). */
