@@ -3,7 +3,7 @@
  * - the folder of first-start templates (test/helpers/first-start.ts), removed at the end. A fresh folder per run, so
  *   a template never outlives the code that made it;
  * - the built `linekeeper` (dist/, what `bin/linekeeper.js` runs and the package ships), which the tests that run
- *   the command as a child process start (test/helpers/cli.ts: LINEKEEPER_BIN): `npm ci` builds it (the `prepare`
+ *   the command as a child process start (test/helpers/bin.ts): `npm ci` builds it (the `prepare`
  *   script); when a source file is newer than the build (an edit since), it is built again here, so no test runs
  *   a stale binary.
  */

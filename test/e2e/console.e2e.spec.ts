@@ -519,15 +519,20 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
   });
 
   it('a session that times out returns to sign-in and says so; no page error or CSP violation happened', async () => {
-    // 10 s ahead, not 1–2: a reload on a loaded machine can take seconds, and a session already expired when the
-    // page loads is dropped silently (the sign-in page then has no reason to show). The daemon refuses the renewal
-    // the page attempts before expiry (as at the session's maximum age), so the session really ends.
+    // The browser's clock is Playwright's (it runs on by itself; fastForward jumps it): the session ends 10 s ahead,
+    // which a reload on a loaded machine cannot reach, and the test jumps there instead of waiting (a session
+    // already expired when the page loads is dropped silently: the sign-in page then has no reason to show). The
+    // daemon refuses the renewal the page attempts before expiry (as at the session's maximum age), so the session
+    // really ends.
+    await page.clock.install();
     await page.route('**/v1/auth/token/refresh', (r) => r.fulfill({ status: 401, json: { code: 'LK_UNAUTHENTICATED', detail: 'session at its maximum age' } }).catch(() => undefined));
     await page.evaluate(`(() => {
       const s = JSON.parse(sessionStorage.getItem('linekeeper.session'));
       sessionStorage.setItem('linekeeper.session', JSON.stringify({ ...s, expiresAt: new Date(Date.now() + 10_000).toISOString() }));
     })()`);
     await page.reload();
+    await page.getByTestId('who').waitFor();
+    await page.clock.fastForward(11_000);
     await page.getByText('Your session timed out: sign in again.').waitFor();
     await page.unrouteAll({ behavior: 'ignoreErrors' });
     expect(problems).toEqual([]);

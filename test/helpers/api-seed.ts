@@ -14,6 +14,7 @@ import { judgeRun } from '../../src/engine/run/quality.js';
 import { json } from '../../src/engine/json.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
+import { plantOf } from './run-site.js';
 
 /** A run of `batch` started by `by`, RUNNING (the batch is then writable for the guarded writer). */
 export function seedRun(d: Daemon, o: { tenant: string; batch: string; by: string }): RunRecord {
@@ -80,7 +81,7 @@ let proposals = 0;
  */
 export async function queueWrite(d: Daemon, o: { run: RunRecord; agent: string; setpoint: string; from: number; to: number; unit: string }): Promise<PendingWrite> {
   const [equipment, tag] = o.setpoint.split('.') as [string, string];
-  (d.memoryLine?.plant ?? d.simulator!.plant).writeSetpoint(equipment, tag, o.from);
+  plantOf(d).writeSetpoint(equipment, tag, o.from);
   const out = await d.writer.propose({
     id: `test-proposal-${++proposals}`, tenant: o.run.tenant, batch: o.run.batch, run: o.run.id, agent: o.agent, product: o.run.product, tooling: o.run.tooling,
     moves: [{ setpoint: o.setpoint, value: `${o.to} ${o.unit}` }], attribute: 'content_uniformity', justification: 'queued by a test for a person to decide',

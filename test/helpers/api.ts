@@ -11,7 +11,7 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import type { Plant } from '../../connectors/sim/plant.js';
 import { firstStart, ownPassword, type FirstStartUser } from './first-start.js';
-import { heartbeating } from './run-site.js';
+import { heartbeating, plantOf } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
 
@@ -79,9 +79,8 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   // running meanwhile)
   const demo: readonly FirstStartUser[] = copied ?? daemon.demoUsers;
   const passwords = new Map(await Promise.all(demo.map(async (u): Promise<[string, string]> => [u.id, u.own ?? (await chooseOwnPassword(url, u.id, u.password))])));
-  const plant = daemon.memoryLine?.plant ?? daemon.simulator!.plant;
   return {
-    daemon, url, dir, passwords, plant, oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
+    daemon, url, dir, passwords, plant: plantOf(daemon), oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
       await daemon.stop('test done');
       line?.close();

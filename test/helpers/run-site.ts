@@ -19,6 +19,7 @@ import { LkError } from '../../src/errors.js';
 import type { ToolCallRecord } from '../../src/store/run-store.js';
 import type { Store } from '../../src/store/store.js';
 import type { VirtualLine } from './virtual-line.js';
+import type { Plant } from '../../connectors/sim/plant.js';
 
 export interface RunSite {
   readonly dir: string;
@@ -132,6 +133,9 @@ export function toolLogOf(d: Daemon, tenant: string, run: string, open = false):
   return rows;
 }
 
+/** The simulated plant a daemon of the tests supervises: in memory (a virtual line's, or `embeddedSimulator: 'memory'`) or behind the protocol servers. */
+export const plantOf = (d: Daemon): Plant => d.memoryLine?.plant ?? d.simulator!.plant;
+
 /**
  * Re-arm, as the process engineer `by`, every PLC of the line that is LOST, through the same path as the REST route
  * (src/engine/rearm.ts: the guarded writer, audited with the person and the reason), then wait until the line is
@@ -141,7 +145,7 @@ export function toolLogOf(d: Daemon, tenant: string, run: string, open = false):
  */
 export async function rearmLostPlcs(d: Daemon, tenant: string, o: { readonly by?: { user: string; role: string }; readonly line?: VirtualLine } = {}): Promise<string[]> {
   const by = o.by ?? { user: 'p.bianchi', role: 'process_engineer' };
-  const plant = o.line?.plant ?? d.simulator!.plant;
+  const plant = plantOf(d);
   const now = o.line ? () => o.line!.clock.now() : Date.now;
   const wait = <T>(what: string, fn: () => T | null | undefined | false, ms: number): Promise<T> => (o.line ? o.line.until(what, fn, ms) : waitFor(what, fn, ms));
   const lost = d.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
