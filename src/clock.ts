@@ -191,10 +191,13 @@ export function createRng(seed: number): Rng {
   const gen = prand.xoroshiro128plus(seed | 0);
   let spare: number | undefined;
   const next = (): number => {
-    // 53 random bits → a double in [0, 1)
-    const hi = prand.unsafeUniformIntDistribution(0, (1 << 26) - 1, gen);
-    const lo = prand.unsafeUniformIntDistribution(0, (1 << 27) - 1, gen);
-    return (hi * 2 ** 27 + lo) / 2 ** 53;
+    // 53 random bits → a double in [0, 1): the low 26 bits of one output and the low 27 of the next. This is what
+    // pure-rand's unsafeUniformIntDistribution(0, 2^k − 1) gives for k ≤ 32 (its range divides 2^32, so it never
+    // redraws, and (x + 2^31) mod 2^k = x mod 2^k), without its general path on every draw: the simulator draws
+    // hundreds per NIR spectrum. test/unit/clock.unit.spec.ts holds the two to the same stream.
+    const hi = gen.unsafeNext() & 0x3ffffff;
+    const lo = gen.unsafeNext() & 0x7ffffff;
+    return (hi * 134_217_728 + lo) / 9_007_199_254_740_992;
   };
   const rng: Rng = {
     next,

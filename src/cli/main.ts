@@ -10,17 +10,18 @@ import { LkError } from '../errors.js';
 import { fileError, isSystemError } from '../files.js';
 import { VERSION } from '../version.js';
 import { LinekeeperError } from '../sdk/errors.js';
-import { registerAll } from './commands/index.js';
+import { registerFor } from './commands/index.js';
 import { cliError } from './daemon-client.js';
 import { CliExit } from './prompt.js';
 
-export function buildProgram(): Command {
+/** The program for the command line `args` (after the program's name): only the commands it needs are loaded. */
+export async function buildProgram(args: readonly string[] = []): Promise<Command> {
   const program = new Command('linekeeper')
     .description('Supervisory daemon for a tablet line: OPC UA / Modbus connectors, policy-guarded setpoint writes, twin, Part 11 audit trail.')
     .version(VERSION, '-V, --version')
     .showHelpAfterError()
     .exitOverride();
-  registerAll(program);
+  await registerFor(program, args);
   return program;
 }
 
@@ -53,8 +54,8 @@ export function exitCodeFor(err: unknown): number {
 }
 
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv.slice(2));
     await program.parseAsync([...argv]);
   } catch (caught) {
     // a file-system error no command anticipated still gets a code and a message, not a stack trace

@@ -191,13 +191,26 @@ export function buildDefaultModels(
   shared?: Map<string, Candidate>,
 ): Candidate[] {
   return families.map((f) => {
-    if (f === 'process-twin') return buildTwin(tenant, seed, designSpace);
+    if (f === 'process-twin') {
+      const key = `${f}:${seed}:${tenant}:${designSpace ? JSON.stringify(designSpace) : '-'}`;
+      const twin = BUILT.get(key) ?? buildTwin(tenant, seed, designSpace);
+      BUILT.set(key, twin);
+      return structuredClone(twin);
+    }
     const key = `${f}:${seed}`;
-    const c = shared?.get(key) ?? (f === 'potency-pls' ? buildPls(tenant, seed) : buildVision(tenant, seed));
+    const c = shared?.get(key) ?? BUILT.get(key) ?? (f === 'potency-pls' ? buildPls(tenant, seed) : buildVision(tenant, seed));
     shared?.set(key, c);
-    return { ...c, card: { ...c.card, tenant } };
+    BUILT.set(key, c);
+    return structuredClone({ ...c, card: { ...c.card, tenant } });
   });
 }
+
+/**
+ * Candidates this process has built, by family, seed (and for the twin tenant and design space): the computation
+ * is pure, so a data directory set up again in the same process (a second site, a test's fresh node) gets the same
+ * bytes without fitting again. A handful of entries of a few kB; callers receive copies.
+ */
+const BUILT = new Map<string, Candidate>();
 
 /**
  * Fit and train the default models and register them as drafts pinned to the site.

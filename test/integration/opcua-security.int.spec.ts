@@ -36,7 +36,7 @@ async function cli(...args: string[]): Promise<string> {
     return true;
   });
   try {
-    await buildProgram().parseAsync(['node', 'linekeeper', ...args]);
+    await (await buildProgram(args)).parseAsync(['node', 'linekeeper', ...args]);
   } finally {
     spy.mockRestore();
   }

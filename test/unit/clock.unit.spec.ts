@@ -1,3 +1,4 @@
+import prand from 'pure-rand';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, createRng, every, scaledClock, sleep } from '../../src/clock.js';
 
@@ -9,6 +10,18 @@ describe('clock and seed injection', () => {
     };
     expect(draw(42)).toEqual(draw(42));
     expect(draw(42)).not.toEqual(draw(43));
+  });
+
+  it('next() is the stream of pure-rand: xoroshiro128+, 26 + 27 bits from its uniform distribution (as the seeded models and golden data were drawn)', () => {
+    for (const seed of [0, 1, 20261121, -7, 0x7fffffff]) {
+      const gen = prand.xoroshiro128plus(seed);
+      const rng = createRng(seed);
+      for (let i = 0; i < 10_000; i++) {
+        const hi = prand.unsafeUniformIntDistribution(0, (1 << 26) - 1, gen);
+        const lo = prand.unsafeUniformIntDistribution(0, (1 << 27) - 1, gen);
+        expect(rng.next()).toBe((hi * 2 ** 27 + lo) / 2 ** 53);
+      }
+    }
   });
 
   it('uniform draws stay in range and look uniform', () => {

@@ -1,45 +1,53 @@
 import type { Command } from 'commander';
-import { registerApprove } from './approve.js';
-import { registerAudit } from './audit.js';
-import { registerBackup } from './backup.js';
-import { registerCerts } from './certs.js';
-import { registerConfig } from './config.js';
-import { registerDiscover } from './discover.js';
-import { registerDoctor } from './doctor.js';
-import { registerExceptions } from './exceptions.js';
-import { registerLine } from './line.js';
-import { registerLogin } from './login.js';
-import { registerModels } from './models.js';
-import { registerMoves } from './moves.js';
-import { registerPolicy } from './policy.js';
-import { registerReplay } from './replay.js';
-import { registerRun } from './run.js';
-import { registerRuns } from './runs.js';
-import { registerServe } from './serve.js';
-import { registerSim } from './sim.js';
-import { registerTwin } from './twin.js';
-import { registerUsers } from './users.js';
 
-/** Every subcommand of `linekeeper`, in the order `--help` lists them. */
-export function registerAll(program: Command): void {
-  registerServe(program);
-  registerLogin(program);
-  registerRun(program);
-  registerApprove(program);
-  registerMoves(program);
-  registerConfig(program);
-  registerDoctor(program);
-  registerDiscover(program);
-  registerBackup(program);
-  registerAudit(program);
-  registerPolicy(program);
-  registerSim(program);
-  registerCerts(program);
-  registerTwin(program);
-  registerModels(program);
-  registerRuns(program);
-  registerLine(program);
-  registerExceptions(program);
-  registerReplay(program);
-  registerUsers(program);
+type Register = (program: Command) => void;
+
+/**
+ * Every subcommand of `linekeeper`, in the order `--help` lists them: the names each module registers, and the
+ * module, loaded only when it is needed. A command line names one command, and only that command's module (and
+ * what it imports) is loaded: starting the CLI for `linekeeper runs show` does not load the daemon, the store, the
+ * models and the twin, a third of a second of module loading on an edge box at every invocation. Help, the version
+ * and a name that is no command load them all (the help lists them; commander suggests the nearest name).
+ */
+const COMMANDS: readonly (readonly [readonly string[], () => Promise<Register>])[] = [
+  [['serve'], async () => (await import('./serve.js')).registerServe],
+  [['login', 'logout'], async () => (await import('./login.js')).registerLogin],
+  [['run'], async () => (await import('./run.js')).registerRun],
+  [['approve'], async () => (await import('./approve.js')).registerApprove],
+  [['moves', 'escalations'], async () => (await import('./moves.js')).registerMoves],
+  [['config'], async () => (await import('./config.js')).registerConfig],
+  [['doctor'], async () => (await import('./doctor.js')).registerDoctor],
+  [['discover'], async () => (await import('./discover.js')).registerDiscover],
+  [['backup', 'restore'], async () => (await import('./backup.js')).registerBackup],
+  [['audit'], async () => (await import('./audit.js')).registerAudit],
+  [['policy'], async () => (await import('./policy.js')).registerPolicy],
+  [['sim'], async () => (await import('./sim.js')).registerSim],
+  [['certs'], async () => (await import('./certs.js')).registerCerts],
+  [['twin'], async () => (await import('./twin.js')).registerTwin],
+  [['models'], async () => (await import('./models.js')).registerModels],
+  [['runs'], async () => (await import('./runs.js')).registerRuns],
+  [['line'], async () => (await import('./line.js')).registerLine],
+  [['exceptions'], async () => (await import('./exceptions.js')).registerExceptions],
+  [['replay'], async () => (await import('./replay.js')).registerReplay],
+  [['users'], async () => (await import('./users.js')).registerUsers],
+];
+
+/** The names of every subcommand (a test holds this table to what the modules register). */
+export const COMMAND_NAMES: readonly string[] = COMMANDS.flatMap(([names]) => names);
+
+/** Register every subcommand, in the order `--help` lists them. */
+export async function registerAll(program: Command): Promise<void> {
+  const registers = await Promise.all(COMMANDS.map(([, load]) => load()));
+  for (const register of registers) register(program);
+}
+
+/**
+ * Register what the command line `args` (the arguments after the program's name) needs: the module of the command
+ * it names first, or every command when it names none (help, version, an option, an unknown name).
+ */
+export async function registerFor(program: Command, args: readonly string[]): Promise<void> {
+  const first = args[0];
+  const entry = first === undefined ? undefined : COMMANDS.find(([names]) => names.includes(first));
+  if (entry) (await entry[1]())(program);
+  else await registerAll(program);
 }
