@@ -1,16 +1,21 @@
 /**
- * The parallel `audit verify` (worker threads, ranges linked afterwards) against the sequential walk: on an
- * intact trail and after each kind of tamper of audit-tamper.unit.spec.ts, placed at, just before and just after
- * range boundaries, the two reports are identical (same damage kind, same first bad seq, same counts).
+ * The parallel `audit verify` (worker threads, ranges linked afterwards; the built module, as the command runs it)
+ * against the sequential walk: on an intact trail and after each kind of tamper of audit-tamper.unit.spec.ts, placed
+ * at, just before and just after range boundaries, the two reports are identical (same damage kind, same first bad
+ * seq, same counts).
  */
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyStoreParallel } from '../../src/audit/verify-parallel.js';
+import type { verifyStoreParallel as VerifyStoreParallel } from '../../src/audit/verify-parallel.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
 import { entryHash } from '../../src/audit/entry.js';
 import { openStore } from '../../src/store/store.js';
 import { COLS, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from '../unit/audit-helpers.js';
+import { builtModule } from '../helpers/bin.js';
+
+/** The parallel verifier as built (its workers start from the compiled verify-worker.js, as `linekeeper audit verify` runs them). */
+const { verifyStoreParallel } = (await import(builtModule('src/audit/verify-parallel.ts'))) as { verifyStoreParallel: typeof VerifyStoreParallel };
 
 const T = 'acme-pharma';
 const N = 40;
