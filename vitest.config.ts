@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.js';
 
 /**
  * Test files that need a process of their own: what they assert is the state of a fresh process (a module not yet
@@ -22,6 +23,8 @@ export default defineConfig({
     hookTimeout: 180_000,
     // the first start of a test site, made once per run and copied (test/helpers/first-start.ts)
     globalSetup: ['test/global-setup.ts'],
+    // the longest files first, also in a fresh clone (test/sequencer.ts)
+    sequence: { sequencer: LongestFirst },
     // the JSON report lets .ci/run print the plain `N passed, N failed` closing line
     reporters: ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]],
     projects: [
