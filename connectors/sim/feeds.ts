@@ -10,9 +10,8 @@
  * Cost: at most one spectrum and one frame set per PLC scan (the newest; a
  * scan or trigger that an earlier one in the same PLC scan overtook is never
  * on the wire, as on a station that publishes only its latest result). A
- * spectrum (351 points) and a frame set (6 × 640×480, 1.8 MB) are drawn only
- * when first read, each from a seed drawn for its scan or trigger, and only
- * the newest is held.
+ * frame set (6 × 640×480, 1.8 MB) is rendered only when one of its frames is
+ * first read, from a seed drawn for its trigger, and only the newest is held.
  */
 import type { Rng } from '../../src/clock.js';
 import { LkError } from '../../src/errors.js';
@@ -110,16 +109,11 @@ export class NirFeed implements Feed {
     if (scans === this.id) return;
     const blend = BLEND_PHASE.test(ctx.phase);
     const potencyPct = blend ? (st.blendTrue ?? 100) : ctx.truth.nir.potencyPct;
-    // the spectrum is drawn from a stream of the scan's own, when first read (as a trigger's frames are): a scan
-    // that no reader fetches before the next one costs one draw instead of a spectrum's hundreds
-    const seed = this.rng.int(0, 0x7fffffff);
-    let spectrum: Float64Array | undefined;
-    const readings: Record<string, Value> = { SpectrumId: scans, Wavelengths: WAVELENGTHS };
-    Object.defineProperty(readings, 'Spectrum', { get: () => (spectrum ??= nirSample(potencyPct, createRng(seed)).spectrum), enumerable: true, configurable: true });
+    const spectrum = nirSample(potencyPct, this.rng).spectrum;
     this.id = scans;
     this.acquiredAt = ctx.now;
     this.seq++;
-    this.readings = readings;
+    this.readings = { Spectrum: spectrum, SpectrumId: scans, Wavelengths: WAVELENGTHS };
     this.history.add(scans, { spectrumId: scans, potencyPct, source: blend ? 'blend' : 'tablet', at: ctx.now });
   }
 
