@@ -185,11 +185,22 @@ export interface Rng {
   int(lo: number, hi: number): number;
   /** An independent stream derived from this one (for sub-components). */
   fork(): Rng;
+  /** A copy of this stream where it stands: the copy draws what this one would draw next; neither moves the other. */
+  clone(): Rng;
+  /**
+   * Move on as `n` calls of {@link normal} would, without computing the values they would return (a half-pair left
+   * over is computed, as normal() keeps it for its next call): for a draw whose values are wanted later, from a
+   * {@link clone} taken before.
+   */
+  skipNormals(n: number): void;
 }
 
 export function createRng(seed: number): Rng {
-  const gen = prand.xoroshiro128plus(seed | 0);
-  let spare: number | undefined;
+  return rngOn(prand.xoroshiro128plus(seed | 0), undefined);
+}
+
+function rngOn(gen: ReturnType<typeof prand.xoroshiro128plus>, pending: number | undefined): Rng {
+  let spare = pending;
   const next = (): number => {
     // 53 random bits → a double in [0, 1): the low 26 bits of one output and the low 27 of the next. This is what
     // pure-rand's unsafeUniformIntDistribution(0, 2^k − 1) gives for k ≤ 32 (its range divides 2^32, so it never
@@ -217,6 +228,21 @@ export function createRng(seed: number): Rng {
     },
     int: (lo, hi) => prand.unsafeUniformIntDistribution(lo, hi, gen),
     fork: () => createRng(prand.unsafeUniformIntDistribution(-0x80000000, 0x7fffffff, gen)),
+    clone: () => rngOn(gen.clone(), spare),
+    skipNormals(n) {
+      for (let i = 0; i < n; i++) {
+        if (spare !== undefined) {
+          spare = undefined;
+          continue;
+        }
+        let u = 0;
+        while (u === 0) u = next();
+        const v = next();
+        // the pair's second value is kept for the next call: computed only when no skipped call takes it
+        if (i === n - 1) spare = Math.sqrt(-2 * Math.log(u)) * Math.sin(2 * Math.PI * v);
+        else i++;
+      }
+    },
   };
   return rng;
 }

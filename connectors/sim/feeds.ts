@@ -10,12 +10,13 @@
  * Cost: at most one spectrum and one frame set per PLC scan (the newest; a
  * scan or trigger that an earlier one in the same PLC scan overtook is never
  * on the wire, as on a station that publishes only its latest result). A
+ * spectrum is computed only when first read, from the draws of its scan; a
  * frame set (6 × 640×480, 1.8 MB) is rendered only when one of its frames is
  * first read, from a seed drawn for its trigger, and only the newest is held.
  */
 import type { Rng } from '../../src/clock.js';
 import { LkError } from '../../src/errors.js';
-import { nirSample, WAVELENGTHS_NM } from '../../src/twin/nir/spectra.js';
+import { nirSample, skipNirSample, WAVELENGTHS_NM } from '../../src/twin/nir/spectra.js';
 import { createRng } from '../../src/clock.js';
 import { DEFECT_CLASSES, HEIGHT, renderFrameSet, WIDTH, type DefectClass } from '../../src/twin/vision/frames.js';
 import { encodeFrame } from '../opcua/frames.js';
@@ -109,11 +110,17 @@ export class NirFeed implements Feed {
     if (scans === this.id) return;
     const blend = BLEND_PHASE.test(ctx.phase);
     const potencyPct = blend ? (st.blendTrue ?? 100) : ctx.truth.nir.potencyPct;
-    const spectrum = nirSample(potencyPct, this.rng).spectrum;
+    // the spectrum is the scan's draws of the feed's stream, computed when first read: the stream moves on past
+    // them now (skipNirSample), and a clone taken before draws them then — the same values as drawn at the scan
+    const at = this.rng.clone();
+    skipNirSample(this.rng);
+    let spectrum: Float64Array | undefined;
+    const readings: Record<string, Value> = { SpectrumId: scans, Wavelengths: WAVELENGTHS };
+    Object.defineProperty(readings, 'Spectrum', { get: () => (spectrum ??= nirSample(potencyPct, at).spectrum), enumerable: true, configurable: true });
     this.id = scans;
     this.acquiredAt = ctx.now;
     this.seq++;
-    this.readings = { Spectrum: spectrum, SpectrumId: scans, Wavelengths: WAVELENGTHS };
+    this.readings = readings;
     this.history.add(scans, { spectrumId: scans, potencyPct, source: blend ? 'blend' : 'tablet', at: ctx.now });
   }
 

@@ -24,6 +24,24 @@ describe('clock and seed injection', () => {
     }
   });
 
+  it('clone draws what the stream would draw next; skipNormals(n) leaves the stream where n normal() calls leave it', () => {
+    for (let n = 0; n <= 9; n++) {
+      for (const pendingHalf of [false, true]) {
+        const a = createRng(100 + n);
+        if (pendingHalf) a.normal(); // a half-pair waits for the next call
+        const b = a.clone();
+        const c = a.clone();
+        for (let i = 0; i < n; i++) a.normal();
+        b.skipNormals(n);
+        const seqA = Array.from({ length: 7 }, (_, i) => (i % 3 === 0 ? a.next() : a.normal()));
+        const seqB = Array.from({ length: 7 }, (_, i) => (i % 3 === 0 ? b.next() : b.normal()));
+        expect(seqB).toEqual(seqA);
+        // the clone was not moved by either
+        expect(c.clone().normal()).toBe(c.normal());
+      }
+    }
+  });
+
   it('uniform draws stay in range and look uniform', () => {
     const r = createRng(7);
     let sum = 0;

@@ -7,12 +7,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeFrame } from '../../connectors/opcua/frames.js';
-import { defectRates, drawDefect, HISTORY } from '../../connectors/sim/feeds.js';
+import { defectRates, drawDefect, HISTORY, NirFeed, type FeedContext } from '../../connectors/sim/feeds.js';
 import { Plant } from '../../connectors/sim/index.js';
 import { createRng, ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { EquipmentConfig } from '../../src/config/schema.js';
-import { WL_COUNT } from '../../src/twin/nir/spectra.js';
+import { nirSample, skipNirSample, WL_COUNT } from '../../src/twin/nir/spectra.js';
 import { DEFECT_CLASSES, HEIGHT, PIXELS, WIDTH } from '../../src/twin/vision/frames.js';
 import { codeOf } from '../helpers/codes.js';
 
@@ -196,5 +196,39 @@ describe('feeds and the rest of the plant', () => {
     }
     expect(c.p.acquisition('nir', 'Spectrum')).toBeUndefined();
     expect(c.p.nirScan(0)).toBeUndefined();
+  });
+});
+
+describe('a spectrum is computed when first read, with the draws of its scan', () => {
+  it('skipNirSample moves a stream exactly as nirSample does', () => {
+    for (const seed of [1, 2, 3, 20261121]) {
+      const a = createRng(seed);
+      const b = createRng(seed);
+      for (let i = 0; i < 5; i++) {
+        nirSample(95 + i, a);
+        skipNirSample(b);
+        expect(b.next()).toBe(a.next());
+        expect(b.normal()).toBe(a.normal()); // a half-pair left over is the same too
+      }
+    }
+  });
+
+  it('whichever scans are read, and when, each spectrum is the one the scan would have drawn at once', () => {
+    const feed = new NirFeed(createRng(11));
+    const eager = createRng(11);
+    const ctx = (potencyPct: number, now: number): FeedContext => ({ truth: { nir: { potencyPct } } as FeedContext['truth'], phase: 'COMPRESS', now, injected: {} });
+    const pending: (() => void)[] = [];
+    for (let scan = 1; scan <= 40; scan++) {
+      const potency = 90 + (scan % 7) * 3;
+      feed.update({ scans: scan }, ctx(potency, scan * 1000));
+      const want = nirSample(potency, eager).spectrum;
+      const readings = feed.readings;
+      // read some at once, some a few scans later, some never
+      const check = (): void => expect([...(readings['Spectrum'] as Float64Array)]).toEqual([...want]);
+      if (scan % 3 === 0) check();
+      else if (scan % 3 === 1) pending.push(check);
+    }
+    for (const c of pending) c();
+    expect(feed.truth(40)?.potencyPct).toBe(90 + (40 % 7) * 3);
   });
 });

@@ -94,6 +94,17 @@ export function nirSample(potencyPct: number, rng: Rng, noise: Readonly<Spectrum
   return { spectrum: s, potencyPct, composition };
 }
 
+/**
+ * Move `rng` on exactly as {@link nirSample} does, without drawing the spectrum: a caller that wants the spectrum
+ * only later draws it then from a clone of `rng` taken before (`nirSample(p, clone)` gives what `nirSample(p, rng)`
+ * would have given now). The two uniforms, then three normals and one per wavelength.
+ */
+export function skipNirSample(rng: Rng): void {
+  rng.next();
+  rng.next();
+  rng.skipNormals(3 + WL_COUNT);
+}
+
 /** `n` samples with potency uniform in [lo, hi] % label claim (a calibration design). */
 export function nirSamples(n: number, rng: Rng, lo = 80, hi = 120): NirSample[] {
   return Array.from({ length: n }, () => nirSample(rng.uniform(lo, hi), rng));
