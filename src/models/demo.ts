@@ -17,7 +17,7 @@ import type { Store } from '../store/store.js';
 import type { DesignSpaceRanges } from '../twin/setpoints.js';
 import { changeStatus } from './change.js';
 import { listModels, registerModel, type ModelSummary } from './registry.js';
-import { buildDefaultModels, DEFAULT_FAMILIES, type Candidate, type DefaultFamily } from './seed.js';
+import { buildDefaultModels, DEFAULT_FAMILIES, type DefaultFamily } from './seed.js';
 
 export const DEMO_CHANGE_REF = 'DEMO-SETUP';
 
@@ -61,14 +61,13 @@ export function ensureDemoModels(store: Store, dataDir: string, opts: DemoOption
   // refuse before fitting anything: without a permitted role no draft could be taken further
   if (!opts.approvers.includes(role)) throw new LkError('LK_MODEL_CHANGE', `the demo set-up cannot sign model changes as "${role}" (bundle approvers.change: ${opts.approvers.join(', ') || 'none'})`, { role });
   const out: DemoResult[] = [];
-  const shared = new Map<string, Candidate>();
   for (const tenant of opts.tenants) {
     const have = listModels(store, tenant);
     const ours = (f: DefaultFamily): ModelSummary[] => have.filter((m) => `${m.analyte}-${m.family}` === f);
     const missing = DEFAULT_FAMILIES.filter((f) => ours(f).length === 0);
     const registered: ModelSummary[] = [];
     if (missing.length > 0) {
-      for (const c of buildDefaultModels(tenant, opts.seed ?? 20261121, missing, opts.designSpace?.(tenant), shared)) {
+      for (const c of buildDefaultModels(tenant, opts.seed ?? 20261121, missing, opts.designSpace?.(tenant))) {
         registered.push(registerModel(store, dataDir, { ...c, tenant, sites: [opts.site], by, reason: `demo site set-up (${changeRef}): default model fitted on simulator data` }));
       }
     }

@@ -178,17 +178,16 @@ export function buildVision(tenant: string, seed: number): Candidate {
 }
 
 /**
- * Build the default candidates of `families` (fit and train; pure computation, a few seconds). The PLS and vision
- * models depend on the seed only (their training data is the simulator's, whoever the tenant): with a `shared`
- * map, one call's training is reused by the next tenant's with the card's tenant replaced — the same bytes as
- * training again, at a fraction of the time. The twin is fitted per tenant (its knowledge space is the tenant's).
+ * Build the default candidates of `families` (fit and train; pure computation, a few seconds), each once per
+ * process ({@link BUILT}). The PLS and vision models depend on the seed only (their training data is the
+ * simulator's, whoever the tenant): the next tenant's are the same candidates with the card's tenant replaced —
+ * the same bytes as training again. The twin is fitted per tenant (its knowledge space is the tenant's).
  */
 export function buildDefaultModels(
   tenant: string,
   seed: number,
   families: readonly DefaultFamily[] = DEFAULT_FAMILIES,
   designSpace?: Readonly<DesignSpaceRanges>,
-  shared?: Map<string, Candidate>,
 ): Candidate[] {
   return families.map((f) => {
     if (f === 'process-twin') {
@@ -198,8 +197,7 @@ export function buildDefaultModels(
       return structuredClone(twin);
     }
     const key = `${f}:${seed}`;
-    const c = shared?.get(key) ?? BUILT.get(key) ?? (f === 'potency-pls' ? buildPls(tenant, seed) : buildVision(tenant, seed));
-    shared?.set(key, c);
+    const c = BUILT.get(key) ?? (f === 'potency-pls' ? buildPls(tenant, seed) : buildVision(tenant, seed));
     BUILT.set(key, c);
     return structuredClone({ ...c, card: { ...c.card, tenant } });
   });
