@@ -41,7 +41,7 @@ export function num(v: unknown, fallback: number): number {
 }
 
 /** The batch record's field at a dotted path. */
-export function recordAt(ctx: StepContext, path: string): unknown {
+export function recordAt(ctx: Pick<StepContext, 'run'>, path: string): unknown {
   let v: unknown = ctx.run.record;
   for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
   return v;

@@ -31,12 +31,7 @@ export const compress: StepHandler = async (ctx, services) => {
   const twin = services.models.twin(run.tenant);
   const ds = limitsOf(services, ctx, PRESS_SETPOINTS) as CompressFillInput['designSpace'];
   const limits = runLimits(ctx);
-  const targets = {
-    weightMg: num(recordAt(ctx, 'specifications.tablet_weight.target'), 300),
-    weightTolerancePct: num(limits['weightTolerancePct'], 5),
-    hardnessMinN: num(limits['hardnessMinN'], num(recordAt(ctx, 'specifications.hardness.min'), 80)),
-    hardnessMaxN: num(limits['hardnessMaxN'], num(recordAt(ctx, 'specifications.hardness.max'), 150)),
-  };
+  const targets = pressTargets(ctx, limits);
   const weightRsdMaxPct = num(limits['weightRsdMaxPct'], num(recordAt(ctx, 'specifications.tablet_weight.rsd_max_pct'), 2));
   const cappingThresholdPct = num(ctx.data['cappingThresholdPct'], num(limits['cappingRiskPct'], 1.5));
   const batchTablets = num(recordAt(ctx, 'batch_size.tablets'), 300_000);
@@ -257,7 +252,7 @@ function centred(m: Monitored, kept: readonly number[]): MonitorLimits {
 /** In-process samples kept per attribute for the specification table (a batch's press samples are far fewer). */
 const MAX_SAMPLES = 20_000;
 
-interface Monitored {
+export interface Monitored {
   readonly tag: string;
   readonly key: keyof PressSamples;
   readonly unit: string;
@@ -265,25 +260,46 @@ interface Monitored {
 }
 
 /**
+ * What the press aims at, in the units the agents and the monitor work in (mg, N): the record's weight target in
+ * its own mass unit converted, the hardness range from the run's limits (limits.ts converted the record's force
+ * unit to N), else from the record converted.
+ */
+export function pressTargets(ctx: Pick<StepContext, 'run'>, limits: Record<string, number>): { weightMg: number; weightTolerancePct: number; hardnessMinN: number; hardnessMaxN: number } {
+  return {
+    weightMg: num(recordIn(ctx, 'specifications.tablet_weight', 'target', 'mg'), 300),
+    weightTolerancePct: num(limits['weightTolerancePct'], 5),
+    hardnessMinN: num(limits['hardnessMinN'], num(recordIn(ctx, 'specifications.hardness', 'min', 'N'), 80)),
+    hardnessMaxN: num(limits['hardnessMaxN'], num(recordIn(ctx, 'specifications.hardness', 'max', 'N'), 150)),
+  };
+}
+
+/**
  * The press attributes watched in process, with the batch record's limits in the unit the specification table
  * uses (mg, N, mm): weight against target ± tolerance, hardness and thickness against their min–max (centre line
- * their mid-point). An attribute whose record unit does not convert is not watched (the table says why).
+ * their mid-point). `t` is in mg and N already (the press's targets); the thickness comes from the record in its
+ * own unit. An attribute whose record unit does not convert is not watched (the table says why).
  */
-function monitoredAttributes(ctx: StepContext, t: { weightMg: number; weightTolerancePct: number; hardnessMinN: number; hardnessMaxN: number }): Monitored[] {
+export function monitoredAttributes(ctx: Pick<StepContext, 'run'>, t: { weightMg: number; weightTolerancePct: number; hardnessMinN: number; hardnessMaxN: number }): Monitored[] {
   const out: Monitored[] = [];
   const tol = t.weightTolerancePct / 100;
-  const wUnit = String(recordAt(ctx, 'specifications.tablet_weight.unit') ?? 'mg');
-  const target = convertUnit(t.weightMg, wUnit, 'mg');
-  if (target !== undefined) out.push({ tag: 'press.TabletWeight', key: 'weightMg', unit: 'mg', limits: { min: target * (1 - tol), max: target * (1 + tol), target, unit: 'mg' } });
-  const hUnit = String(recordAt(ctx, 'specifications.hardness.unit') ?? 'N');
-  const hMin = convertUnit(t.hardnessMinN, hUnit, 'N');
-  const hMax = convertUnit(t.hardnessMaxN, hUnit, 'N');
-  if (hMin !== undefined && hMax !== undefined) out.push({ tag: 'press.Hardness', key: 'hardnessN', unit: 'N', limits: { min: hMin, max: hMax, target: (hMin + hMax) / 2, unit: 'N' } });
+  const target = t.weightMg;
+  if (Number.isFinite(target)) out.push({ tag: 'press.TabletWeight', key: 'weightMg', unit: 'mg', limits: { min: target * (1 - tol), max: target * (1 + tol), target, unit: 'mg' } });
+  const hMin = t.hardnessMinN;
+  const hMax = t.hardnessMaxN;
+  if (Number.isFinite(hMin) && Number.isFinite(hMax)) out.push({ tag: 'press.Hardness', key: 'hardnessN', unit: 'N', limits: { min: hMin, max: hMax, target: (hMin + hMax) / 2, unit: 'N' } });
   const th = recordAt(ctx, 'specifications.thickness') as { min?: number; max?: number; unit?: string } | undefined;
   const tMin = th?.min !== undefined && th.unit ? convertUnit(th.min, th.unit, 'mm') : undefined;
   const tMax = th?.max !== undefined && th.unit ? convertUnit(th.max, th.unit, 'mm') : undefined;
   if (tMin !== undefined && tMax !== undefined) out.push({ tag: 'press.Thickness', key: 'thicknessMm', unit: 'mm', limits: { min: tMin, max: tMax, target: (tMin + tMax) / 2, unit: 'mm' } });
   return out;
+}
+
+/** A quantity of the batch record (`<path>.<field>` in `<path>.unit`) in `to`; undefined when absent or not convertible. */
+function recordIn(ctx: Pick<StepContext, 'run'>, path: string, field: string, to: string): number | undefined {
+  const v = recordAt(ctx, `${path}.${field}`);
+  const unit = recordAt(ctx, `${path}.unit`);
+  if (typeof v !== 'number') return undefined;
+  return typeof unit === 'string' ? convertUnit(v, unit, to) : v;
 }
 
 function avg(xs: readonly { value: number }[]): number {
