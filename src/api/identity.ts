@@ -8,7 +8,8 @@
  * nothing else, and signs nothing (11.300(b); password-policy.ts). An administrator never signs (separation of
  * duties; {@link SIGNING_ROLES}). Sign-in starts a
  * session (sessions.ts) with a short-lived opaque bearer token, renewable up to a maximum session age; only
- * SHA-256 hashes are kept, in memory, so a session dies with the process. With `api.oidc` configured, bearer
+ * SHA-256 hashes of tokens are kept, in the store, so a restart does not sign anyone out (and a session ended
+ * stays ended). With `api.oidc` configured, bearer
  * JWTs of the site's identity provider are accepted beside local tokens (oidc.ts).
  *
  * A request's token check is a hash and two map lookups: the user behind a session is cached, and the cache is
@@ -114,10 +115,10 @@ export interface NewUser {
   readonly password: string;
 }
 
-/** The site's identities: users in the store, sessions in memory. Construct once per process. */
+/** The site's identities: users and sessions in the store. Construct once per process. */
 export class Identity {
   readonly users: UserStore;
-  readonly sessions = new Sessions();
+  readonly sessions: Sessions;
   readonly lockouts: Lockouts;
   readonly policy: PasswordPolicy;
   /** Roles an administrator never holds and that never sign as an administrator. */
@@ -139,6 +140,7 @@ export class Identity {
 
   constructor(private readonly o: IdentityOptions) {
     this.users = new UserStore(o.store.db);
+    this.sessions = new Sessions(o.store.db);
     this.ttl = o.tokenTtlMs ?? 15 * 60_000;
     this.maxAge = Math.max(o.sessionMaxMs ?? 12 * 3_600_000, this.ttl);
     this.lockouts = new Lockouts(o.store.db, { ...DEFAULT_LOCKOUT, ...(o.lockout ?? {}), afterFailures: o.maxFailedAttempts ?? DEFAULT_LOCKOUT.afterFailures });
@@ -208,7 +210,7 @@ export class Identity {
     if (next === current) throw new LkError('LK_PASSWORD_REUSED', 'the new password is the current one; choose another');
     // `next` is not the current password (compared above, in clear): the history check starts at the previous one
     await this.store(rec, next, id, 'password changed by its owner', true, true);
-    for (const s of this.sessions.of(id)) if (s.id !== keep) this.sessions.end(s);
+    this.sessions.endUser(id, keep);
     return toAuth(this.users.get(id)!);
   }
 
@@ -334,6 +336,8 @@ export class Identity {
       this.sso.delete(key);
       if (this.ssoOut.size >= SSO_CACHE_MAX) this.sweepSso();
       this.ssoOut.set(key, u.expiresAt);
+      // kept in the store as well: a restarted daemon refuses it until it expires
+      this.sessions.signOutForeign(key, u.id, this.o.clock.now(), u.expiresAt);
       this.o.store.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: 'auth.sign_out', args: { user: u.id, source: 'sso' } });
       return u.user;
     }
@@ -469,6 +473,8 @@ export class Identity {
       this.sessions.endUser(session.user);
       throw new LkError('LK_UNAUTHENTICATED', 'the account of this token is disabled or locked');
     }
+    // ended meanwhile by another connection to the store (seen by current(): an offline password reset)
+    if (session.revoked) throw new LkError('LK_UNAUTHENTICATED', 'the bearer token is not valid, has expired or was signed out');
     return { session, user };
   }
 
@@ -483,6 +489,8 @@ export class Identity {
         // another connection committed (an offline `linekeeper users` command, perhaps): re-read everyone
         this.seenVersion = v;
         this.cache.clear();
+        // and may have ended sessions (a password reset, a disable): those end here too
+        this.sessions.reload();
       }
     }
     let u = this.cache.get(id);
@@ -514,6 +522,13 @@ export class Identity {
     const hit = this.sso.get(key);
     if (hit && hit.expiresAt + this.o.oidc!.cfg.clock_tolerance_s * 1000 > now) return hit;
     if (hit) this.sso.delete(key);
+    // not known since this process started: signed out before a restart?
+    const out = this.sessions.signedOutUntil(key, now);
+    if (out !== undefined) {
+      if (this.ssoOut.size >= SSO_CACHE_MAX) this.sweepSso();
+      this.ssoOut.set(key, out);
+      throw new LkError('LK_UNAUTHENTICATED', 'this token was signed out', { reason: 'signed_out' });
+    }
     const v = await this.o.oidc!.verify(token);
     // one id, one person (11.300(a)): a provider's user may not take the id of a local account
     if (this.users.get(v.id)) throw new LkError('LK_SSO_UNMAPPED', `${v.id} is the id of a local user of this site; the provider's user cannot take it`, { user: v.id });

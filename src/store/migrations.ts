@@ -565,6 +565,32 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (user, source)
       ) WITHOUT ROWID;`,
   },
+  {
+    version: 13,
+    name: 'identity: signed-in sessions kept across a restart (token hashes only), their expiry, maximum age and revocation',
+    up: `
+      -- A local user's session (src/api/sessions.ts): a restarted daemon accepts a token that is still valid, and a
+      -- session ended by sign-out, a disabled or locked account or a new password set by another stays ended.
+      -- Rows go once expired (swept in bounded batches); a revoked one stays until its expiry.
+      CREATE TABLE auth_session (
+        id          TEXT    PRIMARY KEY,                    -- ses_<hex>
+        user        TEXT    NOT NULL,
+        started_at  INTEGER NOT NULL,                       -- epoch ms
+        expires_at  INTEGER NOT NULL,                       -- the current token's expiry, epoch ms (renewal moves it)
+        max_until   INTEGER NOT NULL,                       -- no renewal past it: started_at + the maximum session age
+        revoked     INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))
+      ) WITHOUT ROWID;
+      CREATE INDEX auth_session_user ON auth_session (user);
+      CREATE INDEX auth_session_expiry ON auth_session (expires_at);
+      -- Tokens are credentials (21 CFR 11.300): the SHA-256 of each bearer token, never the token itself.
+      CREATE TABLE auth_session_token (
+        hash        TEXT    PRIMARY KEY CHECK (length(hash) = 64),
+        session     TEXT    NOT NULL REFERENCES auth_session (id),
+        expires_at  INTEGER NOT NULL                        -- this token's own expiry, epoch ms
+      ) WITHOUT ROWID;
+      CREATE INDEX auth_session_token_session ON auth_session_token (session);
+      CREATE INDEX auth_session_token_expiry ON auth_session_token (expires_at);`,
+  },
 ];
 
 /** Highest applied migration version (0 for a fresh database). */
