@@ -38,6 +38,56 @@ export function onSession(fn) {
   return () => listeners.delete(fn);
 }
 
+/**
+ * Whether the daemon answers, for the banner every page shows: `away` once a call found no daemon (or one that is
+ * stopping), `lastAnswer` the time of the last answer — any answer, a refusal too — by the daemon's clock (its
+ * `Date` header; the browser's clock only if that is missing). Every call of this module reports here, so the
+ * banner goes as soon as any page's next poll or stream reconnection is answered.
+ */
+let link = { away: false, lastAnswer: null };
+const linkListeners = new Set();
+
+export function getLink() {
+  return link;
+}
+
+export function onLink(fn) {
+  linkListeners.add(fn);
+  return () => linkListeners.delete(fn);
+}
+
+function setLink(next) {
+  if (next.away === link.away && next.lastAnswer === link.lastAnswer) return;
+  link = next;
+  for (const l of linkListeners) l(link);
+}
+
+/** The daemon answered `r`: it is reachable. */
+function answered(r) {
+  const at = Date.parse(r.headers.get('date') ?? '');
+  setLink({ away: false, lastAnswer: new Date(Number.isNaN(at) ? Date.now() : at).toISOString() });
+}
+
+/** No answer, or a daemon that says it is stopping (LK_NOT_READY): stopped, restarting, or the network is down. */
+function silent() {
+  if (!link.away) setLink({ ...link, away: true });
+}
+
+/** fetch() that reports to the banner; a network failure is thrown as LK_API_UNREACHABLE, never as a refusal. */
+async function reach(url, init) {
+  let r;
+  try {
+    r = await fetch(url, init);
+  } catch (err) {
+    if (init?.signal?.aborted) throw err;
+    silent();
+    // the daemon is not answering (stopped, restarting, the network): said as such, never as a refusal
+    throw new ApiError(0, 'LK_API_UNREACHABLE', `linekeeper is not answering (${err?.message ?? 'no connection'})`);
+  }
+  answered(r);
+  return r;
+}
+
 export async function signIn(user, password) {
   const r = await fetch('/v1/auth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, password }) });
   const body = await r.json().catch(() => ({}));
@@ -83,18 +133,21 @@ export async function signOut(reason = 'You signed out.') {
  * reviewer watching a long run is not signed out mid-batch; a refused renewal ends the session here too.
  */
 let renewTimer = null;
-function scheduleRenewal() {
+function scheduleRenewal(retry = false) {
   clearTimeout(renewTimer);
   // an identity-provider token is renewed at the provider, never here
   if (!session || session.source === 'sso') return;
-  const due = Date.parse(session.expiresAt) - Date.now() - 60_000;
+  const due = retry ? 5_000 : Date.parse(session.expiresAt) - Date.now() - 60_000;
   renewTimer = setTimeout(async () => {
     const s = session;
     if (!s) return;
-    const r = await fetch('/v1/auth/token/refresh', { method: 'POST', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => null);
+    const r = await reach('/v1/auth/token/refresh', { method: 'POST', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => null);
     if (r && r.ok) {
       const body = await r.json();
       if (session === s) setSession({ ...s, token: body.token, expiresAt: body.expiresAt });
+    } else if (!r && session === s && Date.parse(s.expiresAt) > Date.now()) {
+      // the daemon did not answer (restarting: the session is kept in its store): ask again while the token lives
+      scheduleRenewal(true);
     }
     // not renewed (the session reached its maximum age, or was revoked): the next call's 401 signs the tab out
   }, Math.max(1_000, due));
@@ -108,6 +161,7 @@ function headers(extra = {}) {
 
 async function fail(r) {
   const body = await r.json().catch(() => ({}));
+  if (body.code === 'LK_NOT_READY') silent();
   if (r.status === 401 && body.code === 'LK_UNAUTHENTICATED') setSession(null, 'Your session ended (timed out or revoked): sign in again.');
   return new ApiError(r.status, body.code, body.detail);
 }
@@ -117,10 +171,7 @@ export async function api(method, path, body) {
   const t = session?.tenant;
   const init = { method, headers: headers(body !== undefined ? { 'content-type': 'application/json' } : {}) };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const r = await fetch(`/v1/tenants/${encodeURIComponent(t)}${path}`, init).catch((err) => {
-    // the daemon is not answering (stopped, restarting, the network): said as such, never as a refusal
-    throw new ApiError(0, 'LK_API_UNREACHABLE', `linekeeper is not answering (${err?.message ?? 'no connection'})`);
-  });
+  const r = await reach(`/v1/tenants/${encodeURIComponent(t)}${path}`, init);
   if (!r.ok) throw await fail(r);
   return r.status === 204 ? null : r.json();
 }
@@ -130,7 +181,7 @@ export const unreachable = (err) => err?.code === 'LK_API_UNREACHABLE' || err?.c
 
 /** Download a file of the API (export, release package) through the session: a blob handed to the browser. */
 export async function download(path, name) {
-  const r = await fetch(`/v1/tenants/${encodeURIComponent(session?.tenant)}${path}`, { headers: headers() });
+  const r = await reach(`/v1/tenants/${encodeURIComponent(session?.tenant)}${path}`, { headers: headers() });
   if (!r.ok) throw await fail(r);
   const disp = /filename="([^"]+)"/.exec(r.headers.get('content-disposition') || '');
   const blob = await r.blob();
@@ -159,7 +210,7 @@ export function followRun(runId, after, { onLine, onEnd, onState }) {
     while (!stopped) {
       try {
         onState?.('connecting');
-        const r = await fetch(`/v1/tenants/${encodeURIComponent(tenant)}/runs/${runId}/stream`, {
+        const r = await reach(`/v1/tenants/${encodeURIComponent(tenant)}/runs/${runId}/stream`, {
           headers: headers({ accept: 'text/event-stream', ...(last > 0 ? { 'last-event-id': String(last) } : {}) }), signal: ctl.signal,
         });
         if (!r.ok) throw await fail(r);

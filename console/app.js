@@ -2,7 +2,7 @@
 // Routing is the URL fragment (#/runs/run_…), so every page has an address and the browser's back works.
 import { render } from '../vendor/preact.js';
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
-import { api, getSession, onSession, setSession, signIn, signInWithToken, signOut, unreachable } from './api.js';
+import { api, getLink, getSession, onLink, onSession, setSession, signIn, signInWithToken, signOut, unreachable } from './api.js';
 import { ApprovalsPage } from './approvals.js';
 import { AuditPage } from './audit.js';
 import { AutonomyPage } from './autonomy.js';
@@ -134,6 +134,75 @@ function LineState({ s }) {
   </span>`;
 }
 
+/**
+ * The banner of every page while the daemon does not answer (role="alert", a glyph and words, never colour alone):
+ * since when, and the time of its last answer by its own clock. It goes at the next answer to any call — a page's
+ * poll, the strip's, a stream's reconnection — and the pages resume on their own (polls continue, streams resume
+ * with Last-Event-ID; a restarted daemon keeps the session, so nobody signs in again).
+ */
+function AwayBanner() {
+  const [link, setLink] = useState(getLink());
+  useEffect(() => onLink(setLink), []);
+  if (!link.away) return null;
+  return html`<div class="away" role="alert" data-testid="away-banner">
+    <span aria-hidden="true">⚠ </span><strong>linekeeper is not answering</strong> — what you see was read before it went silent;
+    nothing you send reaches it.${link.lastAnswer ? html` Last answer: <time datetime=${link.lastAnswer} data-testid="away-last">${time(link.lastAnswer)}</time>.` : ' No answer yet since this page opened.'}${' '}Trying again every 5 s.
+  </div>`;
+}
+
+/** Roles that have the Approvals page: there the moves, deadlocks and releases are decided (or read, for an auditor). */
+const DESK = ['process_engineer', 'qa_reviewer', 'auditor'];
+
+/**
+ * What waits for a person, in the navigation of every page (GET /waiting, polled every 5 s): moves waiting for a
+ * signature, arbitration deadlocks, open exceptions and batch releases at the gate — each count a link to where it
+ * is decided, with whom it waits for and how many are the signed-in person's to decide. The four items keep their
+ * place (a count changes, never the order), and while the pointer is over the strip a new answer waits until it
+ * leaves, so nothing moves under it.
+ */
+function WaitingStrip({ s }) {
+  const [shown, setShown] = useState(null);
+  const latest = useRef(null);
+  const over = useRef(false);
+  useEffect(() => {
+    let live = true;
+    const load = () => api('GET', '/waiting').then((w) => {
+      if (!live) return;
+      latest.current = w;
+      if (!over.current) setShown(w);
+    }).catch(() => undefined); // the banner says when the daemon is away; the counts stay as last read
+    load();
+    const t = setInterval(load, 5000);
+    return () => {
+      live = false;
+      clearInterval(t);
+    };
+  }, [s.tenant]);
+  const desk = DESK.includes(s.user.role);
+  const w = shown;
+  const yours = (c) => (c.yours > 0 ? html` <span class="yours">· ${c.yours} yours</span>` : null);
+  const runOf = (c) => (c.runs[0] ? `#/runs/${c.runs[0]}` : '#/runs');
+  const items = w ? [
+    { key: 'moves', href: desk ? '#/approvals' : '#/line', label: 'Moves to sign', c: w.moves,
+      who: w.moves.count === 0 ? null : [w.moves.needs.qa ? `QA ${w.moves.needs.qa}` : null, w.moves.needs.reviewer ? `batch reviewer ${w.moves.needs.reviewer}` : null].filter(Boolean).join(', ') },
+    { key: 'escalations', href: desk ? '#/approvals' : '#/line', label: 'Deadlocks', c: w.escalations, who: w.escalations.count ? 'process engineer or QA' : null },
+    { key: 'exceptions', href: runOf(w.exceptions), label: 'Open exceptions', c: w.exceptions,
+      who: w.exceptions.count ? (w.exceptions.blocking ? `QA; ${w.exceptions.blocking} blocking a release` : 'QA or process engineer') : null },
+    { key: 'gates', href: desk ? '#/approvals' : runOf(w.gates), label: 'Releases at the gate', c: w.gates, who: w.gates.count ? 'its QA reviewer' : null },
+  ] : [];
+  const leave = () => {
+    over.current = false;
+    if (latest.current !== shown) setShown(latest.current);
+  };
+  return html`<nav class="waiting" aria-label="Waiting for a person" data-testid="waiting" onPointerEnter=${() => { over.current = true; }} onPointerLeave=${leave}>
+    <span class="waiting-title">Waiting for a person:</span>
+    ${w ? html`<ul>${items.map((i) => html`<li><a href=${i.href} data-testid=${`waiting-${i.key}`} data-count=${i.c.count} data-yours=${i.c.yours}
+        class=${i.c.count > 0 ? 'some' : 'none'} title=${i.c.since ? `the oldest waits since ${time(i.c.since)}` : 'nothing waits'}>
+        ${i.c.count > 0 ? html`<span aria-hidden="true">‖ </span>` : null}${i.label} <strong class="n">${i.c.count}</strong>${i.who ? html` <span class="for">(for ${i.who})</span>` : null}${yours(i.c)}</a></li>`)}</ul>`
+      : html`<span>…</span>`}
+  </nav>`;
+}
+
 function Shell({ s }) {
   const route = useRoute();
   const mainRef = useRef(null);
@@ -171,6 +240,8 @@ function Shell({ s }) {
         <button type="button" onClick=${() => signOut()}>Sign out</button>
       </div>
     </header>
+    <${AwayBanner} />
+    ${READERS.includes(s.user.role) ? html`<${WaitingStrip} s=${s} key=${s.tenant} />` : null}
     <main id="main" ref=${mainRef} tabindex="-1" key=${s.tenant}>${body}</main>`;
 }
 

@@ -28,6 +28,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { registerAuthRoutes } from './routes-auth.js';
 import { registerAutonomyRoutes } from './routes-autonomy.js';
 import { registerArbitrationRoutes } from './routes-arbitration.js';
+import { registerWaitingRoutes } from './routes-waiting.js';
 import { registerModelRoutes } from './routes-models.js';
 import { Health } from './schemas.js';
 import type { LoopDelaySnapshot } from '../ops/loop-delay.js';
@@ -142,6 +143,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   registerReviewRoutes(app, ctx);
   registerTrailReviewRoutes(app, ctx);
   registerArbitrationRoutes(app, ctx);
+  registerWaitingRoutes(app, ctx);
   if (o.console !== false) registerConsole(app);
   registerModelRoutes(app, ctx);
   await app.ready();

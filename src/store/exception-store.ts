@@ -62,7 +62,7 @@ function toRecord(r: Row): ExceptionRecord {
 }
 
 export class ExceptionStore {
-  private readonly st: Record<'insert' | 'byKey' | 'get' | 'ofRun' | 'close', Statement>;
+  private readonly st: Record<'insert' | 'byKey' | 'get' | 'ofRun' | 'openOf' | 'close', Statement>;
   private readonly listeners = new Set<(run: string) => void>();
 
   /** @throws LkError LK_STORE_MIGRATION when the store has no exception table (schema older than 9). */
@@ -75,6 +75,7 @@ export class ExceptionStore {
       byKey: db.prepare('SELECT * FROM run_exception WHERE run = ? AND key = ?'),
       get: db.prepare('SELECT * FROM run_exception WHERE tenant = ? AND id = ?'),
       ofRun: db.prepare('SELECT * FROM run_exception WHERE run = ? ORDER BY raised_at, id'),
+      openOf: db.prepare("SELECT id, run, severity, raised_at AS raisedAt FROM run_exception WHERE tenant = ? AND status = 'open' ORDER BY raised_at, id"),
       close: db.prepare(`UPDATE run_exception SET status = 'closed', closed_by = ?, closed_name = ?, closed_at = ?, comment = ?, deviation = ?, signature = ?
         WHERE id = ? AND status = 'open' RETURNING run`).pluck(),
     };
@@ -108,6 +109,11 @@ export class ExceptionStore {
   /** A run's exceptions in the order they were raised. */
   ofRun(run: string): ExceptionRecord[] {
     return (this.st.ofRun.all(run) as Row[]).map(toRecord);
+  }
+
+  /** The open exceptions of a tenant's runs, oldest first, as few columns as a count of what waits needs (index run_exception_open). */
+  openOf(tenant: string): { id: string; run: string; severity: ExceptionRecord['severity']; raisedAt: number }[] {
+    return this.st.openOf.all(tenant) as { id: string; run: string; severity: ExceptionRecord['severity']; raisedAt: number }[];
   }
 
   /** Open exceptions of a run that block its release (critical and major). */

@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts, routes-lifecycle.ts,
- * routes-site.ts, routes-line.ts, routes-review.ts, routes-trail-review.ts, routes-arbitration.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-line.ts, routes-review.ts, routes-trail-review.ts, routes-arbitration.ts, routes-waiting.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -42,6 +42,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`POST ${T}/runs/{id}/reassign`]: ['qa_reviewer', 'admin'],
   [`GET ${T}/approvals`]: ['process_engineer', 'qa_reviewer', 'auditor'],
   [`POST ${T}/approvals/{id}`]: ['process_engineer', 'qa_reviewer'],
+  // routes-waiting.ts: counts of what waits for a person (the console's strip), for every reading role
+  [`GET ${T}/waiting`]: READERS,
   [`GET ${T}/models`]: READERS,
   [`GET ${T}/design-space`]: READERS,
   [`POST ${T}/twin/simulate`]: ['process_engineer', 'qa_reviewer'],
