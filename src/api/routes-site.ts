@@ -6,10 +6,12 @@
 import { byRole, roleMapOf } from '../domain/roles.js';
 import type { Sample } from '../../connectors/types.js';
 import { queryAudit } from '../audit/query.js';
+import { SITE_WEIGHT_TOLERANCE_PCT } from '../engine/run/limits.js';
 import { LkError } from '../errors.js';
 import { twinModelOf } from '../models/artefacts.js';
 import { listModels, loadValidated } from '../models/registry.js';
 import { isAttended } from '../policy/attendance.js';
+import { lineLimits } from '../quality/line-limits.js';
 import { twinDesignSpace } from '../twin/design-space.js';
 import { rehearseEncoded } from '../engine/rehearsal.js';
 import { EVERYONE, READERS, userOf } from './auth.js';
@@ -21,11 +23,21 @@ const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** A live value as the line view shows it: scalars as they are, arrays and bytes by size. */
-function shown(s: Sample): { value: unknown; unit: string; quality: string; at: string } {
+/** A live value as the line view shows it: scalars as they are, arrays and bytes by size; the role its tag plays. */
+function shown(s: Sample, role?: string): { value: unknown; unit: string; quality: string; at: string; role?: string } {
   const v = s.value;
   const value = v instanceof Uint8Array ? `<${v.byteLength} bytes>` : Array.isArray(v) ? `[${v.length} values]` : v;
-  return { value, unit: s.unit, quality: s.quality, at: iso(s.receivedAt) };
+  return { value, unit: s.unit, quality: s.quality, at: iso(s.receivedAt), ...(role !== undefined ? { role } : {}) };
+}
+
+/**
+ * When a live value stops being live: 10 s, or longer where the site's connections update more slowly — twice the
+ * longest OPC UA max_data_age_ms (its subscription watchdog has re-created a silent subscription by then; OPC UA
+ * reports a value on change, so an unchanged one is not re-stamped every period) or three Modbus polls. Three of the
+ * daemon's 1 s measurement periods alone would call a steady OPC UA value stale.
+ */
+export function staleAfterMs(connections: readonly { readonly max_data_age_ms?: number; readonly poll_ms?: number }[]): number {
+  return Math.max(10_000, ...connections.map((c) => Math.max(2 * (c.max_data_age_ms ?? 0), 3 * (c.poll_ms ?? 0))));
 }
 
 export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
@@ -109,6 +121,11 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
     return { operator: att.operator, lastPresenceAt: iso(att.lastPresenceAt), attended: windowMs === null ? false : isAttended(att, ctx.clock.now(), windowMs), windowMs };
   });
 
+  // the line view's fixed parts: the site's configuration is loaded once
+  const stale = staleAfterMs(config.connections);
+  const roles = roleMapOf(config);
+  const tagUnits = new Map<string, string>(config.equipment.flatMap((e) => e.tags.map((t) => [`${e.id}.${t.name}`, t.unit] as [string, string])));
+  const roleOf = (tag: string): string | undefined => (roles.entries.get(roles.role(tag)) === tag ? roles.role(tag) : undefined);
   app.get(`${BASE}/line`, {
     onRequest: ctx.guard(EVERYONE, 'see the line'),
     schema: {
@@ -121,10 +138,20 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
     const showValues = active === null || mine;
     const health = new Map(d.connectors.map((c) => [c.health().id, c.health()]));
     const supervision = d.supervision();
-    const phaseTag = config.line.phase?.tag ?? roleMapOf(config).tag('plc.BatchPhase');
+    const phaseTag = config.line.phase?.tag ?? roles.tag('plc.BatchPhase');
     const phase = showValues ? d.live.get(phaseTag) : undefined;
+    // the limits of this tenant's run only (R9: another tenant's batch record is not this tenant's to read)
+    const limits = mine ? lineLimits({
+      record: active.record, runLimits: active.limits, siteWeightTolerancePct: SITE_WEIGHT_TOLERANCE_PCT,
+      cappingThresholdPct: d.policy.bundle ? d.policy.bundle.content.cappingRiskThreshold * 100 : undefined,
+      tagOf: (role) => {
+        const unit = roles.has(role) ? tagUnits.get(roles.tag(role)) : undefined;
+        return unit === undefined ? undefined : { tag: roles.tag(role), unit };
+      },
+    }) : null;
     return {
-      line: config.line.id, site: config.site.id, busy: active !== null, activeRun: mine ? { id: active.id, status: active.status, batch: active.batch } : null,
+      line: config.line.id, site: config.site.id, at: iso(ctx.clock.now()), staleAfterMs: stale, limits,
+      busy: active !== null, activeRun: mine ? { id: active.id, status: active.status, batch: active.batch } : null,
       phase: phase ? { tag: phaseTag, value: shown(phase).value, quality: phase.quality, at: iso(phase.receivedAt) } : null,
       connections: [...health.values()].map((h) => ({ id: h.id, protocol: h.protocol, state: h.state, endpoint: h.endpoint })),
       equipment: config.equipment.map((e) => {
@@ -132,7 +159,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
         const values: Record<string, ReturnType<typeof shown>> = {};
         for (const t of e.tags) {
           const s = d.live.get(`${e.id}.${t.name}`);
-          if (s) values[s.tag] = shown(s);
+          if (s) values[s.tag] = shown(s, roleOf(s.tag));
         }
         return {
           id: e.id, name: e.name, type: e.type, connection: e.connection, connectionState: health.get(e.connection)?.state ?? 'unknown',

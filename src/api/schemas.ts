@@ -141,8 +141,17 @@ export const DesignSpaceView = z
   })
   .meta({ id: 'DesignSpace' });
 export const AttendanceView = z.object({ operator: z.string(), lastPresenceAt: iso, attended: z.boolean(), windowMs: z.number().nullable() });
+const LineLimitView = z.object({
+  min: z.number().optional(), max: z.number().optional(), unit: z.string().describe('the tag\'s unit (UCUM): min and max are converted to it'),
+  source: z.string().describe('where the limit comes from, in words: the batch record, the run request that tightened it, the policy bundle'),
+  applies: z.enum(['in_process', 'end_point']).describe('in_process: every reading is held to it; end_point: the reading at the end of the phase is (LOD at the end of drying)'),
+});
 export const LineView = z.object({
   line: z.string(), site: z.string(),
+  at: iso.describe('the daemon\'s clock when the view was composed: a value\'s age is at − its at (never a client\'s clock)'),
+  staleAfterMs: z.number().int().positive().describe('a value older than this (at − its at) is stale: no longer shown as live'),
+  limits: z.record(z.string(), LineLimitView).nullable()
+    .describe('by site tag: the limits in force for the key process values (press tablet weight, hardness, thickness, capping rate; dryer LOD) of this tenant\'s run on the line; null when no run of this tenant is on the line'),
   activeRun: z.object({ id: z.string(), status: z.string(), batch: z.string() }).nullable().describe('the run on the line when it is this tenant\'s; null otherwise'),
   phase: z.object({ tag: z.string(), value: z.unknown(), quality: z.string(), at: iso }).nullable()
     .describe('the batch phase the line PLC reports (line.phase.tag, or the tag playing plc.BatchPhase), as read; null when values are hidden (another tenant\'s run) or not read yet'),
@@ -152,7 +161,7 @@ export const LineView = z.object({
     id: z.string(), name: z.string(), type: z.string(), connection: z.string(), connectionState: z.string(),
     supervisor: z.object({ state: z.string().nullable(), activeRecipe: z.string().nullable(), revertCount: z.number().nullable() }),
     supervision: z.enum(['supervised', 'monitor_only']).describe('monitor_only: linekeeper reads this unit and writes nothing to it (no heartbeat, no setpoint, no command)'),
-    values: z.record(z.string(), z.object({ value: z.unknown(), unit: z.string(), quality: z.string(), at: iso })).nullable(),
+    values: z.record(z.string(), z.object({ value: z.unknown(), unit: z.string(), quality: z.string(), at: iso.describe('when linekeeper received it, on the daemon\'s clock'), role: z.string().optional().describe('the role the tag plays (src/domain/roles.ts), when it plays one') })).nullable(),
   })),
 });
 export const AuditPageView = z.object({ items: z.array(z.record(z.string(), z.unknown())), next: z.string().optional() });

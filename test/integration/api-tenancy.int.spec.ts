@@ -309,6 +309,39 @@ describe('[R1] autonomy levels are the tenant\'s', () => {
 });
 
 describe('[R9] a busy line says that it is busy, not whose run it is', () => {
+  it('GET /line: the daemon\u2019s clock, and the limits of the tenant\u2019s own run on the line in force; none of another tenant\u2019s', async () => {
+    const before = node.daemon.engine.options.clock.now();
+    const own = await call(node.url, 'GET', '/v1/tenants/borealis-bio/line', { token: tokens.get(USERS['borealis-bio'].operator)! });
+    const after = node.daemon.engine.options.clock.now();
+    expect(own.status).toBe(200);
+    // `at` is the daemon's clock when the view was composed; every value was received at or before it
+    expect(Date.parse(own.body.at)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(own.body.at)).toBeLessThanOrEqual(after);
+    const values = own.body.equipment.flatMap((e: { values: Record<string, { at: string }> }) => Object.values(e.values));
+    expect(values.length).toBeGreaterThan(0);
+    for (const v of values) expect(Date.parse(v.at)).toBeLessThanOrEqual(Date.parse(own.body.at));
+    expect(own.body.staleAfterMs).toBe(10_000);
+    // borealis' batch record B-2001 (hardness 90–160 N, thickness 2.7–3.3 mm, LOD ≤ 1.8 %), in each tag's unit
+    const { limits } = own.body as { limits: Record<string, { min?: number; max?: number; unit: string; source: string; applies: string }> };
+    expect(Object.keys(limits).sort()).toEqual(['fluidbed.Lod', 'press.CappingRate', 'press.Hardness', 'press.TabletWeight', 'press.Thickness']);
+    expect(limits['press.Hardness']).toEqual({ min: 90, max: 160, unit: 'N', source: 'batch record B-2001', applies: 'in_process' });
+    expect(limits['press.Thickness']).toEqual({ min: 2.7, max: 3.3, unit: 'mm', source: 'batch record B-2001', applies: 'in_process' });
+    expect(limits['press.TabletWeight']).toMatchObject({ unit: 'mg', applies: 'in_process', source: 'batch record B-2001: target 300 mg ± 5 %' });
+    expect(limits['press.TabletWeight']!.min).toBeCloseTo(285, 9);
+    expect(limits['press.TabletWeight']!.max).toBeCloseTo(315, 9);
+    expect(limits['press.CappingRate']).toEqual({ max: node.daemon.policy.bundle!.content.cappingRiskThreshold * 100, unit: '%', source: 'policy bundle: capping threshold', applies: 'in_process' });
+    expect(limits['fluidbed.Lod']).toEqual({ max: 1.8, unit: '%', source: 'batch record B-2001: LOD at end of drying', applies: 'end_point' });
+    // the value the limit applies to names its role
+    const press = own.body.equipment.find((e: { id: string }) => e.id === 'press');
+    expect(press.values['press.Hardness'].role).toBe('press.Hardness');
+    // acme: the line is busy with a run that is not its own — no limits, no values, nothing of B-2001
+    const theirs = await call(node.url, 'GET', '/v1/tenants/acme-pharma/line', { token: tokens.get(USERS['acme-pharma'].operator)! });
+    expect(theirs.status).toBe(200);
+    expect(theirs.body).toMatchObject({ busy: true, activeRun: null, limits: null, phase: null });
+    expect(typeof theirs.body.at).toBe('string');
+    expect(JSON.stringify(theirs.body)).not.toContain('B-2001');
+  });
+
   it('another tenant\'s run on the line: 409 LK_LINE_BUSY with nothing of that run; the tenant\'s own run is named', async () => {
     // a fresh acme batch record in the MES inbox, so the start reaches the line check (B-1042 ran already)
     const inbox = mesInboxDir(node.daemon.loaded.dataDir);
