@@ -2,11 +2,16 @@
 // writer — each with exactly what is signed (the record's hash, the moves or the release, the policy's reasons).
 // Signing is Part 11's dialog: the meaning chosen and shown in words, the password entered again (11.200), and
 // the signature's manifestation — name, date and time, meaning — shown once it is made. A refused signature
-// (wrong password, not the named reviewer) says so and signs nothing.
-import { useEffect, useState } from '../vendor/hooks.js';
+// (wrong password, not the named reviewer) says so and signs nothing. A move's card shows each setpoint now →
+// proposed against the approved limits and maximum step, what the move is for and the twin's prediction; after the
+// signature, what the guarded writer did (written and read back, or denied and why). A release's dialog restates
+// the disposition (the specification table's verdict and counts, the exceptions and who closed them); once signed,
+// focus is on the dialog's Close button, and back on the page's heading when it closes.
+import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
 import { Escalations } from './escalations.js';
 import { ExceptionsPanel } from './exceptions.js';
+import { MoveFor, MoveTable, Predicted } from './moves.js';
 import { Badge, Dialog, ErrorNote, fmt, html, short, time, unit } from './ui.js';
 
 function meanings(item) {
@@ -40,6 +45,11 @@ function SignDialog({ item, onDone, onClose }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const [signed, setSigned] = useState(null);
+  const closeRef = useRef(null);
+  // once signed, focus is on Close: the person reads the manifestation and leaves the dialog from there
+  useEffect(() => {
+    if (signed) closeRef.current?.focus();
+  }, [signed]);
   const choose = (d) => {
     setDecision(d);
     setMeaning(m[d]);
@@ -64,12 +74,13 @@ function SignDialog({ item, onDone, onClose }) {
   return html`<${Dialog} id="sign" title=${signed ? 'Signed' : 'Electronic signature'} onClose=${onClose}>
     ${signed ? html`<div class="manifestation" data-testid="signature-manifestation" role="status">
         <p>Signature recorded:</p>
-        ${signed.outcome ? html`<p class=${signed.outcome.status === 'written' ? '' : 'refusal'} data-testid="write-outcome" role="note">What the guarded writer did with it: <strong>${signed.outcome.status}</strong>${signed.outcome.reasons?.length ? ` (${signed.outcome.reasons.join(', ')})` : ''}${signed.outcome.error ? ` — ${signed.outcome.error.code}: ${signed.outcome.error.message}` : ''}${signed.outcome.status === 'written' ? '' : '; nothing was written to the equipment'}.</p>` : null}
+        ${signed.outcome ? html`<${Outcome} o=${signed.outcome} item=${item} />` : null}
         <dl><dt>Name</dt><dd>${signed.name} (${signed.user}, ${signed.role})</dd><dt>Date and time</dt><dd>${time(signed.timestamp)}</dd>
         <dt>Meaning</dt><dd>${signed.decision}: ${signed.meaning}</dd><dt>Record</dt><dd><code>${short(signed.recordHash, 16)}</code></dd><dt>Key</dt><dd><code>${short(signed.keyId, 16)}</code></dd></dl>
-        <form method="dialog"><button type="submit" autofocus>Close</button></form></div>`
+        <form method="dialog"><button type="submit" ref=${closeRef} data-testid="sign-close">Close</button></form></div>`
       : html`<form onSubmit=${submit}>
         <p>You are signing <strong>${item.kind === 'batch_release' ? `the release of batch ${item.batch}` : `setpoint write ${item.id}: ${moveText(item)}`}</strong>, record <code>${short(item.recordHash, 16)}</code>.</p>
+        ${item.kind === 'batch_release' ? html`<${Disposition} item=${item} />` : html`<${MoveTable} item=${item} /><${MoveFor} d=${item.detail} />`}
         ${only ? html`<p class="refusal" data-testid="release-refused" role="note">Batch ${item.batch} failed ${(item.detail.failed ?? []).map((f) => `${f.title} (${f.reason})`).join('; ') || 'its specifications'}: it cannot be released; the decision left is a rejection.</p>` : null}
         <fieldset><legend>Decision</legend>
           <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} disabled=${only} onChange=${() => choose('approve')} autofocus=${!only} /> Approve</label>
@@ -90,13 +101,43 @@ function SignDialog({ item, onDone, onClose }) {
 /** `press.MainForce 12 → 10.5 kN, …` of a move. */
 const moveText = (item) => (item.detail?.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${unit(mv.value?.unit)}`.trim()).join(', ');
 
+/**
+ * What the guarded writer did with a signed move: written, with each tag's read-back; or denied, rejected, … with
+ * the policy's reasons and nothing written to the equipment.
+ */
+function Outcome({ o, item }) {
+  const units = Object.fromEntries((item.detail?.table ?? []).map((r) => [r.setpoint, r.unit]));
+  return html`<div class=${o.status === 'written' ? 'notice' : 'refusal'} data-testid="write-outcome" role="note">
+    <p>What the guarded writer did with it: <strong>${o.status}</strong>${o.reasons?.length ? ` (${o.reasons.join(', ')})` : ''}${o.error ? ` — ${o.error.code}: ${o.error.message}` : ''}${o.status === 'written' ? '' : '; nothing was written to the equipment'}.</p>
+    ${o.readBack?.length ? html`<ul data-testid="write-readback">${o.readBack.map((r) => html`<li><code>${r.tag}</code>: written ${fmt(r.written)} ${unit(units[r.tag])}, read back ${r.readBack === null ? 'nothing' : `${fmt(r.readBack)} ${unit(units[r.tag])}`.trim()} — ${r.verified ? '✓ verified' : '✕ NOT verified'}</li>`)}</ul>` : null}
+  </div>`;
+}
+
+/** A release's disposition as the reviewer signs it: the specification table's verdict and counts, the exceptions and their closures. */
+function Disposition({ item }) {
+  const d = item.detail ?? {};
+  const c = d.specCounts;
+  const e = d.exceptionCounts;
+  const xs = d.exceptions ?? [];
+  return html`<section class="disposition" data-testid="release-disposition" aria-label="Disposition of the batch">
+    <p data-testid="disposition-verdict"><strong>Specifications: ${d.verdict ?? 'not evaluated'}</strong>${c ? ` — ${c.total} specifications: ${c.PASS ?? 0} PASS, ${c.FAIL ?? 0} FAIL, ${c.NOT_EVALUATED ?? 0} NOT EVALUATED` : ''}.</p>
+    <p data-testid="disposition-exceptions"><strong>Exceptions:</strong> ${e ? (e.total === 0 ? 'none was raised in this run.' : `${e.total} raised, ${e.closed} closed, ${e.open} open${e.blocking ? ` (${e.blocking} blocking the release)` : ''}.`) : 'not listed.'}</p>
+    ${xs.length ? html`<ul data-testid="disposition-exception-list">${xs.map((x) => html`<li data-exception=${x.id} data-status=${x.status}><code>${x.kind}</code> ${x.severity}: ${x.title} — ${x.closure
+      ? `closed by ${x.closure.name} (${x.closure.user}), ${time(x.closure.at)}: ${x.closure.comment}${x.closure.deviation ? ` [${x.closure.deviation}]` : ''}`
+      : 'OPEN'}</li>`)}</ul>` : null}
+  </section>`;
+}
+
 function What({ item }) {
   const d = item.detail ?? {};
   if (item.kind === 'batch_release') {
     return html`<p>Release package of batch <strong>${item.batch}</strong>, run <a href=${`#/runs/${item.run}`}>${item.run}</a> (<a href=${`#/genealogy/${item.run}`}>genealogy</a>).</p>
       ${rejectOnly(item) ? html`<p><${Badge} status="FAILED" label="specification failed: rejection only" /></p>` : null}`;
   }
-  return html`<p>${d.agent} proposes ${(d.moves ?? []).map((mv) => `${mv.setpoint} → ${fmt(mv.value?.value ?? mv.value)} ${unit(mv.value?.unit)}`).join(', ')} for ${d.attribute ?? '—'}.</p>
+  return html`<p>${d.agent} proposes ${moveText(item)}:</p>
+    <${MoveTable} item=${item} />
+    <${MoveFor} d=${d} />
+    <${Predicted} d=${d} />
     ${d.justification ? html`<p>Why: ${typeof d.justification === 'string' ? d.justification : JSON.stringify(d.justification)}</p>` : null}
     ${d.reasons ? html`<p>Policy: ${[...new Set([].concat(d.reasons))].join(', ')}</p>` : null}`;
 }

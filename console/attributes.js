@@ -1,5 +1,6 @@
 // One chart per in-process attribute of the press — tablet weight, hardness, thickness, capping rate — with the
-// specification limits drawn as lines and every value outside them marked, so an excursion stands out instead of
+// specification limits drawn as lines around a shaded band (when both are recorded), each axis naming its unit, and
+// every value outside them marked, so an excursion stands out instead of
 // hiding among every tag of the line. The values are every in-process sample the specification table judged (once
 // the run reached its gate), else the sensor snapshots of the genealogy so far; the limits are those the press
 // step recorded in force (batch record, and the run's capping threshold), else the specification table's.
@@ -39,6 +40,8 @@ function Chart({ a, s }) {
     if (s.min !== undefined) lines.push({ label: `lower limit ${fmt(s.min)} ${a.unit}`, v: s.min });
     if (s.max !== undefined) lines.push({ label: `upper limit ${fmt(s.max)} ${a.unit}`, v: s.max });
     const data = [xs, s.values, ...lines.map((l) => xs.map(() => l.v)), s.outside];
+    // the specification band: filled between the upper and the lower limit when both are recorded
+    const band = lines.length === 2 ? [{ series: [3, 2], fill: 'rgba(30, 123, 74, 0.12)' }] : [];
     const opts = {
       width: Math.max(420, (el.current.clientWidth || 600)), height: 220,
       title: `${a.title} [${a.unit}]`,
@@ -50,13 +53,15 @@ function Chart({ a, s }) {
         ...lines.map((l) => ({ label: l.label, stroke: '#b03a2e', dash: [6, 4], width: 1.5, points: { show: false } })),
         { label: 'outside the limits', stroke: '#b03a2e', width: 0, paths: () => null, points: { show: true, size: 7, fill: '#b03a2e' } },
       ],
-      axes: [{ label: 'sample' }, { label: a.unit }],
+      bands: band,
+      axes: [{ label: 'sample no. (in time order)' }, { label: `${a.title.toLowerCase()} [${a.unit}]`, size: 60 }],
     };
     const u = new uPlot(opts, data, el.current);
     return () => u.destroy();
   }, [s]);
   const limitsText = s.min !== undefined && s.max !== undefined ? `${fmt(s.min)}–${fmt(s.max)} ${a.unit}` : s.max !== undefined ? `≤ ${fmt(s.max)} ${a.unit}` : s.min !== undefined ? `≥ ${fmt(s.min)} ${a.unit}` : 'no limits recorded';
-  return html`<figure class="attribute" data-testid="attribute-chart" data-attribute=${a.tag} data-n=${s.values.length} data-excursions=${s.excursions}
+  return html`<figure class="attribute" data-testid="attribute-chart" data-attribute=${a.tag} data-band=${s.min !== undefined && s.max !== undefined ? 'yes' : 'no'}
+      data-axes=${JSON.stringify(['sample no. (in time order)', `${a.title.toLowerCase()} [${a.unit}]`])} data-n=${s.values.length} data-excursions=${s.excursions}
       data-limit-lines=${(s.min !== undefined ? 1 : 0) + (s.max !== undefined ? 1 : 0)} data-limits=${JSON.stringify([s.min ?? null, s.max ?? null])}>
     <div ref=${el} class="plot" role="img" aria-label=${`${a.title}: ${s.values.length} values against ${limitsText}, ${s.excursions} outside`}></div>
     <figcaption class=${s.excursions ? 'excursion' : 'quiet'}>${a.title}: n ${s.values.length} (${s.source}), limits ${limitsText};

@@ -31,7 +31,7 @@ import { pressModel, type PressOutputs } from '../twin/process.js';
 import type { Range, SetpointId } from '../twin/setpoints.js';
 import type { ProcessParams } from '../twin/params.js';
 import { checkLimit, checkModel, checkNow, checkReadings, clamp, finite, fmt, mean, plain, positive, roundTo, sampleSd } from './support.js';
-import type { AgentOutput, CandidateConsidered, DesignLimit, ModelRef, Move, Proposal, ProposalAttribute, Reading } from './types.js';
+import type { AgentOutput, CandidateConsidered, DesignLimit, ModelRef, Move, Proposal, ProposalAttribute, Reading, Served } from './types.js';
 
 export const AGENT = 'agent.compress_fill';
 export const PRESS_SETPOINTS = ['press.FillDepth', 'press.MainForce', 'press.PreForce', 'press.TurretSpeed'] as const;
@@ -207,6 +207,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
     holdScore: hold.cand.score,
   };
   const attribute = attributeOf(hold, best);
+  const serves = servedBy(hold, best);
   const justification =
     (blind
       ? `No tablet measured yet at the start of compression (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)} mg, hardness ${fmt(hMin, 0)}–${fmt(hMax, 0)} N); the twin predicts ${fmt(hold.cand.predicted['tabletWeightMg'] ?? Number.NaN, 1)} mg, ${fmt(hold.cand.predicted['hardnessN'] ?? Number.NaN, 0)} N at the current setpoints`
@@ -218,6 +219,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
   const proposal: Proposal = {
     agent: AGENT,
     attribute,
+    ...(serves.length ? { serves } : {}),
     moves,
     justification,
     model,
@@ -316,7 +318,11 @@ function evaluate({ vec, reach }: { vec: Vec; reach: string[] }, s: Scoring): Ev
   return { vec, ok: true, out, terms, cand: { moves, predicted, score, chosen: false, why } };
 }
 
-/** The attribute the move serves most: weight → content uniformity, hardness → dissolution, capping → defect rate. */
+/**
+ * The arbitration class of the move, from the term it improves most: weight → content uniformity, hardness →
+ * dissolution, capping → defect rate. Every one of them ranks as quality; it is a rank, not what the move is
+ * about — that is {@link servedBy}, which names the measured attributes themselves.
+ */
 function attributeOf(hold: Evaluated, best: Evaluated): ProposalAttribute {
   if (!hold.ok || !hold.terms || !best.terms) return 'defect_rate';
   const gains: [ProposalAttribute, number][] = [
@@ -327,4 +333,25 @@ function attributeOf(hold: Evaluated, best: Evaluated): ProposalAttribute {
   let top = gains[0]!;
   for (const g of gains) if (g[1] > top[1]) top = g;
   return top[0];
+}
+
+const SERVED: readonly { term: 'weight' | 'hardness' | 'capping'; tag: string; key: string; unit: string }[] = [
+  { term: 'weight', tag: 'press.TabletWeight', key: 'tabletWeightMg', unit: 'mg' },
+  { term: 'hardness', tag: 'press.Hardness', key: 'hardnessN', unit: 'N' },
+  { term: 'capping', tag: 'press.CappingRate', key: 'cappingRiskPct', unit: '%' },
+];
+
+/**
+ * The measured attributes the move brings closer to target, as the reasoning names them (weight, hardness,
+ * capping), largest improvement of its score term first: each from what it is at the current setpoints (the
+ * measured mean, or the twin's before any tablet is measured) to the twin's prediction after the move.
+ */
+function servedBy(hold: Evaluated, best: Evaluated): Served[] {
+  if (!hold.terms || !best.terms) return [];
+  const h = hold.terms;
+  const b = best.terms;
+  return SERVED.map((s) => ({ s, gain: h[s.term] - b[s.term] }))
+    .filter((x) => x.gain > 1e-9 && Number.isFinite(hold.cand.predicted[x.s.key]) && Number.isFinite(best.cand.predicted[x.s.key]))
+    .sort((x, y) => y.gain - x.gain)
+    .map(({ s }) => ({ tag: s.tag, from: hold.cand.predicted[s.key]!, to: best.cand.predicted[s.key]!, unit: s.unit }));
 }

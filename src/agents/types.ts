@@ -59,9 +59,27 @@ export interface Trace {
 /** The attributes arbitration ranks: the first four (quality) outrank the last three (throughput). */
 export type ProposalAttribute = 'content_uniformity' | 'potency' | 'dissolution' | 'defect_rate' | 'yield' | 'energy' | 'takt';
 
+/**
+ * A measured attribute a move steers toward its target, in the words of the agent's own reasoning (the press's
+ * tablet weight, hardness, capping rate): what it is now (measured, or the twin's at the current setpoints before
+ * any measurement) and what the twin predicts after the move, in `unit` (UCUM).
+ */
+export interface Served {
+  tag: string;
+  from: number;
+  to: number;
+  unit: string;
+}
+
 export interface Proposal {
   agent: string;
+  /** The attribute class arbitration ranks the move by (quality over throughput). */
   attribute: ProposalAttribute;
+  /**
+   * What the move serves as the agent reasoned it, largest improvement first, when that is not the class itself
+   * (a press move about weight and hardness is ranked as a quality move, but it is about weight and hardness).
+   */
+  serves?: Served[];
   moves: Move[];
   justification: string;
   model?: ModelRef;

@@ -105,6 +105,9 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
   const reasons = [...new Set(out.decisions.flatMap((d) => d.reasons))];
   return {
     kind: 'setpoint_write', signature,
-    outcome: { status: out.status, proposal: out.proposalId, vectorHash: out.vectorHash, reasons, ...(out.error ? { error: out.error } : {}) },
+    outcome: {
+      status: out.status, proposal: out.proposalId, vectorHash: out.vectorHash, reasons, ...(out.error ? { error: out.error } : {}),
+      ...(out.results?.length ? { readBack: out.results.map((r) => ({ tag: r.tag, written: r.written, readBack: r.readBack, verified: r.verified })) } : {}),
+    },
   };
 }

@@ -18,9 +18,10 @@ export interface ApiDaemon {
   readonly engine: RunEngine;
   /**
    * Pending writes, and their approval or rejection by a person (the writer re-evaluates at call time); pending
-   * arbitration deadlocks and a person's decision of one; a person's re-arm of a LOST PLC.
+   * arbitration deadlocks and a person's decision of one; a person's re-arm of a LOST PLC; what the equipment holds
+   * now for a pending write's setpoints (read as the writer reads them).
    */
-  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve' | 'withdrawn' | 'rearm'>;
+  readonly writer: Pick<GuardedWriter, 'pending' | 'approve' | 'reject' | 'escalations' | 'resolve' | 'withdrawn' | 'rearm' | 'current'>;
   readonly store: Store;
   readonly loaded: LoadedConfig;
   /** The policy bundle in force, or null (every write is then denied). */

@@ -7,6 +7,7 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { LkError } from '../errors.js';
 import { releaseRefusal, type RunQuality } from '../engine/run/quality.js';
+import { releaseDetail, writeDetail } from './approval-detail.js';
 import { decideRelease, decideWrite } from './approvals.js';
 import { bearer, READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
@@ -108,26 +109,33 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
 
   app.get(`${BASE}/approvals`, {
     onRequest: ctx.guard(['process_engineer', 'qa_reviewer', 'auditor'], 'see approvals'),
-    schema: { tags: ['approvals'], summary: 'What waits for a person: batch releases at the gate and setpoint writes waiting for QA or the assigned reviewer', security, params: TenantParams, response: { 200: ApprovalList, ...problems } },
+    schema: { tags: ['approvals'], summary: 'What waits for a person: batch releases at the gate and setpoint writes waiting for QA or the assigned reviewer',
+      description: 'A setpoint write\'s `detail.table` gives each move now → proposed in the setpoint\'s unit against the approved design-space limits and maximum step of the bundle in force, `detail.serves` what the move serves as the agent reasoned it and `detail.predicted` the twin\'s prediction it gave; a batch release\'s `detail` restates its disposition (the specification table\'s verdict and counts, every exception and who closed it).',
+      security, params: TenantParams, response: { 200: ApprovalList, ...problems } },
   }, async (req) => {
     const tenant = req.params.tenant;
     const releases = engine.pendingApprovals(tenant).map((a) => {
       const run = engine.runs.runById(a.run);
-      // what the specification table allows before anyone opens the dialog: a FAIL leaves only a rejection
+      // what the specification table allows before anyone opens the dialog (a FAIL leaves only a rejection), and the
+      // disposition the dialog restates: the table's verdict and counts, the exceptions and who closed each
       const quality = run?.data['quality'] as RunQuality | undefined;
-      const refusal = releaseRefusal(quality, run?.batch ?? '');
-      const detail = {
-        verdict: quality?.specTable?.verdict ?? null,
-        releasable: refusal === null,
-        failed: quality?.specTable?.results?.filter((r) => r.verdict === 'FAIL').map((r) => ({ id: r.id, title: r.title, limits: r.limits, reason: r.reason })) ?? [],
-      };
+      const detail = releaseDetail(quality, releaseRefusal(quality, run?.batch ?? ''), engine.exceptionsOf(tenant, a.run));
       return { id: a.id, kind: 'batch_release' as const, run: a.run, batch: run?.batch ?? null, needs: 'qa', reviewer: a.reviewer, requestedAt: iso(a.requestedAt), recordHash: a.recordHash, detail };
     });
-    const writes = ctx.daemon.writer.pending().filter((w) => w.proposal.tenant === tenant).map((w) => ({
+    const pending = ctx.daemon.writer.pending().filter((w) => w.proposal.tenant === tenant);
+    // what the equipment holds now, read as the writer reads it — only while the line is idle or runs this tenant's
+    // batch (R9), as GET /line shows values
+    const active = engine.runs.activeOnLine(ctx.daemon.loaded.config.line.id);
+    const visible = active === null || active.tenant === tenant;
+    const setpoints = [...new Set(pending.flatMap((w) => w.proposal.moves.map((m) => m.setpoint)))];
+    const now = visible && setpoints.length ? await ctx.daemon.writer.current(setpoints) : new Map<string, number | null>();
+    const at = ctx.clock.now();
+    const bundle = ctx.daemon.policy.bundle;
+    const writes = pending.map((w) => ({
       id: w.id, kind: 'setpoint_write' as const, run: w.proposal.run ?? null, batch: w.proposal.batch, needs: w.needs,
       reviewer: w.needs === 'reviewer' ? (engine.batches(tenant, w.proposal.batch)?.reviewer ?? null) : null,
       requestedAt: iso(w.since), recordHash: w.vectorHash,
-      detail: { agent: w.proposal.agent, moves: w.proposal.moves, attribute: w.proposal.attribute, justification: w.proposal.justification, reasons: w.reasons, bundleVersion: w.bundleVersion },
+      detail: writeDetail(w, bundle, now, at),
     }));
     return { items: [...releases, ...writes] };
   });

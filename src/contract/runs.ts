@@ -129,6 +129,8 @@ export const WriteDecisionView = z.object({
     status: z.enum(WRITE_STATUSES).describe('written once approved and allowed at call time; rejected; denied when the policy in force refuses it now'),
     proposal: z.string(), vectorHash: z.string().nullable(), reasons: z.array(z.string()),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
+    readBack: z.array(z.object({ tag: z.string(), written: z.number(), readBack: z.number().nullable(), verified: z.boolean() })).optional()
+      .describe('each tag written, in its unit, and what the equipment read back after the write (written only)'),
   }),
 });
 export type WriteDecisionView = z.output<typeof WriteDecisionView>;

@@ -119,6 +119,14 @@ export class GuardedWriter {
     return [...this.pendingWrites.values()];
   }
 
+  /**
+   * What the equipment holds now for `setpoints`, read as the writer reads them to judge a move (null where unknown):
+   * what a reviewer of a pending write compares the proposed value with. Never throws.
+   */
+  current(setpoints: readonly string[]): Promise<Map<string, number | null>> {
+    return this.reader.current(setpoints);
+  }
+
   /** Current arbitration state (owners, pending escalations). */
   arbitration(): ArbitrationState {
     return this.arb;

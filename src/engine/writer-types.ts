@@ -22,6 +22,13 @@ export interface WriteProposal {
   readonly moves: readonly { readonly setpoint: string; readonly value: RequestedValue }[];
   /** The attribute the moves serve (arbitration rank). */
   readonly attribute: ArbitrationAttribute;
+  /**
+   * What the moves serve as the agent reasoned it, when that is not the rank's attribute itself (a press move about
+   * weight and hardness): shown to the person who reviews the move, never an input of the policy or arbitration.
+   */
+  readonly serves?: readonly { readonly tag: string; readonly from: number; readonly to: number; readonly unit: string }[];
+  /** The twin's prediction the agent gave with the moves (shown to the reviewer; the writer computes its own safety inputs). */
+  readonly predicted?: Readonly<Record<string, number>>;
   readonly justification: string;
   /**
    * The model the proposal comes from, as the agent names it (`version` is the registry version as a string, e.g.

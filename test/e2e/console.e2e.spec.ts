@@ -304,7 +304,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await page.getByTestId('manifestation').textContent()).toContain('Maria Rossi');
     await page.getByRole('link', { name: 'Genealogy plot and release package' }).click();
     const plot = page.getByTestId('genealogy-plot');
-    await plot.locator('canvas').waitFor();
+    await plot.locator('canvas').first().waitFor();
     expect(Number(await plot.getAttribute('data-points'))).toBeGreaterThan(10);
     expect(Number(await plot.getAttribute('data-series'))).toBeGreaterThan(2);
     // one chart per in-process attribute, each with its specification limits drawn as lines (from the batch record

@@ -27,6 +27,8 @@ describe('agent.compress_fill', () => {
     expect(out.proposals).toHaveLength(1);
     const p = out.proposals[0]!;
     expect(p.attribute).toBe('content_uniformity');
+    // what the move is for, in the reasoning's own terms: the weight first, from the measured mean to the prediction
+    expect(p.serves![0]).toMatchObject({ tag: 'press.TabletWeight', from: out.verdict.weightMeanMg!, to: p.predicted!['tabletWeightMg']!, unit: 'mg' });
     expect(p.model).toEqual(TWIN);
     const fill = p.moves.find((m) => m.setpoint === 'press.FillDepth')!;
     expect(fill.unit).toBe('mm');
@@ -53,6 +55,9 @@ describe('agent.compress_fill', () => {
     expect(force.value).toBeLessThan(14);
     expect(force.value).toBeGreaterThanOrEqual(14 - 1.5 - 1e-9);
     expect(p.predicted!['hardnessN']!).toBeLessThan(twin(cur).hardnessN);
+    // a move about hardness says so; the class it is ranked by (dissolution) is not what it is for
+    expect(p.serves![0]).toMatchObject({ tag: 'press.Hardness', unit: 'N' });
+    expect(p.serves![0]!.from).toBeCloseTo(twin(cur).hardnessN, 6);
     expect(p.justification).toMatch(/^No tablet measured yet/);
     expect(p.justification).toMatch(/alone: no measured bias yet/);
     expect((out.trace.inputs as { blindStart?: boolean }).blindStart).toBe(true);

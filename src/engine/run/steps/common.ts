@@ -112,6 +112,8 @@ export function toWrite(p: Proposal): Parameters<StepContext['propose']>[0] {
     agent: p.agent,
     moves: p.moves.map((m) => ({ setpoint: m.setpoint, value: { value: m.value, unit: m.unit } })),
     attribute: p.attribute,
+    ...(p.serves?.length ? { serves: p.serves } : {}),
+    ...(p.predicted ? { predicted: p.predicted } : {}),
     justification: p.justification,
     ...(p.model ? { model: { id: p.model.id, version: String(p.model.version) } } : {}),
   };
