@@ -17,14 +17,14 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { CSV_COLUMNS, csvRow } from '../audit/export-csv.js';
 import { exportPdf } from '../audit/export-pdf.js';
-import { AuditFilter, bundleLines, iterateAudit, parseFilter, queryAudit, SITE_TENANT, verifyStore } from '../audit/index.js';
+import { AuditFilter, bundleLines, iterateAudit, parseFilter, queryAudit, querySitePeople, SITE_TENANT, verifyStore } from '../audit/index.js';
 import { json } from '../engine/json.js';
 import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import type { AuthUser } from './identity.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { PROBLEM_RESPONSES } from './problem.js';
-import { RunParams, TenantParams } from './schemas.js';
+import { AuditPageView, AuditQuery, RunParams, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
@@ -127,6 +127,21 @@ export function registerReviewRoutes(app: Api, ctx: ApiContext): void {
     // what the person was shown, recorded after it was computed (the count and head are the chain's before this entry)
     recordAccess(tenant, user, 'audit.verify', {}, { ok: view.ok, count: view.count, head: view.head.seq, damage: view.damage ? { kind: view.damage.kind, seq: view.damage.seq } : null });
     return view;
+  });
+
+  app.get(`${BASE}/audit/people`, {
+    onRequest: ctx.guard(['auditor', 'qa_reviewer'], 'read the audit trail'),
+    schema: {
+      tags: ['audit'],
+      summary: 'What the tenant\'s people did and what happened to their accounts, from the site chain: sign-ins and failed attempts, re-authentications for a signature, sign-outs, password changes, locks, accounts created, enabled or disabled',
+      description: 'Entries of the site chain (kind identity) about a local user of this tenant or a person the identity provider signed in for it; `actor` is the person (what they did, and what was done about their account — a failed attempt is made by `system` and names the account). Another tenant\'s people, the node\'s own events and attempts at an id that is nobody of this tenant are not shown. Same filters and paging as GET /audit; the entries verify on the site chain.',
+      security, params: TenantParams, querystring: AuditQuery, response: { 200: AuditPageView, ...problems },
+    },
+  }, async (req) => {
+    const { cursor, limit, ...filter } = req.query;
+    const people = ctx.identity.users.all().filter((u) => u.tenants.includes(req.params.tenant)).map((u) => u.id);
+    const page = querySitePeople(d.store.db, SITE_TENANT, req.params.tenant, people, filter, { limit, ...(cursor !== undefined ? { cursor } : {}) });
+    return { items: page.entries as unknown as Record<string, unknown>[], ...(page.next ? { next: page.next } : {}) };
   });
 
   app.get(`${BASE}/runs/:id/release`, {

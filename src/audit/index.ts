@@ -9,7 +9,7 @@ export {
   type AuditEntry, type HashedEntry, type Json,
 } from './entry.js';
 export { verifyStore, type ChainReport, type Damage, type DamageKind, type VerifyOptions, type VerifyReport } from './verify.js';
-export { AuditFilter, MAX_PAGE, iterateAudit, parseFilter, queryAudit, type AuditPage } from './query.js';
+export { AuditFilter, MAX_PAGE, iterateAudit, parseFilter, queryAudit, querySitePeople, type AuditPage } from './query.js';
 export { BUNDLE_FORMAT, bundleLines, exportBundle, verifyBundle, type BundleHeader, type BundleReport } from './bundle.js';
 export { exportCsv, CSV_COLUMNS } from './export-csv.js';
 export { exportPdf, type PdfOptions } from './export-pdf.js';

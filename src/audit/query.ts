@@ -128,6 +128,46 @@ export function queryAudit(db: Database, tenant: string, filter: unknown = {}, o
   }
 }
 
+/**
+ * The site chain's account entries (kind `identity`: sign-ins, failed attempts, re-authentications for a
+ * signature, sign-outs, password changes, locks, accounts created or disabled) about the people of `tenant`: the
+ * account the entry is about (`args.user`, else its actor) is one of `people` (the tenant's local users) or a
+ * person the identity provider signed in for this tenant. An administrator's change to another tenant's account
+ * is that tenant's, not this one's, even when the administrator also works for this one. Nothing else of the site chain: another tenant's people, the
+ * node's own events, and a failed attempt at an id that is nobody of this tenant (a password typed into the
+ * user field stays where it is) are not returned.
+ *
+ * `filter.actor` here means the person: entries they made and entries about their account (a failed attempt is
+ * made by `system` and names the account). The other filters are as in {@link queryAudit}.
+ * @throws LkError LK_VALIDATION for a bad filter, limit or cursor; LK_STORE_CORRUPT when the file is damaged.
+ */
+export function querySitePeople(db: Database, siteTenant: string, tenant: string, people: readonly string[], filter: unknown = {}, opts: { cursor?: string; limit?: number } = {}): AuditPage {
+  const f = parseFilter(filter);
+  const limit = opts.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LkError('LK_VALIDATION', `limit must be 1..${MAX_PAGE}`);
+  const { actor, ...rest } = f;
+  const tag = filterTag(`${siteTenant}/${tenant}`, f);
+  const after = opts.cursor === undefined ? 0 : decodeCursor(opts.cursor, tag);
+  const w = whereOf(rest);
+  const person = "coalesce(json_extract(args, '$.user'), actor)";
+  // the tenant's people: its local users (a JSON array parameter), and whoever the provider signed in for it
+  const ofTenant = `(${person} IN (SELECT value FROM json_each(?))
+    OR ${person} IN (SELECT s.actor FROM audit_entry s WHERE s.tenant = ? AND s.action = 'auth.sso_sign_in'
+      AND EXISTS (SELECT 1 FROM json_each(s.args, '$.tenants') WHERE value = ?)))`;
+  // the person: what they did, and what was done about their account (a failed attempt is made by `system`)
+  const who = actor === undefined ? '' : ` AND (actor = ? OR ${person} = ?)`;
+  const list = JSON.stringify(people);
+  try {
+    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND kind = 'identity' AND ${ofTenant}${who} AND seq > ? ORDER BY seq LIMIT ?`)
+      .all(siteTenant, ...w.params, list, siteTenant, tenant, ...(actor === undefined ? [] : [actor, actor]), after, limit + 1) as EntryRow[];
+    const entries = rows.slice(0, limit).map((r) => rowToEntry(siteTenant, r));
+    const last = entries[entries.length - 1];
+    return rows.length > limit && last ? { entries, next: `${tag}.${last.seq}` } : { entries };
+  } catch (err) {
+    throw mapSqliteError(err);
+  }
+}
+
 /** Every matching entry of `tenant` in chain order, streamed (exports). Same validation as {@link queryAudit}. */
 export function* iterateAudit(db: Database, tenant: string, filter: unknown = {}, range: { fromSeq?: number; toSeq?: number } = {}): Generator<AuditEntry> {
   const f = parseFilter(filter);

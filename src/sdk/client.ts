@@ -445,6 +445,14 @@ export class LinekeeperClient {
     return this.#tenantCall<AuditPage>('GET', '/audit', { query: filter });
   }
 
+  /**
+   * GET /audit/people: the site chain's account entries about the tenant's people (sign-ins, failed attempts,
+   * re-authentications, sign-outs, password changes, locks); `actor` is the person. One page.
+   */
+  auditPeople(filter: AuditFilter = {}): Promise<AuditPage> {
+    return this.#tenantCall<AuditPage>('GET', '/audit/people', { query: filter });
+  }
+
   /** GET /audit/review: a run's or a period's trail as a reviewer reads it, GMP-relevant changes first, with the reviews so far. */
   auditTrailForReview(scope: TrailScope): Promise<TrailReviewView> {
     return this.#tenantCall<TrailReviewView>('GET', '/audit/review', { query: scope });

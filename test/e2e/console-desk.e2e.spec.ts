@@ -109,6 +109,30 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
     expect(await page.locator('table.audit').count()).toBe(0);
   });
 
+  it('[P11.10(e)] [A11.9] finds a person\u2019s sign-ins and a failed attempt at their account on the site chain, nobody else\u2019s; the other filters are off there', async () => {
+    // a failed attempt at o.operator's account (made by `system`, naming the account); their sign-in is the first case's
+    expect((await call(node.url, 'POST', '/v1/auth/token', { body: { user: 'o.operator', password: 'not the password' } })).status).toBe(401);
+    await page.getByRole('link', { name: 'Line' }).click();
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.locator('table.audit').waitFor();
+    await page.getByLabel(/People.s sign-ins and accounts/).check();
+    await page.getByLabel(/^Person/).fill('o.operator');
+    expect(await page.getByLabel('Batch').isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByTestId('people-note').waitFor();
+    const rows = page.locator('table.audit tbody tr');
+    await poll(async () => (await rows.allTextContents()).join('\n')).toContain('auth.failed');
+    const failed = (await rows.filter({ hasText: 'auth.failed' }).first().textContent())!;
+    expect(failed).toContain('system');
+    expect(failed).toContain('account o.operator');
+    expect((await rows.filter({ hasText: 'auth.sign_in' }).first().textContent())!).toContain('o.operator');
+    expect((await rows.allTextContents()).join('\n')).not.toContain('p.bianchi');
+    // exports are of the tenant's chain: not offered for rows of the site chain
+    expect(await page.getByRole('button', { name: 'Export CSV' }).count()).toBe(0);
+    await page.screenshot({ path: join(SHOTS, 'desk-audit-people.png'), fullPage: true });
+    await axe('audit, the site chain of the tenant\u2019s people');
+  });
+
   it('the CSV the console downloads parses with csv-parse and holds the JSONL bundle\u2019s entries, field by field', async () => {
     // the same search (o.operator's actions) for both: the auditor's own export entries are not in it
     await page.getByRole('link', { name: 'Line' }).click();

@@ -53,6 +53,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   [`GET ${T}/line/readiness`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
   [`POST ${T}/line/equipment/{unit}/rearm`]: ['process_engineer'],
   [`GET ${T}/audit`]: ['auditor', 'qa_reviewer'],
+  [`GET ${T}/audit/people`]: ['auditor', 'qa_reviewer'],
   // routes-review.ts: what the review console needs beyond the runs
   [`GET ${T}/audit/export`]: ['auditor', 'qa_reviewer'],
   [`GET ${T}/audit/verify`]: ['auditor', 'qa_reviewer'],

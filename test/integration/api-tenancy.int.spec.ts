@@ -214,6 +214,34 @@ describe('[R1] another tenant\'s objects are 404 with nothing in the body, never
     const own = await call(node.url, 'GET', '/v1/tenants/borealis-bio/line', { token: tokens.get(USERS['borealis-bio'].admin)! });
     expect(own.body.activeRun).toEqual({ id: held['borealis-bio'].run.id, batch: held['borealis-bio'].run.batch, status: 'APPROVAL' });
   });
+
+  it('[R1] [P11.10(e)] [A11.9] the site chain\u2019s account entries, each tenant its own people\u2019s: sign-ins, a failed attempt at one of them; nobody of the other tenant, no attempt at an id that is nobody', async () => {
+    const qa = USERS['acme-pharma'].qa_reviewer;
+    const typed = 'hunter2-typed-as-a-user'; // a password typed into the user field is nobody's entry to read
+    expect((await call(node.url, 'POST', '/v1/auth/token', { body: { user: qa, password: 'not the password' } })).status).toBe(401);
+    expect((await call(node.url, 'POST', '/v1/auth/token', { body: { user: typed, password: 'x' } })).status).toBe(401);
+    type Entry = { tenant: string; kind: string; actor: string; action: string; args?: { user?: string } };
+    const about = (e: Entry): string => e.args?.user ?? e.actor;
+    const of = async (t: Tenant, q = ''): Promise<Entry[]> => {
+      const r = await call(node.url, 'GET', `/v1/tenants/${t}/audit/people?limit=1000${q}`, { token: tokens.get(USERS[t].auditor)! });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.items as Entry[];
+    };
+    for (const t of TENANTS) {
+      const items = await of(t);
+      expect(items.every((e) => e.tenant === 'site' && e.kind === 'identity')).toBe(true);
+      // every person of the tenant signed in (beforeAll); nobody of the other is there
+      expect(new Set(items.filter((e) => e.action === 'auth.sign_in').map(about))).toEqual(new Set(Object.values(USERS[t])));
+      for (const u of Object.values(USERS[other(t)])) expect(items.map(about), `${t} sees ${u}`).not.toContain(u);
+      expect(JSON.stringify(items)).not.toContain(typed);
+    }
+    // the person's own entries and those about their account (a failed attempt is made by `system`)
+    const mine = await of('acme-pharma', `&actor=${qa}`);
+    expect(mine.map((e) => e.action)).toEqual(expect.arrayContaining(['auth.sign_in', 'auth.failed']));
+    expect(mine.find((e) => e.action === 'auth.failed')).toMatchObject({ actor: 'system', args: { user: qa } });
+    expect(mine.every((e) => about(e) === qa || e.actor === qa)).toBe(true);
+    expect(await of('borealis-bio', `&actor=${qa}`)).toEqual([]);
+  });
 });
 
 describe('roles: each role reaches exactly the routes its declaration admits', () => {

@@ -314,6 +314,11 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     const page = await auditor.audit({ run: runId, reviewer: 'm.rossi', limit: 50 });
     expect(page.items.map((e) => e.action)).toContain('approval.decide');
     expect(await refusal(pb.audit({ run: runId }))).toMatchObject({ code: 'LK_FORBIDDEN', status: 403 });
+    // the signer's sign-in and re-authentication live on the site chain; the tenant's auditor reads them as the person's
+    const people = await auditor.auditPeople({ actor: 'm.rossi', limit: 200 });
+    expect(people.items.map((e) => e.action)).toEqual(expect.arrayContaining(['auth.sign_in', 'auth.reauthenticated']));
+    expect(people.items.every((e) => e.tenant === 'site')).toBe(true);
+    expect(await refusal(pb.auditPeople())).toMatchObject({ code: 'LK_FORBIDDEN', status: 403 });
     // a token that no longer works (expired, revoked) is replaced by signing in again
     const before = (await pb.signIn()).token;
     node.daemon.identity!.revoke('p.bianchi');
