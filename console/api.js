@@ -145,8 +145,9 @@ function scheduleRenewal(retry = false) {
     if (r && r.ok) {
       const body = await r.json();
       if (session === s) setSession({ ...s, token: body.token, expiresAt: body.expiresAt });
-    } else if (!r && session === s && Date.parse(s.expiresAt) > Date.now()) {
-      // the daemon did not answer (restarting: the session is kept in its store): ask again while the token lives
+    } else if ((!r || r.status === 503) && session === s && Date.parse(s.expiresAt) > Date.now()) {
+      // the daemon did not answer, or answered that it is stopping or starting (503: the session is kept in its
+      // store): ask again while the token lives
       scheduleRenewal(true);
     }
     // not renewed (the session reached its maximum age, or was revoked): the next call's 401 signs the tab out

@@ -158,18 +158,19 @@ const DESK = ['process_engineer', 'qa_reviewer', 'auditor'];
  * signature, arbitration deadlocks, open exceptions and batch releases at the gate — each count a link to where it
  * is decided, with whom it waits for and how many are the signed-in person's to decide. The four items keep their
  * place (a count changes, never the order), and while the pointer is over the strip a new answer waits until it
- * leaves, so nothing moves under it.
+ * leaves, so nothing changes under it — for at most 15 s: a pointer resting there does not freeze the counts.
  */
+const HOLD_MS = 15_000;
 function WaitingStrip({ s }) {
   const [shown, setShown] = useState(null);
   const latest = useRef(null);
-  const over = useRef(false);
+  const over = useRef(0); // when the pointer came over the strip (browser clock), 0 while it is not
   useEffect(() => {
     let live = true;
     const load = () => api('GET', '/waiting').then((w) => {
       if (!live) return;
       latest.current = w;
-      if (!over.current) setShown(w);
+      if (!over.current || Date.now() - over.current > HOLD_MS) setShown(w);
     }).catch(() => undefined); // the banner says when the daemon is away; the counts stay as last read
     load();
     const t = setInterval(load, 5000);
@@ -191,10 +192,10 @@ function WaitingStrip({ s }) {
     { key: 'gates', href: desk ? '#/approvals' : runOf(w.gates), label: 'Releases at the gate', c: w.gates, who: w.gates.count ? 'its QA reviewer' : null },
   ] : [];
   const leave = () => {
-    over.current = false;
+    over.current = 0;
     if (latest.current !== shown) setShown(latest.current);
   };
-  return html`<nav class="waiting" aria-label="Waiting for a person" data-testid="waiting" onPointerEnter=${() => { over.current = true; }} onPointerLeave=${leave}>
+  return html`<nav class="waiting" aria-label="Waiting for a person" data-testid="waiting" onPointerEnter=${() => { over.current = Date.now(); }} onPointerLeave=${leave}>
     <span class="waiting-title">Waiting for a person:</span>
     ${w ? html`<ul>${items.map((i) => html`<li><a href=${i.href} data-testid=${`waiting-${i.key}`} data-count=${i.c.count} data-yours=${i.c.yours}
         class=${i.c.count > 0 ? 'some' : 'none'} title=${i.c.since ? `the oldest waits since ${time(i.c.since)}` : 'nothing waits'}>

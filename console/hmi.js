@@ -46,12 +46,19 @@ export function limitText(l) {
   return `≥ ${limitNum(l.min)}${tail}`;
 }
 
+/** Phases the line PLC reports after drying (the embedded default's names): an end-of-drying limit is judged by then. */
+const AFTER_DRYING = new Set(['COMPRESS', 'COAT', 'INSPECT', 'PACK', 'COMPLETE', 'DONE']);
+
 /**
- * A reading against its limit: 'in' / 'out' (outside an in-process limit: out of specification), 'above_end'
- * (outside an end-point limit while the phase runs: judged when it ends, not now), or null (no limit, no number).
+ * A reading against its limit: 'in' / 'out' (inside or outside an in-process limit: out of specification),
+ * 'above_end' (outside an end-point limit while drying runs, or while the phase is not one this console knows:
+ * judged when drying ends, not now), 'after_end' (an end-point limit once the line PLC reports a phase past
+ * drying: the unit's reading no longer is the batch's — the end point was judged when drying ended and is in the
+ * batch's specification table, so this page says so rather than judge an idle dryer), or null (no limit, no number).
  */
-export function judge(v, l) {
+export function judge(v, l, phase = null) {
   if (!l || !v || typeof v.value !== 'number' || !Number.isFinite(v.value) || v.quality !== 'good') return null;
+  if (l.applies === 'end_point' && AFTER_DRYING.has(String(phase))) return 'after_end';
   const outside = (l.min !== undefined && v.value < l.min) || (l.max !== undefined && v.value > l.max);
   if (!outside) return 'in';
   return l.applies === 'end_point' ? 'above_end' : 'out';
@@ -61,6 +68,7 @@ export function judge(v, l) {
 export function judgementText(j, l) {
   switch (j) {
     case 'out': return `✗ out of spec (limit ${limitText(l)})`;
+    case 'after_end': return `◇ drying has ended: its end point (${limitText(l)}) is in the specification table`;
     case 'in': return l.applies === 'end_point' ? `✓ within the end-of-drying limit ${limitText(l)}` : `✓ in spec (${limitText(l)})`;
     case 'above_end': return `◇ above the end-of-drying limit ${limitText(l)}: judged when drying ends`;
     default: return l ? `limit ${limitText(l)}` : 'no limit in force';

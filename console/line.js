@@ -50,8 +50,10 @@ function Readiness({ r }) {
 }
 
 /** A value's age in words, greyed and said stale past the daemon's threshold. */
-function Age({ line, v }) {
+function Age({ line, v, away = false }) {
   const ms = ageMs(line.at, v.at);
+  // while linekeeper is silent no value is live, whatever its age when last read
+  if (away) return html`<span class="stale-v" data-age-ms=${ms}><span aria-hidden="true">⌛ </span>not live: ${ageText(ms)} old at ${time(line.at)}</span>`;
   return isStale(ms, line.staleAfterMs)
     ? html`<span class="stale-v" data-age-ms=${ms}><span aria-hidden="true">⌛ </span>stale, ${ageText(ms)} old</span>`
     : html`<span class="age" data-age-ms=${ms}>${ageText(ms)} old</span>`;
@@ -73,7 +75,7 @@ function UnitAge({ a }) {
 }
 
 /** The key process values against the limits of this tenant's run. */
-function KeyValues({ line }) {
+function KeyValues({ line, away = false }) {
   if (line.equipment.every((e) => e.values === null)) return null;
   const rows = KEY_VALUES.map((k) => ({ k, found: tagOfRole(line, k.role) })).filter((x) => x.found);
   if (rows.length === 0) return null;
@@ -83,13 +85,13 @@ function KeyValues({ line }) {
       <tbody>${rows.map(({ k, found: { tag, v, equipment } }) => {
         const limit = line.limits?.[tag] ?? null;
         const ms = ageMs(line.at, v.at);
-        const stale = isStale(ms, line.staleAfterMs);
-        const j = judge(v, limit);
+        const stale = away || isStale(ms, line.staleAfterMs);
+        const j = judge(v, limit, line.phase?.value);
         return html`<tr data-testid="key-value" data-role=${k.role} data-tag=${tag} data-judgement=${j ?? 'none'} data-value-stale=${stale ? 'true' : 'false'} class=${`${stale ? 'stale' : ''} ${j === 'out' ? 'oos-row' : ''}`}>
           <th scope="row">${k.title} <small>${equipment.name}</small></th>
           <td class="num"><span class="v">${quantity(v.value, v.unit)}</span></td>
           <td class=${j === 'out' ? 'oos' : ''}>${stale && j !== null ? html`<span class="stale-v">last read: </span>` : ''}${judgementText(j, limit)}</td>
-          <td><${Age} line=${line} v=${v} /></td>
+          <td><${Age} line=${line} v=${v} away=${away} /></td>
           <td class="quiet">${limit ? limit.source : '—'}</td></tr>`;
       })}</tbody></table></section>`;
 }
@@ -132,7 +134,7 @@ export function LinePage({ s }) {
       <h2>Connections</h2>
       <table><caption class="sr">Connections of the line</caption><thead><tr><th scope="col">Connection</th><th scope="col">Protocol</th><th scope="col">State</th><th scope="col">Endpoint</th></tr></thead>
       <tbody>${line.connections.map((c) => html`<tr><td>${c.id}</td><td>${c.protocol}</td><td>${stale ? html`unknown (last read: ${c.state})` : html`<${Badge} status=${c.state} />`}</td><td><code>${c.endpoint}</code></td></tr>`)}</tbody></table>
-      <div class=${stale ? 'stale' : ''}><${KeyValues} line=${line} /></div>
+      <div class=${stale ? 'stale' : ''}><${KeyValues} line=${line} away=${stale} /></div>
       <${Trends} tenant=${tenant} line=${line} />
       <h2>Equipment</h2>
       <div class=${`cards line-cards ${stale ? 'stale' : ''}`} data-stale=${stale ? 'true' : 'false'}>${line.equipment.map((e) => html`<section class=${`card ${e.supervisor.state === 'LOST' ? 'lost' : ''}`} aria-labelledby=${`eq-${e.id}`}>
@@ -149,10 +151,10 @@ export function LinePage({ s }) {
           <thead><tr><th scope="col">Tag</th><th scope="col">Value</th><th scope="col">Quality</th><th scope="col">Age</th></tr></thead>
           <tbody>${Object.entries(e.values).map(([tag, v]) => {
             const old = isStale(ageMs(line.at, v.at), line.staleAfterMs);
-            const j = judge(v, line.limits?.[tag]);
+            const j = judge(v, line.limits?.[tag], line.phase?.value);
             return html`<tr class=${old ? 'stale' : ''} data-tag=${tag} data-value-stale=${old ? 'true' : 'false'}><td>${tag.slice(e.id.length + 1)}</td><td class="num"><span class="v">${quantity(v.value, v.unit)}</span></td>
-              <td>${v.quality}</td><td><${Age} line=${line} v=${v} /></td></tr>
-              ${j === 'out' ? html`<tr class="oos-note" data-oos-for=${tag}><td colspan="4" class="oos" data-testid="value-oos">✗ out of spec (limit ${limitText(line.limits[tag])})</td></tr>` : null}`;
+              <td>${v.quality}</td><td><${Age} line=${line} v=${v} away=${stale} /></td></tr>
+              ${j === 'out' ? html`<tr class="oos-note" data-oos-for=${tag}><td colspan="4" class="oos" data-testid="value-oos">${judgementText(j, line.limits[tag])}</td></tr>` : null}`;
           })}</tbody></table>`}
       </section>`)}</div>
       <p class="quiet" data-testid="line-updated">Values read at ${time(line.at)} (linekeeper's clock).</p>` : html`<p>Loading…</p>`}

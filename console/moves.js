@@ -50,6 +50,7 @@ export function Predicted({ d }) {
 export function MoveTable({ item }) {
   const rows = item.detail?.table;
   if (!Array.isArray(rows)) return null;
+  const read = rows.map((r) => r.currentAt).find(Boolean) ?? null;
   return html`<table class="moves values" data-testid="move-table"><caption class="sr">Moves of ${item.id}: value now, proposed, approved limits and maximum step</caption>
     <thead><tr><th scope="col">Setpoint</th><th scope="col">Now</th><th scope="col">Proposed</th><th scope="col">Change</th><th scope="col">Approved limits</th><th scope="col">Max step</th></tr></thead>
     <tbody>${rows.map((r) => {
@@ -62,7 +63,9 @@ export function MoveTable({ item }) {
         <td class="num">${r.step === null ? '—' : `${r.proposed >= r.current ? '+' : '−'}${signed(r.step, r.unit)}`}${flags.length ? html` <strong class="refusal">⚠ ${flags.join(', ')}</strong>` : null}</td>
         <td class="num">${l ? `${fmt(l.min)}–${fmt(l.max)} ${unit(l.unit)}` : html`<span class="quiet">none approved</span>`}</td>
         <td class="num">${l ? signed(l.maxStep, l.unit) : '—'}</td></tr>`;
-    })}</tbody></table>`;
+    })}</tbody></table>
+    ${read ? html`<p class="quiet" data-testid="move-read-at">“Now” as read from the equipment at ${time(read)} (linekeeper's clock), when this list was fetched; the writer reads it again before it writes.</p>`
+      : html`<p class="quiet" data-testid="move-read-at">“Now” not read: the equipment did not answer in time, or another tenant's batch is on the line (its values are not shown). The writer reads it before it writes.</p>`}`;
 }
 
 /** The tenant's waiting moves (only the run's when `run` is given). */
@@ -74,7 +77,8 @@ export function PendingMoves({ run }) {
     let live = true;
     const load = () => api('GET', '/approvals')
       .then((r) => live && (setItems(r.items.filter((a) => a.kind === 'setpoint_write' && (!run || a.run === run))), setError(null)))
-      .catch((e) => live && (e?.status === 403 ? setHidden(true) : setError(e)));
+      // a failed poll: the rows on screen answered an earlier question and go, with the reason
+      .catch((e) => live && (e?.status === 403 ? setHidden(true) : (setItems(null), setError(e))));
     load();
     const t = setInterval(load, 5000);
     return () => {

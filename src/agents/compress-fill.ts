@@ -207,7 +207,7 @@ export function decide(input: CompressFillInput): AgentOutput<CompressFillVerdic
     holdScore: hold.cand.score,
   };
   const attribute = attributeOf(hold, best);
-  const serves = servedBy(hold, best);
+  const serves = servedBy(hold, best, { weight: wMean, hardness: hMean, capping: cMean });
   const justification =
     (blind
       ? `No tablet measured yet at the start of compression (target ${fmt(targetW, 0)} ± ${fmt(tolW, 1)} mg, hardness ${fmt(hMin, 0)}–${fmt(hMax, 0)} N); the twin predicts ${fmt(hold.cand.predicted['tabletWeightMg'] ?? Number.NaN, 1)} mg, ${fmt(hold.cand.predicted['hardnessN'] ?? Number.NaN, 0)} N at the current setpoints`
@@ -343,15 +343,23 @@ const SERVED: readonly { term: 'weight' | 'hardness' | 'capping'; tag: string; k
 
 /**
  * The measured attributes the move brings closer to target, as the reasoning names them (weight, hardness,
- * capping), largest improvement of its score term first: each from what it is at the current setpoints (the
- * measured mean, or the twin's before any tablet is measured) to the twin's prediction after the move.
+ * capping), largest improvement of its score term first: each from its measured mean (the twin's value at the
+ * current setpoints before any tablet is measured) to that value moved by the twin's predicted change. For weight
+ * and hardness that is the biased twin's prediction itself; for capping, whose bias is never negative, a measured
+ * rate below the twin's stays the measured rate and moves by the predicted change (never below 0), so `from` is
+ * always what was measured.
  */
-function servedBy(hold: Evaluated, best: Evaluated): Served[] {
+function servedBy(hold: Evaluated, best: Evaluated, measured: Record<'weight' | 'hardness' | 'capping', number | null>): Served[] {
   if (!hold.terms || !best.terms) return [];
   const h = hold.terms;
   const b = best.terms;
   return SERVED.map((s) => ({ s, gain: h[s.term] - b[s.term] }))
     .filter((x) => x.gain > 1e-9 && Number.isFinite(hold.cand.predicted[x.s.key]) && Number.isFinite(best.cand.predicted[x.s.key]))
     .sort((x, y) => y.gain - x.gain)
-    .map(({ s }) => ({ tag: s.tag, from: hold.cand.predicted[s.key]!, to: best.cand.predicted[s.key]!, unit: s.unit }));
+    .map(({ s }) => {
+      const before = hold.cand.predicted[s.key]!;
+      const from = measured[s.term] ?? before;
+      const after = best.cand.predicted[s.key]!;
+      return { tag: s.tag, from, to: from === before ? after : Math.max(0, from + (after - before)), unit: s.unit };
+    });
 }

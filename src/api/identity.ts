@@ -335,9 +335,11 @@ export class Identity {
       const key = sha256(token);
       this.sso.delete(key);
       if (this.ssoOut.size >= SSO_CACHE_MAX) this.sweepSso();
-      this.ssoOut.set(key, u.expiresAt);
-      // kept in the store as well: a restarted daemon refuses it until it expires
-      this.sessions.signOutForeign(key, u.id, this.o.clock.now(), u.expiresAt);
+      // refused for as long as the verifier would still take it: its expiry plus the provider's clock tolerance
+      const until = u.expiresAt + this.o.oidc.cfg.clock_tolerance_s * 1000;
+      this.ssoOut.set(key, until);
+      // kept in the store as well: a restarted daemon refuses it until then
+      this.sessions.signOutForeign(key, u.id, this.o.clock.now(), until);
       this.o.store.audit.append({ tenant: SITE_TENANT, actor: u.id, kind: 'identity', action: 'auth.sign_out', args: { user: u.id, source: 'sso' } });
       return u.user;
     }

@@ -39,6 +39,19 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 const encodeRunView = (v: RunView): RunView => z.encode(RunView, v);
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
+/** How long GET /approvals waits for the equipment's current values of pending moves before showing them as not read. */
+const CURRENT_READ_DEADLINE_MS = 1_000;
+
+/** `p`, or `otherwise` once `ms` of wall time have passed (the timer does not hold the process open). */
+function within<T>(p: Promise<T>, ms: number, otherwise: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(otherwise), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   const { engine } = ctx.daemon;
 
@@ -128,7 +141,8 @@ export function registerRunRoutes(app: Api, ctx: ApiContext): void {
     const active = engine.runs.activeOnLine(ctx.daemon.loaded.config.line.id);
     const visible = active === null || active.tenant === tenant;
     const setpoints = [...new Set(pending.flatMap((w) => w.proposal.moves.map((m) => m.setpoint)))];
-    const now = visible && setpoints.length ? await ctx.daemon.writer.current(setpoints) : new Map<string, number | null>();
+    // bounded: a slow or reconnecting device makes the column "not read", never the list late
+    const now = visible && setpoints.length ? await within(ctx.daemon.writer.current(setpoints), CURRENT_READ_DEADLINE_MS, new Map<string, number | null>()) : new Map<string, number | null>();
     const at = ctx.clock.now();
     const bundle = ctx.daemon.policy.bundle;
     const writes = pending.map((w) => ({

@@ -133,7 +133,10 @@ export function queryAudit(db: Database, tenant: string, filter: unknown = {}, o
  * signature, sign-outs, password changes, locks, accounts created or disabled) about the people of `tenant`: the
  * account the entry is about (`args.user`, else its actor) is one of `people` (the tenant's local users) or a
  * person the identity provider signed in for this tenant. An administrator's change to another tenant's account
- * is that tenant's, not this one's, even when the administrator also works for this one. Nothing else of the site chain: another tenant's people, the
+ * is that tenant's, not this one's, even when the administrator also works for this one. An entry that names
+ * another tenant (a re-authentication for a signature there, `args.tenant`; an account or a provider sign-in for
+ * several tenants, `args.tenants`) is not shown either, even about a person of this tenant who also works for
+ * that one: R1 before completeness (such entries are the site administrator's to read). Nothing else of the site chain: another tenant's people, the
  * node's own events, and a failed attempt at an id that is nobody of this tenant (a password typed into the
  * user field stays where it is) are not returned.
  *
@@ -156,10 +159,13 @@ export function querySitePeople(db: Database, siteTenant: string, tenant: string
       AND EXISTS (SELECT 1 FROM json_each(s.args, '$.tenants') WHERE value = ?)))`;
   // the person: what they did, and what was done about their account (a failed attempt is made by `system`)
   const who = actor === undefined ? '' : ` AND (actor = ? OR ${person} = ?)`;
+  // nothing that names another tenant
+  const own = ` AND (json_extract(args, '$.tenant') IS NULL OR json_extract(args, '$.tenant') = ?)
+    AND NOT EXISTS (SELECT 1 FROM json_each(args, '$.tenants') WHERE value <> ?)`;
   const list = JSON.stringify(people);
   try {
-    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND kind = 'identity' AND ${ofTenant}${who} AND seq > ? ORDER BY seq LIMIT ?`)
-      .all(siteTenant, ...w.params, list, siteTenant, tenant, ...(actor === undefined ? [] : [actor, actor]), after, limit + 1) as EntryRow[];
+    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND kind = 'identity' AND ${ofTenant}${who}${own} AND seq > ? ORDER BY seq LIMIT ?`)
+      .all(siteTenant, ...w.params, list, siteTenant, tenant, ...(actor === undefined ? [] : [actor, actor]), tenant, tenant, after, limit + 1) as EntryRow[];
     const entries = rows.slice(0, limit).map((r) => rowToEntry(siteTenant, r));
     const last = entries[entries.length - 1];
     return rows.length > limit && last ? { entries, next: `${tag}.${last.seq}` } : { entries };

@@ -486,6 +486,10 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await page.locator('[data-stale="true"]').count()).toBe(1);
     expect(await page.locator('table').first().textContent()).not.toMatch(/✓ connected/);
     expect(await page.locator('table').first().textContent()).toContain('unknown (last read: connected)');
+    // no value's age says it is live: each says it is not, as of linekeeper's last answer
+    const ages = await page.locator('[data-age-ms]').allTextContents();
+    expect(ages.length).toBeGreaterThan(10);
+    expect(ages.filter((a) => !a.includes('not live'))).toEqual([]);
     // the next polls fail too: the time of the values does not move with the browser's clock
     const seen = refused;
     await poll(async () => refused).toBeGreaterThanOrEqual(seen + 4);

@@ -157,5 +157,11 @@ describe('[P11.10(d)] persisted sessions on an injected clock', () => {
     const again = new Identity({ store, clock, scryptLog2N: 10, oidc: new OidcVerifier(cfg!, a.dir, ['acme-pharma', 'borealis-bio'], clock) });
     await expect(again.authenticate(jwt)).rejects.toMatchObject({ code: 'LK_UNAUTHENTICATED' });
     expect((await again.authenticate(await token(key, { ...claims, jti: 'another' }, { now: clock.now() }))).id).toBe('q.sso');
+    // past its expiry but inside the verifier's clock tolerance, where it would verify again: still refused
+    const exp = (JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp * 1000;
+    expect(cfg!.clock_tolerance_s).toBeGreaterThan(2);
+    clock.advance(exp + 1_000 - clock.now());
+    const later = new Identity({ store, clock, scryptLog2N: 10, oidc: new OidcVerifier(cfg!, a.dir, ['acme-pharma', 'borealis-bio'], clock) });
+    await expect(later.authenticate(jwt)).rejects.toMatchObject({ code: 'LK_UNAUTHENTICATED', detail: { reason: 'signed_out' } });
   });
 });

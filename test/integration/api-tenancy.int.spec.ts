@@ -241,6 +241,19 @@ describe('[R1] another tenant\'s objects are 404 with nothing in the body, never
     expect(mine.find((e) => e.action === 'auth.failed')).toMatchObject({ actor: 'system', args: { user: qa } });
     expect(mine.every((e) => about(e) === qa || e.actor === qa)).toBe(true);
     expect(await of('borealis-bio', `&actor=${qa}`)).toEqual([]);
+
+    // a person of both tenants: their sign-in is each tenant's to read; what names the other tenant (a signature
+    // attempted there, an account made for both) is neither's
+    const both = 'qa.both-tenants';
+    await addUser(node.daemon.identity!, { id: both, name: 'QA of both', role: 'qa_reviewer', tenants: [...TENANTS], password: PASSWORD }, 'd.marino', 'tenancy test account');
+    await signIn(node.url, both, PASSWORD);
+    node.daemon.store.audit.append({ tenant: 'site', actor: 'system', kind: 'identity', action: 'auth.failed', args: { tenant: 'borealis-bio', approval: held['borealis-bio'].release.id, user: both, purpose: 'signature', why: 'bad_password' } });
+    const acme = await of('acme-pharma', `&actor=${both}`);
+    expect(acme.map((e) => e.action)).toContain('auth.sign_in');
+    expect(JSON.stringify(acme)).not.toContain('borealis');
+    const borealis = await of('borealis-bio', `&actor=${both}`);
+    expect(borealis.map((e) => e.action)).toEqual(expect.arrayContaining(['auth.sign_in', 'auth.failed']));
+    expect(JSON.stringify(borealis)).not.toContain('acme');
   });
 });
 

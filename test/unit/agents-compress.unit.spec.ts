@@ -173,3 +173,23 @@ describe('agent.compress_fill', () => {
     expect(codeOf(() => decide(mixed))).toBe('LK_UNIT_INCOMPATIBLE');
   });
 });
+
+describe('what a press move serves starts from what was measured', () => {
+  it('capping measured below the twin\u2019s risk: the move\u2019s capping starts at the measured rate and moves by the predicted change (the recorded batch\u2019s third round)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const calls = (JSON.parse(readFileSync('test/fixtures/golden-batch/agent-calls.json', 'utf8')) as { calls: { agent: string; input: string }[] }).calls
+      .filter((c) => c.agent === 'agent.compress_fill');
+    let seen = 0;
+    for (const c of calls) {
+      const out = decide(JSON.parse(c.input));
+      const p = out.proposals[0]!;
+      for (const s of p.serves ?? []) {
+        const measured = { 'press.TabletWeight': out.verdict.weightMeanMg, 'press.Hardness': out.verdict.hardnessMeanN, 'press.CappingRate': out.verdict.cappingMeanPct }[s.tag];
+        expect(s.from, s.tag).toBe(measured);
+        expect(s.to).toBeGreaterThanOrEqual(0);
+        seen++;
+      }
+    }
+    expect(seen).toBeGreaterThanOrEqual(6);
+  });
+});

@@ -35,6 +35,13 @@ describe('console/hmi.js', () => {
     expect(judgementText(null, null)).toBe('no limit in force');
     // the LOD end point is judged when drying ends, not while the granulate dries
     expect(judge(good(16.9), LOD)).toBe('above_end');
+    expect(judge(good(16.9), LOD, 'DRY')).toBe('above_end');
+    // once the line is past drying the dryer's reading is no longer the batch's: neither passed nor failed here
+    expect(judge(good(3.3), LOD, 'COMPRESS')).toBe('after_end');
+    expect(judge(good(1.2), LOD, 'COAT')).toBe('after_end');
+    expect(judgementText('after_end', LOD)).toContain('specification table');
+    // an in-process limit is judged in every phase
+    expect(judge(good(152.3), HARDNESS, 'COMPRESS')).toBe('out');
     expect(judgementText('above_end', LOD)).toBe('◇ above the end-of-drying limit ≤ 2 %: judged when drying ends');
     expect(judge(good(1.2), LOD)).toBe('in');
     expect(limitText({ max: 1.5, unit: '%' })).toBe('≤ 1.5 %');

@@ -25,7 +25,7 @@ const ctxOf = (specifications: ReturnType<typeof specs>) => ({ run: { record: { 
 
 describe('the press works in mg, N and mm whatever the record\u2019s units', () => {
   for (const [name, s] of [['mg, N, mm', IN_MG], ['g, kN, cm', IN_G]] as const) {
-    it(`[INV-RELEASE-EXCEPTIONS] a record in ${name}: aims at 300 mg within 80–150 N, and watches 285–315 mg, 80–150 N, 3.6–4.4 mm`, () => {
+    it(`a record in ${name}: aims at 300 mg within 80–150 N, and watches 285–315 mg, 80–150 N, 3.6–4.4 mm`, () => {
       const t = pressTargets(ctxOf(s), limitsOf(s));
       expect(t.weightMg).toBeCloseTo(300, 9);
       expect(t.hardnessMinN).toBeCloseTo(80, 9);
@@ -40,4 +40,9 @@ describe('the press works in mg, N and mm whatever the record\u2019s units', () 
       expect(m['press.Thickness']!.max).toBeCloseTo(4.4, 9);
     });
   }
+
+  it('a weight in a unit that is no mass (a record that bypassed validation) stops the press rather than guess a target', () => {
+    const bad = { ...IN_MG, tablet_weight: { target: 300, unit: 'mm', rsd_max_pct: 2 } };
+    expect(() => pressTargets(ctxOf(bad), limitsOf(IN_MG))).toThrow(expect.objectContaining({ code: 'LK_BATCH_RECORD_INVALID' }));
+  });
 });

@@ -13,6 +13,7 @@ import { decide as taktDecide, replan } from '../../../agents/yield-takt.js';
 import { contestOutcome, contestText, type ArbitrationRequest, type ArbitrationResult } from '../../../arbitration/index.js';
 import type { StepHandler } from '../types.js';
 import { convertUnit } from '../../../domain/units.js';
+import { LkError } from '../../../errors.js';
 import { initialMonitor, observe, type MonitorLimits, type MonitorState } from '../../../quality/index.js';
 import type { PressSamples } from '../quality.js';
 import type { StepContext } from '../step-context.js';
@@ -294,12 +295,19 @@ export function monitoredAttributes(ctx: Pick<StepContext, 'run'>, t: { weightMg
   return out;
 }
 
-/** A quantity of the batch record (`<path>.<field>` in `<path>.unit`) in `to`; undefined when absent or not convertible. */
+/**
+ * A quantity of the batch record (`<path>.<field>` in `<path>.unit`) in `to`; undefined when the record has none.
+ * @throws LkError LK_BATCH_RECORD_INVALID when its unit does not convert to `to` (the record's validation admits
+ *   only units of the right kind, so this is a record that bypassed it: the press does not guess a target)
+ */
 function recordIn(ctx: Pick<StepContext, 'run'>, path: string, field: string, to: string): number | undefined {
   const v = recordAt(ctx, `${path}.${field}`);
   const unit = recordAt(ctx, `${path}.unit`);
   if (typeof v !== 'number') return undefined;
-  return typeof unit === 'string' ? convertUnit(v, unit, to) : v;
+  if (typeof unit !== 'string') return v;
+  const x = convertUnit(v, unit, to);
+  if (x === undefined) throw new LkError('LK_BATCH_RECORD_INVALID', `the batch record's ${path}.${field} is in ${unit}, which does not convert to ${to}`);
+  return x;
 }
 
 function avg(xs: readonly { value: number }[]): number {
