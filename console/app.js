@@ -9,7 +9,7 @@ import { AutonomyPage } from './autonomy.js';
 import { LinePage } from './line.js';
 import { ModelsPage } from './models.js';
 import { RunPage, RunsPage } from './runs.js';
-import { Badge, ErrorNote, fmt, html, time } from './ui.js';
+import { Badge, ErrorNote, fmt, html, time, usePoll } from './ui.js';
 
 const READERS = ['operator', 'process_engineer', 'qa_reviewer', 'auditor'];
 const PAGES = [
@@ -112,17 +112,8 @@ function useExpiry(s) {
 function LineState({ s }) {
   const [line, setLine] = useState(null);
   const [away, setAway] = useState(false);
-  useEffect(() => {
-    let live = true;
-    const load = () => api('GET', '/line').then((l) => live && (setLine(l), setAway(false)))
-      .catch((e) => live && unreachable(e) && setAway(true));
-    load();
-    const t = setInterval(load, 5000);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [s.tenant]);
+  usePoll((live) => api('GET', '/line').then((l) => live() && (setLine(l), setAway(false)))
+    .catch((e) => live() && unreachable(e) && setAway(true)), 5000, [s.tenant]);
   if (away) return html`<span class="linestate" data-testid="header-run"><${Badge} status="error" label="not answering" /></span>`;
   if (!line) return html`<span class="linestate" data-testid="header-run">…</span>`;
   const phase = line.phase && line.phase.value !== null && line.phase.value !== '' ? html`<span title=${`${line.phase.tag} (${line.phase.quality}, ${time(line.phase.at)})`}>phase <strong data-testid="header-phase">${fmt(line.phase.value)}</strong></span>` : null;
@@ -165,20 +156,11 @@ function WaitingStrip({ s }) {
   const [shown, setShown] = useState(null);
   const latest = useRef(null);
   const over = useRef(0); // when the pointer came over the strip (browser clock), 0 while it is not
-  useEffect(() => {
-    let live = true;
-    const load = () => api('GET', '/waiting').then((w) => {
-      if (!live) return;
-      latest.current = w;
-      if (!over.current || Date.now() - over.current > HOLD_MS) setShown(w);
-    }).catch(() => undefined); // the banner says when the daemon is away; the counts stay as last read
-    load();
-    const t = setInterval(load, 5000);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [s.tenant]);
+  usePoll((live) => api('GET', '/waiting').then((w) => {
+    if (!live()) return;
+    latest.current = w;
+    if (!over.current || Date.now() - over.current > HOLD_MS) setShown(w);
+  }).catch(() => undefined), 5000, [s.tenant]); // the banner says when the daemon is away; the counts stay as last read
   const desk = DESK.includes(s.user.role);
   const w = shown;
   const yours = (c) => (c.yours > 0 ? html` <span class="yours">· ${c.yours} yours</span>` : null);

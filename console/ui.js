@@ -48,3 +48,21 @@ export const short = (hash, n = 12) => (hash ? `${hash.slice(0, n)}…` : '—')
 export const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : String(+v.toPrecision(5))) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 /** A UCUM code as a person writes it (console/units.js): 'Cel' → '°C'. */
 export const unit = (u) => unitLabel(u);
+
+/**
+ * Call `load(live)` when the component appears, every `ms` after, and afresh when `deps` change; `live()` is false
+ * once the component is gone or `deps` changed, so a late answer is dropped rather than shown.
+ */
+export function usePoll(load, ms, deps) {
+  useEffect(() => {
+    let on = true;
+    const live = () => on;
+    const run = () => load(live);
+    run();
+    const t = setInterval(run, ms);
+    return () => {
+      on = false;
+      clearInterval(t);
+    };
+  }, deps);
+}

@@ -3,7 +3,8 @@
  * is a short one). vitest orders by the durations of the previous run, which it keeps in node_modules/.vite; a fresh
  * clone has none, and vitest's fallback — the largest file first — left the core simulator's seeds, small files of
  * long runs, for the end. Until this checkout has run the suite once, the seconds below (each file's time in a
- * fresh-clone `.ci/run`, 2026-11-28; files under 5 s are not listed) stand in for them. An order only: no test
+ * fresh-clone `.ci/run`, 2026-11-28; the three console files added later from a later run of the same day; files
+ * under 5 s are not listed) stand in for them. An order only: no test
  * depends on it, and a file missing here or renamed merely starts later.
  */
 import { relative } from 'node:path';
@@ -11,6 +12,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SECONDS: Readonly<Record<string, number>> = {
   'test/e2e/console.e2e.spec.ts': 71,
+  'test/e2e/console-line.e2e.spec.ts': 31,
+  'test/e2e/console-presence.e2e.spec.ts': 30,
+  'test/e2e/console-decisions.e2e.spec.ts': 17,
   'test/integration/serve.int.spec.ts': 36,
   'test/integration/run-renamed-site.int.spec.ts': 35,
   'test/integration/cli-daemon.int.spec.ts': 30,

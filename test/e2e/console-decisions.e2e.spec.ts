@@ -17,7 +17,6 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decide as compressDecide, type CompressFillInput } from '../../src/agents/compress-fill.js';
@@ -27,7 +26,7 @@ import type { RunRecord } from '../../src/store/run-store.js';
 import { setAutonomy } from '../../src/store/autonomy-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { seedGate, seedRun, stepOf } from '../helpers/api-seed.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { goldenCalls } from '../helpers/golden.js';
 import { plantOf } from '../helpers/run-site.js';
 
@@ -46,10 +45,7 @@ const focused = () => page.evaluate('(() => { const a = document.activeElement; 
 
 /** axe on the page (or a part of it) as it stands: no serious or critical violation; then a screenshot. */
 async function check(name: string, include?: string): Promise<void> {
-  const b = new AxeBuilder({ page });
-  const r = await (include ? b.include(include) : b).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+  expect((await axeOf(page, include)).bad, name).toEqual([]);
   await page.screenshot({ path: join(SHOTS, `decisions-${name}.png`), fullPage: true });
 }
 

@@ -13,12 +13,11 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import { parse } from 'csv-parse/sync';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -31,9 +30,7 @@ const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
 
 /** axe on the page as it stands: no serious or critical violation. */
 async function axe(name: string): Promise<void> {
-  const r = await new AxeBuilder({ page }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+  expect((await axeOf(page)).bad, name).toEqual([]);
 }
 
 async function signInAs(user: string): Promise<void> {

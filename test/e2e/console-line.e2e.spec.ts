@@ -17,14 +17,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MemoryConnector } from '../../connectors/memory/connector.js';
 import type { RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -45,9 +44,7 @@ type LineBody = {
 };
 
 async function axe(name: string): Promise<void> {
-  const r = await new AxeBuilder({ page }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+  expect((await axeOf(page)).bad, name).toEqual([]);
 }
 
 async function lineOf(user = 'o.operator', tenant = 'acme-pharma'): Promise<LineBody> {

@@ -15,7 +15,6 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
@@ -25,7 +24,7 @@ import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
 import type { ExceptionRecord } from '../../src/store/exception-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { queueWrite, seedGate, seedRun } from '../helpers/api-seed.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -43,9 +42,7 @@ let gate: ApprovalRecord;
 const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
 
 async function axe(name: string): Promise<void> {
-  const r = await new AxeBuilder({ page }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
+  expect((await axeOf(page)).bad, name).toEqual([]);
 }
 
 async function signInAs(user: string): Promise<void> {

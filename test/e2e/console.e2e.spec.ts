@@ -15,12 +15,11 @@
  */
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
@@ -42,7 +41,6 @@ let paced: (() => Promise<void>) | undefined;
 /** The auditor's token for checks through the API, signed in once (each sign-in is a scrypt). */
 const auditor = async (): Promise<string> => (auditorToken ??= await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!));
 const audited: Record<string, number> = {};
-interface Violation { id: string; impact?: string | null; help: string; nodes: { target: unknown[] }[] }
 
 /** Wait for a value of the page (a loaded machine answers slowly; only the order of things is asserted). */
 const poll = <T>(fn: () => Promise<T>) => expect.poll(fn, { timeout: 30_000 });
@@ -55,10 +53,9 @@ function progress(what: string): void {
 /** axe on the page as it stands: no serious or critical violation; then a screenshot. */
 async function check(name: string): Promise<void> {
   progress(`axe ${name}`);
-  const r = await new AxeBuilder({ page }).analyze();
-  const bad = r.violations.filter((v: Violation) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v: Violation) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), name).toEqual([]);
-  audited[name] = r.passes.length;
+  const r = await axeOf(page);
+  expect(r.bad, name).toEqual([]);
+  audited[name] = r.passes;
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 

@@ -5,6 +5,7 @@
  * `problems` (the errors a test provokes on purpose — refused requests of the statuses `ignore` matches — left
  * out), so a test can assert at its end that nothing else went wrong.
  */
+import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[] }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
@@ -28,4 +29,15 @@ export async function signInConsole(page: Page, url: string, user: string, passw
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('who').waitFor();
+}
+
+/**
+ * axe-core on the page as it stands (or on the part `include` selects): its serious and critical violations, each
+ * as `id: help (the first three targets)` — a test expects none — and how many rules passed.
+ */
+export async function axeOf(page: Page, include?: string): Promise<{ bad: string[]; passes: number }> {
+  const b = new AxeBuilder({ page });
+  const r = await (include ? b.include(include) : b).analyze();
+  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  return { bad: bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), passes: r.passes.length };
 }
