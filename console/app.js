@@ -155,6 +155,9 @@ const HOLD_MS = 15_000;
 function WaitingStrip({ s }) {
   const [shown, setShown] = useState(null);
   const latest = useRef(null);
+  // while linekeeper is silent the counts are the last ones read, and say so
+  const [away, setAway] = useState(getLink().away);
+  useEffect(() => onLink((l) => setAway(l.away)), []);
   const over = useRef(0); // when the pointer came over the strip (browser clock), 0 while it is not
   usePoll((live) => api('GET', '/waiting').then((w) => {
     if (!live()) return;
@@ -177,8 +180,8 @@ function WaitingStrip({ s }) {
     over.current = 0;
     if (latest.current !== shown) setShown(latest.current);
   };
-  return html`<nav class="waiting" aria-label="Waiting for a person" data-testid="waiting" onPointerEnter=${() => { over.current = Date.now(); }} onPointerLeave=${leave}>
-    <span class="waiting-title">Waiting for a person:</span>
+  return html`<nav class=${`waiting ${away ? 'stale' : ''}`} aria-label="Waiting for a person" data-testid="waiting" data-stale=${away ? 'true' : 'false'} onPointerEnter=${() => { over.current = Date.now(); }} onPointerLeave=${leave}>
+    <span class="waiting-title">Waiting for a person${away ? html` <span class="stale-v" data-testid="waiting-stale">(as last read: linekeeper is not answering)</span>` : null}:</span>
     ${w ? html`<ul>${items.map((i) => html`<li><a href=${i.href} data-testid=${`waiting-${i.key}`} data-count=${i.c.count} data-yours=${i.c.yours}
         class=${i.c.count > 0 ? 'some' : 'none'} title=${i.c.since ? `the oldest waits since ${time(i.c.since)}` : 'nothing waits'}>
         ${i.c.count > 0 ? html`<span aria-hidden="true">‖ </span>` : null}${i.label} <strong class="n">${i.c.count}</strong>${i.who ? html` <span class="for">(for ${i.who})</span>` : null}${yours(i.c)}</a></li>`)}</ul>`
