@@ -180,7 +180,7 @@ function WaitingStrip({ s }) {
     over.current = 0;
     if (latest.current !== shown) setShown(latest.current);
   };
-  return html`<nav class=${`waiting ${away ? 'stale' : ''}`} aria-label="Waiting for a person" data-testid="waiting" data-stale=${away ? 'true' : 'false'} onPointerEnter=${() => { over.current = Date.now(); }} onPointerLeave=${leave}>
+  return html`<nav class=${`waiting ${away ? 'stale' : ''}`} aria-label="Waiting for a person" data-testid="waiting" data-away=${away ? 'true' : 'false'} onPointerEnter=${() => { over.current = Date.now(); }} onPointerLeave=${leave}>
     <span class="waiting-title">Waiting for a person${away ? html` <span class="stale-v" data-testid="waiting-stale">(as last read: linekeeper is not answering)</span>` : null}:</span>
     ${w ? html`<ul>${items.map((i) => html`<li><a href=${i.href} data-testid=${`waiting-${i.key}`} data-count=${i.c.count} data-yours=${i.c.yours}
         class=${i.c.count > 0 ? 'some' : 'none'} title=${i.c.since ? `the oldest waits since ${time(i.c.since)}` : 'nothing waits'}>

@@ -199,7 +199,7 @@ describe('honest when the daemon does not answer', { timeout: 240_000 }, () => {
     await poll(() => status.textContent()).toContain('unknown');
     expect(await page.locator('section.card').first().textContent()).not.toContain('verified');
     // the counts of what waits are the last ones read, and say so
-    expect(await page.getByTestId('waiting').getAttribute('data-stale')).toBe('true');
+    expect(await page.getByTestId('waiting').getAttribute('data-away')).toBe('true');
     expect(await page.getByTestId('waiting-stale').textContent()).toContain('as last read');
     await page.screenshot({ path: join(SHOTS, 'presence-away-banner.png') });
     await axe('the banner');
@@ -207,7 +207,7 @@ describe('honest when the daemon does not answer', { timeout: 240_000 }, () => {
     again = await startDaemon({ configFile: join(node.dir, 'site.yaml'), dataDir: join(node.dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port }, embeddedSimulator: 'memory' });
     expect(again.ready.api).toBe(node.url);
     await poll(() => banner.count()).toBe(0);
-    expect(await page.getByTestId('waiting').getAttribute('data-stale')).toBe('false');
+    expect(await page.getByTestId('waiting').getAttribute('data-away')).toBe('false');
     // the session is the same: no sign-in page, the same person, and the daemon answers the page's calls
     expect(await page.getByTestId('who').textContent()).toContain('a.ricci');
     await page.getByRole('button', { name: 'Verify again' }).click();
