@@ -256,6 +256,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let engine: RunEngine | undefined;
   let mes: FolderMes | undefined;
   let lims: LimsSource | undefined;
+  let unwatchLims: (() => void) | undefined;
   let api: ApiServer | undefined;
   let apiUrl: string | undefined;
   let identity: Identity | undefined;
@@ -629,6 +630,25 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         });
       },
       stop: () => unwatchMes?.(),
+    },
+    {
+      // a LIMS result that arrives for a batch already released is judged against it (engine.limsChanged): a
+      // specification it fails is a critical exception of the released run, for QA
+      name: 'lims-watch',
+      start: () => {
+        const e = engine!;
+        unwatchLims = lims!.watch((c) => {
+          // a removed file un-fails nothing: what a released batch was found to fail stays found
+          if (c.kind === 'removed' || c.batch === undefined || !config.tenants.some((t) => t.id === c.tenant)) return;
+          try {
+            const raised = e.limsChanged(c.tenant, c.batch);
+            if (raised.length > 0) log.error({ tenant: c.tenant, batch: c.batch, exceptions: raised.map((x) => x.id), file: c.file }, 'a LIMS result fails a specification of a batch already released');
+          } catch (err) {
+            log.error({ err, tenant: c.tenant, batch: c.batch }, 'could not judge a LIMS result against its batch');
+          }
+        });
+      },
+      stop: () => unwatchLims?.(),
     },
     {
       // at start, a run an unclean stop left RUNNING is interrupted (it waits for a named person); at stop, the step

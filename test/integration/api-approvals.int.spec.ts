@@ -240,3 +240,43 @@ describe('a LIMS result that arrives while a batch release waits', () => {
     for (const f of readdirSync(dir)) rmSync(join(dir, f));
   });
 });
+
+describe('a LIMS result that arrives after the batch was released', () => {
+  it('[INV-RELEASE-EXCEPTIONS] is judged against the released batch: a passing one only updates its table; a failing one is a critical SPEC_FAIL of the run, "after release", for QA; the signed release stays as it was', async () => {
+    for (const r of node.daemon.engine.list('acme-pharma', 10)) if (!['SUCCEEDED', 'REJECTED', 'ABORTED', 'FAILED'].includes(r.status)) setStatus(node.daemon, r.id, 'REJECTED', 'test: the line is free for the next run');
+    const run = seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'p.bianchi' });
+    const gate = seedGate(node.daemon, run.id);
+    const quality = () => node.daemon.engine.runs.runById(run.id)!.data['quality'] as { specTable: { verdict: string; results: { id: string; verdict: string }[] } };
+    const dissolution = () => quality().specTable.results.find((r) => r.id === 'dissolution')!.verdict;
+    // released with dissolution pending (an INCOMPLETE table, as the site's procedure may allow)
+    const released = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042, dissolution pending', recordHash: gate.recordHash });
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    expect(node.daemon.engine.runs.approval('acme-pharma', gate.id)!.status).toBe('approved');
+    expect(dissolution()).toBe('NOT_EVALUATED');
+    const afterRelease = () => node.daemon.engine.runs.events(run.id).filter((e) => e.kind === 'qc' && /after the release/.test(e.summary));
+    const specFails = () => node.daemon.engine.exceptions.ofRun(run.id).filter((e) => e.kind === 'SPEC_FAIL');
+
+    const dir = join(limsResultsDir(node.daemon.loaded.dataDir), 'acme-pharma');
+    mkdirSync(dir, { recursive: true });
+    const lims = (name: string, result: number, status: 'pass' | 'fail', ref: string) => {
+      const body = { format: 1, batch: 'B-1042', tenant: 'acme-pharma', test: 'dissolution', result, unit: '%', specification: 'Q = 80 % at 30 min', status, analyst: 'a.verdi', reviewed_by: 's.neri', reported_at: new Date().toISOString(), lims_ref: ref };
+      writeFileSync(join(dir, `.${name}.tmp`), JSON.stringify(body));
+      renameSync(join(dir, `.${name}.tmp`), join(dir, name));
+    };
+    // the daemon watches the results folder: a passing result is judged against the released batch, raises nothing
+    lims('dissolution-after-1.json', 88, 'pass', 'LIMS-D-7101');
+    await expect.poll(() => afterRelease().length, { timeout: 30_000 }).toBe(1);
+    expect(dissolution()).toBe('PASS');
+    expect(specFails()).toEqual([]);
+    // a failing one: a critical exception of the released run, open, for QA; nothing about the release changes
+    lims('dissolution-after-2.json', 71, 'fail', 'LIMS-D-7102');
+    await expect.poll(() => specFails().length, { timeout: 30_000 }).toBe(1);
+    expect(specFails().map((e) => [e.key, e.severity, e.status])).toEqual([['SPEC_FAIL:dissolution', 'critical', 'open']]);
+    expect(specFails()[0]!.title).toMatch(/^after release: SPEC_FAIL Dissolution: LIMS-D-7102: .*71 %/);
+    expect(afterRelease().at(-1)!.summary).toMatch(/: FAIL .*was INCOMPLETE when released$/);
+    expect([quality().specTable.verdict, dissolution()]).toEqual(['FAIL', 'FAIL']);
+    expect(node.daemon.engine.runs.approval('acme-pharma', gate.id)!.status).toBe('approved');
+    expect(audit({ action: 'exception.raise', run: run.id }).length).toBeGreaterThanOrEqual(1);
+    for (const f of readdirSync(dir)) rmSync(join(dir, f));
+  });
+});

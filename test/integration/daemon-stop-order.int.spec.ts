@@ -67,7 +67,7 @@ describe('the daemon stops in the order that keeps the line safe', () => {
     const order = daemon.lifecycle.stopOrder();
     // the whole order is pinned: a component added or moved is a decision about the line's safety, made here
     expect(order).toEqual([
-      'api', 'live-log', 'maintenance', 'heartbeats', 'runs', 'mes-screen', 'mqtt-feed', 'engine', 'mes-lims', 'writer',
+      'api', 'live-log', 'maintenance', 'heartbeats', 'runs', 'lims-watch', 'mes-screen', 'mqtt-feed', 'engine', 'mes-lims', 'writer',
       'subscriptions', 'connectors', 'simulator', 'policy', 'metrics', 'site-record', 'mqtt', 'store', 'data-lock',
     ]);
     const at = (name: string): number => order.indexOf(name);

@@ -169,6 +169,40 @@ export class RunEngine {
   }
 
   /**
+   * A LIMS result arrived, changed or went for `batch` of `tenant`. A batch already released is judged again on its
+   * run's data and the results as they stand (the same pure `judgeRun` as at the gate and at the decision): a release
+   * signed while a result was pending (an INCOMPLETE table, typically dissolution) does not end what the laboratory
+   * can still find. When the table changed it is stored with a `qc` event; each specification that now FAILs is
+   * raised as a critical SPEC_FAIL exception of the run, titled "after release", which the run's exceptions, its
+   * stream and the console's waiting strip show to QA. The run's status and its signed release package stay as
+   * they were: they record what was decided on what was known then, and what is done with a released batch that
+   * failed (a recall) is decided by people. A batch not released yet is judged at its decision (assertReleasable).
+   * @returns the exceptions raised (none when nothing new failed)
+   */
+  limsChanged(tenant: string, batch: string): ExceptionRecord[] {
+    const raised: ExceptionRecord[] = [];
+    for (const run of this.runs.runsOfBatch(tenant, batch)) {
+      if (this.runs.approvalOfRun(run.id)?.status !== 'approved') continue;
+      const stored = run.data['quality'] as RunQuality | undefined;
+      if (!stored?.specTable) continue;
+      const now = judgeRun(run, run.data, this.o.lims?.results(run.tenant, run.batch) ?? []);
+      if (now.specTable.sha256 === stored.specTable.sha256) continue;
+      const at = this.o.clock.now();
+      const t = now.specTable;
+      this.o.store.tx((tx) => {
+        this.runs.setData(tx, run.id, { ...this.runs.runById(run.id)!.data, quality: json(now) }, at);
+        this.runs.appendEvent(tx, { run: run.id, at, kind: 'qc', step: null, agent: 'agent.orchestrator', tag: null, summary: `specifications judged again after the release (a LIMS result): ${t.verdict} (${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated), was ${stored.specTable.verdict} when released`, data: json({ specTableSha256: t.sha256, was: stored.specTable.sha256, verdict: t.verdict, counts: t.counts, afterRelease: true }) });
+      });
+      for (const e of qualityExceptions(now)) {
+        if (e.kind !== 'SPEC_FAIL') continue;
+        const x = this.raiseException(run, { ...e, step: null, title: `after release: ${e.title}` });
+        if (x) raised.push(x);
+      }
+    }
+    return raised;
+  }
+
+  /**
    * A run's exceptions, in the order they were raised.
    * @throws LkError LK_NOT_FOUND (also for another tenant's run, R1).
    */
