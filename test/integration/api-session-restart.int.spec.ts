@@ -37,7 +37,7 @@ describe('[P11.300] a daemon restart does not sign people out', () => {
     node = undefined;
   }, 60_000);
 
-  it('a live token works after the restart; a signed-out one and one of a disabled account do not; no token is stored in clear', async () => {
+  it('a live token works after the restart; a signed-out one and one of an account disabled (even enabled again since) do not; no token is stored in clear', async () => {
     node = await startApiNode({ memory: true });
     const pw = (u: string) => node!.passwords.get(u)!;
     const live = await signIn(node.url, 'm.rossi', pw('m.rossi'));
@@ -52,6 +52,9 @@ describe('[P11.300] a daemon restart does not sign people out', () => {
     const offline = openStore({ dataDir: join(node.dir, 'data') });
     const identity = new Identity({ store: offline, clock: systemClock, scryptLog2N: 10 });
     expect(identity.setDisabled('o.operator', true, 'd.marino', 'left the site')).toBe(true);
+    // and enabled again: the account is usable, but the session its disabling ended stays ended (the revocation is
+    // the store's, not read off the account's state)
+    expect(identity.setDisabled('o.operator', false, 'd.marino', 'came back')).toBe(true);
     offline.close();
 
     again = await startDaemon({ configFile: join(node.dir, 'site.yaml'), dataDir: join(node.dir, 'data'), logger: silentLogger, api: { host: '127.0.0.1', port }, embeddedSimulator: 'memory' });
@@ -76,7 +79,9 @@ describe('[P11.300] a daemon restart does not sign people out', () => {
     const hashes = db.prepare('SELECT hash FROM auth_session_token').pluck().all() as string[];
     expect(hashes).toContain(sha256(renewed));
     expect(hashes.every((h) => /^[0-9a-f]{64}$/.test(h))).toBe(true);
-    expect(db.prepare('SELECT revoked FROM auth_session_token t JOIN auth_session s ON s.id = t.session WHERE t.hash = ?').pluck().get(sha256(out))).toBe(1);
+    for (const t of [out, disabled]) expect(db.prepare('SELECT revoked FROM auth_session_token t JOIN auth_session s ON s.id = t.session WHERE t.hash = ?').pluck().get(sha256(t))).toBe(1);
+    // the account itself works again: a new sign-in is accepted
+    expect((await call(url, 'POST', '/v1/auth/token', { body: { user: 'o.operator', password: pw('o.operator') } })).status).toBe(200);
     await again.stop('test done');
     again = undefined;
     for (const bytes of filesOf(join(node.dir, 'data'))) {
