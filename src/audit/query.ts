@@ -113,14 +113,21 @@ function prepared(db: Database, sql: string): Statement {
  */
 export function queryAudit(db: Database, tenant: string, filter: unknown = {}, opts: { cursor?: string; limit?: number } = {}): AuditPage {
   const f = parseFilter(filter);
+  return pageOf(db, tenant, filterTag(tenant, f), whereOf(f), opts);
+}
+
+/**
+ * One page of chain `chain`'s rows matching `where` (its SQL starts with the chain's `tenant = ?`), after the
+ * cursor, in chain order; the next cursor carries `tag`, so it works only with the question it came from.
+ * @throws LkError LK_VALIDATION for a bad limit or cursor; LK_STORE_CORRUPT when the file is damaged.
+ */
+function pageOf(db: Database, chain: string, tag: string, where: { sql: string; params: unknown[] }, opts: { cursor?: string; limit?: number }): AuditPage {
   const limit = opts.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LkError('LK_VALIDATION', `limit must be 1..${MAX_PAGE}`);
-  const tag = filterTag(tenant, f);
   const after = opts.cursor === undefined ? 0 : decodeCursor(opts.cursor, tag);
-  const w = whereOf(f);
   try {
-    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND seq > ? ORDER BY seq LIMIT ?`).all(tenant, ...w.params, after, limit + 1) as EntryRow[];
-    const entries = rows.slice(0, limit).map((r) => rowToEntry(tenant, r));
+    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${where.sql} AND seq > ? ORDER BY seq LIMIT ?`).all(chain, ...where.params, after, limit + 1) as EntryRow[];
+    const entries = rows.slice(0, limit).map((r) => rowToEntry(chain, r));
     const last = entries[entries.length - 1];
     return rows.length > limit && last ? { entries, next: `${tag}.${last.seq}` } : { entries };
   } catch (err) {
@@ -146,11 +153,7 @@ export function queryAudit(db: Database, tenant: string, filter: unknown = {}, o
  */
 export function querySitePeople(db: Database, siteTenant: string, tenant: string, people: readonly string[], filter: unknown = {}, opts: { cursor?: string; limit?: number } = {}): AuditPage {
   const f = parseFilter(filter);
-  const limit = opts.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LkError('LK_VALIDATION', `limit must be 1..${MAX_PAGE}`);
   const { actor, ...rest } = f;
-  const tag = filterTag(`${siteTenant}/${tenant}`, f);
-  const after = opts.cursor === undefined ? 0 : decodeCursor(opts.cursor, tag);
   const w = whereOf(rest);
   const person = "coalesce(json_extract(args, '$.user'), actor)";
   // the tenant's people: its local users (a JSON array parameter), and whoever the provider signed in for it
@@ -162,16 +165,11 @@ export function querySitePeople(db: Database, siteTenant: string, tenant: string
   // nothing that names another tenant
   const own = ` AND (json_extract(args, '$.tenant') IS NULL OR json_extract(args, '$.tenant') = ?)
     AND NOT EXISTS (SELECT 1 FROM json_each(args, '$.tenants') WHERE value <> ?)`;
-  const list = JSON.stringify(people);
-  try {
-    const rows = prepared(db, `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND kind = 'identity' AND ${ofTenant}${who}${own} AND seq > ? ORDER BY seq LIMIT ?`)
-      .all(siteTenant, ...w.params, list, siteTenant, tenant, ...(actor === undefined ? [] : [actor, actor]), tenant, tenant, after, limit + 1) as EntryRow[];
-    const entries = rows.slice(0, limit).map((r) => rowToEntry(siteTenant, r));
-    const last = entries[entries.length - 1];
-    return rows.length > limit && last ? { entries, next: `${tag}.${last.seq}` } : { entries };
-  } catch (err) {
-    throw mapSqliteError(err);
-  }
+  const where = {
+    sql: `${w.sql} AND kind = 'identity' AND ${ofTenant}${who}${own}`,
+    params: [...w.params, JSON.stringify(people), siteTenant, tenant, ...(actor === undefined ? [] : [actor, actor]), tenant, tenant],
+  };
+  return pageOf(db, siteTenant, filterTag(`${siteTenant}/${tenant}`, f), where, opts);
 }
 
 /** Every matching entry of `tenant` in chain order, streamed (exports). Same validation as {@link queryAudit}. */

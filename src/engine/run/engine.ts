@@ -47,6 +47,9 @@ export type { ViewEncoder } from './view-cache.js';
 /** Batch state the policy sees for each run status (bundle `batch_states.writable` allows setup and running). */
 const BATCH_STATE: Readonly<Record<RunStatus, string>> = { PENDING: 'setup', RUNNING: 'running', APPROVAL: 'hold', HELD: 'hold', INTERRUPTED: 'hold', SUCCEEDED: 'complete', FAILED: 'failed', REJECTED: 'rejected', ABORTED: 'aborted' };
 
+/** A specification table's verdict with its counts, as the run's events and errors say it. */
+const tally = (t: RunQuality['specTable']): string => `${t.verdict} (${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated)`;
+
 /** The reason an execution loop is stopped by an abort (not a stop of the daemon): the abort closes the step itself. */
 class RunAbortStop {
   constructor(readonly by: string) {}
@@ -183,17 +186,9 @@ export class RunEngine {
     const raised: ExceptionRecord[] = [];
     for (const run of this.runs.runsOfBatch(tenant, batch)) {
       if (this.runs.approvalOfRun(run.id)?.status !== 'approved') continue;
-      const stored = run.data['quality'] as RunQuality | undefined;
-      if (!stored?.specTable) continue;
-      const now = judgeRun(run, run.data, this.o.lims?.results(run.tenant, run.batch) ?? []);
-      if (now.specTable.sha256 === stored.specTable.sha256) continue;
-      const at = this.o.clock.now();
-      const t = now.specTable;
-      this.o.store.tx((tx) => {
-        this.runs.setData(tx, run.id, { ...this.runs.runById(run.id)!.data, quality: json(now) }, at);
-        this.runs.appendEvent(tx, { run: run.id, at, kind: 'qc', step: null, agent: 'agent.orchestrator', tag: null, summary: `specifications judged again after the release (a LIMS result): ${t.verdict} (${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated), was ${stored.specTable.verdict} when released`, data: json({ specTableSha256: t.sha256, was: stored.specTable.sha256, verdict: t.verdict, counts: t.counts, afterRelease: true }) });
-      });
-      for (const e of qualityExceptions(now)) {
+      const again = this.judgeAgain(run, null, (t, was) => `specifications judged again after the release (a LIMS result): ${tally(t)}, was ${was} when released`, { afterRelease: true });
+      if (!again) continue;
+      for (const e of qualityExceptions(again.now)) {
         if (e.kind !== 'SPEC_FAIL') continue;
         const x = this.raiseException(run, { ...e, step: null, title: `after release: ${e.title}` });
         if (x) raised.push(x);
@@ -431,6 +426,25 @@ export class RunEngine {
   }
 
   /**
+   * Judge the run's specifications again on its data and the LIMS results as they stand (`judgeRun`, as at the gate).
+   * When the table differs from the stored one, store it with a `qc` event (`summary` of the new table and the old
+   * verdict) and return it; null when the run has no table or nothing changed.
+   */
+  private judgeAgain(run: RunRecord, step: string | null, summary: (t: RunQuality['specTable'], was: string) => string, extra: Record<string, unknown> = {}): { now: RunQuality } | null {
+    const stored = run.data['quality'] as RunQuality | undefined;
+    if (!stored?.specTable) return null;
+    const now = judgeRun(run, run.data, this.o.lims?.results(run.tenant, run.batch) ?? []);
+    if (now.specTable.sha256 === stored.specTable.sha256) return null;
+    const at = this.o.clock.now();
+    const t = now.specTable;
+    this.o.store.tx((tx) => {
+      this.runs.setData(tx, run.id, { ...this.runs.runById(run.id)!.data, quality: json(now) }, at);
+      this.runs.appendEvent(tx, { run: run.id, at, kind: 'qc', step, agent: 'agent.orchestrator', tag: null, summary: summary(t, stored.specTable.verdict), data: json({ specTableSha256: t.sha256, was: stored.specTable.sha256, verdict: t.verdict, counts: t.counts, ...extra }) });
+    });
+    return { now };
+  }
+
+  /**
    * Refuse a release the run's data does not support (R3, review by exception). The specification table is judged
    * again on the run's data and the LIMS results as they stand: when it differs from the table of the approval
    * request (a LIMS result arrived), the new table is stored with an event, its failures are raised as SPEC_FAIL
@@ -440,14 +454,10 @@ export class RunEngine {
   private assertReleasable(run: RunRecord): void {
     const stored = run.data['quality'] as RunQuality | undefined;
     if (stored?.specTable) {
-      const now = judgeRun(run, run.data, this.o.lims?.results(run.tenant, run.batch) ?? []);
-      if (now.specTable.sha256 !== stored.specTable.sha256) {
-        const at = this.o.clock.now();
+      const again = this.judgeAgain(run, 'approval.batch_release', (t, was) => `specifications judged again at the release decision: ${tally(t)}, was ${was}`);
+      if (again) {
+        const { now } = again;
         const t = now.specTable;
-        this.o.store.tx((tx) => {
-          this.runs.setData(tx, run.id, { ...this.runs.runById(run.id)!.data, quality: json(now) }, at);
-          this.runs.appendEvent(tx, { run: run.id, at, kind: 'qc', step: 'approval.batch_release', agent: 'agent.orchestrator', tag: null, summary: `specifications judged again at the release decision: ${t.verdict} (${t.counts.PASS} pass, ${t.counts.FAIL} fail, ${t.counts.NOT_EVALUATED} not evaluated), was ${stored.specTable.verdict}`, data: json({ specTableSha256: t.sha256, was: stored.specTable.sha256, verdict: t.verdict, counts: t.counts }) });
-        });
         const gate = { seq: '09', name: 'approval.batch_release' };
         for (const e of qualityExceptions(now)) this.raiseException(run, { ...e, step: gate });
         const refused = releaseRefusal(now, run.batch);
