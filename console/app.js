@@ -9,7 +9,8 @@ import { AutonomyPage } from './autonomy.js';
 import { LinePage } from './line.js';
 import { ModelsPage } from './models.js';
 import { RunPage, RunsPage } from './runs.js';
-import { Badge, ErrorNote, fmt, html, time, usePoll } from './ui.js';
+import { setSiteZone, zoneUnanswered } from './site-time.js';
+import { Badge, clock, ErrorNote, fmt, html, time, usePoll, useSiteZone } from './ui.js';
 
 const READERS = ['operator', 'process_engineer', 'qa_reviewer', 'auditor'];
 const PAGES = [
@@ -108,12 +109,16 @@ function useExpiry(s) {
  * The line's state on every page, from GET /line (polled every 5 s): the batch of this tenant's run on the line,
  * the phase the line PLC reports and the run's state — or that the line is idle (with the PLC's phase all the
  * same: the PLC, not linekeeper, says what the line does), busy with another tenant's batch, or not answering.
+ * The same answer names the site's time zone, whose clock every time of the console is shown on (site-time.js).
  */
 function LineState({ s }) {
   const [line, setLine] = useState(null);
   const [away, setAway] = useState(false);
-  usePoll((live) => api('GET', '/line').then((l) => live() && (setLine(l), setAway(false)))
-    .catch((e) => live() && unreachable(e) && setAway(true)), 5000, [s.tenant]);
+  usePoll((live) => api('GET', '/line').then((l) => live() && (setSiteZone(l.timezone), setLine(l), setAway(false)))
+    .catch((e) => {
+      zoneUnanswered();
+      if (live() && unreachable(e)) setAway(true);
+    }), 5000, [s.tenant]);
   if (away) return html`<span class="linestate" data-testid="header-run"><${Badge} status="error" label="not answering" /></span>`;
   if (!line) return html`<span class="linestate" data-testid="header-run">…</span>`;
   const phase = line.phase && line.phase.value !== null && line.phase.value !== '' ? html`<span title=${`${line.phase.tag} (${line.phase.quality}, ${time(line.phase.at)})`}>phase <strong data-testid="header-phase">${fmt(line.phase.value)}</strong></span>` : null;
@@ -192,15 +197,20 @@ function WaitingStrip({ s }) {
 function Shell({ s }) {
   const route = useRoute();
   const mainRef = useRef(null);
+  // the pages show their times once the site's zone is known (the header's first GET /line), so none flips from
+  // UTC to the site's clock under the reader's eyes; if that first question fails they show UTC, said as UTC
+  const zone = useSiteZone();
+  const clockKnown = zone.zone !== null || zone.unanswered;
   const allowed = PAGES.filter((p) => p.roles.includes(s.user.role));
   const page = route[0] ?? allowed[0]?.path ?? 'line';
   useEffect(() => {
     // a new page: move focus to its heading so a screen reader announces it and Tab starts there
     mainRef.current?.querySelector('h1')?.focus();
-  }, [route.join('/')]);
+  }, [route.join('/'), clockKnown]);
   const may = allowed.some((p) => p.path === page);
   let body;
-  if (!may) body = html`<h1 tabindex="-1">Not available</h1><p>A ${s.user.role.replace('_', ' ')} has no ${page} page here.</p>`;
+  if (!clockKnown) body = html`<h1 tabindex="-1">${PAGES.find((p) => p.path === page)?.label ?? 'linekeeper'}</h1><p data-testid="clock-wait">Reading the site's clock…</p>`;
+  else if (!may) body = html`<h1 tabindex="-1">Not available</h1><p>A ${s.user.role.replace('_', ' ')} has no ${page} page here.</p>`;
   else if (page === 'line') body = html`<${LinePage} s=${s} />`;
   else if (page === 'runs' && route[1]) body = html`<${RunPage} s=${s} id=${route[1]} key=${route[1]} />`;
   else if (page === 'runs') body = html`<${RunsPage} s=${s} />`;
@@ -222,7 +232,7 @@ function Shell({ s }) {
           ? html`<label for="tenant-select" class="sr">Tenant</label><select id="tenant-select" value=${s.tenant} onChange=${tenant}>${s.user.tenants.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
           : html`<span><span class="sr">Tenant </span><strong>${s.tenant}</strong></span>`}
         <span data-testid="who">${s.user.name} (${s.user.id}, ${s.user.role.replace('_', ' ')})</span>
-        <span class="expiry" title=${`session until ${time(s.expiresAt)}`}>until ${time(s.expiresAt).slice(11, 16)}</span>
+        <span class="expiry" title=${`session until ${time(s.expiresAt)}`}>until ${clock(s.expiresAt, { seconds: false })}</span>
         <button type="button" onClick=${() => signOut()}>Sign out</button>
       </div>
     </header>

@@ -1,7 +1,8 @@
 // Approvals: what waits for a person — batch releases at a run's gate and setpoint writes held by the guarded
 // writer — each with exactly what is signed (the record's hash, the moves or the release, the policy's reasons).
-// Signing is Part 11's dialog: the meaning chosen and shown in words, the password entered again (11.200), and
-// the signature's manifestation — name, date and time, meaning — shown once it is made. A refused signature
+// Signing is Part 11's dialog: the meaning chosen from the site's controlled list (console/meanings.js: nothing
+// pre-selected, a comment in the signer's own words beside it) and shown in words, the password entered again
+// (11.200), and the signature's manifestation — name, date and time, meaning — shown once it is made. A refused signature
 // (wrong password, not the named reviewer) says so and signs nothing. A move's card shows each setpoint now →
 // proposed against the approved limits and maximum step, what the move is for and the twin's prediction; after the
 // signature, what the guarded writer did (written and read back, or denied and why). A release's dialog restates
@@ -9,18 +10,11 @@
 // focus is on the dialog's Close button, and back on the page's heading when it closes.
 import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { CommentField, MeaningSelect, useMeanings } from './meanings.js';
 import { Escalations } from './escalations.js';
 import { ExceptionsPanel } from './exceptions.js';
 import { MoveFor, MoveTable, Predicted } from './moves.js';
 import { Badge, Dialog, ErrorNote, fmt, html, short, time, unit } from './ui.js';
-
-function meanings(item) {
-  const what = item.kind === 'batch_release' ? `batch ${item.batch}` : `setpoint write ${item.id} of batch ${item.batch}`;
-  return {
-    approve: item.kind === 'batch_release' ? `QA release of batch ${item.batch}` : `Approve ${what}`,
-    reject: item.kind === 'batch_release' ? `QA rejection of batch ${item.batch}` : `Reject ${what}`,
-  };
-}
 
 /** A batch whose specification table FAILed is never released: the only decision offered is a rejection. */
 const rejectOnly = (item) => item.kind === 'batch_release' && item.detail?.releasable === false;
@@ -37,11 +31,14 @@ export function canSign(item, user) {
 }
 
 function SignDialog({ item, onDone, onClose }) {
-  const m = meanings(item);
   const only = rejectOnly(item);
   // nothing is pre-selected: a password and Enter must never release a batch or approve a move by default
   const [decision, setDecision] = useState(only ? 'reject' : null);
-  const [meaning, setMeaning] = useState(only ? m.reject : '');
+  const [meaning, setMeaning] = useState('');
+  const [comment, setComment] = useState('');
+  // the site's meanings for this act and decision, filled for this record; a decision changed drops a meaning it does not allow
+  const { options, error: listError } = useMeanings(item.kind === 'batch_release' ? 'release' : 'move', { batch: item.batch ?? '', run: item.run ?? '', approval: item.id }, decision);
+  const chosen = options?.find((o) => o.id === meaning) ?? null;
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const [signed, setSigned] = useState(null);
@@ -52,7 +49,7 @@ function SignDialog({ item, onDone, onClose }) {
   }, [signed]);
   const choose = (d) => {
     setDecision(d);
-    setMeaning(m[d]);
+    setMeaning('');
   };
   const submit = async (e) => {
     e.preventDefault();
@@ -61,12 +58,14 @@ function SignDialog({ item, onDone, onClose }) {
     setError(null);
     try {
       if (!decision) throw new Error('choose a decision first: approve or reject');
-      const r = await api('POST', `/approvals/${item.id}`, { decision, meaning, password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
+      if (!chosen) throw new Error('choose the meaning of your signature from the list');
+      const r = await api('POST', `/approvals/${item.id}`, { decision, meaning: chosen.id, ...(comment.trim() ? { comment: comment.trim() } : {}), password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
       setSigned(r.kind === 'setpoint_write' ? { ...r.signature, outcome: r.outcome } : r);
       onDone();
     } catch (err) {
       setError(err);
-      e.target.reset();
+      // the password goes; the decision, the meaning and the comment stay as chosen (and as shown)
+      e.target.elements.password.value = '';
     } finally {
       setBusy(false);
     }
@@ -76,7 +75,7 @@ function SignDialog({ item, onDone, onClose }) {
         <p>Signature recorded:</p>
         ${signed.outcome ? html`<${Outcome} o=${signed.outcome} item=${item} />` : null}
         <dl><dt>Name</dt><dd>${signed.name} (${signed.user}, ${signed.role})</dd><dt>Date and time</dt><dd>${time(signed.timestamp)}</dd>
-        <dt>Meaning</dt><dd>${signed.decision}: ${signed.meaning}</dd><dt>Record</dt><dd><code>${short(signed.recordHash, 16)}</code></dd><dt>Key</dt><dd><code>${short(signed.keyId, 16)}</code></dd></dl>
+        <dt>Meaning</dt><dd>${signed.decision}: ${signed.meaning}</dd>${signed.comment ? html`<dt>Comment</dt><dd>${signed.comment}</dd>` : null}<dt>Record</dt><dd><code>${short(signed.recordHash, 16)}</code></dd><dt>Key</dt><dd><code>${short(signed.keyId, 16)}</code></dd></dl>
         <form method="dialog"><button type="submit" ref=${closeRef} data-testid="sign-close">Close</button></form></div>`
       : html`<form onSubmit=${submit}>
         <p>You are signing <strong>${item.kind === 'batch_release' ? `the release of batch ${item.batch}` : `setpoint write ${item.id}: ${moveText(item)}`}</strong>, record <code>${short(item.recordHash, 16)}</code>.</p>
@@ -86,14 +85,15 @@ function SignDialog({ item, onDone, onClose }) {
           <label><input type="radio" name="decision" value="approve" checked=${decision === 'approve'} disabled=${only} onChange=${() => choose('approve')} autofocus=${!only} /> Approve</label>
           <label><input type="radio" name="decision" value="reject" checked=${decision === 'reject'} onChange=${() => choose('reject')} /> Reject</label>
         </fieldset>
-        <label for="sign-meaning">Meaning of this signature</label>
-        <input id="sign-meaning" value=${meaning} onInput=${(e) => setMeaning(e.target.value)} required minlength="3" maxlength="190" />
-        <p class="meaning" data-testid="meaning-shown">${decision ? html`This signature means: <strong>${decision}: ${meaning}</strong>` : 'Choose a decision: nothing is chosen for you.'}</p>
+        <${MeaningSelect} id="sign-meaning" options=${options} value=${meaning} onChange=${setMeaning} disabled=${!decision} prompt=${decision ? undefined : 'Choose a decision first'} />
+        <${CommentField} id="sign-comment" value=${comment} onInput=${setComment} />
+        <${ErrorNote} error=${listError} />
+        <p class="meaning" data-testid="meaning-shown">${decision && chosen ? html`This signature means: <strong>${decision}: ${chosen.text}</strong>` : decision ? 'Choose the meaning from the site\u2019s list: nothing is chosen for you.' : 'Choose a decision and a meaning: nothing is chosen for you.'}</p>
         <label for="sign-password">Password (re-entered to sign)</label>
         <input id="sign-password" name="password" type="password" autocomplete="current-password" required autofocus=${only} />
         <${ErrorNote} error=${error} />
         ${error ? html`<p class="quiet" data-testid="nothing-signed">Nothing was signed.</p>` : null}
-        <div class="actions"><button type="submit" disabled=${busy || !decision}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
+        <div class="actions"><button type="submit" disabled=${busy || !decision || !chosen}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
       </form>`}
   <//>`;
 }

@@ -1,8 +1,10 @@
 // Autonomy per agent and per setpoint, with the history of changes (who, when, why, change reference).
 // Lowering is one click for anyone who works the line; raising is one level at a time, by a role the policy
-// bundle permits, with a change reference, signed by re-entering the password.
+// bundle permits, with a change reference, signed by re-entering the password, its meaning chosen from the site's
+// list (console/meanings.js).
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { MeaningSelect, useMeanings } from './meanings.js';
 import { Dialog, ErrorNote, html, time } from './ui.js';
 
 const LEVELS = ['L0', 'L1', 'L2', 'L3'];
@@ -10,11 +12,17 @@ const CHANGERS = ['operator', 'process_engineer', 'qa_reviewer'];
 
 function RaiseDialog({ target, onClose, onDone }) {
   const [error, setError] = useState(null);
+  // the change reference as typed: the meaning of a raise names it
+  const [changeRef, setChangeRef] = useState('');
+  const [meaning, setMeaning] = useState('');
+  const { options, error: listError } = useMeanings('autonomy_raise', { target: target.name, from: target.from, to: target.to, change: changeRef.trim() || '…' });
+  const chosen = options?.find((o) => o.id === meaning) ?? null;
   const submit = async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
     try {
-      await api('PUT', '/autonomy', { ...target.key, level: target.to, changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')) });
+      if (!chosen) throw new Error('choose the meaning of your signature from the list');
+      await api('PUT', '/autonomy', { ...target.key, level: target.to, changeRef: changeRef.trim(), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.id });
       onDone();
       e.target.closest('dialog').close();
     } catch (err) {
@@ -23,12 +31,14 @@ function RaiseDialog({ target, onClose, onDone }) {
   };
   return html`<${Dialog} id="raise" title=${`Raise ${target.name} to ${target.to}`} onClose=${onClose}>
     <form onSubmit=${submit}>
-      <p>This signature means: <strong>raise ${target.name} from ${target.from} to ${target.to}</strong>.</p>
-      <label for="raise-ref">Change reference</label><input id="raise-ref" name="changeRef" required placeholder="CC-2026-0001" />
+      <p>You are signing: <strong>raise ${target.name} from ${target.from} to ${target.to}</strong>.</p>
+      <label for="raise-ref">Change reference</label><input id="raise-ref" name="changeRef" required placeholder="CC-2026-0001" value=${changeRef} onInput=${(e) => setChangeRef(e.target.value)} />
+      <${MeaningSelect} id="raise-meaning" options=${options} value=${meaning} onChange=${setMeaning} /><${ErrorNote} error=${listError} />
+      <p class="meaning" data-testid="raise-meaning-shown">${chosen ? html`This signature means: <strong>${chosen.text}</strong>` : 'Choose the meaning from the site\u2019s list: nothing is chosen for you.'}</p>
       <label for="raise-reason">Reason</label><input id="raise-reason" name="reason" required />
       <label for="raise-password">Password (re-entered to sign)</label><input id="raise-password" name="password" type="password" autocomplete="current-password" required />
       <${ErrorNote} error=${error} />
-      <div class="actions"><button type="submit">Sign and raise</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
+      <div class="actions"><button type="submit" disabled=${!chosen}>Sign and raise</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
     </form><//>`;
 }
 

@@ -2,10 +2,11 @@
 // PASS, FAIL or NOT EVALUATED — never a pass without data) and its exceptions (what deviated, how severe, in which
 // step, the evidence, open or closed by whom and why). Shown on the run page and, before the signing button, on
 // the QA approval page. A QA reviewer closes an exception here with a comment, an optional deviation reference
-// and the password entered again (a signature for a critical or major one); a release is refused while one of
-// those is open, and the panel says so.
+// and the password entered again (a signature for a critical or major one, whose meaning is chosen from the site's
+// list: console/meanings.js); a release is refused while one of those is open, and the panel says so.
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { MeaningSelect, useMeanings } from './meanings.js';
 import { Badge, Dialog, ErrorNote, fmt, html, time } from './ui.js';
 
 const VERDICT = { PASS: ['ok', 'PASS'], FAIL: ['error', 'FAIL'], NOT_EVALUATED: ['pending', 'NOT EVALUATED'] };
@@ -30,6 +31,10 @@ export function SpecTable({ table }) {
 function CloseDialog({ e, onDone, onClose }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  // a critical or major closure is signed: its meaning from the site's list, nothing pre-selected
+  const signed = e.severity !== 'minor';
+  const [meaning, setMeaning] = useState('');
+  const { options, error: listError } = useMeanings('exception_close', { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch ?? '', run: e.run ?? '' });
   const submit = async (ev) => {
     ev.preventDefault();
     const f = new FormData(ev.target);
@@ -37,7 +42,8 @@ function CloseDialog({ e, onDone, onClose }) {
     setError(null);
     try {
       const deviation = String(f.get('deviation') ?? '').trim();
-      await api('POST', `/exceptions/${e.id}/close`, { comment: String(f.get('comment')), ...(deviation ? { deviation } : {}), password: String(f.get('password')) });
+      if (signed && !meaning) throw new Error('choose the meaning of your signature from the list');
+      await api('POST', `/exceptions/${e.id}/close`, { comment: String(f.get('comment')), ...(deviation ? { deviation } : {}), password: String(f.get('password')), ...(signed ? { meaning } : {}) });
       onDone();
       ev.target.closest('dialog').close();
     } catch (err) {
@@ -53,11 +59,12 @@ function CloseDialog({ e, onDone, onClose }) {
       <textarea id="exc-comment" name="comment" required minlength="3" maxlength="2000" rows="3"></textarea>
       <label for="exc-deviation">Deviation or CAPA reference</label>
       <input id="exc-deviation" name="deviation" placeholder="DEV-2026-0142" />
+      ${signed ? html`<${MeaningSelect} id="exc-meaning" options=${options} value=${meaning} onChange=${setMeaning} /><${ErrorNote} error=${listError} />` : null}
       <label for="exc-password">Password (re-entered${e.severity === 'minor' ? '' : ' to sign'})</label>
       <input id="exc-password" name="password" type="password" autocomplete="current-password" required />
       <${ErrorNote} error=${error} />
       ${error ? html`<p class="quiet" data-testid="nothing-closed">Nothing was closed.</p>` : null}
-      <div class="actions"><button type="submit" disabled=${busy}>Close exception</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
+      <div class="actions"><button type="submit" disabled=${busy || (signed && !meaning)}>Close exception</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
     </form>
   <//>`;
 }

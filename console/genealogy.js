@@ -3,8 +3,9 @@
 // one unit of equipment in one unit of measure (press forces, the press's speed, the dryer's temperatures, its
 // airflow, the coater's spray rate…) with the setpoints as written and read back — and a lane of the run's events
 // (actions, approvals, QC results, arbitration…). Every axis says its unit as people write it (console/units.js);
-// time is UTC whatever the browser's zone. The time charts move together: drag across one to zoom all, double-click
-// or "Reset zoom" to return; the buttons zoom from the keyboard. The events are listed below, repeated lines (the
+// time is the site's clock (site.timezone) with its offset, whatever the browser's zone (console/site-time.js). The
+// time charts move together: drag across one to zoom all, double-click or "Reset zoom" to return; the buttons zoom
+// from the keyboard. The events are listed below, repeated lines (the
 // same kind of event in the same step, differing only in their numbers: sensor snapshots, arbitration rounds) as one
 // entry with their count and first and last time, in a region of its own height that scrolls (focusable, so the
 // keyboard scrolls it too); the release package can be downloaded.
@@ -12,7 +13,8 @@ import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import uPlot from '../vendor/uplot.js';
 import { api, download } from './api.js';
 import { ATTRIBUTES, AttributeCharts } from './attributes.js';
-import { Badge, ErrorNote, html, short, time, unit } from './ui.js';
+import { axisLabelIn, isUtc, siteZone, tickIn } from './site-time.js';
+import { Badge, clock, ErrorNote, html, short, span as between, time, unit } from './ui.js';
 
 const KINDS = ['step', 'recommendation', 'action', 'response', 'arbitration', 'approval', 'qc', 'exception', 'watchdog'];
 const PALETTE = ['#1b5e9e', '#b03a2e', '#1e7b4a', '#7d3c98', '#a04000', '#117a8b', '#5d6d7e', '#9a7d0a'];
@@ -26,16 +28,17 @@ const QUANTITY = {
 const quantityOf = (u) => QUANTITY[u] ?? 'value';
 /** The axis label of a unit: the quantity and the unit as people write it (a count is "count [1]"). */
 const axisLabel = (u) => `${quantityOf(u)} [${unit(u) || '1'}]`;
-const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC');
-/** Tick labels of the time axis in UTC, 24-hour: seconds on a short range, the date on one longer than a day. */
-const ticks = (u, splits) => {
+/** The zone as the page's headings name it: "UTC", or the site's zone. */
+const zoneWords = () => (isUtc(siteZone()) ? 'UTC' : siteZone());
+/** The label of a time axis over `xs` (seconds): "time (UTC)", or the site's zone with its offset(s) over that range. */
+const axisOf = (xs) => axisLabelIn(siteZone(), xs[0] * 1e3, xs[xs.length - 1] * 1e3);
+/** Tick labels of the time axis on the site's clock, 24-hour: seconds on a short range, the date on one longer than a day. */
+const ticks = (tz) => (u, splits) => {
   const range = u.scales.x.max - u.scales.x.min;
-  return splits.map((ts) => {
-    const iso = new Date(ts * 1e3).toISOString();
-    return range > 86_400 ? `${iso.slice(5, 10)} ${iso.slice(11, 16)}` : range < 600 ? iso.slice(11, 19) : iso.slice(11, 16);
-  });
+  return splits.map((ts) => tickIn(ts * 1e3, tz, range));
 };
-const stamp = (_u, ts) => (ts === null || ts === undefined ? '--' : `${new Date(ts * 1e3).toISOString().replace('T', ' ').slice(0, 19)} UTC`);
+/** The cursor's time in the legend: the whole stamp, with the offset and the zone. */
+const stamp = (_u, ts) => (ts === null || ts === undefined ? '--' : time(ts * 1e3));
 
 /**
  * The setpoint groups of a genealogy: every numeric sensor value (but the in-process attributes, which have their own
@@ -107,19 +110,21 @@ function linked() {
 
 function TimeChart({ link, title, series, data, axisY, lanes, testid, attrs, label }) {
   const el = useRef(null);
+  const tz = siteZone();
   useEffect(() => {
     const n = data[0].length;
+    const axisX = axisOf(data[0]);
     const opts = {
       width: Math.max(400, el.current.clientWidth || 600), height: lanes ? 110 + 22 * lanes.length : 160, title,
-      // the axis says UTC and shows UTC, whatever the browser's time zone (records are UTC)
-      tzDate: utc,
+      // the axis says the site's zone and shows its clock, whatever the browser's time zone (records are UTC)
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), isUtc(tz) ? 'Etc/UTC' : tz),
       scales: { x: { time: true }, ...(lanes ? { y: { range: [0.5, lanes.length + 0.5] } } : {}) },
       cursor: { drag: { x: true, y: false }, sync: { key: 'genealogy' } },
-      series: [{ label: 'time (UTC)', value: stamp }, ...series.map((s, i) => (lanes
+      series: [{ label: axisX, value: stamp }, ...series.map((s, i) => (lanes
         ? { label: s, stroke: '#111', width: 0, points: { show: true, size: 8, fill: '#111' }, paths: () => null }
         : { label: s, stroke: PALETTE[i % PALETTE.length], dash: DASH[Math.floor(i / PALETTE.length) % DASH.length], width: 1.5, spanGaps: true, points: { show: n < 200, size: 3 } }))],
       axes: [
-        { label: 'time (UTC)', values: ticks },
+        { label: axisX, values: ticks(tz) },
         lanes
           ? { label: axisY, size: 120, splits: () => lanes.map((_, i) => i + 1), values: (_u, splits) => splits.map((v) => lanes[v - 1] ?? '') }
           : { label: axisY, size: 60 },
@@ -132,7 +137,7 @@ function TimeChart({ link, title, series, data, axisY, lanes, testid, attrs, lab
       link.charts.delete(u);
       u.destroy();
     };
-  }, [data]);
+  }, [data, tz]);
   return html`<figure class="group" data-testid=${testid} ...${attrs}>
     <div ref=${el} class="plot" role="img" aria-label=${label}></div></figure>`;
 }
@@ -167,12 +172,12 @@ function Plots({ g }) {
       ${p.groups.map((x) => html`<${TimeChart} key=${`${x.equipment}|${x.unit}`} link=${link} data=${x.data} testid="group-chart"
         title=${`${x.equipment} · ${quantityOf(x.unit)} [${unit(x.unit) || '1'}]`} axisY=${axisLabel(x.unit)}
         series=${x.keys.map((k) => `${k.slice(x.equipment.length + 1)} [${unit(x.unit) || '1'}]`)}
-        attrs=${{ 'data-group': `${x.equipment}|${x.unit}`, 'data-unit': x.unit, 'data-series': x.keys.length, 'data-axes': JSON.stringify(['time (UTC)', axisLabel(x.unit)]) }}
-        label=${`${x.equipment}, ${quantityOf(x.unit)} in ${unit(x.unit) || 'no unit'} over time (UTC): ${x.keys.join(', ')}; ${x.data[0].length} time points`} />`)}
+        attrs=${{ 'data-group': `${x.equipment}|${x.unit}`, 'data-unit': x.unit, 'data-series': x.keys.length, 'data-axes': JSON.stringify([axisOf(x.data[0]), axisLabel(x.unit)]) }}
+        label=${`${x.equipment}, ${quantityOf(x.unit)} in ${unit(x.unit) || 'no unit'} over time (${zoneWords()}): ${x.keys.join(', ')}; ${x.data[0].length} time points`} />`)}
       ${p.lane[0].length ? html`<${TimeChart} link=${link} data=${p.lane} lanes=${p.kinds} testid="events-lane" title="Events by kind" axisY="event kind"
         series=${['event']}
-        attrs=${{ 'data-axes': JSON.stringify(['time (UTC)', 'event kind']) }}
-        label=${`Events of the run by kind over time (UTC), ${p.lane[0].length} events; the table below lists them`} />` : null}
+        attrs=${{ 'data-axes': JSON.stringify([axisOf(p.lane[0]), 'event kind']) }}
+        label=${`Events of the run by kind over time (${zoneWords()}), ${p.lane[0].length} events; the table below lists them`} />` : null}
     </div>
     <p class="quiet">${series} series in ${p.groups.length} setpoint group${p.groups.length === 1 ? '' : 's'}, ${p.points} time points.</p>`;
 }
@@ -216,7 +221,8 @@ export function groupLosing(list) {
   return [...out.values()];
 }
 
-const span = (g) => (g.n > 1 ? `${time(g.first.at).slice(11, 19)}–${time(g.last.at).slice(11)}` : time(g.first.at).slice(11));
+/** When an entry happened on the site's clock: its time, or its first and last ("10:00:00–10:05:00 UTC+05:30"). */
+const span = (g) => (g.n > 1 ? between(g.first.at, g.last.at) : clock(g.first.at));
 
 export function GenealogyPage({ s, id }) {
   const [runs, setRuns] = useState(null);
@@ -244,7 +250,7 @@ export function GenealogyPage({ s, id }) {
     ${g ? html`<p>Status <${Badge} status=${g.status} /> · <a href=${`#/runs/${id}`}>run detail</a></p>
       <h2>In-process attributes against their specification</h2>
       <${AttributeCharts} events=${g.events} table=${table} />
-      <h2>Setpoint groups and events over time (UTC)</h2>
+      <h2>Setpoint groups and events over time (${zoneWords()})</h2>
       ${g.events.length ? html`<${Plots} g=${g} />` : html`<p>No events yet.</p>`}
       <h2>Release package</h2>
       ${g.release ? html`<ul class="downloads">
@@ -258,7 +264,7 @@ export function GenealogyPage({ s, id }) {
       <p class="quiet" data-testid="events-count">${g.events.length} events in ${entries.length} entries: the same kind of event in the same step, differing only in its figures, is one entry with its count (the latest line shown).</p>
       <div class="events-scroll" tabindex="0" role="region" aria-label="Events of the run, repeated ones grouped (scrolls)" style=${{ maxHeight: '36em', overflowY: 'auto' }}>
       <table class="events" data-testid="events-table"><caption class="sr">Genealogy events in time order, repeated ones grouped</caption>
-        <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Kind</th><th scope="col">Step</th><th scope="col">Agent</th><th scope="col">What</th><th scope="col">Count</th></tr></thead>
+        <thead><tr><th scope="col">Time (${zoneWords()})</th><th scope="col">Kind</th><th scope="col">Step</th><th scope="col">Agent</th><th scope="col">What</th><th scope="col">Count</th></tr></thead>
         <tbody>${entries.map((x) => html`<tr data-kind=${x.first.kind} data-count=${x.n}><td>${span(x)}</td><td>${x.first.kind}</td><td>${x.first.step ?? ''}</td><td>${x.first.agent ?? ''}</td>
           <td>${x.first.kind === 'sensor' ? `sensor snapshot${x.n > 1 ? 's' : ''} of ${Object.keys(x.last.data ?? {}).length} values (in the charts above)` : x.last.summary}</td><td class="num">${x.n > 1 ? `× ${x.n}` : ''}</td></tr>`)}</tbody></table></div>` : html`<p>Loading…</p>`}`;
 }

@@ -1,7 +1,9 @@
 // Models: a card per model version — kind, status, pinned sites, artefact hash, the card's figures — and the
-// lifecycle actions the role allows (promote draft → shadow → validated, retire), each signed with the password.
+// lifecycle actions the role allows (promote draft → shadow → validated, retire), each signed with the password and
+// a meaning chosen from the site's list for the status the model goes to (console/meanings.js).
 import { useEffect, useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { MeaningSelect, useMeanings } from './meanings.js';
 import { Badge, Dialog, ErrorNote, fmt, html, short, time } from './ui.js';
 
 const NEXT = { draft: 'shadow', shadow: 'validated' };
@@ -9,12 +11,16 @@ const NEXT = { draft: 'shadow', shadow: 'validated' };
 function ChangeDialog({ target, onClose, onDone }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const [meaning, setMeaning] = useState('');
+  const { options, error: listError } = useMeanings('model_change', { model: target.id, from: target.from, to: target.to }, target.to);
+  const chosen = options?.find((o) => o.id === meaning) ?? null;
   const submit = async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
     setBusy(true);
     try {
-      const signed = { changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')) };
+      if (!chosen) throw new Error('choose the meaning of your signature from the list');
+      const signed = { changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.id };
       if (target.to === 'retired') await api('POST', `/models/${encodeURIComponent(target.id)}/retire`, signed);
       else await api('POST', `/models/${encodeURIComponent(target.id)}/promote`, { to: target.to, ...signed });
       onDone();
@@ -27,12 +33,14 @@ function ChangeDialog({ target, onClose, onDone }) {
   };
   return html`<${Dialog} id="model-change" title=${`${target.to === 'retired' ? 'Retire' : 'Promote'} ${target.id}`} onClose=${onClose}>
     <form onSubmit=${submit}>
-      <p>This signature means: <strong>${target.id} ${target.from} → ${target.to}</strong>${target.to !== 'retired' ? ' (after the golden-dataset evaluation passes)' : ''}.</p>
+      <p>You are signing <strong>${target.id} ${target.from} → ${target.to}</strong>${target.to !== 'retired' ? ' (after the golden-dataset evaluation passes)' : ''}.</p>
+      <${MeaningSelect} id="mc-meaning" options=${options} value=${meaning} onChange=${setMeaning} /><${ErrorNote} error=${listError} />
+      <p class="meaning" data-testid="model-meaning-shown">${chosen ? html`This signature means: <strong>${chosen.text}</strong>` : 'Choose the meaning from the site\u2019s list: nothing is chosen for you.'}</p>
       <label for="mc-ref">Change reference</label><input id="mc-ref" name="changeRef" required placeholder="CC-2026-0001" />
       <label for="mc-reason">Reason</label><input id="mc-reason" name="reason" required />
       <label for="mc-password">Password (re-entered to sign)</label><input id="mc-password" name="password" type="password" autocomplete="current-password" required />
       <${ErrorNote} error=${error} />
-      <div class="actions"><button type="submit" disabled=${busy}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
+      <div class="actions"><button type="submit" disabled=${busy || !chosen}>Sign</button> <button type="button" onClick=${(e) => e.target.closest('dialog').close()}>Cancel</button></div>
     </form><//>`;
 }
 

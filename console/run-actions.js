@@ -1,9 +1,11 @@
 // The ways out of the states a run stops in, on the run page: resume a HELD or INTERRUPTED run (a process
 // engineer or QA reviewer, with a reason), abort a run that is not final (signed: the password is entered again;
 // the line goes to its last known-good recipe and the package says "not a release"), reassign the QA reviewer
-// (signed, by QA or an administrator). The daemon checks every role and state again; a refusal changes nothing.
+// (signed, by QA or an administrator). A signed act's meaning is chosen from the site's list (console/meanings.js),
+// the reason beside it. The daemon checks every role and state again; a refusal changes nothing.
 import { useState } from '../vendor/hooks.js';
 import { api } from './api.js';
+import { MeaningSelect, useMeanings } from './meanings.js';
 import { Dialog, ErrorNote, html } from './ui.js';
 
 const FINAL = ['SUCCEEDED', 'FAILED', 'REJECTED', 'ABORTED'];
@@ -15,13 +17,19 @@ function ActionDialog({ act, run, onDone, onClose }) {
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState(null);
   const signed = act !== 'resume';
+  // the new reviewer as typed: the meaning of a reassignment names them
+  const [to, setTo] = useState('');
+  const [meaning, setMeaning] = useState('');
+  const { options, error: listError } = useMeanings(act === 'reassign' ? 'run_reassign' : 'run_abort', { run: run.id, batch: run.batch, reviewer: to.trim() || '…' });
+  const chosen = options?.find((o) => o.id === meaning) ?? null;
   const submit = async (ev) => {
     ev.preventDefault();
     const f = new FormData(ev.target);
     setBusy(true);
     setError(null);
     try {
-      const body = { reason: String(f.get('reason')), ...(signed ? { password: String(f.get('password')) } : {}), ...(act === 'reassign' ? { to: String(f.get('to')).trim() } : {}) };
+      if (signed && !chosen) throw new Error('choose the meaning of your signature from the list');
+      const body = { reason: String(f.get('reason')), ...(signed ? { password: String(f.get('password')), meaning: chosen.id } : {}), ...(act === 'reassign' ? { to: to.trim() } : {}) };
       const out = await api('POST', `/runs/${run.id}/${act}`, body);
       onDone();
       if (act === 'abort') setResult(out);
@@ -46,14 +54,16 @@ function ActionDialog({ act, run, onDone, onClose }) {
       ${act === 'abort' ? html`<p class="alarm">Every PLC of the line is commanded to its last known-good recipe, a pending approval is withdrawn, and the batch is <strong>not released</strong>. This cannot be undone.</p>` : null}
       ${act === 'reassign' ? html`<p>Current QA reviewer: <strong>${run.approvalGate.reviewer ?? '—'}</strong></p>
         <label for="run-reassign-to">New QA reviewer (user id)</label>
-        <input id="run-reassign-to" name="to" required autocomplete="off" />` : null}
+        <input id="run-reassign-to" name="to" required autocomplete="off" value=${to} onInput=${(e) => setTo(e.target.value)} />` : null}
       <label for=${`run-${act}-reason`}>Reason (required)</label>
       <textarea id=${`run-${act}-reason`} name="reason" required minlength="3" maxlength="1000" rows="3"></textarea>
+      ${signed ? html`<${MeaningSelect} id=${`run-${act}-meaning`} options=${options} value=${meaning} onChange=${setMeaning} /><${ErrorNote} error=${listError} />
+        <p class="meaning" data-testid="act-meaning-shown">${chosen ? html`This signature means: <strong>${chosen.text}</strong>` : 'Choose the meaning from the site\u2019s list: nothing is chosen for you.'}</p>` : null}
       ${signed ? html`<label for=${`run-${act}-password`}>Password (re-entered to sign)</label>
         <input id=${`run-${act}-password`} name="password" type="password" autocomplete="current-password" required />` : null}
       <${ErrorNote} error=${error} />
       ${error ? html`<p class="quiet" data-testid="nothing-done">Nothing was changed.</p>` : null}
-      <div class="actions"><button type="submit" disabled=${busy}>${act === 'resume' ? 'Resume run' : act === 'abort' ? 'Abort run (sign)' : 'Reassign (sign)'}</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
+      <div class="actions"><button type="submit" disabled=${busy || (signed && !chosen)}>${act === 'resume' ? 'Resume run' : act === 'abort' ? 'Abort run (sign)' : 'Reassign (sign)'}</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
     </form>`}
   <//>`;
 }

@@ -7,7 +7,7 @@ import { Escalations } from './escalations.js';
 import { PendingMoves } from './moves.js';
 import { ExceptionsPanel } from './exceptions.js';
 import { RunActions } from './run-actions.js';
-import { Badge, ErrorNote, fmt, html, short, time } from './ui.js';
+import { Badge, clock, ErrorNote, fmt, html, short, time } from './ui.js';
 
 const SAMPLE = 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%';
 
@@ -85,7 +85,7 @@ export function LogList({ lines, version, selected, onSelect }) {
     const l = lines[i];
     rows.push(html`<li key=${l.id} style=${{ top: `${i * ROW}px` }} class=${selected === l.id ? 'sel' : ''}>
       <button type="button" aria-expanded=${selected === l.id} aria-controls="log-detail" onClick=${() => onSelect(l)}>
-        <span class="t">${l.time}</span> <${Badge} status=${l.kind} /> <span class="tool">${l.tool}</span> <span class="step">${l.step}</span> <span class="sum">${l.summary ?? ''}</span>
+        <span class="t">${clock(l.at)}</span> <${Badge} status=${l.kind} /> <span class="tool">${l.tool}</span> <span class="step">${l.step}</span> <span class="sum">${l.summary ?? ''}</span>
       </button></li>`);
   }
   return html`<div class="log" ref=${box} onScroll=${onScroll} tabindex="0" role="region" aria-label=${`Tool-call log, ${lines.length} entries`} data-testid="log">
@@ -97,7 +97,7 @@ function Reasoning({ line }) {
   if (!line) return html`<p class="quiet">Choose an entry of the log to see its inputs, result and reasoning.</p>`;
   const r = line.result && typeof line.result === 'object' ? line.result : null;
   return html`<dl>
-      <dt>Entry</dt><dd>#${line.id} · ${line.kind} · ${line.time} UTC</dd>
+      <dt>Entry</dt><dd>#${line.id} · ${line.kind} · <span data-testid="entry-time">${time(line.at)}</span></dd>
       <dt>Tool</dt><dd><code>${line.tool}</code> by ${line.agent} in step ${line.step}</dd>
       ${line.summary ? html`<dt>Summary</dt><dd>${line.summary}</dd>` : null}
       ${r?.predicted || r?.best?.predicted ? html`<dt>Twin prediction</dt><dd>${Object.entries(r.predicted ?? r.best.predicted).map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}</dd>` : null}

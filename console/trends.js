@@ -2,11 +2,13 @@
 // limits in force drawn as lines. The console keeps what it polled: each GET /line answer (every 2 s) adds the
 // values it has not seen yet (a value is one sample per `at`, the time linekeeper received it), kept in this tab's
 // memory for the last WINDOW_MS of linekeeper's clock — nothing is stored in the browser, nothing is asked of the
-// daemon's history. The time axis is linekeeper's clock in UTC. A tenant's trends are its own: they are dropped
+// daemon's history. The time axis is linekeeper's clock, read on the site's clock (site.timezone, with its offset;
+// console/site-time.js), never the browser's zone. A tenant's trends are its own: they are dropped
 // when the line's values are hidden from it (another tenant's run, R9) and when the tab's tenant changes.
 import { useEffect, useRef } from '../vendor/hooks.js';
 import uPlot from '../vendor/uplot.js';
 import { judge, KEY_VALUES, limitNum, limitText, reading, tagOfRole } from './hmi.js';
+import { axisLabelIn, isUtc, siteZone, tickIn } from './site-time.js';
 import { html } from './ui.js';
 import { numberIn, unitLabel } from './units.js';
 
@@ -59,15 +61,18 @@ function Trend({ k, s, limit, at }) {
     const xs = s.points.map((p) => p.t / 1000);
     return [xs, s.points.map((p) => p.v), ...lines.map((l) => xs.map(() => l.v))];
   };
-  const shape = JSON.stringify([s.tag, s.unit, lines]);
+  const tz = siteZone();
+  const shape = JSON.stringify([s.tag, s.unit, lines, tz]);
   useEffect(() => {
+    // the axis names the zone and the offset at the window's right edge, the view's time
+    const axisX = axisLabelIn(tz, right.current * 1e3, right.current * 1e3);
     const vals = [...s.points.map((p) => p.v), ...lines.map((l) => l.v)];
     const lo = Math.min(...vals);
     const hi = Math.max(...vals);
     const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.05 || 1;
     const opts = {
       width: Math.max(240, el.current.clientWidth || 300), height: 150,
-      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), isUtc(tz) ? 'Etc/UTC' : tz),
       scales: {
         x: { time: true, range: (_u, min) => [Math.min(min ?? right.current, right.current - 60), right.current] },
         y: { range: (_u, min, max) => [Math.min(min, lo) - pad, Math.max(max, hi) + pad] },
@@ -75,12 +80,12 @@ function Trend({ k, s, limit, at }) {
       legend: { show: true, live: false },
       cursor: { show: false },
       series: [
-        { label: 'time (UTC, linekeeper\u2019s clock)' },
+        { label: `${axisX.slice(0, -1)}, linekeeper\u2019s clock)` },
         { label: `${k.title} [${axisUnit}]`, stroke: '#1b5e9e', width: 1.5, points: { show: s.points.length < 60, size: 3 }, value: (_u, v) => (v === null || v === undefined ? '—' : reading(v, s.unit)) },
         ...lines.map((l) => ({ label: l.label, stroke: '#a11d1d', dash: [6, 4], width: 1.5, points: { show: false }, value: () => '' })),
       ],
       axes: [
-        { label: 'time (UTC)', labelSize: 16, size: 30, space: 70, font: '11px system-ui, sans-serif', labelFont: '11px system-ui, sans-serif', values: (_u, splits) => splits.map((v) => new Date(v * 1000).toISOString().slice(11, 19)) },
+        { label: axisX, labelSize: 16, size: 30, space: 70, font: '11px system-ui, sans-serif', labelFont: '11px system-ui, sans-serif', values: (_u, splits) => splits.map((v) => tickIn(v * 1000, tz, 0)) },
         { label: axisUnit, labelSize: 18, size: 52, font: '11px system-ui, sans-serif', labelFont: '11px system-ui, sans-serif', values: (_u, splits) => splits.map((v) => numberIn(v, s.unit)) },
       ],
     };
@@ -108,7 +113,7 @@ function Trend({ k, s, limit, at }) {
 export function Trends({ tenant, line }) {
   const shown = KEY_VALUES.map((k) => ({ k, s: trendOf(tenant, k.role) })).filter((x) => x.s && x.s.points.length > 0);
   if (!line || line.equipment.every((e) => e.values === null)) return null;
-  return html`<section aria-labelledby="trends-h" data-testid="trends"><h2 id="trends-h">Trends <small>last ${WINDOW_MS / 60_000} min, linekeeper's clock (UTC)</small></h2>
+  return html`<section aria-labelledby="trends-h" data-testid="trends"><h2 id="trends-h">Trends <small>last ${WINDOW_MS / 60_000} min, linekeeper's clock (${isUtc(siteZone()) ? 'UTC' : siteZone()})</small></h2>
     ${shown.length === 0 ? html`<p class="quiet">No key value read yet.</p>` : html`<div class="trends">${shown.map(({ k, s }) => html`<${Trend} key=${k.role} k=${k} s=${s} at=${line.at} limit=${line.limits?.[s.tag] ?? null} />`)}</div>`}
   </section>`;
 }

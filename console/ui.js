@@ -1,8 +1,10 @@
 // Shared pieces of the console: htm bound to Preact, status badges that never rely on colour alone (a glyph
-// and the word), a modal dialog on the native <dialog> (focus kept inside, Esc closes), formatters.
+// and the word), a modal dialog on the native <dialog> (focus kept inside, Esc closes), formatters — every time on
+// the site's clock with its offset (console/site-time.js), never the browser's zone.
 import { h } from '../vendor/preact.js';
-import { useEffect, useRef } from '../vendor/hooks.js';
+import { useEffect, useRef, useState } from '../vendor/hooks.js';
 import htm from '../vendor/htm.js';
+import { clockIn, onSiteZone, siteZone, spanIn, stampIn, zoneState } from './site-time.js';
 import { unitLabel } from './units.js';
 
 export const html = htm.bind(h);
@@ -43,7 +45,18 @@ export function ErrorNote({ error }) {
   return html`<p class="error" role="alert"><strong>${away ? 'Not answering:' : 'Refused:'}</strong> ${error.message}${error.code ? html` <code>[${error.code}]</code>` : ''}</p>`;
 }
 
-export const time = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
+/** A time (ISO 8601 or epoch ms) on the site's clock: "2026-11-27 16:43:00 UTC+01:00 (Europe/Rome)"; on UTC "… UTC". */
+export const time = (at) => stampIn(at, siteZone());
+/** Its time of day with the offset: "16:43:00 UTC+01:00" (`{ seconds: false }`: "16:43 UTC+01:00"). */
+export const clock = (at, o) => clockIn(at, siteZone(), o);
+/** From `a` to `b` on the site's clock: "10:00:00–10:05:00 UTC+05:30". */
+export const span = (a, b) => spanIn(a, b, siteZone());
+/** The site's zone as the daemon said it ({ zone, unanswered }); a component that uses it renders again when it changes. */
+export function useSiteZone() {
+  const [z, setZ] = useState(zoneState());
+  useEffect(() => onSiteZone(setZ), []);
+  return z;
+}
 export const short = (hash, n = 12) => (hash ? `${hash.slice(0, n)}…` : '—');
 export const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : String(+v.toPrecision(5))) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 /** A UCUM code as a person writes it (console/units.js): 'Cel' → '°C'. */

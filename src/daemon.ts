@@ -701,7 +701,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
           if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
         }
-        const parts = { engine: engine!, writer: writer!, store: events.store, loaded, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+        // `loaded` read at each request: a reload that applies a live section (signatures) is seen by the routes
+        const parts = { engine: engine!, writer: writer!, store: events.store, get loaded() { return loaded; }, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
         const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
         api = await createApi({
           ...(tls ? { tls } : {}),

@@ -83,6 +83,7 @@ export const ERRORS = {
   LK_SPEC_FAILED: { status: 409, title: 'The batch failed a specification: it cannot be released, only rejected' },
   LK_SPEC_CHANGED: { status: 409, title: 'The specification table changed since the approval was requested (new results): review it again before signing' },
   LK_REVIEWER_INVALID: { status: 422, title: 'The person named as reviewer is not an active user holding a QA role for the tenant' },
+  LK_MEANING_NOT_ALLOWED: { status: 422, title: 'The meaning is not one of the site\'s signature meanings for this act (GET /signature-meanings lists them): nothing was signed' },
   // models
   LK_MODEL_MISSING: { status: 503, title: 'Model is missing' },
   LK_MODEL_CORRUPT: { status: 503, title: 'Model artefact does not match its hash' },
@@ -124,6 +125,11 @@ export const ERRORS = {
   LK_OUTPUT_INVALID: { status: 422, title: 'Output file cannot be created there (missing folder, a directory, permission denied)' },
   LK_DATA_DIR_NOT_A_DIRECTORY: { status: 500, title: 'Data directory path exists but is not a directory' },
   LK_AUDIT_CHECKPOINT_LOG: { status: 500, title: 'Audit checkpoint log cannot be read or written (not a regular file, unreadable or too large)' },
+  // archiving and retention (EU GMP Annex 11 §17, 21 CFR 11.10(c))
+  LK_RETENTION_ACTIVE: { status: 409, title: 'The records are inside the site\'s retention period: nothing was dropped' },
+  LK_NOT_ARCHIVED: { status: 409, title: 'The records have not been archived as they are now: nothing was dropped' },
+  // signed validation reports (IQ, OQ, configuration specification)
+  LK_REPORT_INVALID: { status: 422, title: 'The file is not a signed linekeeper report that verifies with this site\'s key (changed after signing, signed by another key, or not a report)' },
   // sign-in throttling, SSO and signatures at a change of autonomy
   LK_RATE_LIMITED: { status: 429, title: 'Too many failed sign-ins from this address or for this account; retry after the time given' },
   LK_SSO_UNMAPPED: { status: 403, title: 'The identity provider\'s token maps to no linekeeper role or tenant of this site' },

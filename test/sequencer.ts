@@ -12,6 +12,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SECONDS: Readonly<Record<string, number>> = {
   'test/e2e/console.e2e.spec.ts': 71,
+  // the install package unpacked, then its IQ and a whole OQ from it (2026-11-28, measured on a loaded machine)
+  'test/integration/package.int.spec.ts': 60,
   'test/e2e/console-line.e2e.spec.ts': 31,
   'test/e2e/console-presence.e2e.spec.ts': 30,
   'test/e2e/console-decisions.e2e.spec.ts': 17,
@@ -24,6 +26,7 @@ const SECONDS: Readonly<Record<string, number>> = {
   'test/integration/evidence-daemon.int.spec.ts': 24,
   'test/integration/core-sim-b.int.spec.ts': 22,
   'test/integration/run-engine.int.spec.ts': 21,
+  'test/integration/validate-oq.int.spec.ts': 20,
   'test/integration/api-run.int.spec.ts': 19,
   'test/integration/sim-watchdog.int.spec.ts': 17,
   'test/integration/sim-process.int.spec.ts': 17,
@@ -31,7 +34,6 @@ const SECONDS: Readonly<Record<string, number>> = {
   'test/integration/sdk-ts.int.spec.ts': 16,
   'test/integration/models-golden.int.spec.ts': 15,
   'test/integration/sdk-docs.int.spec.ts': 15,
-  'test/integration/package.int.spec.ts': 15,
   'test/integration/run-lifecycle.int.spec.ts': 14,
   'test/unit/audit-tamper.unit.spec.ts': 14,
   'test/integration/core-sim-a.int.spec.ts': 13,

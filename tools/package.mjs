@@ -17,6 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeManifest } from './manifest.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -57,11 +58,18 @@ const keeper = (pkgRoot) => (src) => {
 
 say('copying dist, bin, configuration templates, unit');
 cpSync(join(root, 'dist'), join(app, 'dist'), { recursive: true, filter: (s) => !/\.(map|tsbuildinfo)$/.test(s) && !s.includes(`${sep}test${sep}`) });
-for (const f of ['bin', 'systemd', 'package.json', 'package-lock.json', 'README.md']) cpSync(join(root, f), join(app, f), { recursive: true });
+for (const f of ['bin', 'systemd', 'console', 'package.json', 'package-lock.json', 'README.md']) cpSync(join(root, f), join(app, f), { recursive: true });
 mkdirSync(join(app, 'config'));
 // every shipped JSON Schema (config/<kind>.schema.json, one per `linekeeper config schema --of` kind)
 const schemas = readdirSync(join(root, 'config')).filter((f) => f.endsWith('.schema.json'));
 for (const f of ['site.yaml', ...schemas, 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
+// the standalone audit verifier: `linekeeper archive` puts a copy in every archive it writes (src/ops/archive.ts)
+mkdirSync(join(app, 'tools'));
+cpSync(join(root, 'tools/verify-audit-bundle.mjs'), join(app, 'tools/verify-audit-bundle.mjs'));
+// the requirements and their trace to the supplier's tests: `linekeeper validate oq` reports every requirement with its
+// evidence from them (src/validation/trace.ts)
+mkdirSync(join(app, 'validation'));
+for (const f of ['requirements.yaml', 'traceability.json']) cpSync(join(root, 'validation', f), join(app, 'validation', f));
 
 say('copying the production node_modules (npm ls --omit=dev)');
 const modules = realpathSync(join(root, 'node_modules'));
@@ -79,6 +87,11 @@ writeFileSync(join(app, 'BUILDINFO'), `${JSON.stringify({ name: pkg.name, versio
 cpSync(join(root, 'tools/install.sh'), join(app, 'install.sh'));
 chmodSync(join(app, 'install.sh'), 0o755);
 chmodSync(join(app, 'bin/linekeeper.js'), 0o755);
+
+// the last step of the application folder: MANIFEST.json names every file in it with its SHA-256 and mode, for
+// `linekeeper validate iq` on the node (tools/manifest.mjs); whatever else goes into the folder goes in before this
+const manifest = writeManifest(app, { name: pkg.name, version: pkg.version });
+say(`MANIFEST.json: ${Object.keys(manifest.manifest.files).length} files, sha256 ${manifest.sha256}`);
 
 mkdirSync(out, { recursive: true });
 const tarball = join(out, `${name}-linux-${arch}-node${nodeMajor}.tar.gz`);

@@ -3,17 +3,33 @@
 // who do not want to trust linekeeper to check its own trail.
 //
 //   node verify-audit-bundle.mjs BUNDLE.jsonl [--key SITE-PUBLIC-KEY.pem] [--json]
+//   node verify-audit-bundle.mjs --archive DIR [--key SITE-PUBLIC-KEY.pem] [--json]
+//   node verify-audit-bundle.mjs REPORT.json [--key SITE-PUBLIC-KEY.pem] [--json]
 //
-// Exit 0: intact. 65: damaged (prints the kind and the first bad seq).
-// 2: not a bundle. 1: key problem (unreadable, or not the --key you pinned).
+// A REPORT.json is a signed validation report (`linekeeper validate iq|oq`,
+// `linekeeper config report`): its record's RFC 8785 canonical JSON must hash
+// to recordHash and carry a valid Ed25519 signature by the key it names — the
+// pinned --key when given (src/validation/report.ts; tested to agree).
 //
-// Deliberately self-contained: Node's own node:crypto and node:fs only, no
+// Exit 0: intact. 65: damaged (prints the kind and the first bad seq; for an
+// archive, every damaged file). 2: not a bundle (not an archive). 1: key
+// problem (unreadable, or not the --key you pinned).
+//
+// An archive (`linekeeper archive`) is a folder: MANIFEST.sha256 lists the
+// SHA-256 of every file, MANIFEST.sig is the site key's signature of it. The
+// check: every file against the manifest (none changed, missing or added),
+// the signature, every audit bundle (*.jsonl) with the key, and each
+// release.json against the bundle beside it — as linekeeper's
+// `archive verify` does (src/ops/archive-manifest.ts; tested to agree).
+//
+// Deliberately self-contained: Node's own node:crypto, node:fs and node:path only, no
 // npm packages and nothing imported from linekeeper. That is also why it
 // carries its own RFC 8785 canonicaliser below (linekeeper itself uses the
 // `canonicalize` package): independence is the point of this file. The
 // format and the hashed bytes are described in linekeeper's docs/audit.md.
 import { createHash, createPublicKey, verify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const FORMAT = 'linekeeper.audit-bundle';
 const GENESIS = '0'.repeat(64);
@@ -209,17 +225,169 @@ export function verifyBundleText(text, pinnedPem) {
   return first ? { ...base, damage: first } : base;
 }
 
+// ── archives ────────────────────────────────────────────────────────────────
+const MANIFEST = 'MANIFEST.sha256';
+const MANIFEST_SIG = 'MANIFEST.sig';
+const SAFE_PATH = /^[A-Za-z0-9_][A-Za-z0-9._-]*(?:\/[A-Za-z0-9_][A-Za-z0-9._-]*)*$/;
+const sha256Bytes = (b) => createHash('sha256').update(b).digest('hex');
+
+function filesUnder(dir, base = '') {
+  const out = [];
+  for (const name of readdirSync(join(dir, base)).sort()) {
+    const rel = base ? `${base}/${name}` : name;
+    const st = lstatSync(join(dir, rel));
+    if (st.isDirectory()) out.push(...filesUnder(dir, rel));
+    else out.push({ path: rel, regular: st.isFile() });
+  }
+  return out;
+}
+
+export function verifyArchiveDir(dir, pinnedPem) {
+  if (!existsSync(dir) || !lstatSync(dir).isDirectory()) throw new Fail(2, `${dir}: no such folder`);
+  if (!existsSync(join(dir, MANIFEST))) throw new Fail(2, `${dir} is not a linekeeper archive (no ${MANIFEST})`);
+  const problems = [];
+  const manifest = readFileSync(join(dir, MANIFEST), 'utf8');
+  const listed = new Map();
+  const lines = manifest.split('\n');
+  lines.forEach((l, i) => {
+    if (l === '' && i === lines.length - 1) return;
+    const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(l);
+    if (!m || !SAFE_PATH.test(m[2]) || listed.has(m[2]) || m[2] === MANIFEST || m[2] === MANIFEST_SIG) problems.push({ file: MANIFEST, kind: 'malformed', detail: `line ${i + 1} is not "<sha256>  <path>" of a file of the archive` });
+    else listed.set(m[2], m[1]);
+  });
+
+  let pem = pinnedPem;
+  if (pem === undefined) {
+    if (!existsSync(join(dir, 'site-public-key.pem'))) throw new Fail(1, 'site-public-key.pem is missing from the archive: give the site\'s public key with --key');
+    pem = readFileSync(join(dir, 'site-public-key.pem'), 'utf8');
+  }
+  const k = loadKey(pem, pinnedPem === undefined ? 'site-public-key.pem' : '--key');
+
+  if (!existsSync(join(dir, MANIFEST_SIG))) problems.push({ file: MANIFEST_SIG, kind: 'missing', detail: 'the manifest carries no signature' });
+  else {
+    let sig;
+    try {
+      const v = JSON.parse(readFileSync(join(dir, MANIFEST_SIG), 'utf8'));
+      sig = typeof v === 'object' && v !== null ? v : undefined;
+    } catch {
+      sig = undefined;
+    }
+    if (sig?.format !== 'linekeeper.archive-manifest-signature' || typeof sig.key_id !== 'string') problems.push({ file: MANIFEST_SIG, kind: 'malformed', detail: 'not a manifest signature' });
+    else {
+      if (pinnedPem !== undefined && sig.key_id !== k.keyId) throw new Fail(1, `the archive was signed by key ${sig.key_id.slice(0, 16)}…, not the pinned key ${k.keyId.slice(0, 16)}…`);
+      if (sig.key_id !== k.keyId || !sigValid(k, manifest, sig.sig)) problems.push({ file: MANIFEST, kind: 'signature_invalid', detail: 'MANIFEST.sig is not a valid signature of the manifest by the site key' });
+    }
+  }
+
+  const onDisk = new Map(filesUnder(dir).map((f) => [f.path, f.regular]));
+  for (const [path, sum] of listed) {
+    if (onDisk.get(path) !== true) problems.push({ file: path, kind: 'missing', detail: 'listed in MANIFEST.sha256 but not in the archive' });
+    else if (sha256Bytes(readFileSync(join(dir, path))) !== sum) problems.push({ file: path, kind: 'modified', detail: 'its SHA-256 differs from MANIFEST.sha256' });
+  }
+  for (const path of onDisk.keys()) {
+    if (path !== MANIFEST && path !== MANIFEST_SIG && !listed.has(path)) problems.push({ file: path, kind: 'unlisted', detail: 'in the archive but not in MANIFEST.sha256' });
+  }
+  for (const path of listed.keys()) {
+    if (onDisk.get(path) !== true) continue;
+    if (path.endsWith('.jsonl')) {
+      try {
+        const r = verifyBundleText(readFileSync(join(dir, path), 'utf8'), pem);
+        if (!r.ok) problems.push({ file: path, kind: 'bundle_damaged', detail: `${r.damage.kind} at seq ${r.damage.seq ?? '-'}: ${r.damage.detail}` });
+      } catch (err) {
+        if (!(err instanceof Fail)) throw err;
+        problems.push({ file: path, kind: 'bundle_damaged', detail: err.message });
+      }
+    }
+    if (path === 'release.json' || path.endsWith('/release.json')) {
+      const bundle = path.replace(/release\.json$/, 'audit-bundle.jsonl');
+      let named;
+      try {
+        named = JSON.parse(readFileSync(join(dir, path), 'utf8'))?.audit?.bundle?.sha256;
+      } catch {
+        named = undefined;
+      }
+      if (typeof named !== 'string') problems.push({ file: path, kind: 'malformed', detail: 'not a release.json naming its audit bundle' });
+      else if (!existsSync(join(dir, bundle)) || sha256Bytes(readFileSync(join(dir, bundle))) !== named) problems.push({ file: path, kind: 'release_mismatch', detail: `names an audit bundle of another SHA-256 than ${bundle}` });
+    }
+  }
+  problems.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+  let archive = null;
+  try {
+    const m = JSON.parse(readFileSync(join(dir, 'archive.json'), 'utf8'));
+    if (m.format === 'linekeeper.archive' && typeof m.tenant === 'string') archive = { tenant: m.tenant, scope: m.scope ?? null };
+  } catch {
+    archive = null;
+  }
+  return { ok: problems.length === 0, archive, files: listed.size, keyId: k.keyId, problems };
+}
+
+function scopeText(a) {
+  if (!a) return 'archive';
+  const s = a.scope ?? {};
+  return typeof s.run === 'string' ? `archive of run ${s.run} (tenant ${a.tenant})` : `archive of ${s.from} .. ${s.to} (tenant ${a.tenant})`;
+}
+
+function mainArchive(dir, keyFile, json) {
+  const r = verifyArchiveDir(dir, keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
+  if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+  else if (r.ok) process.stdout.write(`ok: ${scopeText(r.archive)}, ${r.files} files, key ${r.keyId}\n`);
+  else for (const p of r.problems) process.stdout.write(`DAMAGED: ${p.file}: ${p.kind}: ${p.detail}\n`);
+  return r.ok ? 0 : 65;
+}
+
+const REPORT_FORMAT = 'linekeeper.signed-report';
+
+export function verifyReportText(text, pinnedPem) {
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new Fail(2, 'not a signed report (not JSON)');
+  }
+  if (!doc || typeof doc !== 'object' || !doc.record || doc.record.format !== REPORT_FORMAT) throw new Fail(2, `not a signed report (no record of format ${REPORT_FORMAT})`);
+  const carried = loadKey(typeof doc.publicKey === 'string' ? doc.publicKey : '', 'the report\'s publicKey');
+  const k = pinnedPem === undefined ? carried : loadKey(pinnedPem, '--key');
+  const problems = [];
+  if (carried.keyId !== doc.keyId) problems.push(`keyId ${doc.keyId} is not the id of the key the report carries (${carried.keyId})`);
+  if (pinnedPem !== undefined && carried.keyId !== k.keyId) problems.push(`signed by key ${carried.keyId}, not by the pinned key ${k.keyId}`);
+  let text2;
+  try {
+    text2 = canonical(doc.record);
+  } catch (err) {
+    problems.push(`record is not canonicalisable JSON: ${err.message}`);
+  }
+  if (text2 !== undefined) {
+    const h = createHash('sha256').update(text2, 'utf8').digest('hex');
+    if (h !== doc.recordHash) problems.push(`recordHash does not match the record (changed after signing): ${h}`);
+    if (!sigValid(k, text2, doc.signature)) problems.push('the Ed25519 signature does not verify over the record');
+  }
+  const r = doc.record;
+  return { ok: problems.length === 0, kind: r.kind ?? null, result: r.result ?? null, signer: r.signer ? { user: r.signer.user, name: r.signer.name, timestamp: r.signer.timestamp } : null, keyId: carried.keyId, pinned: pinnedPem !== undefined, problems };
+}
+
+function mainReport(file, keyFile, json) {
+  const r = verifyReportText(readFileSync(file, 'utf8'), keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
+  if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+  else if (r.ok) process.stdout.write(`ok: ${r.kind} report, result ${r.result}, signed by ${r.signer?.name} (${r.signer?.user}) at ${r.signer?.timestamp}, key ${r.keyId}${r.pinned ? ' (pinned)' : ' (carried by the report: pin it with --key)'}\n`);
+  else for (const p of r.problems) process.stdout.write(`NOT VERIFIED: ${p}\n`);
+  return r.ok ? 0 : 65;
+}
+
 function main(argv) {
   const args = argv.slice(2);
   const json = args.includes('--json');
   const ki = args.indexOf('--key');
   const keyFile = ki >= 0 ? args[ki + 1] : undefined;
-  const file = args.find((a, i) => !a.startsWith('--') && (ki < 0 || i !== ki + 1));
-  if (!file || (ki >= 0 && !keyFile)) {
-    process.stderr.write('usage: node verify-audit-bundle.mjs BUNDLE.jsonl [--key SITE-PUBLIC-KEY.pem] [--json]\n');
+  const ai = args.indexOf('--archive');
+  const file = args.find((a, i) => !a.startsWith('--') && (ki < 0 || i !== ki + 1) && (ai < 0 || i !== ai + 1));
+  const dir = ai >= 0 ? args[ai + 1] : undefined;
+  if ((ai >= 0 ? !dir || dir.startsWith('--') || file : !file) || (ki >= 0 && !keyFile)) {
+    process.stderr.write('usage: node verify-audit-bundle.mjs BUNDLE.jsonl [--key SITE-PUBLIC-KEY.pem] [--json]\n       node verify-audit-bundle.mjs --archive DIR [--key SITE-PUBLIC-KEY.pem] [--json]\n       node verify-audit-bundle.mjs REPORT.json [--key SITE-PUBLIC-KEY.pem] [--json]\n');
     return 2;
   }
   try {
+    if (dir !== undefined) return mainArchive(dir, keyFile, json);
+    if (/\.json$/i.test(file)) return mainReport(file, keyFile, json);
     const r = verifyBundleText(readFileSync(file, 'utf8'), keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
     if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
     else if (r.ok) process.stdout.write(`ok: tenant ${r.tenant}, ${r.entries} entries, head ${r.head ? `#${r.head.seq} ${r.head.hash}` : '(none)'}, key ${r.keyId}\n`);

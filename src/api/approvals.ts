@@ -3,7 +3,9 @@
  * (the batch's named QA reviewer, R3) or a setpoint write the guarded writer holds pending (R4/R6: `needs_qa`
  * only by a QA reviewer, an L2 review by the batch's assigned reviewer or by QA). Never by the person who
  * started the run the item belongs to. Who may decide is checked before the password is asked for; the signer
- * is the signed-in identity, re-authenticated with the password (21 CFR 11.200), never a field of the body.
+ * is the signed-in identity, re-authenticated with the password (21 CFR 11.200), never a field of the body. The
+ * meaning is one of the site's signature meanings for the act and decision (an id or its text; a free-text comment
+ * goes beside it), checked before the password too: a meaning not on the list signs, writes and audits nothing.
  *
  * A setpoint write is signed (Ed25519 over the record, bound to the exact vector hash the reviewer saw) and the
  * signature audited before the guarded writer acts on it: the writer then re-evaluates the vector at call time
@@ -16,6 +18,7 @@ import type { PendingWrite } from '../engine/guarded-writer.js';
 import { LkError } from '../errors.js';
 import type { ApiContext } from './context.js';
 import type { AuthUser } from './identity.js';
+import { meaningOf } from './routes-signatures.js';
 import type { DecisionBody, SignatureView, WriteDecisionView } from './schemas.js';
 
 type Decision = z.output<typeof DecisionBody>;
@@ -35,7 +38,8 @@ function refuse(ctx: ApiContext, tenant: string, user: AuthUser, subject: AuditS
  * Sign a batch release at a run's gate.
  * @throws LkError LK_NOT_FOUND (no such approval for the tenant), LK_APPROVAL_FORBIDDEN (audited: not a QA
  *   role, not the batch's named QA reviewer, the run's starter), LK_APPROVAL_STALE (a `recordHash` that is not
- *   the record's), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_APPROVAL_DECIDED.
+ *   the record's), LK_MEANING_NOT_ALLOWED (not a release meaning of the site's list for this decision),
+ *   LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_APPROVAL_DECIDED.
  */
 export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: string, id: string, body: Decision): Promise<z.output<typeof SignatureView>> {
   const { engine } = ctx.daemon;
@@ -46,9 +50,11 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
   const args = { approval: id, decision: body.decision };
   if (!approvers(ctx).qa.includes(user.role)) refuse(ctx, tenant, user, subject, args, `a batch release is signed by a QA reviewer, not a ${user.role}`, { role: user.role });
   if (body.recordHash !== undefined && body.recordHash !== approval.recordHash) throw new LkError('LK_APPROVAL_STALE', `the release record is ${approval.recordHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: id });
+  const meaning = meaningOf(ctx, 'release', body.meaning, { batch: run?.batch, run: approval.run, approval: id }, body.decision);
+  const comment = body.comment?.trim() || undefined;
   await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: id });
   try {
-    return engine.decide(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, decision: body.decision, meaning: body.meaning });
+    return engine.decide(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, decision: body.decision, meaning: meaning.text, meaningId: meaning.id, ...(comment ? { comment } : {}) });
   } catch (err) {
     if (LkError.is(err, 'LK_APPROVAL_FORBIDDEN')) refuse(ctx, tenant, user, subject, args, (err as Error).message, { ...(err.detail ?? {}) });
     throw err;
@@ -60,7 +66,7 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
  * @throws LkError LK_APPROVAL_FORBIDDEN (audited: a role that approves nothing, `needs_qa` by anyone but QA, an
  *   L2 review by someone other than the batch's assigned reviewer or QA, the run's starter), LK_VALIDATION (no
  *   `recordHash`), LK_APPROVAL_STALE (it is not the pending vector's, or the bundle in force computes another),
- *   LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_MOVE_WITHDRAWN (superseded, or its step or run ended, meanwhile),
+ *   LK_MEANING_NOT_ALLOWED (not a move meaning of the site's list for this decision), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED, LK_MOVE_WITHDRAWN (superseded, or its step or run ended, meanwhile),
  *   LK_NOT_FOUND (decided meanwhile).
  */
 export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: string, w: PendingWrite, body: Decision): Promise<z.output<typeof WriteDecisionView>> {
@@ -82,6 +88,8 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
     throw new LkError('LK_VALIDATION', 'a setpoint write is decided on the exact vector: give its recordHash as GET /approvals shows it', { issues: [{ path: 'body.recordHash', message: 'required for a setpoint write' }] });
   }
   if (body.recordHash !== w.vectorHash) throw new LkError('LK_APPROVAL_STALE', `the pending vector is ${w.vectorHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: w.id });
+  const meaning = meaningOf(ctx, 'move', body.meaning, { batch: p.batch, run: p.run, approval: w.id }, body.decision);
+  const comment = body.comment?.trim() || undefined;
   await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: w.id });
   // withdrawn while the password was checked (its step ended, a newer proposal): nothing is signed
   if (!writer.pending().some((x) => x.id === w.id)) {
@@ -89,19 +97,18 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
     throw why === null ? new LkError('LK_NOT_FOUND', `no pending write ${w.id}`, { approval: w.id }) : new LkError('LK_MOVE_WITHDRAWN', `move ${w.id} was withdrawn (${why}): it can no longer be signed`, { approval: w.id, reason: why });
   }
 
-  const meaning = body.meaning.trim();
   const signature = signRecord(store.audit.siteKey(), {
     format: 1, approval: w.id, run: p.run ?? '', tenant, batch: p.batch, recordHash: w.vectorHash, user: user.id, name: user.name, role: user.role,
-    decision: body.decision, meaning, timestamp: new Date(ctx.clock.now()).toISOString(),
+    decision: body.decision, meaning: meaning.text, meaningId: meaning.id, ...(comment ? { comment } : {}), timestamp: new Date(ctx.clock.now()).toISOString(),
   });
   store.audit.append({
     tenant, actor: user.id, kind: 'approval', action: 'setpoint.sign', subject: { ...subject, reviewer: user.id },
-    args: { approval: w.id, vectorHash: w.vectorHash, decision: body.decision, kind, needs: w.needs, keyId: signature.keyId },
-    signature: { user: user.id, name: user.name, meaning: `${body.decision}: ${meaning}`, time: signature.timestamp, value: signature.signature },
+    args: { approval: w.id, vectorHash: w.vectorHash, decision: body.decision, kind, needs: w.needs, keyId: signature.keyId, meaningId: meaning.id, ...(comment ? { comment } : {}) },
+    signature: { user: user.id, name: user.name, meaning: `${body.decision}: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
   });
   const out = body.decision === 'approve'
     ? await writer.approve(w.id, { by: user.id, role: user.role, kind, vectorHash: body.recordHash })
-    : await writer.reject(w.id, { person: user.id, role: user.role }, meaning);
+    : await writer.reject(w.id, { person: user.id, role: user.role }, comment ? `${meaning.text}: ${comment}` : meaning.text);
   const reasons = [...new Set(out.decisions.flatMap((d) => d.reasons))];
   return {
     kind: 'setpoint_write', signature,

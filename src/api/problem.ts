@@ -23,6 +23,7 @@ export const Problem = z
     issues: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('every invalid field of a refused request'),
     reasons: z.array(z.object({ code: z.string(), subject: z.string(), message: z.string() })).optional().describe('LK_LINE_NOT_READY: every reason the line is not ready (stable codes: PLC_LOST, PLC_STATE_UNKNOWN, PLC_NOT_SUPERVISED, CONNECTION_DOWN, MODEL_INVALID, POLICY_BUNDLE_MISSING, LINE_BUSY)'),
     closed: z.object({ batch: z.string(), run: z.string(), status: z.string() }).optional().describe('LK_BATCH_CLOSED: the batch, the run that closed it and its final status'),
+    meanings: z.array(z.object({ id: z.string(), text: z.string() })).optional().describe('LK_MEANING_NOT_ALLOWED: the site\'s signature meanings that this act and record allow, filled for the record (send one\'s id or text)'),
   })
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof Problem>;
@@ -72,8 +73,8 @@ function pathOf(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-/** The machine-readable members a refusal carries beside its text: the reasons a line is not ready, what closed a batch. */
-function extensionsOf(err: LkError): Partial<Pick<Problem, 'reasons' | 'closed'>> {
+/** The machine-readable members a refusal carries beside its text: the reasons a line is not ready, what closed a batch, the meanings allowed. */
+function extensionsOf(err: LkError): Partial<Pick<Problem, 'reasons' | 'closed' | 'meanings'>> {
   const d = err.detail ?? {};
   if (err.code === 'LK_LINE_NOT_READY' && Array.isArray(d['reasons'])) {
     return { reasons: (d['reasons'] as Record<string, unknown>[]).map((r) => ({ code: String(r['code']), subject: String(r['subject']), message: String(r['message']) })) };
@@ -81,13 +82,16 @@ function extensionsOf(err: LkError): Partial<Pick<Problem, 'reasons' | 'closed'>
   if (err.code === 'LK_BATCH_CLOSED' && typeof d['batch'] === 'string' && typeof d['run'] === 'string' && typeof d['status'] === 'string') {
     return { closed: { batch: d['batch'], run: d['run'], status: d['status'] } };
   }
+  if (err.code === 'LK_MEANING_NOT_ALLOWED' && Array.isArray(d['meanings'])) {
+    return { meanings: (d['meanings'] as Record<string, unknown>[]).map((m) => ({ id: String(m['id']), text: String(m['text']) })) };
+  }
   return {};
 }
 
 /** The problem body for any error thrown in a route, a hook or by fastify itself. */
 export function toProblem(err: unknown, req: Pick<FastifyRequest, 'url'>): { problem: Problem; internal: boolean } {
   const instance = pathOf(req.url);
-  const make = (code: ErrorCode, detail: string, issues?: Issue[], more: Partial<Pick<Problem, 'reasons' | 'closed'>> = {}): Problem => ({
+  const make = (code: ErrorCode, detail: string, issues?: Issue[], more: Partial<Pick<Problem, 'reasons' | 'closed' | 'meanings'>> = {}): Problem => ({
     type: `urn:linekeeper:error:${code}`, title: ERRORS[code].title, status: ERRORS[code].status, detail, code, instance, ...(issues && issues.length > 0 ? { issues } : {}), ...more,
   });
   if (LkError.is(err)) {

@@ -3,16 +3,17 @@
  * the signed-in person — never a name taken on trust. Who may change what (raise one level at a time, by a role
  * the bundle permits, with a change reference; lower always) is checked first; a raise is then signed: the
  * person re-authenticates (password, or a fresh SSO sign-in) and the audit entry carries the signature
- * manifestation. Lowering needs no password (it is the safe direction, and must stay quick). Levels are the
+ * manifestation, its meaning one of the site's signature meanings (checked before the password). Lowering needs no password (it is the safe direction, and must stay quick). Levels are the
  * tenant's (the tenant of the path): a change governs that tenant's runs, is audited on that tenant's chain and
  * shows in that tenant's history only; the guard refuses another tenant's path (404) before any of it.
  */
 import { queryAudit } from '../audit/query.js';
 import { LkError } from '../errors.js';
-import { autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../store/autonomy-store.js';
+import { autonomyMeaningValues, autonomyRows, autonomyView, previewAutonomy, setAutonomy, type AutonomyRequest } from '../store/autonomy-store.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { PROBLEM_RESPONSES } from './problem.js';
+import { meaningOf } from './routes-signatures.js';
 import { AutonomyBody, AutonomyChangeView, AutonomyView, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
@@ -49,7 +50,7 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => {
     const user = userOf(req);
     const b = bundle();
-    const { agent, setpoint, level, changeRef, reason, password } = req.body;
+    const { agent, setpoint, level, changeRef, reason, password, meaning: chosen } = req.body;
     if (agent === undefined && setpoint === undefined) throw new LkError('LK_VALIDATION', 'give agent, setpoint, or both', { issues: [{ path: 'body.agent', message: 'agent or setpoint is required' }] });
     if (agent !== undefined && !Object.hasOwn(b.content.agents, agent)) throw new LkError('LK_AUTONOMY_CHANGE', `"${agent}" is not an agent of this site`);
     const change: AutonomyRequest = {
@@ -57,10 +58,12 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
       ...(changeRef !== undefined ? { changeRef } : {}), ...(reason !== undefined ? { reason } : {}), requireSignatureToRaise: true,
     };
     const preview = previewAutonomy(d.store, b, change);
-    let signer: { name: string } | undefined;
+    let signer: NonNullable<AutonomyRequest['signer']> | undefined;
     if (preview.type === 'autonomy_raised') {
+      // the raise's meaning from the site's list, before the password (the store fills it again in its transaction)
+      const meaning = meaningOf(ctx, 'autonomy_raise', chosen, autonomyMeaningValues({ ...(agent !== undefined ? { agent } : {}), ...(setpoint !== undefined ? { setpoint } : {}), from: preview.from, to: preview.to, changeRef: preview.changeRef }));
       const signed = await ctx.identity.reauthenticateSigner(user, password, { tenant: req.params.tenant, autonomy: `${agent ?? '*'} on ${setpoint ?? '*'} → ${level}` });
-      signer = { name: signed.name };
+      signer = { name: signed.name, meaning };
     }
     const ev = setAutonomy(d.store, b, { ...change, ...(signer ? { signer } : {}) });
     return {

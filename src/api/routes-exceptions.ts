@@ -3,7 +3,8 @@
  * evidence, and their closure by a named person. GET lists a run's exceptions and its specification table;
  * POST closes one with a comment and an optional deviation/CAPA reference — by a QA reviewer for a critical or
  * major one (the closure is a Part 11 signature: the password is checked again), by QA or a process engineer
- * for a minor one. The engine audits the closure in the transaction that closes it; the API audits what only
+ * for a minor one; a signed closure's meaning is one of the site's signature meanings (routes-signatures.ts), the
+ * comment beside it. The engine audits the closure in the transaction that closes it; the API audits what only
  * it sees (a closure refused to the person who tried). Another tenant's run or exception is 404 (R1).
  */
 import type { ExceptionRecord } from '../store/exception-store.js';
@@ -12,6 +13,7 @@ import { LkError } from '../errors.js';
 import { READERS, userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { PROBLEM_RESPONSES } from './problem.js';
+import { meaningOf } from './routes-signatures.js';
 import { CloseExceptionBody, CloseExceptionView, ExceptionList, ExceptionParams, ExceptionView, RunParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
@@ -66,9 +68,11 @@ export function registerExceptionRoutes(app: Api, ctx: ApiContext): void {
       ctx.daemon.store.audit.append({ tenant, actor: user.id, kind: 'exception', action: 'exception.close_refused', subject: { run: e.run, batch: e.batch, reviewer: user.id }, args: { exception: id }, reason: why });
       throw new LkError('LK_APPROVAL_FORBIDDEN', why, { role: user.role, severity: e.severity });
     }
+    // a signed closure's meaning is one of the site's list, checked before the password (a minor closure signs nothing)
+    const meaning = e.severity === 'minor' ? undefined : meaningOf(ctx, 'exception_close', req.body.meaning, { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch, run: e.run });
     // every closure re-authenticates: a critical or major one is signed, and a minor one is still a named decision
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, exception: id });
-    const out = engine.closeException(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, comment: req.body.comment, deviation: req.body.deviation ?? null });
+    const out = engine.closeException(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, comment: req.body.comment, deviation: req.body.deviation ?? null, ...(meaning ? { meaning } : {}) });
     return { exception: exceptionView(out.exception), signature: out.signature as unknown as Record<string, unknown> | null };
   });
 }

@@ -3,7 +3,8 @@
  * process engineer or QA reviewer, with a reason), abort a run that is not final (signed: the password is checked
  * again), reassign the QA reviewer of a run (signed, by a role of the bundle's `approvers.reassign`). The routes
  * parse, guard, re-authenticate and call the engine, which audits each act in the transaction of the change and
- * enforces the roles again; the API audits what only it sees (an act refused to the person who tried).
+ * enforces the roles again; the API audits what only it sees (an act refused to the person who tried). A signed
+ * act's meaning is one of the site's signature meanings (routes-signatures.ts), checked before the password.
  */
 import { TERMINAL_RUN, type RunStatus } from '../domain/run.js';
 import { reassignRoles, steeringRoles } from '../engine/run/lifecycle.js';
@@ -12,6 +13,7 @@ import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import type { AuthUser } from './identity.js';
 import { PROBLEM_RESPONSES } from './problem.js';
+import { meaningOf } from './routes-signatures.js';
 import { AbortBody, AbortView, ReassignBody, ReassignView, ResumeBody, RunParams, RunView } from './schemas.js';
 
 const security = [{ bearer: [] }];
@@ -61,8 +63,9 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     // who may abort is checked before the password is asked for
     const roles = steeringRoles(ctx.daemon.policy.bundle);
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.abort', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is aborted by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
+    const meaning = meaningOf(ctx, 'run_abort', req.body.meaning, { run: id, batch: run.batch });
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'abort' });
-    const r = await refusedAudited(ctx, tenant, id, user, 'run.abort', () => engine.abort(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, reason: req.body.reason }));
+    const r = await refusedAudited(ctx, tenant, id, user, 'run.abort', () => engine.abort(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, reason: req.body.reason, meaning }));
     return { run: r.run, reverted: r.reverted, approvalWithdrawn: r.approvalWithdrawn, signature: r.signature };
   });
 
@@ -76,12 +79,13 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
   }, async (req) => {
     const user = userOf(req);
     const { tenant, id } = req.params;
-    engine.get(tenant, id);
+    const run = engine.get(tenant, id);
     const roles = reassignRoles(ctx.daemon.policy.bundle);
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `the QA reviewer of a run is reassigned by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
+    const meaning = meaningOf(ctx, 'run_reassign', req.body.meaning, { run: id, batch: run.batch, reviewer: req.body.to });
     // reassigning names who signs; it signs no record, so an administrator may do it (separation of duties holds)
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'reassign' }, { administrative: true });
-    const r = await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => engine.reassign(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, to: req.body.to, reason: req.body.reason }));
+    const r = await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => engine.reassign(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, to: req.body.to, reason: req.body.reason, meaning }));
     return { run: r.run, from: r.from, to: r.to, approval: r.approval, signature: r.signature };
   });
 }

@@ -2,7 +2,7 @@
  * Model lifecycle changes (promote, retire) by the signed-in person, never a name taken on trust. The route checks
  * what it can before anyone types a password — the model is the tenant's (another tenant's is 404 exactly as a
  * missing one, R1), the person's role is one the bundle's `approvers.change` permits, the lifecycle has this
- * step — then re-authenticates the signer (password, or a fresh SSO sign-in) and hands the change to
+ * step, the meaning is one of the site's signature meanings for that step — then re-authenticates the signer (password, or a fresh SSO sign-in) and hands the change to
  * `changeStatus`, which runs the golden-dataset gate of a promotion and commits the row with its signed
  * `model_change` entry on the tenant's chain. Every status change is signed, retirements included: each one
  * carries a signature manifestation with a meaning, so each one is re-authenticated (taking a model out of use
@@ -16,6 +16,7 @@ import type { Role } from './identity.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { PROBLEM_RESPONSES } from './problem.js';
+import { meaningOf } from './routes-signatures.js';
 import { ModelChangeView, ModelParams, ModelPromoteBody, ModelRetireBody } from './schemas.js';
 
 const security = [{ bearer: [] }];
@@ -27,7 +28,7 @@ export const MODEL_CHANGERS: readonly Role[] = ['process_engineer', 'qa_reviewer
 export function registerModelRoutes(app: Api, ctx: ApiContext): void {
   const d = ctx.daemon;
 
-  const change = async (req: { params: { tenant: string; id: string }; body: { changeRef: string; reason: string; password?: string | undefined }; lkUser: unknown } & Parameters<typeof userOf>[0], to: ModelStatus) => {
+  const change = async (req: { params: { tenant: string; id: string }; body: { changeRef: string; reason: string; password?: string | undefined; meaning?: string | undefined }; lkUser: unknown } & Parameters<typeof userOf>[0], to: ModelStatus) => {
     const user = userOf(req);
     const { tenant, id } = req.params;
     const row = modelRow(d.store.db, tenant, id);
@@ -42,8 +43,9 @@ export function registerModelRoutes(app: Api, ctx: ApiContext): void {
       const next = nextStatuses(from);
       throw new LkError('LK_MODEL_TRANSITION', `model ${id} is ${from}: it can go to ${next.length ? next.join(' or ') : 'nothing (retired is final)'}, not ${to}`, { id, from, to });
     }
+    const meaning = meaningOf(ctx, 'model_change', req.body.meaning, { model: id, from, to }, to);
     const signer = await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, model: `${id}: ${from} → ${to}` });
-    const c = changeStatus(d.store, d.loaded.dataDir, { tenant, id, to, by: user.id, role: user.role, name: signer.name, changeRef: req.body.changeRef, reason: req.body.reason }, { approvers });
+    const c = changeStatus(d.store, d.loaded.dataDir, { tenant, id, to, by: user.id, role: user.role, name: signer.name, changeRef: req.body.changeRef, reason: req.body.reason, meaning }, { approvers });
     return {
       id: c.model.id, tenant: c.model.tenant, version: c.model.version, sha256: c.model.sha256, from: c.from, to: c.to, changeRef: req.body.changeRef, auditSeq: c.auditSeq,
       evaluation: c.evaluation, signature: { user: c.signature.user, name: c.signature.name, meaning: c.signature.meaning, time: c.signature.time, value: c.signature.value ?? '' },

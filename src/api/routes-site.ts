@@ -129,7 +129,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
   app.get(`${BASE}/line`, {
     onRequest: ctx.guard(EVERYONE, 'see the line'),
     schema: {
-      tags: ['line'], summary: 'The line: equipment, connection state, PLC supervisor state and live values (values only while the line is idle or runs this tenant\'s batch, R9)',
+      tags: ['line'], summary: 'The line: equipment, connection state, PLC supervisor state and live values (values only while the line is idle or runs this tenant\'s batch, R9), and the site\'s time zone for people\'s times',
       security, params: TenantParams, response: { 200: LineView, ...problems },
     },
   }, async (req) => {
@@ -150,7 +150,7 @@ export function registerSiteRoutes(app: Api, ctx: ApiContext): void {
       },
     }) : null;
     return {
-      line: config.line.id, site: config.site.id, at: iso(ctx.clock.now()), staleAfterMs: stale, limits,
+      line: config.line.id, site: config.site.id, timezone: config.site.timezone, at: iso(ctx.clock.now()), staleAfterMs: stale, limits,
       busy: active !== null, activeRun: mine ? { id: active.id, status: active.status, batch: active.batch } : null,
       phase: phase ? { tag: phaseTag, value: shown(phase).value, quality: phase.quality, at: iso(phase.receivedAt) } : null,
       connections: [...health.values()].map((h) => ({ id: h.id, protocol: h.protocol, state: h.state, endpoint: h.endpoint })),

@@ -2,18 +2,19 @@
  * The review of the audit trail (EU GMP Annex 11 §9), src/audit/review.ts: `GET /audit/review` shows a run's
  * (or a period's) trail GMP-relevant changes first with the routine traffic counted, `POST /audit/reviews`
  * records that a named reviewer reviewed it — a Part 11 signature (the password is checked again) in a
- * signed audit entry — and `GET /audit/reviews` lists the reviews. A batch's release package states whether
+ * signed audit entry, its meaning one of the site's signature meanings and the reviewer's comment beside it — and `GET /audit/reviews` lists the reviews. A batch's release package states whether
  * its trail was reviewed (src/engine/run/steps/release.ts).
  */
 import { z } from 'zod';
-import { checkPeriodSize, isRunScope, parsePeriod, reviewMeaning, reviewsOf, reviewView, scopeEntries, signTrailReview, TRAIL_CATEGORIES, type TrailReviewRecord, type TrailScope } from '../audit/review.js';
+import { checkPeriodSize, isRunScope, parsePeriod, reviewsOf, reviewView, scopeEntries, signTrailReview, TRAIL_CATEGORIES, type TrailReviewRecord, type TrailScope } from '../audit/review.js';
 import type { AuditEntry } from '../audit/entry.js';
 import { json } from '../engine/json.js';
 import { LkError } from '../errors.js';
 import { userOf } from './auth.js';
 import { BASE, type Api, type ApiContext } from './context.js';
 import { PROBLEM_RESPONSES } from './problem.js';
-import { TenantParams } from './schemas.js';
+import { meaningOf } from './routes-signatures.js';
+import { MeaningChoice, TenantParams } from './schemas.js';
 
 const security = [{ bearer: [] }];
 const problems = PROBLEM_RESPONSES;
@@ -28,7 +29,8 @@ const ScopeQuery = z.strictObject({
 const ReviewBody = ScopeQuery.extend({
   through: z.number().int().positive().optional().describe('the last entry the reviewer saw (the view\'s `last`): entries in scope after it are not part of this review'),
   digest: z.string().regex(/^[0-9a-f]{64}$/).optional().describe('the view\'s `digest`: when given, the review is signed only if the entries in scope (through `through`) are exactly the ones shown, else 409 LK_CONFLICT'),
-  comment: z.string().trim().min(3).max(2000).describe('what the reviewer found, in words (required; "no findings" is a finding)'),
+  comment: z.string().trim().min(3).max(2000).describe('what the reviewer found, in words (required; "no findings" is a finding): signed beside the meaning'),
+  meaning: MeaningChoice.optional().describe('one of the site\'s signature meanings for trail_review that fits the scope (GET /signature-meanings), by id or text; without it, the first that fits'),
   password: z.string().min(1).max(1024).describe('the reviewer\'s password, checked again: the review is an electronic signature (21 CFR 11.200)'),
 });
 const ListQuery = z.strictObject({ run: runId.optional() });
@@ -38,7 +40,8 @@ const Scope = z.union([z.object({ run: z.string() }), z.object({ from: z.string(
 const ReviewRecordView = z.object({
   format: z.literal(1), kind: z.literal('audit_trail_review'), tenant: z.string(), scope: Scope, batch: z.string().optional(),
   entries: z.number().int(), first: z.number().int(), last: z.number().int(), digest: z.string(), counts: Counts,
-  head: z.object({ seq: z.number().int(), hash: z.string() }), user: z.string(), name: z.string(), role: z.string(), meaning: z.string(), comment: z.string(), timestamp: z.string(),
+  head: z.object({ seq: z.number().int(), hash: z.string() }), user: z.string(), name: z.string(), role: z.string(), meaning: z.string(),
+  meaningId: z.string().optional().describe('the id of the site\'s signature meaning (absent on reviews signed before meanings were a controlled list)'), comment: z.string(), timestamp: z.string(),
 });
 export const ReviewView = z.object({
   seq: z.number().int().describe('the audit entry that records the review'), at: z.string(),
@@ -111,13 +114,14 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
   }, async (req, reply) => {
     const user = userOf(req);
     const tenant = req.params.tenant;
-    const { comment, password, through, digest, ...q } = req.body;
+    const { comment, password, through, digest, meaning: chosen, ...q } = req.body;
     const { scope, batch } = scopeOf(tenant, q, 'body');
     const roles = qaRoles();
     if (!roles.includes(user.role)) {
       d.store.audit.append({ tenant, actor: user.id, kind: 'approval', action: 'audit.review_refused', subject: { reviewer: user.id, ...(isRunScope(scope) ? { run: scope.run } : {}) }, args: json({ scope, role: user.role }), reason: `an audit-trail review is signed by ${roles.join(', ')}, not a ${user.role}` });
       throw new LkError('LK_APPROVAL_FORBIDDEN', `an audit-trail review is signed by ${roles.join(', ')}, not a ${user.role}`, { role: user.role });
     }
+    const meaning = meaningOf(ctx, 'trail_review', chosen, isRunScope(scope) ? { run: scope.run, batch } : { from: scope.from, to: scope.to });
     await ctx.identity.reauthenticateSigner(user, password, { tenant, act: 'audit.review', ...(isRunScope(scope) ? { run: scope.run } : {}) });
     // what is signed is computed and appended in one transaction: no entry can fall between the view and the record
     const out = d.store.tx(({ audit }) => {
@@ -126,17 +130,16 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
         throw new LkError('LK_CONFLICT', `the audit trail in scope is not the one reviewed (${v.entries} entries through #${v.last} now): read it again and sign what you read`, { digest: v.digest, entries: v.entries, last: v.last });
       }
       const head = audit.head(tenant);
-      const meaning = reviewMeaning(scope, batch);
       const record: TrailReviewRecord = {
         format: 1, kind: 'audit_trail_review', tenant, scope, ...(batch ? { batch } : {}), entries: v.entries, first: v.first, last: v.last, digest: v.digest, counts: v.counts,
-        head: { seq: head.seq, hash: head.hash }, user: user.id, name: user.name, role: user.role, meaning, comment, timestamp: new Date(ctx.clock.now()).toISOString(),
+        head: { seq: head.seq, hash: head.hash }, user: user.id, name: user.name, role: user.role, meaning: meaning.text, meaningId: meaning.id, comment, timestamp: new Date(ctx.clock.now()).toISOString(),
       };
       const signed = signTrailReview(audit.siteKey(), record);
       const e = audit.append({
         tenant, actor: user.id, kind: 'audit_review', action: 'audit.review',
         subject: { reviewer: user.id, ...(isRunScope(scope) ? { run: scope.run } : {}), ...(batch ? { batch } : {}) },
-        args: json({ scope, comment }), result: json(signed),
-        signature: { user: user.id, name: user.name, meaning, time: record.timestamp, value: signed.signature },
+        args: json({ scope, comment, meaningId: meaning.id }), result: json(signed),
+        signature: { user: user.id, name: user.name, meaning: meaning.text.slice(0, 200), time: record.timestamp, value: signed.signature },
       });
       return { seq: e.seq, at: e.ts, ...signed };
     });

@@ -22,6 +22,10 @@ export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
  */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const text = (min: number, max: number) => z.string().min(min).max(max).refine((s) => !LONE_SURROGATE.test(s), 'has a lone surrogate (not well-formed Unicode)');
+/** Free text beside a signature's meaning (the meaning itself comes from the site's list). */
+const meaningComment = text(1, 1000);
+/** A signature meaning chosen from the site's list (GET /signature-meanings): an entry's id, or its text filled for the record. */
+export const MeaningChoice = text(2, 190).describe('one of the site\'s signature meanings for this act (GET /signature-meanings), by its id or its text filled for the record; without it, the first entry that fits. Anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked');
 const tenant = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a tenant id is lower-case letters, digits and dashes');
 const eventId = z.string().regex(/^\d{1,15}$/, 'an event id is a non-negative integer');
 
@@ -43,7 +47,8 @@ export const StreamHeaders = z.looseObject({ 'last-event-id': eventId.optional()
 export const DecisionBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
   // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
-  meaning: text(3, 190).describe('what the signature means, e.g. "QA release of batch B-1042"'),
+  meaning: text(3, 190).describe('what the signature means: one of the site\'s signature meanings for this act and decision (GET /signature-meanings), by its id ("qa-release") or its text filled for the record ("QA release of batch B-1042"); anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked'),
+  comment: meaningComment.optional().describe('free text beside the meaning, in the signer\'s own words: recorded in the signed record and the audit entry'),
   password: text(1, 1024).optional().describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200); required of a local user, not sent by an SSO user (whose bearer token must come from a fresh provider sign-in)'),
   recordHash: z.string().regex(/^[0-9a-f]{64}$/, 'a record hash is 64 hex digits').optional()
     .describe('the recordHash of the item as GET /approvals showed it: required for a setpoint write (the signature binds to that exact vector), checked when given for a batch release'),
@@ -86,6 +91,7 @@ export const AutonomyBody = z.strictObject({
   changeRef: text(1, 100).optional().describe('change-control reference (required to raise)'),
   reason: text(1, 500).optional(),
   password: text(1, 1024).optional().describe('the signed-in person\'s password: required to raise a level (re-authentication, 21 CFR 11.200); an SSO user signs with a fresh provider sign-in instead'),
+  meaning: MeaningChoice.optional().describe('the meaning of a raise: one of the site\'s signature meanings for autonomy_raise (GET /signature-meanings), by id or text; without it, the first. Ignored when the change lowers'),
 });
 const AutonomyMeta = z.object({
   level: z.string(), source: z.enum(['bundle', 'changed']), bundleLevel: z.string().optional(), by: z.string().optional(), role: z.string().nullable().optional(), changeRef: z.string().nullable().optional(),
@@ -120,6 +126,7 @@ const ModelChangeFields = {
   changeRef: z.string().regex(/^[A-Z][A-Z0-9]{0,19}-[A-Za-z0-9-]{1,80}$/, 'a change reference is like CC-2026-0214').describe('change-control reference'),
   reason: text(1, 500).describe('why'),
   password: text(1, 1024).optional().describe('the signed-in person\'s password: every model status change is signed (re-authentication, 21 CFR 11.200); an SSO user signs with a fresh provider sign-in instead'),
+  meaning: MeaningChoice.optional().describe('one of the site\'s signature meanings for model_change and the status the model goes to (GET /signature-meanings), by id or text; without it, the first. The reason is signed beside it'),
 };
 export const ModelPromoteBody = z.strictObject({ to: z.enum(['shadow', 'validated']).describe('one step forward: draft → shadow → validated'), ...ModelChangeFields });
 export const ModelRetireBody = z.strictObject(ModelChangeFields);
@@ -148,6 +155,7 @@ const LineLimitView = z.object({
 });
 export const LineView = z.object({
   line: z.string(), site: z.string(),
+  timezone: z.string().describe('the site\'s time zone (IANA, site.timezone): the console and the CLI show people\'s times on this clock with its UTC offset; every time in the API stays UTC'),
   at: iso.describe('the daemon\'s clock when the view was composed: a value\'s age is at − its at (never a client\'s clock)'),
   staleAfterMs: z.number().int().positive().describe('a value older than this (at − its at) is stale: no longer shown as live'),
   limits: z.record(z.string(), LineLimitView).nullable()
@@ -202,14 +210,16 @@ export const CloseExceptionBody = z.strictObject({
   comment: text(3, 2000).describe('what was found and why the batch may proceed (required; audited and printed in the release package)'),
   deviation: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/, 'a deviation or CAPA reference is letters, digits and ._/- (e.g. DEV-2026-0142)').optional(),
   password: text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): closing a critical or major exception is a signature'),
+  meaning: MeaningChoice.optional().describe('the meaning of a signed (critical or major) closure: one of the site\'s signature meanings for exception_close (GET /signature-meanings), by id or text; without it, the first. The comment is signed beside it'),
 });
 
 /** The ways out of the states a run stops in (routes-lifecycle.ts): resume, abort, reassign. */
 const lifecycleReason = text(3, 1000).describe('why, in words (audited; printed in the genealogy and the package)');
 const signingPassword = text(1, 1024).optional().describe('the signed-in person\'s password, checked again (21 CFR 11.200): this act is a signature; not sent by an SSO user');
 export const ResumeBody = z.strictObject({ reason: lifecycleReason });
-export const AbortBody = z.strictObject({ reason: lifecycleReason, password: signingPassword });
+export const AbortBody = z.strictObject({ reason: lifecycleReason, password: signingPassword, meaning: MeaningChoice.optional().describe('one of the site\'s signature meanings for run_abort (GET /signature-meanings), by id or text; without it, the first. The reason is signed beside it') });
 export const ReassignBody = z.strictObject({
   to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a person\'s user id (e.g. m.rossi)').describe('the new QA reviewer: an active user holding a QA role for the tenant'),
   reason: lifecycleReason, password: signingPassword,
+  meaning: MeaningChoice.optional().describe('one of the site\'s signature meanings for run_reassign (GET /signature-meanings), by id or text; without it, the first. The reason is signed beside it'),
 });

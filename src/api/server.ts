@@ -30,6 +30,7 @@ import { registerAutonomyRoutes } from './routes-autonomy.js';
 import { registerArbitrationRoutes } from './routes-arbitration.js';
 import { registerWaitingRoutes } from './routes-waiting.js';
 import { registerModelRoutes } from './routes-models.js';
+import { registerSignatureMeaningRoutes } from './routes-signatures.js';
 import { Health } from './schemas.js';
 import type { LoopDelaySnapshot } from '../ops/loop-delay.js';
 import { RunStreams, type StreamOptions } from './sse.js';
@@ -146,6 +147,7 @@ export async function createApi(o: ApiOptions): Promise<ApiServer> {
   registerWaitingRoutes(app, ctx);
   if (o.console !== false) registerConsole(app);
   registerModelRoutes(app, ctx);
+  registerSignatureMeaningRoutes(app, ctx);
   await app.ready();
 
   let closing: Promise<void> | undefined;

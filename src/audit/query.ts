@@ -69,6 +69,14 @@ function toIso(s: string): string {
   return d.toISOString();
 }
 
+/**
+ * The instants a validated filter's bounds mean, as the query compares them: `from` inclusive, `to` exclusive, a
+ * date alone being its whole UTC day. For what selects other records by the same period (an archive's runs).
+ */
+export function filterBounds(f: Pick<AuditFilter, 'from' | 'to'>): { from?: string; to?: string } {
+  return { ...(f.from ? { from: fromIso(f.from) } : {}), ...(f.to ? { to: toIso(f.to) } : {}) };
+}
+
 function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
   const parts = ['tenant = ?'];
   const params: unknown[] = [];

@@ -21,6 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS } from '../domain/signature-meanings.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { canonicalJson, ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from './keys.js';
@@ -32,7 +33,7 @@ export type TrailCategory = (typeof TRAIL_CATEGORIES)[number];
 export const GMP_CATEGORIES: readonly TrailCategory[] = ['signature', 'setpoint', 'change', 'revert', 'exception'];
 
 const CHANGE_KINDS = new Set(['config_change', 'model_change', 'autonomy_change', 'policy_change']);
-const CHANGE_PREFIXES = ['policy.signed', 'policy.refused', 'policy.apply', 'config.', 'model.', 'autonomy.', 'site.restore'];
+const CHANGE_PREFIXES = ['policy.signed', 'policy.refused', 'policy.apply', 'config.', 'model.', 'autonomy.', 'site.restore', 'archive.prune'];
 const REVERT_ACTIONS = new Set(['setpoint.revert', 'plc.revert_lkg', 'plc.rearm', 'heartbeat.failing', 'heartbeat.recovered', 'connector.lost', 'site.unclean_stop']);
 
 type Classified = Pick<AuditEntry, 'kind' | 'action' | 'signature' | 'result'>;
@@ -187,7 +188,10 @@ export interface TrailReviewRecord {
   user: string;
   name: string;
   role: string;
+  /** The meaning from the site's list, filled for the scope. */
   meaning: string;
+  /** Its id in the site's signature meanings (absent on reviews signed before meanings were a controlled list). */
+  meaningId?: string;
   comment: string;
   /** ISO 8601 UTC with milliseconds. */
   timestamp: string;
@@ -202,11 +206,13 @@ export interface SignedTrailReview {
   keyId: string;
 }
 
-/** The meaning of a review signature, in words, from its scope (the same words at every site). */
+/**
+ * The built-in meaning of a review signature, in words, from its scope (a site's own list may word it otherwise:
+ * the route takes the meaning from the list in force).
+ */
 export function reviewMeaning(scope: TrailScope, batch?: string): string {
-  return isRunScope(scope)
-    ? `Audit trail of ${batch ? `batch ${batch}, ` : ''}run ${scope.run} reviewed (EU GMP Annex 11 §9)`
-    : `Audit trail from ${scope.from} to ${scope.to} reviewed (EU GMP Annex 11 §9)`;
+  const values = isRunScope(scope) ? { run: scope.run, batch } : { from: scope.from, to: scope.to };
+  return chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'trail_review', undefined, values).text;
 }
 
 const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');

@@ -10,6 +10,7 @@ import { LkError } from '../errors.js';
 import type { LinekeeperClient } from '../sdk/client.js';
 import { cliError } from './daemon-client.js';
 import { header, RunTranscript, type ApiRun, type Escalation, type TranscriptState } from './run-transcript.js';
+import { daemonZone } from './site-zone.js';
 
 export interface AttachOptions {
   /** The SDK's client of the daemon, made for the run's tenant (src/cli/daemon-client.ts). */
@@ -95,7 +96,9 @@ function message(caught: unknown): string {
  *   LK_API_UNREACHABLE after the daemon stayed away `giveUpMs`; the transcript's state is saved first.
  */
 export async function attach(o: AttachOptions): Promise<AttachResult> {
-  const t = new RunTranscript(o.state);
+  // the times printed are on the site's clock (the daemon says its zone)
+  const tz = await daemonZone(o.client);
+  const t = new RunTranscript(o.state, tz);
   const screen = new Screen(o.out, o.tty);
   let view = o.run;
   let viewAt = Date.now();
@@ -166,7 +169,7 @@ export async function attach(o: AttachOptions): Promise<AttachResult> {
   }
 
   try {
-    print(header(view, o.how));
+    print(header(view, o.how, tz));
     // what finished since the saved state (a resumed attachment), before the log goes on
     if (o.how === 'resumed') print(t.poll(view));
     const giveUpMs = o.giveUpMs ?? 60_000;

@@ -57,7 +57,8 @@ export function cliError(err: unknown): unknown {
   const hint = code === 'LK_UNAUTHENTICATED' ? { hint: 'sign in again: linekeeper login' }
     : code === 'LK_LINE_NOT_READY' ? { hint: 'linekeeper line readiness lists each reason; a process engineer re-arms a LOST PLC: linekeeper line rearm <unit> --reason "…"' }
       : code === 'LK_API_UNREACHABLE' ? { hint: UNREACHABLE_HINT }
-        : {};
+        : code === 'LK_MEANING_NOT_ALLOWED' ? { hint: `nothing was signed: pass one of ${err.meanings.length ? err.meanings.map((m) => m.id).join(', ') : 'the site\'s meanings'} with --meaning (its id, or its text as listed); your own words go beside it (--comment, --reason)` }
+          : {};
   return new LkError(code as ErrorCode, err.detail, {
     status, ...hint, ...(err.issues.length > 0 ? { issues: err.issues } : {}), ...(err.reasons.length > 0 ? { reasons: err.reasons } : {}),
   }, { cause: err });

@@ -29,7 +29,7 @@ export async function buildProgram(args: readonly string[] = []): Promise<Comman
 const NO_INPUT: ReadonlySet<string> = new Set(['LK_FILE_NOT_FOUND', 'LK_FILE_NOT_A_FILE', 'LK_FILE_UNREADABLE', 'LK_FILE_TOO_LARGE', 'LK_DATA_DIR_NOT_A_DIRECTORY']);
 
 /**
- * Exit codes (docs/cli.md; sysexits): 0 ok, 1 failure, 2 usage, 65 data error (audit broken, a bad row of a register table), 66 an input file
+ * Exit codes (docs/cli.md; sysexits): 0 ok, 1 failure, 2 usage, 65 data error (audit broken, a bad row of a register table, a report that does not verify), 66 an input file
  * or data directory that is missing, not a file, unreadable or too large (EX_NOINPUT), 73 cannot create: an output
  * file, or a data directory that is not writable (EX_CANTCREAT), 74 I/O error: the checkpoint log, or a full disk
  * (EX_IOERR), 75 the data directory is held by another process (EX_TEMPFAIL), 77 not signed in or the session is
@@ -39,7 +39,7 @@ const NO_INPUT: ReadonlySet<string> = new Set(['LK_FILE_NOT_FOUND', 'LK_FILE_NOT
 export function exitCodeFor(err: unknown): number {
   if (LkError.is(err)) {
     if (err.code.startsWith('LK_CONFIG')) return 78;
-    if (err.code === 'LK_AUDIT_BROKEN' || err.code === 'LK_TAG_TABLE_INVALID') return 65;
+    if (err.code === 'LK_AUDIT_BROKEN' || err.code === 'LK_TAG_TABLE_INVALID' || err.code === 'LK_REPORT_INVALID') return 65;
     if (NO_INPUT.has(err.code)) return 66;
     if (err.code === 'LK_OUTPUT_INVALID' || err.code === 'LK_DATA_NOT_WRITABLE') return 73;
     if (err.code === 'LK_AUDIT_CHECKPOINT_LOG' || err.code === 'LK_STORE_FULL') return 74;

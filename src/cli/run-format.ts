@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { GenealogyView } from '../api/schemas.js';
 import { composePlan, formatDuration, planSummary } from '../domain/run.js';
+import { siteIso } from '../domain/site-time.js';
 import { renderGenealogyText, safeText } from '../engine/genealogy-text.js';
 import { GENEALOGY_KINDS, type GenealogyEvent, type LosingRequest } from '../engine/release-types.js';
 import { releaseView } from '../engine/run/release-view.js';
@@ -42,19 +43,19 @@ export function offlineView(run: RunRecord, steps: readonly StepRecord[], gate: 
   };
 }
 
-/** The run, its steps and its gate as a table. */
-export function formatRunTable(run: ApiRun): string {
+/** The run, its steps and its gate as a table; its times on the site's clock with their offset (`tz`, default UTC). */
+export function formatRunTable(run: ApiRun, tz?: string): string {
   const lines = [
     `${run.id}  ${run.tenant}  batch ${run.batch}  line ${run.line}  ${run.status}${run.reason ? ` (${safeText(run.reason)})` : ''}`,
     `goal: ${safeText(run.goal)}`,
-    `plan: ${run.plan.text}; autonomy ≤ ${run.autonomy}; started by ${run.startedBy} at ${run.createdAt}`,
+    `plan: ${run.plan.text}; autonomy ≤ ${run.autonomy}; started by ${run.startedBy} at ${siteIso(run.createdAt, tz)}`,
     '',
     ...run.steps.map((s) => `${s.seq}  ${s.name.padEnd(25)} ${s.status.padEnd(11)} ${s.duration.padStart(10)}  ${s.agent.padEnd(22)} ${s.tool}`),
   ];
   const g = run.approvalGate;
   if (g.id) {
     const sig = g.signature as { name?: string; user?: string; timestamp?: string; meaning?: string } | null;
-    lines.push('', `approval ${g.id}: ${g.status}${sig ? ` by ${safeText(String(sig.name))} (${String(sig.user)}) at ${String(sig.timestamp)}: ${safeText(String(sig.meaning))}` : ` — waits for ${g.reviewer ?? '?'}`}; record ${g.recordHash ?? '?'}`);
+    lines.push('', `approval ${g.id}: ${g.status}${sig ? ` by ${safeText(String(sig.name))} (${String(sig.user)}) at ${typeof sig.timestamp === 'string' ? siteIso(sig.timestamp, tz) : String(sig.timestamp)}: ${safeText(String(sig.meaning))}` : ` — waits for ${g.reviewer ?? '?'}`}; record ${g.recordHash ?? '?'}`);
   }
   return lines.join('\n');
 }
@@ -62,13 +63,13 @@ export function formatRunTable(run: ApiRun): string {
 const KINDS = new Set<string>(GENEALOGY_KINDS);
 const kindOf = (k: string): GenealogyEvent['kind'] => (KINDS.has(k) ? k : 'step') as GenealogyEvent['kind'];
 
-/** The genealogy of the daemon's GET /runs/{id}/genealogy as the time-aligned text table. */
-export function formatGenealogy(g: ApiGenealogy): string {
+/** The genealogy of the daemon's GET /runs/{id}/genealogy as the time-aligned text table, on the site's clock (`tz`, default UTC). */
+export function formatGenealogy(g: ApiGenealogy, tz?: string): string {
   const events: GenealogyEvent[] = g.events.map((e) => ({
     at: Date.parse(e.at), kind: kindOf(e.kind), summary: e.summary, ...(e.step ? { step: e.step } : {}), ...(e.agent ? { agent: e.agent } : {}), ...(e.tag ? { tag: e.tag } : {}),
   }));
   const losing: LosingRequest[] = g.losingRequests.map((l) => ({ agent: l.agent, setpoint: l.setpoint, score: l.score, reason: l.reason, at: Date.parse(l.at) }));
-  return renderGenealogyText(events, { losingRequests: losing, title: `${g.run} · batch ${g.batch} · ${g.status}` });
+  return renderGenealogyText(events, { losingRequests: losing, title: `${g.run} · batch ${g.batch} · ${g.status}`, ...(tz ? { timezone: tz } : {}) });
 }
 
 /** The genealogy read from the store, in the API's shape (the losing arbitration requests drawn from its events). */

@@ -12,6 +12,7 @@
 import type { z } from 'zod';
 import type { EscalationView, RunView, ToolCallLine } from '../api/schemas.js';
 import { composePlan, formatDuration } from '../domain/run.js';
+import { siteIso } from '../domain/site-time.js';
 import { safeText } from '../engine/genealogy-text.js';
 
 export type ApiRun = z.output<typeof RunView>;
@@ -29,25 +30,25 @@ const num = (v: unknown): string => (typeof v === 'number' && Number.isFinite(v)
 
 /**
  * `  waiting for p.bianchi: press.MainForce 12 → 10.5 kN (move pw_…, since …)` and how to decide it; '' when the
- * line is not a move that waits.
+ * line is not a move that waits. Since when on the site's clock with its offset (`tz`, default UTC).
  */
-export function waitingLine(l: LogLine): string {
+export function waitingLine(l: LogLine, tz?: string): string {
   const p = pendingOf(l);
   if (!p) return '';
   const id = safeText(String(p.id));
   const who = p.needs === 'qa' ? 'QA' : typeof p.waitsFor === 'string' ? safeText(p.waitsFor) : 'the batch\'s reviewer (none assigned)';
   const what = (p.moves ?? []).map((m) => `${safeText(String(m.setpoint))} ${num(m.from)} → ${num(m.to)}${typeof m.unit === 'string' && m.unit !== '1' ? ` ${safeText(m.unit)}` : ''}`).join(', ') || '?';
-  const since = typeof p.since === 'number' ? new Date(p.since).toISOString() : l.at;
+  const since = siteIso(typeof p.since === 'number' ? p.since : l.at, tz);
   return [
     `  waiting for ${who}: ${what} (move ${id} of ${safeText(l.agent)}, since ${since})`,
-    `    decide with: linekeeper moves approve ${id} --meaning "…"  |  linekeeper moves reject ${id} --meaning "…"`,
+    `    decide with: linekeeper moves approve ${id} --meaning <id>  |  linekeeper moves reject ${id} --meaning <id>  (the site's meanings: linekeeper signature-meanings --for move)`,
   ].join('\n');
 }
 
-/** A deadlock waiting for a person: its sides and how to decide it. */
-export function escalationLines(e: Escalation): string[] {
+/** A deadlock waiting for a person: its sides and how to decide it (since when on the site's clock: `tz`, default UTC). */
+export function escalationLines(e: Escalation, tz?: string): string[] {
   return [
-    `! deadlock on ${safeText(e.setpoint)} waits for a person since ${e.since} (equal rank, ${e.rank}); the setpoint is held: ${e.sides.map((x) => `${safeText(x.agent)} wants ${safeText(x.target)} (${x.attribute}, ${x.requestId})`).join(' vs ')}`,
+    `! deadlock on ${safeText(e.setpoint)} waits for a person since ${siteIso(e.since, tz)} (equal rank, ${e.rank}); the setpoint is held: ${e.sides.map((x) => `${safeText(x.agent)} wants ${safeText(x.target)} (${x.attribute}, ${x.requestId})`).join(' vs ')}`,
     `    decide with: linekeeper escalations decide ${safeText(e.setpoint)} --choose <requestId> --reason "…"`,
   ];
 }
@@ -84,11 +85,11 @@ export function stepLine(s: ApiRun['steps'][number]): string {
   return `  ${s.seq} ${safeText(s.name).padEnd(25)} ${word.padEnd(4)} ${dur.padStart(10)}   ${safeText(s.agent)} · ${safeText(s.tool)}${extra ? ` — ${extra}` : ''}`;
 }
 
-/** The header of an attachment: what run, and its plan (unless re-attached after lines already printed). */
-export function header(run: ApiRun, how: 'started' | 'attached' | 'resumed'): string[] {
+/** The header of an attachment: what run, and its plan (unless re-attached after lines already printed); `tz` as for {@link RunTranscript}. */
+export function header(run: ApiRun, how: 'started' | 'attached' | 'resumed', tz?: string): string[] {
   const where = `batch ${run.batch} on ${run.line} for ${run.tenant}`;
   if (how === 'started') return [`run ${run.id} started: ${where}, autonomy ≤ ${run.autonomy}`, `plan: ${run.plan.text}`];
-  if (how === 'attached') return [`run ${run.id}: ${where}, started by ${run.startedBy} at ${run.createdAt}, ${run.status}`, `plan: ${run.plan.text}`];
+  if (how === 'attached') return [`run ${run.id}: ${where}, started by ${run.startedBy} at ${siteIso(run.createdAt, tz)}, ${run.status}`, `plan: ${run.plan.text}`];
   return [`re-attached to ${run.id}: ${where}, ${statusText(run)}`];
 }
 
@@ -101,7 +102,8 @@ export class RunTranscript {
   readonly state: TranscriptState;
   private readonly printed: Set<string>;
 
-  constructor(state: TranscriptState = emptyState()) {
+  /** `tz`: the site's time zone (IANA), whose clock the times it prints are on, with their offset; default UTC. */
+  constructor(state: TranscriptState = emptyState(), private readonly tz?: string) {
     this.state = { lastEventId: state.lastEventId, printed: [...state.printed], seen: state.seen };
     this.printed = new Set(state.printed);
   }
@@ -157,7 +159,7 @@ export class RunTranscript {
    * while it waits (again only if a new one opens for the same setpoint).
    */
   escalations(run: string, items: readonly Escalation[]): string[] {
-    return items.filter((e) => e.runs?.includes(run)).flatMap((e) => this.once(`esc/${e.setpoint}/${e.since}`, escalationLines(e).join('\n')));
+    return items.filter((e) => e.runs?.includes(run)).flatMap((e) => this.once(`esc/${e.setpoint}/${e.since}`, escalationLines(e, this.tz).join('\n')));
   }
 
   private once(key: string, text: string): string[] {
@@ -183,14 +185,14 @@ export class RunTranscript {
       return [`! ${summary} — ${safeText(String(r.severity ?? '?'))}, ${safeText(String(r.exception ?? '?'))}`];
     }
     // a setpoint move that waits for a person: whom, what, since when, and how to decide it
-    if (l.kind === 'ok' && l.tool.endsWith('.write_setpoint')) return this.once(`move/${pendingOf(l)?.id ?? ''}`, waitingLine(l)).filter(Boolean);
+    if (l.kind === 'ok' && l.tool.endsWith('.write_setpoint')) return this.once(`move/${pendingOf(l)?.id ?? ''}`, waitingLine(l, this.tz)).filter(Boolean);
     if (l.tool !== 'approval.request') return [];
     if (l.kind === 'call') {
       const a = (l.args ?? {}) as { approval?: unknown; kind?: unknown; reviewer?: unknown; batch?: unknown };
       const id = safeText(String(a.approval ?? '?'));
       const lines = this.once(`gate/${id}`, `approval required: ${safeText(String(a.kind ?? 'batch_release'))} — waits for QA reviewer ${safeText(String(a.reviewer ?? '?'))} (approval ${id})`);
       if (lines.length === 0) return [];
-      return [...lines, `  the reviewer signs with: linekeeper approve ${id} --decision approve|reject --meaning "QA release of batch ${safeText(String(a.batch ?? ''))}"`];
+      return [...lines, `  the reviewer signs with: linekeeper approve ${id} --decision approve|reject --meaning <id> [--comment "…"]  (the site's meanings: linekeeper signature-meanings --for release)`];
     }
     const r = (l.result ?? {}) as { approval?: unknown };
     return [`approval${r.approval ? ` ${safeText(String(r.approval))}` : ''}: ${summary}`];

@@ -172,7 +172,8 @@ interface RawIssue {
   message: string;
 }
 
-const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount'] as const;
+/** The supervisor tags every supervised (not monitor-only) equipment has: its PLC watchdog's side of the heartbeat and LKG revert. */
+export const SUPERVISOR_TAGS = ['Heartbeat', 'WatchdogTimeoutMs', 'SupervisorState', 'ActiveRecipe', 'LkgRecipeId', 'RevertCount'] as const;
 /** OPC UA data types a setpoint may have: one number (the guarded writer writes and reads back a scalar). */
 const SETPOINT_TYPES: ReadonlySet<string> = new Set(['Boolean', 'Int16', 'UInt16', 'Int32', 'UInt32', 'Float', 'Double']);
 /** OPC UA data types that take scale/offset (numbers, and arrays of numbers element by element). */

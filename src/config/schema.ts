@@ -5,6 +5,7 @@
  * `load.ts` (`loadConfig`) after the shape is known to be right.
  */
 import { isKnownTimeZone } from '../domain/site-time.js';
+import { MEANING_ID_RE, MEANING_TEXT_MAX, meaningListIssues, SIGNATURE_PURPOSES } from '../domain/signature-meanings.js';
 import { z } from 'zod';
 
 const id = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes, starting with a letter');
@@ -301,6 +302,32 @@ export const MqttConfig = z
   .refine((m) => m.password_file === undefined || m.username !== undefined, { message: 'password_file needs a username', path: ['password_file'] })
   .refine((m) => m.tls === undefined || m.url.startsWith('mqtts://'), { message: 'tls files need an mqtts:// url', path: ['tls'] });
 
+/**
+ * One signature meaning a signer may pick: a stable id, its words with placeholders filled from the signed object
+ * (`QA release of batch {batch}`), the purposes it is for, and optionally the one decision of them it goes with.
+ */
+export const SignatureMeaningConfig = z.strictObject({
+  id: z.string().regex(MEANING_ID_RE, 'must be lower-case letters and digits, words joined by dashes (e.g. qa-release)').max(64),
+  text: z
+    .string()
+    .min(3)
+    .max(MEANING_TEXT_MAX)
+    .regex(/^\S(.*\S)?$/, 'must not begin or end with whitespace')
+    .refine((t) => !/[\u0000-\u001f\u007f]/.test(t), 'must be one line without control characters'),
+  for: z.array(z.enum(SIGNATURE_PURPOSES)).min(1),
+  decision: z.string().min(1).optional(),
+});
+
+export const SignaturesConfig = z.strictObject({
+  meanings: z
+    .array(SignatureMeaningConfig)
+    .min(1)
+    .superRefine((list, ctx) => {
+      for (const i of meaningListIssues(list)) ctx.addIssue({ code: 'custom', path: i.path, message: i.message });
+    })
+    .optional(),
+});
+
 export const SiteConfig = z.strictObject({
   /** Schema version of this file. */
   version: z.literal(1),
@@ -413,6 +440,11 @@ export const SiteConfig = z.strictObject({
       sign_in_window_s: 60, sign_in_failures_per_address: 10, sign_in_failures_per_account: 3,
       lockout: LOCKOUT_DEFAULTS, password_policy: PASSWORD_POLICY_DEFAULTS, separation_of_duties: { incompatible_with_admin: [] },
     }),
+  /**
+   * Electronic signatures (21 CFR 11.50, EU GMP Annex 11 §14): the controlled list of meanings a signer picks from
+   * (src/domain/signature-meanings.ts). A purpose the list names nothing for keeps linekeeper's built-in meanings.
+   */
+  signatures: SignaturesConfig.optional(),
   /** Online backups and WAL upkeep of the database (src/ops/backup.ts). */
   maintenance: z
     .strictObject({
@@ -427,6 +459,14 @@ export const SiteConfig = z.strictObject({
       wal_max_mb: z.number().int().min(1).max(65_536).default(64),
     })
     .default({ backup_every_h: 24, backup_keep: 14, wal_checkpoint_s: 300, wal_max_mb: 64 }),
+  /**
+   * How long the site keeps its GMP records (21 CFR 11.10(c), EU GMP Annex 11 §17): whole years from the end of a
+   * run. Read by `linekeeper archive prune`, which refuses to drop anything whose period has not ended (and anything
+   * not archived). At least 1 year (21 CFR 211.180: one year after the batch's expiry at the least); default 10.
+   */
+  retention: z
+    .strictObject({ years: z.number().int().min(1, 'must be at least 1 (a GMP record is kept at least a year after the batch\'s expiry)').max(100).default(10) })
+    .default({ years: 10 }),
   /** Sparkplug B publishing to the plant's broker (the Unified Namespace). Absent (the air-gapped default): off. */
   mqtt: MqttConfig.optional(),
 });

@@ -113,7 +113,10 @@ export type ApprovalList = z.output<typeof ApprovalList>;
 
 export const SignatureView = z.object({
   format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
-  decision: z.enum(['approve', 'reject']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+  decision: z.enum(['approve', 'reject']), meaning: z.string().describe('the words the signer chose from the site\'s signature meanings, filled for the record'),
+  meaningId: z.string().optional().describe('the id of that signature meaning (absent on signatures made before meanings were a controlled list)'),
+  comment: z.string().optional().describe('what the signer wrote beside the meaning'),
+  timestamp: iso, keyId: z.string(), signature: z.string(),
   reviewed: z.object({ exceptions: z.array(z.string()), exceptionsClosed: z.array(z.string()), specTableSha256: z.string().nullable() }).optional()
     .describe('what the reviewer had before them when signing a batch release (covered by the signature): every exception of the run, those closed, and the specification table\'s hash'),
 });
@@ -138,7 +141,8 @@ export type WriteDecisionView = z.output<typeof WriteDecisionView>;
 /** The Part 11 signature of an abort or a reassignment (src/engine/run/lifecycle.ts). */
 export const ActSignatureView = z.object({
   format: z.literal(1), approval: z.string(), run: z.string(), tenant: z.string(), batch: z.string(), recordHash: z.string(), user: z.string(), name: z.string(), role: z.string(),
-  decision: z.enum(['abort', 'reassign']), meaning: z.string(), timestamp: iso, keyId: z.string(), signature: z.string(),
+  decision: z.enum(['abort', 'reassign']), meaning: z.string(), meaningId: z.string().optional().describe('the id of the site\'s signature meaning signed'),
+  timestamp: iso, keyId: z.string(), signature: z.string(),
 });
 export type ActSignatureView = z.output<typeof ActSignatureView>;
 export const AbortView = z.object({

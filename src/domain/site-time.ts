@@ -46,3 +46,29 @@ export function printedTime(iso: string, tz?: string): string {
   const sameDay = z.date === iso.slice(0, 10);
   return `${utc} (${sameDay ? '' : `${z.date} `}${z.time} ${tz}, UTC${z.offset})`;
 }
+
+/** Epoch ms of `at` (ISO 8601 or epoch ms); NaN when it is not a time. */
+const msOf = (at: string | number): number => (typeof at === 'number' ? at : Date.parse(at));
+
+/**
+ * `at` (ISO 8601 UTC, or epoch ms) as the command line's tables print it: ISO 8601 on the site's clock with its
+ * offset — "2026-11-27T16:43:00.000+01:00", the same instant, which people read as their own clock and a script
+ * still parses. A site on UTC prints the time as recorded ("2026-11-27T15:43:00.000Z"); text that is no time is
+ * printed as it is.
+ */
+export function siteIso(at: string | number, tz?: string): string {
+  const ms = msOf(at);
+  if (!Number.isFinite(ms)) return String(at);
+  if (isUtcZone(tz)) return typeof at === 'string' ? at : new Date(ms).toISOString();
+  const z = zonedParts(ms, tz!);
+  return `${z.date}T${z.time}${z.offset}`;
+}
+
+/** The time of day of `at` on the site's clock with its offset, for a log line: "16:43:00+01:00"; on UTC "15:43:00Z". */
+export function siteClock(at: string | number, tz?: string): string {
+  const ms = msOf(at);
+  if (!Number.isFinite(ms)) return String(at);
+  if (isUtcZone(tz)) return `${new Date(ms).toISOString().slice(11, 19)}Z`;
+  const z = zonedParts(ms, tz!);
+  return `${z.time.slice(0, 8)}${z.offset}`;
+}

@@ -10,6 +10,7 @@
  *
  * Pure: no clock; times come from the events.
  */
+import { isUtcZone, zonedParts } from '../domain/site-time.js';
 import type { GenealogyEvent, LosingRequest } from './release-types.js';
 
 /** One line of the genealogy, ready to print. */
@@ -33,6 +34,11 @@ export interface GenealogyTextOptions {
   losingRequests?: readonly LosingRequest[];
   /** First line, e.g. "Genealogy of run run_7f3a, batch B-1042". */
   title?: string;
+  /**
+   * The site's time zone (IANA, `site.timezone`): the times are printed on the site's clock, each day line naming
+   * the zone and its offset (a new one where the offset changes, at a change of summer time). Default: UTC.
+   */
+  timezone?: string;
 }
 
 /** Marks a losing request's row in the text table. */
@@ -81,11 +87,19 @@ export function genealogyRows(events: readonly GenealogyEvent[], losing: readonl
 /**
  * The genealogy as a plain-text table: TIME (HH:MM:SS UTC), KIND, STEP, AGENT / TAG, SUMMARY.
  * A line `-- YYYY-MM-DD (UTC) --` opens each UTC day, so times of a run over midnight stay
- * unambiguous. Losing requests carry {@link LOSING_MARK} in the first column and a legend follows.
+ * unambiguous. On a site not on UTC (`opts.timezone`) the times are the site's clock and a line
+ * `-- YYYY-MM-DD (Europe/Rome, UTC+01:00) --` opens each of its days and each change of its offset.
+ * Losing requests carry {@link LOSING_MARK} in the first column and a legend follows.
  * Columns are as wide as their longest cell; nothing is cut. Ends with a newline.
  */
 export function renderGenealogyText(events: readonly GenealogyEvent[], opts: GenealogyTextOptions = {}): string {
-  const rows = genealogyRows(events, opts.losingRequests ?? []);
+  const tz = opts.timezone;
+  const utc = isUtcZone(tz);
+  const rows = genealogyRows(events, opts.losingRequests ?? []).map((r) => {
+    if (utc) return { ...r, day: `${r.date} (UTC)` };
+    const z = zonedParts(r.at, tz!);
+    return { ...r, time: z.time.slice(0, 8), day: `${z.date} (${tz}, UTC${z.offset})` };
+  });
   const head = ['TIME', 'KIND', 'STEP', 'AGENT / TAG', 'SUMMARY'] as const;
   const cells = (r: GenealogyRow): string[] => [r.time, r.kind, r.step || '-', r.who || '-', r.summary];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => cells(r)[i]!.length)));
@@ -98,13 +112,13 @@ export function renderGenealogyText(events: readonly GenealogyEvent[], opts: Gen
   if (rows.length === 0) out.push('  (no events)');
   let day = '';
   for (const r of rows) {
-    if (r.date !== day) {
-      day = r.date;
-      out.push(`-- ${day} (UTC) --`);
+    if (r.day !== day) {
+      day = r.day;
+      out.push(`-- ${day} --`);
     }
     out.push(line(r.losing ? LOSING_MARK : ' ', cells(r)));
   }
   const lost = rows.filter((r) => r.losing).length;
-  out.push('', `${rows.length} entries, times UTC.${lost > 0 ? ` ${LOSING_MARK} = losing arbitration request (${lost}): declined, with its score and reason.` : ''}`);
+  out.push('', `${rows.length} entries, times ${utc ? 'UTC' : `on the site's clock (${tz})`}.${lost > 0 ? ` ${LOSING_MARK} = losing arbitration request (${lost}): declined, with its score and reason.` : ''}`);
   return `${out.join('\n')}\n`;
 }

@@ -20,6 +20,7 @@
  */
 import { canonicalJson, type AuditEntry, type AuditSignature, type Json } from '../audit/entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey } from '../audit/keys.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { defaultGoldenDir } from './golden-data.js';
@@ -43,6 +44,8 @@ export interface StatusChange {
   /** Change-control reference, e.g. `CC-2026-0214` (`DEMO-SETUP` for the demo site). */
   readonly changeRef: string;
   readonly reason: string;
+  /** The meaning signed, from the site's list for this step (default: linekeeper's built-in one); the reason goes beside it. */
+  readonly meaning?: { readonly id: string; readonly text: string };
 }
 
 export interface ChangeOptions {
@@ -72,6 +75,8 @@ export interface ModelChangeRecord {
   readonly role: string;
   readonly name: string;
   readonly meaning: string;
+  /** The id of the meaning in the site's signature meanings (absent on changes signed before meanings were a list). */
+  readonly meaning_id?: string;
   readonly time: string;
   readonly evaluation: GoldenEvaluation | null;
 }
@@ -122,6 +127,7 @@ export function changeStatus(store: Store, dataDir: string, req: StatusChange, o
       throw new LkError('LK_CONFLICT', `model ${req.id} changed while it was being evaluated; try again`, { id: req.id });
     }
     const time = new Date(store.clock.now()).toISOString();
+    const meaning = req.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'model_change', undefined, { model: req.id, from: before.status, to: req.to }, req.to);
     const record: ModelChangeRecord = {
       v: 1,
       tenant: before.tenant,
@@ -139,11 +145,12 @@ export function changeStatus(store: Store, dataDir: string, req: StatusChange, o
       by: req.by,
       role: req.role,
       name,
-      meaning: tr.meaning,
+      meaning: meaning.text,
+      meaning_id: meaning.id,
       time,
       evaluation,
     };
-    const signature: AuditSignature = { user: req.by, name, meaning: tr.meaning, time, value: signBytes(key, canonicalJson(record)) };
+    const signature: AuditSignature = { user: req.by, name, meaning: meaning.text, time, value: signBytes(key, canonicalJson(record)) };
     const e = audit.append({
       tenant: req.tenant,
       actor: req.by,

@@ -12,14 +12,19 @@ import { SITE_TENANT } from '../audit/entry.js';
 import type { Identity } from '../api/identity.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { SiteConfig } from '../config/schema.js';
+import { chooseMeaning, meaningsInForce, type ChosenMeaning } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
 
 /** Roles that may approve a configuration change. */
 export const CONFIG_APPROVER_ROLES = ['admin', 'process_engineer'] as const;
 
-/** Sections the daemon applies on SIGHUP; every other section needs a restart (it would drop connections). */
-export const LIVE_SECTIONS = ['log', 'maintenance'] as const;
+/**
+ * Sections the daemon applies on SIGHUP; every other section needs a restart (it would drop connections).
+ * `signatures` is read by the signing routes at each request; `retention` by `archive prune` from the file itself
+ * (the daemon holds nothing of it).
+ */
+export const LIVE_SECTIONS = ['log', 'maintenance', 'signatures', 'retention'] as const;
 
 /**
  * A line diff of two texts (`-`/`+`/` ` prefixed lines, unchanged runs over 3 lines elided), from the longest
@@ -91,17 +96,31 @@ export interface ApplyRequest {
   readonly approver: string;
   readonly password: string;
   readonly reason?: string;
+  /** One of the signature meanings for config_change of the configuration in force (an id or its text); default: the first. */
+  readonly meaning?: string;
 }
 
 /**
- * Approve and apply a configuration change: re-authenticate the approver, check the role, audit `config.apply`,
- * then replace the file in force atomically (the previous one is kept as `<file>.prev`).
- * @throws LkError LK_VALIDATION (empty change reference, nothing changed), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED
+ * The meaning a configuration change is approved with: an entry of the list of the configuration IN FORCE (a new
+ * file cannot word its own approval) for config_change, filled with the change reference.
+ * @throws LkError LK_MEANING_NOT_ALLOWED
+ */
+export function configChangeMeaning(current: LoadedConfig, chosen: string | undefined, changeRef: string): ChosenMeaning {
+  return chooseMeaning(meaningsInForce(current.config.signatures?.meanings), 'config_change', chosen, { change: changeRef });
+}
+
+/**
+ * Approve and apply a configuration change: take the meaning from the list in force, re-authenticate the approver,
+ * check the role, audit `config.apply` (with the meaning and its id), then replace the file in force atomically
+ * (the previous one is kept as `<file>.prev`).
+ * @throws LkError LK_VALIDATION (empty change reference, nothing changed), LK_MEANING_NOT_ALLOWED (before the
+ *   password), LK_REAUTH_FAILED, LK_PASSWORD_CHANGE_REQUIRED
  *   (the approver's password), LK_FORBIDDEN (a role that may not approve configuration).
  */
 export async function applyConfigChange(r: ApplyRequest): Promise<{ seq: number; sections: string[] }> {
   if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{1,63}$/.test(r.changeRef)) throw new LkError('LK_VALIDATION', 'a change reference (e.g. CC-2026-0301) is required');
   if (r.current.hash === r.next.hash) throw new LkError('LK_VALIDATION', 'the new configuration is the same as the one in force: nothing to apply');
+  const meaning = configChangeMeaning(r.current, r.meaning, r.changeRef);
   const user = await r.identity.reauthenticate(r.approver, r.password, { purpose: 'config.apply', change_ref: r.changeRef });
   if (!(CONFIG_APPROVER_ROLES as readonly string[]).includes(user.role)) {
     r.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'config_change', action: 'config.apply_refused', args: { change_ref: r.changeRef, role: user.role }, reason: 'role may not approve configuration changes' });
@@ -110,7 +129,7 @@ export async function applyConfigChange(r: ApplyRequest): Promise<{ seq: number;
   const sections = changedSections(r.current.config, r.next.config);
   const e = r.store.audit.append({
     tenant: SITE_TENANT, actor: user.id, kind: 'config_change', action: 'config.apply',
-    args: { change_ref: r.changeRef, role: user.role, name: user.name, file: r.current.file, from: r.next.file, sections },
+    args: { change_ref: r.changeRef, role: user.role, name: user.name, file: r.current.file, from: r.next.file, sections, meaning: meaning.text, meaning_id: meaning.id },
     ...(r.reason ? { reason: r.reason } : {}), old: r.current.hash, new: r.next.hash,
   });
   const text = readFileSync(r.next.file, 'utf8');

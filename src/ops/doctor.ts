@@ -23,7 +23,7 @@ import { LkError } from '../errors.js';
 import { readPolicyBundle } from '../config/policy-bundle.js';
 import { lastAcceptedBundle, policySignatureStatus } from '../engine/policy-gate.js';
 import { DB_FILE, openStore } from '../store/store.js';
-import { verifyStore } from '../audit/verify.js';
+import { verifyStore, type VerifyReport } from '../audit/verify.js';
 import { profileOf } from '../../connectors/supervision.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -154,12 +154,17 @@ function supervisionCheck(loaded: LoadedConfig): CheckResult {
   return { id: 'supervision', status: 'warn', message, action: `linekeeper writes nothing to ${watched.join(', ')} (no heartbeat, no setpoint, no revert): their PLCs are not supervised; give them the supervisor tags and supervision.mode: supervised when the site is ready` };
 }
 
-function errText(err: unknown): string {
+/** An error as one line for a check: an LkError's message with its code. */
+export function errText(err: unknown): string {
   if (LkError.is(err)) return `${err.message} [${err.code}]`;
   return err instanceof Error ? err.message : String(err);
 }
 
-function policyCheck(loaded: LoadedConfig, hasDb: boolean): CheckResult {
+/**
+ * The policy bundle of `loaded`: valid against the configuration, and signed (policySignatureStatus: a warning before
+ * the first start, a failure when the daemon would refuse it). `hasDb`: the data directory holds a database.
+ */
+export function policyCheck(loaded: LoadedConfig, hasDb: boolean): CheckResult {
   let lastAccepted = null;
   if (hasDb) {
     try {
@@ -219,20 +224,28 @@ function freeSpaceCheck(dataDir: string, p: DoctorProbes, warnBytes: number, fai
 }
 
 function auditCheck(dataDir: string, hasDb: boolean): CheckResult {
-  if (!hasDb) return { id: 'audit', status: 'ok', message: 'no database yet: the first start creates it and the site key' };
+  return auditVerification(dataDir, hasDb).check;
+}
+
+/**
+ * The audit check with the verification it judged (null when there is no database or it could not be read), for a
+ * report that records the chains' heads and counts. Opens the store read-only; never throws.
+ */
+export function auditVerification(dataDir: string, hasDb: boolean): { check: CheckResult; report: VerifyReport | null } {
+  if (!hasDb) return { check: { id: 'audit', status: 'ok', message: 'no database yet: the first start creates it and the site key' }, report: null };
   try {
     const store = openStore({ dataDir, readonly: true });
     try {
       const r = verifyStore(store);
       const entries = r.chains.reduce((n, c) => n + c.count, 0);
-      if (r.ok) return { id: 'audit', status: 'ok', message: `${r.chains.length} chains, ${entries} entries verify` };
+      if (r.ok) return { check: { id: 'audit', status: 'ok', message: `${r.chains.length} chains, ${entries} entries verify` }, report: r };
       const bad = [...r.chains.filter((c) => !c.ok).map((c) => `${c.tenant}: ${c.damage?.kind} at seq ${c.damage?.seq}`), ...r.problems.map((d) => d.detail)];
-      return { id: 'audit', status: 'fail', message: `audit trail does not verify: ${bad.join('; ')}`, action: 'stop and run `linekeeper audit verify`; restore the last good backup (`linekeeper restore`) and report the damage to QA' };
+      return { check: { id: 'audit', status: 'fail', message: `audit trail does not verify: ${bad.join('; ')}`, action: 'stop and run `linekeeper audit verify`; restore the last good backup (`linekeeper restore`) and report the damage to QA' }, report: r };
     } finally {
       store.close();
     }
   } catch (err) {
-    return { id: 'audit', status: 'fail', message: errText(err), action: 'run `linekeeper audit verify` for detail; restore the last good backup if the file is damaged' };
+    return { check: { id: 'audit', status: 'fail', message: errText(err), action: 'run `linekeeper audit verify` for detail; restore the last good backup if the file is damaged' }, report: null };
   }
 }
 
@@ -335,13 +348,19 @@ export function apiTlsCheck(loaded: LoadedConfig, now: number, warnDays: number)
   }
 }
 
+/** The keys of `timedatectl show` (key=value lines) doctor reads; null when the command is not available. */
+export function timedatectlState(out: string | null): { synced?: string; ntp?: string; timezone?: string } | null {
+  if (out === null) return null;
+  const kv = Object.fromEntries(out.split('\n').map((l) => l.split('=')).filter((x) => x.length >= 2).map(([k, ...v]) => [k!.trim(), v.join('=').trim()]));
+  return { synced: kv['NTPSynchronized'], ntp: kv['NTP'], timezone: kv['Timezone'] };
+}
+
 /** Interpret `timedatectl show`: Part 11 timestamps need a synchronised clock. */
 export function clockCheck(out: string | null): CheckResult {
-  if (out === null) return { id: 'clock', status: 'warn', message: 'NTP state unknown (timedatectl not available)', action: 'make sure the node synchronises its clock (chrony or systemd-timesyncd against the plant time server): audit timestamps depend on it' };
-  const kv = Object.fromEntries(out.split('\n').map((l) => l.split('=')).filter((x) => x.length >= 2).map(([k, ...v]) => [k!.trim(), v.join('=').trim()]));
-  const synced = kv['NTPSynchronized'];
-  const ntp = kv['NTP'];
-  if (synced === 'yes') return { id: 'clock', status: 'ok', message: `clock synchronised (NTP ${ntp ?? '?'}, timezone ${kv['Timezone'] ?? '?'})` };
+  const state = timedatectlState(out);
+  if (state === null) return { id: 'clock', status: 'warn', message: 'NTP state unknown (timedatectl not available)', action: 'make sure the node synchronises its clock (chrony or systemd-timesyncd against the plant time server): audit timestamps depend on it' };
+  const { synced, ntp } = state;
+  if (synced === 'yes') return { id: 'clock', status: 'ok', message: `clock synchronised (NTP ${ntp ?? '?'}, timezone ${state.timezone ?? '?'})` };
   if (synced === 'no') return { id: 'clock', status: 'warn', message: `clock NOT synchronised (NTP service ${ntp === 'yes' ? 'on' : 'off'})`, action: ntp === 'yes' ? 'check that the plant time server is reachable (chronyc sources / timedatectl timesync-status)' : 'enable time synchronisation: `timedatectl set-ntp true` with the plant time server configured' };
   return { id: 'clock', status: 'warn', message: 'NTP state unknown (timedatectl gave no NTPSynchronized)', action: 'check time synchronisation by hand' };
 }
@@ -369,6 +388,13 @@ export function eventLoopCheck(body: unknown): CheckResult {
     return { id: 'event_loop', status: 'warn', message: `event loop held: ${figures}`, action: 'PLC heartbeats were late by as much: see the daemon log (component event-loop) for when, and what ran' };
   }
   return { id: 'event_loop', status: 'ok', message: `event loop: ${figures}` };
+}
+
+/** `timedatectl show` of this machine, or null when the command is not there or fails (doctor's probe). */
+export function timedatectlShow(): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile('timedatectl', ['show'], { timeout: 5000 }, (err, stdout) => resolve(err ? null : stdout));
+  });
 }
 
 const defaultProbes: DoctorProbes = {
@@ -402,10 +428,7 @@ const defaultProbes: DoctorProbes = {
       s.once('connect', () => done(true));
       s.once('error', () => done(false));
     }),
-  timedatectl: () =>
-    new Promise((resolve) => {
-      execFile('timedatectl', ['show'], { timeout: 5000 }, (err, stdout) => resolve(err ? null : stdout));
-    }),
+  timedatectl: () => timedatectlShow(),
   statfs: (path) => {
     const s = statfsSync(path);
     return { free: Number(s.bavail) * Number(s.bsize), type: Number(s.type) };

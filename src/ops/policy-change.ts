@@ -23,7 +23,8 @@ import { LkError } from '../errors.js';
 import { checkChangeControl, type PolicyBundle } from '../policy/index.js';
 import { diffBundles, type BundleChange } from '../policy/diff.js';
 import { BUNDLE_FILES } from '../policy/schema.js';
-import { DEMO_SETUP_CHANGE, policySignaturePayload, POLICY_SIGNATURE_MEANING, signatureBytes, type PolicySigner } from '../policy/signature.js';
+import { chooseMeaning, meaningsInForce, type ChosenMeaning } from '../domain/signature-meanings.js';
+import { DEMO_SETUP_CHANGE, policySignaturePayload, signatureBytes, type PolicySigner } from '../policy/signature.js';
 import type { Store } from '../store/store.js';
 
 export interface PolicyPreview {
@@ -69,6 +70,8 @@ export interface SignRequest {
   readonly changes: readonly BundleChange[];
   readonly reason: string;
   readonly from: string;
+  /** The meaning signed (from the site's list; default: the built-in one). */
+  readonly meaning?: ChosenMeaning;
 }
 
 /** Sign `bundle` with the site key and record `policy.signed` (diff, payload, signature) on the site chain; returns its seq. */
@@ -76,7 +79,7 @@ export function signPolicyBundle(store: Store, r: SignRequest): number {
   const key = store.audit.siteKey();
   const payload = policySignaturePayload({
     site: r.bundle.content.site, bundle_version: r.bundle.version, previous_version: r.previous, change_ref: r.changeRef, signer: r.signer,
-    allowed_roles: r.allowedRoles, method: r.method, signed_at: new Date(store.clock.now()).toISOString(), key_id: key.keyId,
+    allowed_roles: r.allowedRoles, method: r.method, signed_at: new Date(store.clock.now()).toISOString(), key_id: key.keyId, ...(r.meaning ? { meaning: r.meaning } : {}),
   });
   const value = signBytes(key, signatureBytes(payload));
   const e = store.audit.append({
@@ -84,7 +87,7 @@ export function signPolicyBundle(store: Store, r: SignRequest): number {
     args: { payload: JSON.parse(JSON.stringify(payload)), changes: r.changes.map((c) => ({ ...c })), from: r.from },
     reason: r.reason,
     ...(r.previous ? { old: r.previous } : {}), new: r.bundle.version,
-    signature: { user: r.signer.id, name: r.signer.name, meaning: POLICY_SIGNATURE_MEANING, time: payload.signed_at, value },
+    signature: { user: r.signer.id, name: r.signer.name, meaning: payload.meaning.slice(0, 200), time: payload.signed_at, value },
   });
   return e.seq;
 }
@@ -98,12 +101,23 @@ export interface PolicyApplyRequest {
   readonly changeRef: string;
   readonly approver: string;
   readonly password: string;
+  /** One of the site's signature meanings for policy_change (an id or its text); default: the first. */
+  readonly meaning?: string;
+}
+
+/**
+ * The meaning a policy change is signed with: an entry of the list in force (`loaded`'s `signatures.meanings`) for
+ * policy_change, filled with the change reference and the new version.
+ * @throws LkError LK_MEANING_NOT_ALLOWED
+ */
+export function policyChangeMeaning(loaded: LoadedConfig, chosen: string | undefined, changeRef: string, version: string): ChosenMeaning {
+  return chooseMeaning(meaningsInForce(loaded.config.signatures?.meanings), 'policy_change', chosen, { change: changeRef, version });
 }
 
 /**
  * Sign and install a new policy bundle (see the module comment). Nothing is signed or installed on any error.
  * @throws LkError LK_VALIDATION (bad change reference; CHANGE.yaml names another change or approver; see
- *   {@link previewPolicyChange}), LK_POLICY_BUNDLE, LK_CONFLICT, LK_POLICY_CHANGE_CONTROL / LK_POLICY_CHANGE_REF_REUSED,
+ *   {@link previewPolicyChange}), LK_MEANING_NOT_ALLOWED (before the password), LK_POLICY_BUNDLE, LK_CONFLICT, LK_POLICY_CHANGE_CONTROL / LK_POLICY_CHANGE_REF_REUSED,
  *   LK_REAUTH_FAILED / LK_ACCOUNT_LOCKED (the password), LK_FORBIDDEN (a role the bundle in force does not let approve).
  */
 export async function applyPolicyChange(r: PolicyApplyRequest): Promise<{ seq: number; version: string; changes: BundleChange[] }> {
@@ -116,6 +130,7 @@ export async function applyPolicyChange(r: PolicyApplyRequest): Promise<{ seq: n
   const last = lastAcceptedBundle(r.store);
   // refused before anyone types a password: a change reference already used for other content
   checkChangeControl(p.next, last, acceptedBundles(r.store), { change_ref: r.changeRef, approver: { name: r.approver, role: ch.approver.role } });
+  const meaning = policyChangeMeaning(r.loaded, r.meaning, r.changeRef, p.next.version);
   const user = await r.identity.reauthenticate(r.approver, r.password, { purpose: 'policy.apply', change_ref: r.changeRef });
   if (!p.allowedRoles.includes(user.role)) {
     r.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'config_change', action: 'policy.apply_refused', args: { change_ref: r.changeRef, role: user.role, allowed: [...p.allowedRoles] }, reason: 'role may not approve a policy change', new: p.next.version });
@@ -123,7 +138,7 @@ export async function applyPolicyChange(r: PolicyApplyRequest): Promise<{ seq: n
   }
   const seq = signPolicyBundle(r.store, {
     bundle: p.next, previous: last?.version ?? null, changeRef: r.changeRef, signer: { id: user.id, name: user.name, role: user.role },
-    allowedRoles: p.allowedRoles, method: 'password', changes: p.changes, reason: ch.reason, from: resolve(r.dir),
+    allowedRoles: p.allowedRoles, method: 'password', changes: p.changes, reason: ch.reason, from: resolve(r.dir), meaning,
   });
   installBundle(r.dir, r.loaded.policyDir);
   return { seq, version: p.next.version, changes: p.changes };

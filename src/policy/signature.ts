@@ -11,8 +11,12 @@ import { LkError } from '../errors.js';
 
 export const POLICY_SIGNATURE_FORMAT = 'linekeeper-policy-signature/1';
 
-/** What a signer declares by signing (21 CFR 11.50: the meaning of the signature). */
+/**
+ * What a signer declares by signing (21 CFR 11.50: the meaning of the signature) when the site's list of signature
+ * meanings words it no otherwise: linekeeper's built-in entry `policy-approval` (src/domain/signature-meanings.ts).
+ */
 export const POLICY_SIGNATURE_MEANING = 'approved: this policy bundle version may take effect on the line';
+export const POLICY_SIGNATURE_MEANING_ID = 'policy-approval';
 
 /** The change reference the embedded default's first bundle is signed under at first start. */
 export const DEMO_SETUP_CHANGE = 'DEMO-SETUP';
@@ -33,7 +37,10 @@ export interface PolicySignaturePayload {
   readonly signer: PolicySigner;
   /** `approvers.change` of the bundle in force at signing (of the new bundle when none was). */
   readonly allowed_roles: readonly string[];
+  /** The meaning signed: an entry of the site's signature meanings for policy_change, filled for this change. */
   readonly meaning: string;
+  /** Its id (absent on signatures made before meanings were a controlled list). */
+  readonly meaning_id?: string;
   /** `password`: the signer typed their password again; `demo_setup`: signed automatically at the embedded default's first start. */
   readonly method: 'password' | 'demo_setup';
   readonly signed_at: string;
@@ -52,11 +59,12 @@ export function signatureBytes(p: PolicySignaturePayload): string {
   return canonicalize(p) ?? '';
 }
 
-/** Build the payload (sorted roles, so the same decision always gives the same bytes). */
-export function policySignaturePayload(o: Omit<PolicySignaturePayload, 'format' | 'meaning' | 'allowed_roles'> & { allowed_roles: readonly string[] }): PolicySignaturePayload {
+/** Build the payload (sorted roles, so the same decision always gives the same bytes); the built-in meaning unless one is given. */
+export function policySignaturePayload(o: Omit<PolicySignaturePayload, 'format' | 'meaning' | 'meaning_id' | 'allowed_roles'> & { allowed_roles: readonly string[]; meaning?: { readonly id: string; readonly text: string } }): PolicySignaturePayload {
+  const m = o.meaning ?? { id: POLICY_SIGNATURE_MEANING_ID, text: POLICY_SIGNATURE_MEANING };
   return {
     format: POLICY_SIGNATURE_FORMAT, site: o.site, bundle_version: o.bundle_version, previous_version: o.previous_version, change_ref: o.change_ref,
-    signer: { id: o.signer.id, name: o.signer.name, role: o.signer.role }, allowed_roles: [...o.allowed_roles].sort(), meaning: POLICY_SIGNATURE_MEANING,
+    signer: { id: o.signer.id, name: o.signer.name, role: o.signer.role }, allowed_roles: [...o.allowed_roles].sort(), meaning: m.text, meaning_id: m.id,
     method: o.method, signed_at: o.signed_at, key_id: o.key_id,
   };
 }

@@ -12,7 +12,7 @@ import { toolCallStream, type Channel, type ToolCallStreamOptions } from './even
 import { Run } from './run.js';
 import type {
   AbortedRun, ReassignedReviewer, ApprovalList, Attendance, EscalationDecided, EscalationList, MoveDecided, MoveDecision, PendingMove, AuditFilter, AuditPage, TrailReview, TrailReviewView, TrailScope, Autonomy, ClosedException, Decision, DesignSpaceRecord, ExceptionClosure, ExceptionList, Genealogy, Health, Line, LineReadiness, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature,
-  Rearmed, Simulation, TokenInfo, ToolCallLine, SignedOut, PasswordChanged, AutonomyChange, AutonomyChangeRequest,
+  Rearmed, Simulation, TokenInfo, ToolCallLine, SignedOut, PasswordChanged, AutonomyChange, AutonomyChangeRequest, SignatureMeanings, SignaturePurpose,
 } from './types.js';
 
 /** `fetch` or anything with its signature (a proxy agent, a test's transport). */
@@ -302,14 +302,25 @@ export class LinekeeperClient {
   }
 
   /**
-   * POST /approvals/{id}: sign a decision as the signed-in QA reviewer, re-authenticated with the password.
-   * @throws LinekeeperError LK_REAUTH_FAILED (wrong password; nothing signed), LK_APPROVAL_FORBIDDEN (not the
+   * GET /signature-meanings: the site's controlled list of signature meanings (every signed-in role), all of them or
+   * those for one purpose (`release`, `move`, …). A signing call names one entry — its id, or its text with the
+   * placeholders filled for the record — and may add a free-text comment beside it.
+   */
+  signatureMeanings(purpose?: SignaturePurpose): Promise<SignatureMeanings> {
+    return this.#tenantCall<SignatureMeanings>('GET', '/signature-meanings', { query: purpose ? { for: purpose } : {} });
+  }
+
+  /**
+   * POST /approvals/{id}: sign a decision as the signed-in QA reviewer, re-authenticated with the password. `meaning`
+   * is one of the site's release meanings for that decision ({@link signatureMeanings}), by id or text; `comment` goes beside it.
+   * @throws LinekeeperError LK_MEANING_NOT_ALLOWED (not on the list: nothing signed, the password not checked; `err.meanings`
+   *   lists those that are), LK_REAUTH_FAILED (wrong password; nothing signed), LK_APPROVAL_FORBIDDEN (not the
    *   batch's named reviewer, or the person who started the run), LK_APPROVAL_DECIDED, LK_FORBIDDEN,
    *   LK_SPEC_FAILED (the batch failed a specification: only a rejection), LK_SPEC_CHANGED (new results since the
    *   gate: review the table again), LK_EXCEPTIONS_OPEN.
    */
   approve(id: string, d: Decision): Promise<Signature> {
-    return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password } });
+    return this.#tenantCall<Signature>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, ...(d.comment !== undefined ? { comment: d.comment } : {}), password: d.password } });
   }
 
   /** The setpoint moves waiting for a person (GET /approvals, kind setpoint_write): whom, what, since when. */
@@ -321,10 +332,10 @@ export class LinekeeperClient {
    * POST /approvals/{id} for a waiting move: approve or reject it as the signed-in person, re-authenticated with
    * the password, bound to the vector hash the reviewer saw (`recordHash` from {@link moves}).
    * @throws LinekeeperError LK_MOVE_WITHDRAWN (superseded, or its step or run ended: nothing signed),
-   *   LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
+   *   LK_MEANING_NOT_ALLOWED (not one of the site's move meanings for the decision), LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
    */
   decideMove(id: string, d: MoveDecision): Promise<MoveDecided> {
-    return this.#tenantCall<MoveDecided>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, password: d.password, recordHash: d.recordHash } });
+    return this.#tenantCall<MoveDecided>('POST', `/approvals/${encodeURIComponent(id)}`, { body: { decision: d.decision, meaning: d.meaning, ...(d.comment !== undefined ? { comment: d.comment } : {}), password: d.password, recordHash: d.recordHash } });
   }
 
   /** GET /arbitration/escalations: the deadlocks waiting for a person; each holds its setpoint until one decides. */
@@ -351,7 +362,7 @@ export class LinekeeperClient {
    * @throws LinekeeperError LK_REAUTH_FAILED (nothing closed), LK_APPROVAL_FORBIDDEN, LK_EXCEPTION_CLOSED, LK_NOT_FOUND.
    */
   closeException(id: string, c: ExceptionClosure): Promise<ClosedException> {
-    return this.#tenantCall<ClosedException>('POST', `/exceptions/${encodeURIComponent(id)}/close`, { body: { comment: c.comment, ...(c.deviation ? { deviation: c.deviation } : {}), ...(c.password !== undefined ? { password: c.password } : {}) } });
+    return this.#tenantCall<ClosedException>('POST', `/exceptions/${encodeURIComponent(id)}/close`, { body: { comment: c.comment, ...(c.deviation ? { deviation: c.deviation } : {}), ...(c.password !== undefined ? { password: c.password } : {}), ...(c.meaning !== undefined ? { meaning: c.meaning } : {}) } });
   }
 
   /**
@@ -369,8 +380,8 @@ export class LinekeeperClient {
    * with a "not a release" package.
    * @throws LinekeeperError LK_REAUTH_FAILED / LK_REAUTH_REQUIRED (nothing done), LK_RUN_STATE (final already), LK_FORBIDDEN / LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
    */
-  abortRun(id: string, o: { reason: string; password?: string }): Promise<AbortedRun> {
-    return this.#tenantCall<AbortedRun>('POST', `/runs/${encodeURIComponent(id)}/abort`, { body: { reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}) } });
+  abortRun(id: string, o: { reason: string; password?: string; meaning?: string }): Promise<AbortedRun> {
+    return this.#tenantCall<AbortedRun>('POST', `/runs/${encodeURIComponent(id)}/abort`, { body: { reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}), ...(o.meaning !== undefined ? { meaning: o.meaning } : {}) } });
   }
 
   /**
@@ -378,8 +389,8 @@ export class LinekeeperClient {
    * role of the bundle's approvers.reassign; the new reviewer must be an active user with a QA role for the tenant.
    * @throws LinekeeperError LK_REVIEWER_INVALID, LK_REAUTH_FAILED, LK_RUN_STATE, LK_FORBIDDEN / LK_APPROVAL_FORBIDDEN, LK_NOT_FOUND.
    */
-  reassignReviewer(id: string, o: { to: string; reason: string; password?: string }): Promise<ReassignedReviewer> {
-    return this.#tenantCall<ReassignedReviewer>('POST', `/runs/${encodeURIComponent(id)}/reassign`, { body: { to: o.to, reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}) } });
+  reassignReviewer(id: string, o: { to: string; reason: string; password?: string; meaning?: string }): Promise<ReassignedReviewer> {
+    return this.#tenantCall<ReassignedReviewer>('POST', `/runs/${encodeURIComponent(id)}/reassign`, { body: { to: o.to, reason: o.reason, ...(o.password !== undefined ? { password: o.password } : {}), ...(o.meaning !== undefined ? { meaning: o.meaning } : {}) } });
   }
 
   /** GET /models: cards, validation status, pinned sites. */
@@ -393,12 +404,12 @@ export class LinekeeperClient {
    * @throws LinekeeperError LK_NOT_FOUND (not the tenant's model), LK_MODEL_CHANGE (role not in the bundle's
    *   approvers.change), LK_MODEL_TRANSITION, LK_REAUTH_REQUIRED / LK_REAUTH_FAILED, LK_MODEL_GATE_FAILED.
    */
-  promoteModel(id: string, o: { to: 'shadow' | 'validated'; changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+  promoteModel(id: string, o: { to: 'shadow' | 'validated'; changeRef: string; reason: string; password?: string; meaning?: string }): Promise<ModelChange> {
     return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/promote`, { body: o });
   }
 
   /** POST /models/{id}/retire: take a model out of use (final), signed as {@link promoteModel}. @throws LinekeeperError as promoteModel. */
-  retireModel(id: string, o: { changeRef: string; reason: string; password?: string }): Promise<ModelChange> {
+  retireModel(id: string, o: { changeRef: string; reason: string; password?: string; meaning?: string }): Promise<ModelChange> {
     return this.#tenantCall<ModelChange>('POST', `/models/${encodeURIComponent(id)}/retire`, { body: o });
   }
 
@@ -422,7 +433,7 @@ export class LinekeeperClient {
     return this.#tenantCall<Attendance>('POST', '/attendance', { body: {} });
   }
 
-  /** GET /line: equipment, connections, PLC supervisor state. */
+  /** GET /line: equipment, connections, PLC supervisor state, and the site's time zone (`timezone`, for people's times). */
   line(): Promise<Line> {
     return this.#tenantCall<Line>('GET', '/line');
   }
@@ -464,7 +475,7 @@ export class LinekeeperClient {
    * @throws LinekeeperError LK_APPROVAL_FORBIDDEN (not a QA role of the policy bundle), LK_REAUTH_FAILED (wrong password), LK_NOT_FOUND (no such run),
    *   LK_CONFLICT (the entries differ from the digest), LK_VALIDATION.
    */
-  reviewAuditTrail(scope: TrailScope, o: { comment: string; password: string; through?: number; digest?: string }): Promise<TrailReview> {
+  reviewAuditTrail(scope: TrailScope, o: { comment: string; password: string; through?: number; digest?: string; meaning?: string }): Promise<TrailReview> {
     return this.#tenantCall<TrailReview>('POST', '/audit/reviews', { body: { ...scope, ...o } });
   }
 

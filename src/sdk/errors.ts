@@ -29,6 +29,8 @@ export interface ProblemFields {
   readonly reasons?: readonly Reason[];
   /** LK_BATCH_CLOSED: the batch, the run that closed it and its final status (the problem's `closed` member). */
   readonly closed?: Closed;
+  /** LK_MEANING_NOT_ALLOWED: the site's signature meanings this act allows, filled for the record (the problem's `meanings` member). */
+  readonly meanings?: readonly MeaningOption[];
   /** The request that was refused, `GET /v1/tenants/…/runs/…` (set by the SDK for an answer it read). */
   readonly request?: string;
 }
@@ -47,6 +49,12 @@ export interface Closed {
   readonly status: string;
 }
 
+/** A signature meaning the daemon allows for an act: its id and its text filled for the record. */
+export interface MeaningOption {
+  readonly id: string;
+  readonly text: string;
+}
+
 /** A refusal of the daemon, or an error the SDK found before or after asking it. */
 export class LinekeeperError extends Error {
   readonly code: string;
@@ -58,6 +66,7 @@ export class LinekeeperError extends Error {
   readonly issues: readonly Issue[];
   readonly reasons: readonly Reason[];
   readonly closed: Closed | undefined;
+  readonly meanings: readonly MeaningOption[];
   readonly request: string | undefined;
 
   constructor(p: ProblemFields, options?: { cause?: unknown }) {
@@ -72,6 +81,7 @@ export class LinekeeperError extends Error {
     this.issues = p.issues ?? [];
     this.reasons = p.reasons ?? [];
     this.closed = p.closed;
+    this.meanings = p.meanings ?? [];
     this.request = p.request;
   }
 
@@ -115,6 +125,7 @@ export async function problemOf(res: Response, request?: string): Promise<Lineke
       ...(Array.isArray(body.issues) ? { issues: body.issues } : {}),
       ...(Array.isArray(body.reasons) ? { reasons: body.reasons } : {}),
       ...(typeof body.closed === 'object' && body.closed !== null ? { closed: body.closed } : {}),
+      ...(Array.isArray(body.meanings) ? { meanings: body.meanings } : {}),
       ...(request !== undefined ? { request } : {}),
     });
   }

@@ -6,12 +6,12 @@
  */
 export { Agent, DesignSpace, Tool, type AgentSpec, type Limit, type StartOptions, type ToolSpec } from './agent.js';
 export { LinekeeperClient, setDefaultClient, type ClientOptions, type FetchLike } from './client.js';
-export { LinekeeperError, type Issue } from './errors.js';
+export { LinekeeperError, type Issue, type MeaningOption } from './errors.js';
 export { Channel, type ToolCallStreamOptions } from './events.js';
 export { Run, type StreamOptions } from './run.js';
 export type {
   ApprovalList, Attendance, AuditFilter, AuditPage, Autonomy, Decision, DesignSpaceRecord, Genealogy, Health, Line, ModelChange, ModelList, RunPage, RunRecord, RunStatus, Signature, Simulation, Step,
   StepRecord, StepStatus, TokenInfo, ToolCallLine, ExceptionList, RunException, ClosedException, ExceptionClosure, AbortedRun, ReassignedReviewer,
   PendingMove, MoveDecision, MoveDecided, EscalationList, Escalation, EscalationDecided, TrailReview, TrailReviewView, TrailScope,
-  RunView, StepView, ExceptionMarker,
+  RunView, StepView, ExceptionMarker, SignatureMeanings, SignaturePurpose,
 } from './types.js';

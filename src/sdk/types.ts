@@ -17,6 +17,8 @@ import type {
 } from '../api/schemas.js';
 import type { ReadinessView, RearmView } from '../api/routes-line.js';
 import type { ReviewView, TrailView } from '../api/routes-trail-review.js';
+import type { MeaningsView } from '../api/routes-signatures.js';
+import type { SIGNATURE_PURPOSES } from '../domain/signature-meanings.js';
 import type { RUN_STATUSES, STEP_STATUSES } from '../domain/run.js';
 
 export type { ExceptionMarker, RunView, StepView } from '../contract/runs.js';
@@ -39,7 +41,15 @@ export type ApprovalList = ApprovalListView;
 /** A setpoint move waiting for a person (an item of GET /approvals of kind `setpoint_write`). */
 export type PendingMove = ApprovalList['items'][number];
 /** Deciding a waiting move: the signature binds to `recordHash`, the vector hash GET /approvals showed. */
-export interface MoveDecision { decision: 'approve' | 'reject'; meaning: string; password: string; recordHash: string }
+export interface MoveDecision {
+  decision: 'approve' | 'reject';
+  /** One of the site's move meanings for the decision (GET /signature-meanings), by id (`move-approval`) or its text. */
+  meaning: string;
+  /** Free text beside the meaning, in the signer's words. */
+  comment?: string;
+  password: string;
+  recordHash: string;
+}
 /** A signed move decision and what the guarded writer did with it. */
 export type MoveDecided = WriteDecisionView;
 /** Arbitration deadlocks waiting for a person (they hold their setpoint). */
@@ -55,7 +65,15 @@ export type RunException = ExceptionList['items'][number];
 /** An exception as closed: who, when, the comment, the deviation reference, and the signature of a critical or major one. */
 export type ClosedException = CloseExceptionView;
 /** Closing an exception: the comment is required; the password re-authenticates (a signature for critical and major ones). */
-export interface ExceptionClosure { comment: string; deviation?: string; password?: string }
+export interface ExceptionClosure {
+  comment: string; deviation?: string; password?: string;
+  /** A signed (critical or major) closure's meaning: one of the site's exception_close meanings, by id or text; default the first. */
+  meaning?: string;
+}
+/** What a signature may be for: the kinds of signature linekeeper makes (release, move, trail_review, …). */
+export type SignaturePurpose = (typeof SIGNATURE_PURPOSES)[number];
+/** The site's controlled list of signature meanings in force (GET /signature-meanings), with what each purpose fills. */
+export type SignatureMeanings = z.output<typeof MeaningsView>;
 /** An aborted run: the run (ABORTED), each PLC's revert as read back, the gate withdrawn, and the signature of the abort. */
 export type AbortedRun = AbortView;
 /** A reassigned QA reviewer: old, new, the gate that now waits for the new one, and the signature. */
@@ -99,8 +117,13 @@ export type Step = Readonly<Omit<StepView, 'exceptions'>>;
 
 export interface Decision {
   readonly decision: 'approve' | 'reject';
-  /** What the signature means, e.g. "QA release of batch B-1042". */
+  /**
+   * What the signature means: one of the site's release meanings for the decision (GET /signature-meanings), by its
+   * id (`qa-release`) or its text filled for the batch ("QA release of batch B-1042").
+   */
   readonly meaning: string;
+  /** Free text beside the meaning, in the signer's words (signed and audited with it). */
+  readonly comment?: string;
   /** The signed-in reviewer's password, checked again at signing (21 CFR 11.200). */
   readonly password: string;
 }

@@ -24,6 +24,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { canonicalJson, SITE_TENANT } from '../audit/entry.js';
 import { signBytes } from '../audit/keys.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel } from '../domain/policy.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, fillMeaning, type ChosenMeaning } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import { type AutonomyEvent, type AutonomyState, type PolicyBundle, changeAutonomy } from '../policy/index.js';
 import type { Store } from './store.js';
@@ -62,8 +63,12 @@ export interface AutonomyRequest {
    * unsigned lowering into an unsigned raise.
    */
   readonly requireSignatureToRaise?: boolean;
-  /** The re-authenticated person's printed name: the raise's audit entry carries an Ed25519 signature manifestation. */
-  readonly signer?: { readonly name: string };
+  /**
+   * The re-authenticated person's printed name: the raise's audit entry carries an Ed25519 signature manifestation,
+   * its meaning the entry of the site's list the surface took (filled again here with the levels as they are in
+   * the transaction), else linekeeper's built-in one.
+   */
+  readonly signer?: { readonly name: string; readonly meaning?: ChosenMeaning };
 }
 
 const LOOKUP = new WeakMap<Database, Statement>();
@@ -115,6 +120,12 @@ export function autonomyRows(db: Database, tenant: string): AutonomyRow[] {
     .all(tenant, tenant) as AutonomyRow[];
 }
 
+/** What a raise's signature meaning fills: the target (`agent.x on press.MainForce`), the levels and the change reference. */
+export function autonomyMeaningValues(o: { agent?: string; setpoint?: string; from: string; to: string; changeRef: string | null | undefined }): Record<string, string | undefined> {
+  const target = [o.agent === undefined || o.agent === ANY ? null : o.agent, o.setpoint === undefined || o.setpoint === ANY ? null : o.setpoint].filter(Boolean).join(' on ');
+  return { target, from: o.from, to: o.to, change: o.changeRef ?? undefined };
+}
+
 /**
  * Change one autonomy level of `req.tenant` durably: the row and its `autonomy_change` entry (the tenant's chain,
  * actor = the person) commit together; an unchanged level writes nothing. Other tenants' levels do not move.
@@ -147,8 +158,11 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
     let signature: { user: string; name: string; meaning: string; time: string; value: string } | undefined;
     if (raised && req.signer) {
       const time = new Date(now).toISOString();
-      const meaning = `raise autonomy of ${[agent === ANY ? null : agent, setpoint === ANY ? null : setpoint].filter(Boolean).join(' on ')} ${event.from} → ${event.to} (${event.changeRef})`.slice(0, 200);
-      const record = { format: 1, kind: 'autonomy_change', tenant, agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, timestamp: time };
+      const values = autonomyMeaningValues({ agent, setpoint, from: event.from, to: event.to, changeRef: event.changeRef });
+      const chosen = req.signer.meaning;
+      const m = chosen ? { id: chosen.id, text: fillMeaning(chosen.template, values) ?? chosen.text } : chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'autonomy_raise', undefined, values);
+      const meaning = m.text.slice(0, 200);
+      const record = { format: 1, kind: 'autonomy_change', tenant, agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, meaningId: m.id, timestamp: time };
       signature = { user: req.by.person, name: req.signer.name.slice(0, 200), meaning, time, value: signBytes(store.audit.siteKey(), canonicalJson(record)) };
     }
     const entry = audit.append({

@@ -154,6 +154,7 @@ describe('the console where people decide', { timeout: 240_000 }, () => {
     await dialog.waitFor();
     expect(await dialog.getByTestId('move-table').count()).toBe(1);
     await dialog.getByRole('radio', { name: 'Approve' }).check();
+    await dialog.getByLabel(/Meaning of this signature/).selectOption({ label: 'Approval of setpoint change for batch B-1042' });
     await check('move-sign-dialog');
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('p.bianchi')!);
     await dialog.getByRole('button', { name: 'Sign' }).click();
@@ -201,6 +202,8 @@ describe('the console where people decide', { timeout: 240_000 }, () => {
     expect(await dialog.locator(`li[data-exception="${minor.id}"]`).textContent()).toMatch(/OOT minor: Thickness trending up — OPEN/);
     await check('release-dialog');
     await dialog.getByRole('radio', { name: 'Approve' }).check();
+    expect(await dialog.getByRole('button', { name: 'Sign' }).isDisabled()).toBe(true);
+    await dialog.getByLabel(/Meaning of this signature/).selectOption({ label: 'QA release of batch B-1042' });
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
     await dialog.getByRole('button', { name: 'Sign' }).click();
     await dialog.getByTestId('signature-manifestation').waitFor();

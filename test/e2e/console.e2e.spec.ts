@@ -195,7 +195,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await signOut();
   });
 
-  it('[P11.50] [P11.200] the QA reviewer signs the release: a wrong password signs nothing; the right one shows the manifestation', async () => {
+  it('[P11.50] [A11.14] [P11.200] the QA reviewer signs the release: the meaning picked from the site\'s list (none pre-selected) with a comment; a wrong password signs nothing; the right one shows the manifestation', async () => {
     // review by exception: the approval page shows the specification table and the exceptions before the signing
     // button; the release is refused while a critical or major one is open
     await signInAs('m.rossi');
@@ -217,6 +217,9 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
       const d = page.locator('#close-exception');
       await d.getByLabel(/Comment/).fill('investigated; the tablets of the excursion were segregated');
       await d.getByLabel(/Deviation/).fill('DEV-2026-0142');
+      // a major closure is signed: its meaning is picked from the site's list (nothing chosen until then)
+      expect(await d.getByRole('button', { name: 'Close exception' }).isDisabled()).toBe(true);
+      await d.getByLabel(/Meaning of this signature/).selectOption({ label: `Exception ${first.id} of batch B-1042 reviewed and closed` });
       await d.getByLabel(/Password/).fill('not her password');
       await d.getByRole('button', { name: 'Close exception' }).click();
       await page.getByTestId('nothing-closed').waitFor();
@@ -242,6 +245,14 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
       expect(await dialog.getByRole('button', { name: 'Sign' }).isDisabled()).toBe(true);
       await dialog.getByRole('radio', { name: 'Approve' }).check();
     }
+    // [A11.14] nor the meaning: the site's list for this decision, filled for the batch, none selected until the reviewer picks one
+    const words = released ? 'QA release of batch B-1042' : 'QA rejection of batch B-1042';
+    const select = dialog.getByLabel(/Meaning of this signature/);
+    await poll(() => select.locator('option:not([disabled])').allTextContents()).toEqual([words]);
+    expect(await page.getByTestId('meaning-shown').textContent()).toContain('nothing is chosen for you');
+    expect(await dialog.getByRole('button', { name: 'Sign' }).isDisabled()).toBe(true);
+    await select.selectOption({ label: words });
+    await dialog.getByLabel(/^Comment/).fill('disposition reviewed at the console');
     expect(await page.getByTestId('meaning-shown').textContent()).toContain(decision);
     expect(await dialog.getByRole('radio', { name: 'Approve' }).isDisabled()).toBe(!released);
     expect(await page.getByTestId('release-refused').count()).toBe(released ? 0 : 1);
@@ -256,7 +267,9 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await dialog.getByRole('button', { name: 'Sign' }).click();
     const m = page.getByTestId('signature-manifestation');
     await m.waitFor();
-    expect(await m.textContent()).toMatch(new RegExp(`Maria Rossi \\(m\\.rossi, qa_reviewer\\).*UTC.*${decision}`));
+    expect(await m.textContent()).toMatch(new RegExp(`Maria Rossi \\(m\\.rossi, qa_reviewer\\).*UTC.*${decision}.*disposition reviewed at the console`));
+    // signed with the entry's id and the comment beside the words (the record the signature covers)
+    expect((await call(node.url, 'GET', `${A}/runs/${runId}`, { token: await auditor() })).body.approvalGate.signature).toMatchObject({ meaning: words, meaningId: released ? 'qa-release' : 'qa-rejection', comment: 'disposition reviewed at the console' });
     await check('08-signed');
     await dialog.getByRole('button', { name: 'Close' }).click();
     // focus comes back to the page, not to <body>
@@ -344,6 +357,8 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     const raise = page.getByRole('dialog');
     await raise.getByLabel('Change reference').fill('CC-2026-0042');
     await raise.getByLabel('Reason').fill('restored after the console test');
+    await raise.getByLabel(/Meaning of this signature/).selectOption('autonomy-raise');
+    expect(await raise.getByTestId('raise-meaning-shown').textContent()).toContain('raise autonomy of agent.yield_takt L0 → L1 (CC-2026-0042)');
     await raise.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
     await raise.getByRole('button', { name: 'Sign and raise' }).click();
     await poll(() => page.locator('table').last().textContent()).toContain('CC-2026-0042');
@@ -372,6 +387,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.getByTestId('run-abort').click();
     const d = page.locator('#run-abort');
     await d.getByLabel(/Reason/).fill('granulate lot recalled by the supplier');
+    await d.getByLabel(/Meaning of this signature/).selectOption({ label: `Abort of run ${id} of batch B-3101: not a release` });
     await d.getByLabel(/Password/).fill('not his password');
     await d.getByRole('button', { name: 'Abort run (sign)' }).click();
     await page.getByTestId('nothing-done').waitFor();
@@ -425,6 +441,11 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     expect(await page.getByTestId('release-refused').textContent()).toContain('Hardness (22 of 22 outside 80–150 N; worst 171 N)');
     expect(await dialog.getByRole('radio', { name: 'Approve' }).isDisabled()).toBe(true);
     expect(await dialog.getByRole('radio', { name: 'Reject' }).isChecked()).toBe(true);
+    // the rejection's meanings only, and still none chosen for the reviewer
+    const select = dialog.getByLabel(/Meaning of this signature/);
+    await poll(() => select.locator('option:not([disabled])').allTextContents()).toEqual(['QA rejection of batch B-1042']);
+    expect(await page.getByTestId('meaning-shown').textContent()).toContain('nothing is chosen for you');
+    await select.selectOption({ label: 'QA rejection of batch B-1042' });
     expect(await page.getByTestId('meaning-shown').textContent()).toContain('reject: QA rejection of batch B-1042');
     await check('07b-release-refused');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -439,7 +460,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
       id: 'pw_00000000000000f3', kind: 'setpoint_write', run: runId, batch: 'B-1042', needs: 'reviewer', reviewer: 'p.bianchi', requestedAt: '2026-11-27T08:00:00.000Z', recordHash: 'ef'.repeat(32),
       detail: { agent: 'agent.compress_fill', moves: [{ setpoint: 'press.MainForce', value: { value: 11.5, unit: 'kN' } }], attribute: 'hardness', justification: 'hardness below target', reasons: ['L2_REVIEW'] },
     };
-    const signature = { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', timestamp: '2026-11-27T08:01:00.000Z', decision: 'approve', meaning: `Approve setpoint write ${move.id} of batch B-1042`, recordHash: move.recordHash, keyId: '0123456789abcdef0123', signature: 'x' };
+    const signature = { user: 'p.bianchi', name: 'Paolo Bianchi', role: 'process_engineer', timestamp: '2026-11-27T08:01:00.000Z', decision: 'approve', meaning: 'Approval of setpoint change for batch B-1042', meaningId: 'move-approval', recordHash: move.recordHash, keyId: '0123456789abcdef0123', signature: 'x' };
     await signInAs('p.bianchi');
     await page.route('**/approvals', (r) => (r.request().method() === 'GET' ? r.fulfill({ json: { items: [release, move] } }) : r.continue()).catch(() => undefined));
     await page.route(`**/approvals/${move.id}`, (r) => r.fulfill({ json: { kind: 'setpoint_write', signature, outcome: { status: 'denied', proposal: 'p1', vectorHash: move.recordHash, reasons: ['BATCH_STATE_FORBIDS'] } } }).catch(() => undefined));
@@ -455,6 +476,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await dialog.waitFor();
     expect(await dialog.textContent()).toContain('press.MainForce → 11.5 kN');
     await dialog.getByRole('radio', { name: 'Approve' }).check();
+    await dialog.getByLabel(/Meaning of this signature/).selectOption({ label: 'Approval of setpoint change for batch B-1042' });
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('p.bianchi')!);
     await dialog.getByRole('button', { name: 'Sign' }).click();
     const outcome = page.getByTestId('write-outcome');

@@ -1,6 +1,6 @@
 /**
  * Who may call what, written out by hand from the route declarations of src/api (routes-runs.ts, routes-exceptions.ts, routes-lifecycle.ts,
- * routes-site.ts, routes-line.ts, routes-review.ts, routes-trail-review.ts, routes-arbitration.ts, routes-waiting.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
+ * routes-site.ts, routes-line.ts, routes-review.ts, routes-trail-review.ts, routes-arbitration.ts, routes-waiting.ts, routes-auth.ts, routes-autonomy.ts, routes-models.ts, routes-signatures.ts, server.ts) — deliberately not imported from them, so a test built on this table fails when
  * a route's roles change without the table (and the README) changing with it. Also: the operations of the
  * API's own OpenAPI document, the demo identities and what the guard of a route answers to a caller.
  */
@@ -70,6 +70,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   // the bundle's approvers.change narrows these further (403 LK_MODEL_CHANGE from the handler)
   [`POST ${T}/models/{id}/promote`]: ['process_engineer', 'qa_reviewer'],
   [`POST ${T}/models/{id}/retire`]: ['process_engineer', 'qa_reviewer'],
+  // routes-signatures.ts: the site's signature meanings, for every signed-in role (what a signing request may name)
+  [`GET ${T}/signature-meanings`]: ['operator', 'process_engineer', 'qa_reviewer', 'auditor', 'admin'],
 };
 
 /** Operations that end the caller's session: probes that reuse a token must not call them (they get their own tests). */

@@ -1,6 +1,6 @@
 /**
  * Headless Chromium for the console's end-to-end tests: the system's chromium (CI installs it), one context
- * at a viewport, one page with a 90 s default timeout (a hang guard, not a speed limit: a download took over 30 s
+ * at a viewport (and, when given, in a time zone of its own: `timezoneId`), one page with a 90 s default timeout (a hang guard, not a speed limit: a download took over 30 s
  * in CI while the other worker ran CPU-bound seeds) whose page errors and console errors are collected into
  * `problems` (the errors a test provokes on purpose — refused requests of the statuses `ignore` matches — left
  * out), so a test can assert at its end that nothing else went wrong.
@@ -8,9 +8,9 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
-export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[] }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
+export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[]; timezoneId?: string }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true });
+  const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true, ...(o.timezoneId ? { timezoneId: o.timezoneId } : {}) });
   const page = await context.newPage();
   page.setDefaultTimeout(90_000);
   page.on('pageerror', (e) => o.problems.push(`pageerror: ${e.message}`));

@@ -34,8 +34,10 @@ const plant = (sp: string): number => {
   const [eq, tag] = sp.split('.') as [string, string];
   return node.plant.setpoints(eq)[tag]!;
 };
+/** The built-in meaning of the act and decision (signature meanings: src/domain/signature-meanings.ts), unless the test names one. */
+const builtIn = (id: string, decision: unknown): string => (id.startsWith('apr_') ? (decision === 'reject' ? 'qa-rejection' : 'qa-release') : decision === 'reject' ? 'move-rejection' : 'move-approval');
 const decide = (who: string, id: string, body: Record<string, unknown>, base = A): Promise<Reply> =>
-  call(node.url, 'POST', `${base}/approvals/${id}`, { token: tok(who), body: { decision: 'approve', meaning: 'QA approval of the coater move', password: passwords.get(who), ...body } });
+  call(node.url, 'POST', `${base}/approvals/${id}`, { token: tok(who), body: { decision: 'approve', meaning: builtIn(id, body['decision']), password: passwords.get(who), ...body } });
 const audit = (filter: Record<string, string>) => queryAudit(node.daemon.store.db, 'acme-pharma', filter, { limit: 1000 }).entries;
 const site = () => queryAudit(node.daemon.store.db, 'site', { kind: 'identity' }, { limit: 1000 }).entries;
 /** Re-authentications (good or bad) about this approval on the site chain. */
@@ -112,7 +114,8 @@ describe('a write beyond the design space waits for QA', () => {
 
     const trail = audit({ run: runA.id });
     const signed = trail.find((e) => e.action === 'setpoint.sign' && (e.args as { approval: string }).approval === w.id)!;
-    expect(signed).toMatchObject({ actor: 'm.rossi', subject: { setpoint: 'coater.PanSpeed' }, signature: { user: 'm.rossi', meaning: 'approve: QA approval of the coater move', value: sig.signature } });
+    expect(signed).toMatchObject({ actor: 'm.rossi', subject: { setpoint: 'coater.PanSpeed' }, signature: { user: 'm.rossi', meaning: 'approve: Approval of setpoint change for batch B-1042', value: sig.signature }, args: { meaningId: 'move-approval' } });
+    expect(sig).toMatchObject({ meaning: 'Approval of setpoint change for batch B-1042', meaningId: 'move-approval' });
     const approved = trail.find((e) => e.action === 'setpoint.approve' && (e.args as { pendingId: string }).pendingId === w.id)!;
     const written = trail.find((e) => e.action === 'setpoint.write' && e.kind === 'intent' && e.subject.setpoint === 'coater.PanSpeed')!;
     expect(approved.actor).toBe('m.rossi');
@@ -125,7 +128,7 @@ describe('a write beyond the design space waits for QA', () => {
 
   it('the QA reviewer rejects another: signed and audited with its meaning, nothing written', async () => {
     const w2 = await queueWrite(node.daemon, { run: runA, agent: 'agent.coat_dry', setpoint: 'coater.SprayRate', from: 220, to: 225, unit: 'g/min' });
-    const r = await decide('m.rossi', w2.id, { decision: 'reject', meaning: 'spray rate stays inside the approved space', recordHash: w2.vectorHash });
+    const r = await decide('m.rossi', w2.id, { decision: 'reject', meaning: 'move-rejection', comment: 'spray rate stays inside the approved space', recordHash: w2.vectorHash });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ outcome: { status: 'rejected' }, signature: { decision: 'reject', recordHash: w2.vectorHash } });
     expect(plant('coater.SprayRate')).toBe(220);
@@ -133,7 +136,8 @@ describe('a write beyond the design space waits for QA', () => {
     const about = (e: { args?: unknown }): string | undefined => (e.args as { approval?: string; pendingId?: string }).approval ?? (e.args as { pendingId?: string }).pendingId;
     const rejected = audit({ run: runA.id }).filter((e) => ['setpoint.reject', 'setpoint.sign'].includes(e.action) && about(e) === w2.id);
     expect(rejected.map((e) => [e.action, e.actor])).toEqual([['setpoint.sign', 'm.rossi'], ['setpoint.reject', 'm.rossi']]);
-    expect(rejected[1]!.reason).toBe('spray rate stays inside the approved space');
+    expect(rejected[1]!.reason).toBe('Rejection of setpoint change for batch B-1042: spray rate stays inside the approved space');
+    expect(rejected[0]!.args).toMatchObject({ meaningId: 'move-rejection', comment: 'spray rate stays inside the approved space' });
     expect(audit({ setpoint: 'coater.SprayRate' }).some((e) => e.action === 'setpoint.write')).toBe(false);
   });
 });
@@ -166,7 +170,7 @@ describe('an L2 move waits for the batch\'s reviewer', () => {
     setAutonomy(node.daemon.store, node.daemon.policy.bundle!, { tenant: 'acme-pharma', agent: 'agent.coat_dry', to: 'L2', by: { person: 'p.bianchi', role: 'process_engineer' }, reason: 'coating moves reviewed for this campaign' });
     const w = await queueWrite(node.daemon, { run: runB, agent: 'agent.coat_dry', setpoint: 'coater.Airflow', from: 1500, to: 1600, unit: 'm3/h' });
     expect(w.needs).toBe('reviewer');
-    const r = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, meaning: 'reviewed the airflow move' });
+    const r = await decide('p.bianchi', w.id, { recordHash: w.vectorHash, comment: 'reviewed the airflow move' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ outcome: { status: 'written' }, signature: { user: 'p.bianchi', role: 'process_engineer', run: runB.id } });
     expect(r.body.outcome.reasons).toContain('REVIEWER_APPROVED');
@@ -234,7 +238,7 @@ describe('a LIMS result that arrives while a batch release waits', () => {
     expect(signed()).toEqual([]);
     expect(node.daemon.engine.runs.approval('acme-pharma', gate.id)!.status).toBe('pending');
 
-    const reject = await decide('m.rossi', gate.id, { decision: 'reject', meaning: 'QA rejection of batch B-1042: dissolution LIMS-D-7002 below Q', recordHash: gate.recordHash });
+    const reject = await decide('m.rossi', gate.id, { decision: 'reject', meaning: 'QA rejection of batch B-1042', comment: 'dissolution LIMS-D-7002 below Q', recordHash: gate.recordHash });
     expect(reject.status, JSON.stringify(reject.body)).toBe(200);
     expect(signed()).toHaveLength(1);
     for (const f of readdirSync(dir)) rmSync(join(dir, f));
@@ -249,7 +253,7 @@ describe('a LIMS result that arrives after the batch was released', () => {
     const quality = () => node.daemon.engine.runs.runById(run.id)!.data['quality'] as { specTable: { verdict: string; results: { id: string; verdict: string }[] } };
     const dissolution = () => quality().specTable.results.find((r) => r.id === 'dissolution')!.verdict;
     // released with dissolution pending (an INCOMPLETE table, as the site's procedure may allow)
-    const released = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042, dissolution pending', recordHash: gate.recordHash });
+    const released = await decide('m.rossi', gate.id, { meaning: 'QA release of batch B-1042', comment: 'dissolution pending', recordHash: gate.recordHash });
     expect(released.status, JSON.stringify(released.body)).toBe(200);
     expect(node.daemon.engine.runs.approval('acme-pharma', gate.id)!.status).toBe('approved');
     expect(dissolution()).toBe('NOT_EVALUATED');

@@ -255,10 +255,10 @@ describe('a run through the REST API', { timeout: 180_000 }, () => {
 
   it('[P11.50] [A11.14] the named QA reviewer rejects it with the password: identity, meaning, time, a signature that verifies; once', async () => {
     const gate = (await call(url, 'GET', `${A}/runs/${runId}`, { token: tok('m.rossi') })).body.approvalGate;
-    const body = { decision: 'reject', meaning: 'QA rejection of batch B-1042: hardness out of specification', password: node.passwords.get('m.rossi') };
+    const body = { decision: 'reject', meaning: 'QA rejection of batch B-1042', comment: 'hardness out of specification', password: node.passwords.get('m.rossi') };
     const r = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ approval: gate.id, run: runId, batch: 'B-1042', user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer', decision: 'reject', meaning: body.meaning });
+    expect(r.body).toMatchObject({ approval: gate.id, run: runId, batch: 'B-1042', user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer', decision: 'reject', meaning: body.meaning, meaningId: 'qa-rejection', comment: body.comment });
     expect(verifySignature(loadSitePublicKey(node.daemon.loaded.dataDir), r.body as Signature)).toBe(true);
     const again = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body });
     expect(again.status).toBe(409);

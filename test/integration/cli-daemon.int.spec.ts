@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryAudit } from '../../src/audit/index.js';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
@@ -204,20 +205,42 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect((await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor })).body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
   });
 
-  it('[P11.50] approve --decision reject as m.rossi with her password prints the signature manifestation', async () => {
-    const meaning = 'QA rejection of batch B-1042: hardness out of specification';
-    const signed = await cli(qa, ['approve', approval, '--decision', 'reject', '--meaning', meaning], { input: password('m.rossi') });
+  it('[A11.14] approve with a meaning not on the site\'s list prints the list and signs nothing, before any password is asked for', async () => {
+    const reauths = () => queryAudit(node.daemon.store.db, 'site', { kind: 'identity' }, { limit: 1000 }).entries.filter((e) => (e.args as { approval?: string }).approval === approval);
+    const before = reauths().length;
+    for (const meaning of ['QA release of batch B-1042', 'QA rejection of batch B-1042: hardness out of specification']) {
+      const wrong = await cli(qa, ['approve', approval, '--decision', 'reject', '--meaning', meaning], { input: password('m.rossi') });
+      expect(wrong.code, meaning).toBe(1);
+      expect(wrong.err).toContain('choose one of qa-rejection ("QA rejection of batch B-1042") [LK_MEANING_NOT_ALLOWED]');
+      expect(wrong.err).toContain('pass one of qa-rejection with --meaning');
+      // refused before the signing line and the password: nothing read, nothing checked
+      expect(wrong.err).not.toContain('signing as');
+      expect(wrong.out).toBe('');
+    }
+    expect(reauths().length).toBe(before);
+    expect((await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor })).body).toMatchObject({ status: 'APPROVAL', approvalGate: { status: 'pending', signature: null } });
+    const listed = await cli(qa, ['signature-meanings', '--for', 'release']);
+    expect(listed.code, listed.err).toBe(0);
+    expect(listed.out).toMatch(/^ {2}qa-rejection +\[reject\] QA rejection of batch \{batch\} {2}\(built-in\)$/m);
+  });
+
+  it('[P11.50] [A11.14] approve --decision reject as m.rossi with her password, a meaning of the list and a comment, prints the signature manifestation', async () => {
+    const meaning = 'QA rejection of batch B-1042';
+    const comment = 'hardness out of specification';
+    const signed = await cli(qa, ['approve', approval, '--decision', 'reject', '--meaning', 'qa-rejection', '--comment', comment], { input: password('m.rossi') });
     expect(signed.code, signed.err).toBe(0);
     expect(signed.err).toContain('signing as Maria Rossi (m.rossi, qa_reviewer): reject batch_release of batch B-1042');
+    expect(signed.err).toContain(`linekeeper: meaning: ${meaning} (qa-rejection)\nlinekeeper: comment: ${comment}`);
     const out = signed.out.split('\n');
     expect(out[0]).toBe(`signed: reject ${approval} (batch B-1042, run ${runId})`);
     expect(out).toContain('  name:      Maria Rossi');
     expect(out).toContain('  user:      m.rossi (qa_reviewer)');
-    expect(out).toContain(`  meaning:   ${meaning}`);
+    expect(out).toContain(`  meaning:   ${meaning} (qa-rejection)`);
+    expect(out).toContain(`  comment:   ${comment}`);
     expect(signed.out).toMatch(/^ {2}date\/time: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m);
     expect(signed.out).toMatch(/^ {2}key id: +[0-9a-f]{16,}$/m);
     const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
-    expect(run.body.approvalGate).toMatchObject({ status: 'rejected', signature: { user: 'm.rossi', meaning } });
+    expect(run.body.approvalGate).toMatchObject({ status: 'rejected', signature: { user: 'm.rossi', meaning, meaningId: 'qa-rejection', comment } });
   });
 
   it('runs watch re-attaches where the operator left: the rejection, steps 09 and 10, the completion line (not released), nothing twice; presence is sent while attached', async () => {

@@ -59,7 +59,7 @@ const plant = (sp: string): number => {
 };
 const audit = (filter: Record<string, string>) => queryAudit(node.daemon.store.db, T, filter, { limit: 1000 }).entries;
 const sign = (who: string, id: string, recordHash?: string) =>
-  call(node.url, 'POST', `${A}/approvals/${id}`, { token: tokens.get(who)!, body: { decision: 'approve', meaning: 'reviewed move', password: node.passwords.get(who), ...(recordHash ? { recordHash } : {}) } });
+  call(node.url, 'POST', `${A}/approvals/${id}`, { token: tokens.get(who)!, body: { decision: 'approve', meaning: 'move-approval', password: node.passwords.get(who), ...(recordHash ? { recordHash } : {}) } });
 let proposals = 0;
 /** The operator sets `from` at the HMI, then the agent proposes `to` (compress_fill from the tenant's twin, as step 05 does): an L2 move waits. */
 async function queueWrite(_d: unknown, o: { run: RunRecord; agent: string; setpoint: string; from: number; to: number; unit: string }): Promise<PendingWrite> {
@@ -124,10 +124,11 @@ describe('moves and escalations on a run the test drives', { timeout: 120_000 },
     expect(list.out).toContain(`${w.id}  waits for p.bianchi since ${new Date(w.since).toISOString()}  agent.coat_dry: coater.PanSpeed → 9.5 {rev}/min`);
     expect(plant('coater.PanSpeed')).toBe(9);
 
-    const approved = await cli(engineer, ['moves', 'approve', w.id, '--meaning', 'reviewed: force down for hardness'], { input: password('p.bianchi') });
+    const approved = await cli(engineer, ['moves', 'approve', w.id, '--meaning', 'move-approval', '--comment', 'force down for hardness'], { input: password('p.bianchi') });
     expect(approved.code, approved.err).toBe(0);
     expect(approved.err).toContain('signing as Paolo Bianchi (p.bianchi, process_engineer): approve');
-    expect(approved.out).toContain('  meaning:   reviewed: force down for hardness');
+    expect(approved.out).toContain(`  meaning:   Approval of setpoint change for batch ${run.batch} (move-approval)`);
+    expect(approved.out).toContain('  comment:   force down for hardness');
     expect(approved.out).toContain(`move ${w.id}: written`);
     expect(plant('coater.PanSpeed')).toBe(9.5);
     // the trail reads signature → approval → write, by p.bianchi

@@ -192,7 +192,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     const entry = auditOf(held).find((e) => e.action === 'run.reassign')!;
     expect([entry.actor, entry.old, entry.new, entry.signature?.user]).toEqual(['m.rossi', 'm.rossi', 'q.russo', 'm.rossi']);
     // the former reviewer may not sign any more
-    const former = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body: { decision: 'reject', meaning: 'not mine any more', password: pw('m.rossi') } });
+    const former = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('m.rossi'), body: { decision: 'reject', meaning: 'qa-rejection', comment: 'not mine any more', password: pw('m.rossi') } });
     expect([former.status, former.body.code]).toEqual([403, 'LK_APPROVAL_FORBIDDEN']);
   });
 
@@ -206,7 +206,7 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     expect(r.body.approvalWithdrawn).toBe(gate.id);
     expect(step(r.body.run, 'approval.batch_release').status).toBe('ABORTED');
     expect(r.body.run.approvalGate.status).toBe('withdrawn');
-    const sign = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('q.russo'), body: { decision: 'approve', meaning: 'QA release', password: pw('q.russo') } });
+    const sign = await call(url, 'POST', `${A}/approvals/${gate.id}`, { token: tok('q.russo'), body: { decision: 'approve', meaning: 'qa-release', password: pw('q.russo') } });
     expect([sign.status, sign.body.code]).toEqual([409, 'LK_APPROVAL_DECIDED']);
     expect((await call(url, 'GET', `${A}/approvals`, { token: tok('q.russo') })).body.items.some((i: { id: string }) => i.id === gate.id)).toBe(false);
     // the gate's open approval.request call is closed in the log: every call has its answer

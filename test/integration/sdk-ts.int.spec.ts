@@ -213,7 +213,7 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
         else {
           // every exception closed, and still no release: the data failed
           expect(await refusal(rossi.run(run.id).approve({ decision: 'approve', meaning: 'QA release of batch B-1042', password: pw('m.rossi') }))).toMatchObject({ code: 'LK_SPEC_FAILED', status: 409 });
-          signature = await rossi.run(run.id).approve({ decision: 'reject', meaning: 'QA rejection of batch B-1042: a specification failed', password: pw('m.rossi') });
+          signature = await rossi.run(run.id).approve({ decision: 'reject', meaning: 'QA rejection of batch B-1042', comment: 'a specification failed', password: pw('m.rossi') });
         }
       }
     }

@@ -76,7 +76,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   api: { paths: ['src/api/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'models', 'connectors', 'supervision', 'engine', 'ops'] },
   // the SDK is shipped to agent authors: it talks HTTP to the API and shares its wire contract and types
   sdk: { paths: ['src/sdk/'], imports: ['errors', 'domain', 'contract'], types: ['api'] },
-  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
+  // the validation of an installed node (IQ, OQ, the configuration specification): it qualifies the whole product,
+  // so it may use all of it (the OQ starts a daemon on a scratch data directory)
+  validation: { paths: ['src/validation/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon'] },
+  cli: { paths: ['src/cli/'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'quality', 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api', 'sdk', 'daemon', 'validation'] },
   daemon: { paths: ['src/daemon.ts'], imports: [...IO_BASE, ...PURE_CORE, ...PERSISTENCE, 'contract', 'ground-truth', 'models', 'connectors', 'supervision', 'engine', 'ops', 'api'] },
   'ambient-types': { paths: ['src/types/'], imports: [] },
 };

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LkError } from '../../src/errors.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { meaningsInForce } from '../../src/domain/signature-meanings.js';
 import { configJsonSchema, jsonSchemaOf } from '../../src/cli/commands/config.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { LINEKEEPER_BIN } from '../helpers/bin.js';
@@ -174,6 +175,50 @@ describe('supervision profiles in the configuration', () => {
     const watched = loadConfig(variant('monitor-only', (t) => strip(t).replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000 }\n    supervision: { mode: monitor_only }'))));
     expect(watched.config.equipment.find((e) => e.id === 'press')!.supervision?.mode).toBe('monitor_only');
   });
+});
+
+describe('signature meanings in the configuration (signatures.meanings)', () => {
+  const withMeanings = (yaml: string) => (t: string) => `${t.trimEnd()}\nsignatures:\n  meanings:\n${yaml}`;
+
+  it('[A11.14] [P11.50] a site\'s list loads, beside the built-in meanings of the purposes it lists nothing for', () => {
+    const c = loadConfig(variant('meanings-ok', withMeanings([
+      '    - { id: qa-release, text: "Released by QA: batch {batch}", for: [release], decision: approve }',
+      '    - { id: qa-rejection, text: "Rejected by QA: batch {batch}", for: [release], decision: reject }',
+      '    - { id: reviewed, text: "Reviewed", for: [trail_review, exception_close] }',
+    ].join('\n'))));
+    const site = c.config.signatures!.meanings!;
+    expect(site.map((m) => m.id)).toEqual(['qa-release', 'qa-rejection', 'reviewed']);
+    const inForce = meaningsInForce(site);
+    // the site's words for what it lists; the built-in ones for the rest (a move, a model change, …), none for release or review
+    expect(inForce.filter((m) => m.for.includes('release')).map((m) => [m.id, m.source])).toEqual([['qa-release', 'site'], ['qa-rejection', 'site']]);
+    expect(inForce.filter((m) => m.for.includes('trail_review')).map((m) => m.id)).toEqual(['reviewed']);
+    expect(inForce.filter((m) => m.for.includes('move')).map((m) => [m.id, m.source])).toEqual([['move-approval', 'default'], ['move-rejection', 'default']]);
+    // the embedded default configures none: the built-in list is in force
+    expect(loadConfig().config.signatures).toBeUndefined();
+  });
+
+  const refused: [string, string, RegExp][] = [
+    ['a purpose that does not exist', '    - { id: qa-release, text: "QA release of batch {batch}", for: [release, shipping] }', /:\d+: signatures\.meanings\[0\]\.for\[1\]: .*release/],
+    ['a duplicate id', '    - { id: qa-release, text: "QA release of batch {batch}", for: [release] }\n    - { id: qa-release, text: "QA rejection of batch {batch}", for: [release] }', /:\d+: signatures\.meanings\[1\]\.id: duplicate meaning id "qa-release" \(meanings\[0\] has it\)/],
+    ['a placeholder the purpose does not fill', '    - { id: lot-release, text: "QA release of lot {lot}", for: [release] }', /signatures\.meanings\[0\]\.text: \{lot\} is not filled for release \(it fills \{batch\}, \{run\}, \{approval\}\)/],
+    ['a placeholder one of its purposes does not fill', '    - { id: run-done, text: "Run {run} reviewed", for: [trail_review, policy_change] }', /signatures\.meanings\[0\]\.text: \{run\} is not filled for policy_change/],
+    ['a decision the purpose does not have', '    - { id: reviewed, text: "Reviewed", for: [trail_review], decision: approve }', /signatures\.meanings\[0\]\.decision: trail_review has no decisions to limit an entry to/],
+    ['a decision of another purpose', '    - { id: qa-ok, text: "QA: batch {batch} fine", for: [release], decision: validated }', /signatures\.meanings\[0\]\.decision: "validated" is not a decision of release \(approve, reject\)/],
+    ['the same words twice for one purpose', '    - { id: a-release, text: "QA release of batch {batch}", for: [release] }\n    - { id: b-release, text: "QA  Release of batch {batch}", for: [release] }', /signatures\.meanings\[1\]\.text: the same words as meanings\[0\] for release/],
+    ['an id that is not lower-case words', '    - { id: QA_Release, text: "QA release of batch {batch}", for: [release] }', /signatures\.meanings\[0\]\.id: must be lower-case letters and digits/],
+    ['a brace that is no placeholder', '    - { id: qa-release, text: "QA release of batch {Batch}", for: [release] }', /signatures\.meanings\[0\]\.text: a brace that is not a placeholder/],
+    ['an unknown key', '    - { id: qa-release, text: "QA release of batch {batch}", for: [release], wording: x }', /signatures\.meanings\[0\]\.wording: unknown key "wording"/],
+    ['an empty list', '    []', /signatures\.meanings: /],
+  ];
+  for (const [name, yaml, message] of refused) {
+    it(`[A11.14] refuses ${name}, naming file and path`, () => {
+      const file = `meanings-${name.replace(/\W+/g, '-')}`;
+      const err = loadError(variant(file, withMeanings(yaml)));
+      expect(err.code).toBe('LK_CONFIG_INVALID');
+      expect(err.message).toContain(`${file}.yaml`);
+      expect(err.message).toMatch(message);
+    });
+  }
 });
 
 describe('linekeeper config check', () => {

@@ -14,11 +14,11 @@ describe('configuration diff', () => {
     expect(lineDiff(a, a)).not.toMatch(/^[+-]/m);
   });
 
-  it('names the top-level sections that changed; only log and maintenance apply live', () => {
+  it('names the top-level sections that changed; only log, maintenance, signatures and retention apply live', () => {
     const base = { version: 1, log: { level: 'info' }, api: { host: '127.0.0.1', port: 8080 } } as unknown as SiteConfig;
     const next = { version: 1, log: { level: 'debug' }, api: { host: '127.0.0.1', port: 9090 } } as unknown as SiteConfig;
     expect(changedSections(base, next)).toEqual(['api', 'log']);
     expect(changedSections(base, base)).toEqual([]);
-    expect([...LIVE_SECTIONS]).toEqual(['log', 'maintenance']);
+    expect([...LIVE_SECTIONS]).toEqual(['log', 'maintenance', 'signatures', 'retention']);
   });
 });

@@ -285,27 +285,40 @@ class Client:
         """GET /approvals: batch releases at the gate and setpoint writes waiting for a person."""
         return self._tenant_json("GET", "/approvals")
 
-    def approve(self, approval_id: str, decision: str, meaning: str, password: str) -> Json:
+    def approve(self, approval_id: str, decision: str, meaning: str, password: str, comment: Optional[str] = None) -> Json:
         """POST /approvals/{id}: sign as the signed-in QA reviewer, re-authenticated with the password.
 
-        :raises LinekeeperError: LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN,
+        ``meaning`` is one of the site's release meanings for the decision (GET /signature-meanings: its id, or its
+        text filled for the batch); ``comment`` is free text beside it.
+
+        :raises LinekeeperError: LK_MEANING_NOT_ALLOWED (not on the site's list: nothing signed, the password not
+            checked), LK_REAUTH_FAILED (nothing signed), LK_APPROVAL_FORBIDDEN, LK_APPROVAL_DECIDED, LK_FORBIDDEN,
             LK_SPEC_FAILED (the batch failed a specification: only a rejection), LK_SPEC_CHANGED (new results since
             the gate: review the table again), LK_EXCEPTIONS_OPEN.
         """
-        return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body={"decision": decision, "meaning": meaning, "password": password})
+        body = {"decision": decision, "meaning": meaning, "password": password}
+        if comment is not None:
+            body["comment"] = comment
+        return self._tenant_json("POST", f"/approvals/{_q(approval_id)}", body=body)
 
     def moves(self) -> List[Json]:
         """The setpoint moves waiting for a person (GET /approvals, kind setpoint_write): whom, what, since when."""
         return [a for a in self.approvals()["items"] if a.get("kind") == "setpoint_write"]
 
-    def decide_move(self, move_id: str, decision: str, meaning: str, password: str, record_hash: str) -> Json:
+    def decide_move(self, move_id: str, decision: str, meaning: str, password: str, record_hash: str, comment: Optional[str] = None) -> Json:
         """POST /approvals/{id} for a waiting move, signed by the signed-in person and bound to the vector hash seen.
 
         :raises LinekeeperError: LK_MOVE_WITHDRAWN (superseded, or its step or run ended: nothing signed),
-            LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
+            LK_MEANING_NOT_ALLOWED, LK_APPROVAL_STALE, LK_APPROVAL_FORBIDDEN, LK_REAUTH_FAILED, LK_NOT_FOUND.
         """
         body = {"decision": decision, "meaning": meaning, "password": password, "recordHash": record_hash}
+        if comment is not None:
+            body["comment"] = comment
         return self._tenant_json("POST", f"/approvals/{_q(move_id)}", body=body)
+
+    def signature_meanings(self, purpose: Optional[str] = None) -> Json:
+        """GET /signature-meanings: the site's controlled list of signature meanings (all, or those for one purpose)."""
+        return self._tenant_json("GET", "/signature-meanings", query={"for": purpose} if purpose else None)
 
     def escalations(self) -> Json:
         """GET /arbitration/escalations: deadlocks waiting for a person; each holds its setpoint until one decides."""

@@ -125,7 +125,7 @@ class Run:
                     moved = True
                     wait = read_at + _MIN_REREAD_S - time.monotonic()
 
-    def approve(self, decision: str, meaning: str, password: str) -> Dict[str, Any]:
+    def approve(self, decision: str, meaning: str, password: str, comment: Optional[str] = None) -> Dict[str, Any]:
         """Sign the run's approval gate as this client's user (a QA reviewer, re-authenticated with the password).
 
         :raises LinekeeperError: LK_RUN_STATE when the run has no gate request yet; what POST /approvals/{id} refuses.
@@ -133,7 +133,7 @@ class Run:
         gate = self.refresh()["approvalGate"]
         if not gate.get("id"):
             raise LinekeeperError("LK_RUN_STATE", f"run {self.id} has not reached its approval gate (step {gate.get('step')} is {gate.get('status')})")
-        return self.client.approve(gate["id"], decision, meaning, password)
+        return self.client.approve(gate["id"], decision, meaning, password, comment=comment)
 
     def genealogy(self) -> Dict[str, Any]:
         """GET /runs/{id}/genealogy."""

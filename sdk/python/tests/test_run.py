@@ -184,7 +184,7 @@ class RunThroughTheSdkTest(unittest.TestCase):
                     else:
                         # every exception closed, and still no release: the data failed
                         self.assertEqual(refusal(lambda: qa.run(run.id).approve("approve", meaning, ENV["LINEKEEPER_QA_PASSWORD"])).code, "LK_SPEC_FAILED")
-                        signature = qa.run(run.id).approve("reject", f"QA rejection of batch {BATCH}: a specification failed", ENV["LINEKEEPER_QA_PASSWORD"])
+                        signature = qa.run(run.id).approve("reject", f"QA rejection of batch {BATCH}", ENV["LINEKEEPER_QA_PASSWORD"], comment="a specification failed")
                     print(f"signed {signature['user']} {signature['decision']}", flush=True)
         finally:
             stop.set()

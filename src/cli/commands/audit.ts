@@ -7,6 +7,7 @@ import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config/load.js';
+import { siteIso } from '../../domain/site-time.js';
 import { LkError } from '../../errors.js';
 import { checkDataDirPath, checkOutputFile, fileError, isSystemError, readInputFile } from '../../files.js';
 import { resolve } from 'node:path';
@@ -30,6 +31,14 @@ function dataDirOf(o: Common): string {
   if (o.data === undefined) return loadConfig(...(o.config ? [o.config] : [])).dataDir;
   checkDataDirPath(o.data);
   return o.data;
+}
+
+/**
+ * The site's time zone for times printed to people: the configuration's when it is read (no `--data`, or an
+ * explicit `--config`); with `--data` alone (an auditor's copy without its configuration), UTC.
+ */
+function zoneOf(o: Common): string | undefined {
+  return o.data === undefined || o.config !== undefined ? loadConfig(...(o.config ? [o.config] : [])).config.site.timezone : undefined;
 }
 
 function withStore<T>(o: Common, readonly: boolean, fn: (s: Store) => T): T {
@@ -88,10 +97,11 @@ const out = (s: string): void => {
   process.stdout.write(`${s}\n`);
 };
 
-function line(e: AuditEntry): string {
+/** One entry as a line of `audit query`, its time on the site's clock with its offset (`tz`, default UTC). */
+function line(e: AuditEntry, tz?: string): string {
   const subj = Object.entries(e.subject).map(([k, v]) => `${k}=${v}`).join(' ');
   const change = e.old !== undefined || e.new !== undefined ? ` ${JSON.stringify(e.old ?? null)} → ${JSON.stringify(e.new ?? null)}` : '';
-  return `#${e.seq} ${e.ts} ${e.actor} ${e.kind} ${e.action}${subj ? ` [${subj}]` : ''}${change}${e.reason ? ` — ${e.reason}` : ''}`;
+  return `#${e.seq} ${siteIso(e.ts, tz)} ${e.actor} ${e.kind} ${e.action}${subj ? ` [${subj}]` : ''}${change}${e.reason ? ` — ${e.reason}` : ''}`;
 }
 
 export function registerAudit(program: Command): void {
@@ -148,7 +158,8 @@ export function registerAudit(program: Command): void {
     .action((o: Common & FilterOpts & { tenant: string; limit: string; cursor?: string; json?: boolean }) => {
       const limit = Number(o.limit);
       const page = withStore(o, true, (s) => queryAudit(s.db, o.tenant, filterOf(o), { limit, ...(o.cursor ? { cursor: o.cursor } : {}) }));
-      for (const e of page.entries) out(o.json ? JSON.stringify(e) : line(e));
+      const tz = o.json ? undefined : zoneOf(o);
+      for (const e of page.entries) out(o.json ? JSON.stringify(e) : line(e, tz));
       if (page.next) process.stderr.write(`more: --cursor ${page.next}\n`);
     });
 
@@ -211,7 +222,7 @@ async function exportAction(o: Common & FilterOpts & { tenant: string; out: stri
     const s = openStore({ dataDir: dataDirOf(o), readonly: true });
     try {
       // the site's time beside UTC, from the configuration when it is read (with --data alone: UTC only)
-      const tz = o.data === undefined ? loadConfig(...(o.config ? [o.config] : [])).config.site.timezone : undefined;
+      const tz = zoneOf(o);
       const r = await exportPdf(s, o.tenant, f, o.out, { now: systemClock.now(), ...(tz ? { timezone: tz } : {}) });
       out(`${o.out}: ${r.entries} entries on ${r.pages} pages`);
     } finally {

@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { checkOutputFile, fileError } from '../../files.js';
@@ -10,8 +11,8 @@ import { missingRoles, roleMapOf, ROLES, STEP_ROLES } from '../../domain/roles.j
 import { QcResult } from '../../domain/qc-result.js';
 import { RecordedBatches } from '../../models/site-fit.js';
 import { NirCalibration } from '../../models/site-nir.js';
-import { applyConfigChange, changedSections, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
-import { readLine, readPassword } from '../prompt.js';
+import { applyConfigChange, changedSections, configChangeMeaning, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
+import { CliExit, readLine, readPassword } from '../prompt.js';
 import { readPolicyBundle } from '../../config/policy-bundle.js';
 import { policySignatureStatus } from '../../engine/policy-gate.js';
 
@@ -57,8 +58,9 @@ export function registerConfig(program: Command): void {
     .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
     .option('--approver <user>', 'user id of the approver (asked for when not given)')
     .option('--reason <text>', 'why (recorded with the approval)')
+    .option('--meaning <id|text>', 'the meaning of the approval: one of the config_change signature meanings of the configuration in force (default: the first); a wrong one lists them, before any password')
     .option('--dry-run', 'validate and show the diff only')
-    .action(async (file: string, opts: { change: string; config: string; data?: string; approver?: string; reason?: string; dryRun?: boolean }) => {
+    .action(async (file: string, opts: { change: string; config: string; data?: string; approver?: string; reason?: string; meaning?: string; dryRun?: boolean }) => {
       const dd = opts.data !== undefined ? { dataDir: opts.data } : {};
       const current = loadConfig(opts.config, dd);
       const next = loadConfig(file, dd);
@@ -67,6 +69,9 @@ export function registerConfig(program: Command): void {
       process.stdout.write(`--- ${current.file}\n+++ ${next.file}\n${lineDiff(readFileSync(current.file, 'utf8'), readFileSync(next.file, 'utf8'))}\n`);
       process.stdout.write(`sections changed: ${sections.join(', ') || 'none'}${restart.length ? ` (${restart.join(', ')} take effect at the next restart only)` : ' (applied live on reload)'}\n`);
       if (opts.dryRun) return;
+      // the meaning from the list in force before anyone types a password
+      const meaning = configChangeMeaning(current, opts.meaning, opts.change);
+      process.stdout.write(`meaning: ${meaning.text} (${meaning.id})\n`);
       const approver = opts.approver ?? (await readLine('approver (user id): '));
       if (!approver) throw new LkError('LK_VALIDATION', 'an approver is required');
       const password = await readPassword(`password of ${approver}: `);
@@ -75,12 +80,65 @@ export function registerConfig(program: Command): void {
       const store = openStore({ dataDir: current.dataDir });
       try {
         const identity = new Identity({ store, clock: store.clock, ...identitySettings(current.config.api) });
-        const r = await applyConfigChange({ store, identity, current, next, changeRef: opts.change, approver, password, ...(opts.reason ? { reason: opts.reason } : {}) });
+        const r = await applyConfigChange({ store, identity, current, next, changeRef: opts.change, approver, password, meaning: meaning.id, ...(opts.reason ? { reason: opts.reason } : {}) });
         process.stdout.write(`approved by ${approver} under ${opts.change} (site audit seq ${r.seq}); ${current.file} replaced (previous kept as ${current.file}.prev)\n`);
         process.stdout.write(restart.length ? 'restart to apply: systemctl restart linekeeper\n' : 'apply now: systemctl reload linekeeper (SIGHUP)\n');
       } finally {
         store.close();
       }
+    });
+  config
+    .command('report')
+    .description(
+      'The configuration specification as a signed report (JSON + PDF/A) for the validation lead: site, connections, equipment and every tag, roles, the policy bundle ' +
+        '(design spaces, allow-lists, autonomy, approvers, signature), users and roles, models with their cards, MQTT and OIDC settings (a secret shows as "(set)"), ' +
+        'with consistency checks; signed by --as (a QA reviewer or process engineer, password typed now), put on the audit trail. --diff: what changed since a previous ' +
+        'report, whose signature is verified with this site\'s key first. Exit 0 pass, 1 a failed check (the report is signed and kept all the same), 65 a --diff report that does not verify',
+    )
+    .option('-c, --config <file>', 'site configuration file', defaultConfigFile())
+    .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
+    .requiredOption('-o, --out <dir>', 'folder for the report\'s JSON and PDF (created; a report is never overwritten)')
+    .requiredOption('--as <user>', 'you: a local QA reviewer or process engineer (your password is asked: typed without echo, or the first line of stdin)')
+    .option('--meaning <id|text>', 'the signature\'s meaning, from the site\'s list for validation reports (default: the first that fits)')
+    .option('--comment <text>', 'a comment signed with the report')
+    .option('--diff <report>', 'a previous configuration report (its .json) to compare with')
+    .option('--json', 'print the outcome as JSON')
+    .action(async (opts: { config: string; data?: string; out: string; as: string; meaning?: string; comment?: string; diff?: string; json?: boolean }) => {
+      const startedAt = Date.now();
+      const loaded = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {});
+      const { DB_FILE, openStore } = await import('../../store/store.js');
+      if (!existsSync(join(loaded.dataDir, DB_FILE))) throw new LkError('LK_NOT_FOUND', `no linekeeper database in ${loaded.dataDir}: the report is signed by a user of the site's store (--data)`, { dataDir: loaded.dataDir });
+      if (existsSync(opts.out) && !statSync(opts.out).isDirectory()) throw new LkError('LK_OUTPUT_INVALID', `report folder (--out) ${opts.out}: is not a directory`, { file: opts.out });
+      const { configReportContent, diffLines, previousConfigReport } = await import('../../validation/config-report.js');
+      const { makeReport } = await import('../../validation/make.js');
+      const { installRoot, productAt } = await import('../../validation/report.js');
+      const { reportMeaning } = await import('../../validation/signer.js');
+      const { loadSitePublicKey } = await import('../../audit/keys.js');
+      // a meaning not on the site's list is refused before anything is asked
+      reportMeaning(loaded, 'config', productAt(installRoot()).version, opts.meaning);
+      // the previous report is verified before anything is asked or computed: a report that does not verify compares with nothing
+      const previous = opts.diff !== undefined ? previousConfigReport(opts.diff, loadSitePublicKey(loaded.dataDir)) : undefined;
+      const store = openStore({ dataDir: loaded.dataDir, readonly: true });
+      let content: ReturnType<typeof configReportContent>;
+      try {
+        content = configReportContent({ loaded, store, startedAt, ...(previous ? { previous } : {}) });
+      } finally {
+        store.close();
+      }
+      const password = await readPassword(`password of ${opts.as} (signing the configuration report): `);
+      const made = await makeReport(content, { loaded, root: installRoot(), user: opts.as, password, ...(opts.meaning ? { meaning: opts.meaning } : {}), ...(opts.comment ? { comment: opts.comment } : {}), outDir: opts.out });
+      const r = made.signed.record;
+      const failed = r.checks.filter((ch) => ch.status === 'fail');
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ result: r.result, summary: r.summary, files: made.files, recordHash: made.signed.recordHash, auditSeq: made.auditSeq, checks: r.checks.map((ch) => ({ id: ch.id, status: ch.status, detail: ch.detail })), diff: content.data['diffAgainst'] ?? null }, null, 2)}\n`);
+      } else {
+        for (const l of diffLines(content)) process.stdout.write(`${l}\n`);
+        process.stdout.write(`configuration report: ${r.result.toUpperCase()} — ${r.summary}\n`);
+        for (const ch of r.checks.filter((x) => x.status === 'fail' || x.status === 'warn')) process.stdout.write(`  ${ch.status.toUpperCase()} ${ch.id}: ${ch.detail}\n`);
+        process.stdout.write(`  ${made.files.json}\n  ${made.files.pdf}\n`);
+        process.stdout.write(`record sha256 ${made.signed.recordHash}, signed by ${r.signer.name} (${r.signer.user}, ${r.signer.role}) at ${r.signer.timestamp}; site audit seq ${made.auditSeq}\n`);
+      }
+      if (failed.length > 0) throw new CliExit(1, `the configuration report records ${failed.length} failed check${failed.length === 1 ? '' : 's'} (${failed.map((ch) => ch.id).join(', ')}); it is signed and kept`);
     });
   config
     .command('schema')

@@ -7,9 +7,11 @@
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import type { ReadinessView, RearmView } from '../../api/routes-line.js';
+import { siteIso } from '../../domain/site-time.js';
 import { safeText } from '../../engine/genealogy-text.js';
 import { CliExit } from '../prompt.js';
 import { connect } from '../session.js';
+import { daemonZone } from '../site-zone.js';
 
 type Readiness = z.output<typeof ReadinessView>;
 type Rearmed = z.output<typeof RearmView>;
@@ -45,6 +47,6 @@ export function registerLine(program: Command): void {
       process.stderr.write(`linekeeper: re-arming ${safeText(unit)} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
       const r: Rearmed = await client.rearm(unit, { reason: opts.reason });
       if (opts.json) process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-      else process.stdout.write(`re-armed: ${r.equipment} ${r.state}${r.verified ? ' (verified by read-back)' : ''} by ${r.rearmedBy} (${r.role}) at ${r.at}: ${safeText(r.reason)}\n`);
+      else process.stdout.write(`re-armed: ${r.equipment} ${r.state}${r.verified ? ' (verified by read-back)' : ''} by ${r.rearmedBy} (${r.role}) at ${siteIso(r.at, await daemonZone(client))}: ${safeText(r.reason)}\n`);
     });
 }

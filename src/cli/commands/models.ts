@@ -69,6 +69,7 @@ function withStore<T>(loaded: LoadedConfig, fn: (store: Store) => T): T {
 interface ChangeOpts {
   changeRef: string;
   reason: string;
+  meaning?: string;
   tenant?: string;
   url?: string;
   json?: boolean;
@@ -80,7 +81,8 @@ type Evaluation = { dataset: { file: string; sha256: string }; criteria: unknown
 function changeOptions(cmd: Command): Command {
   return cmd
     .requiredOption('--change-ref <ref>', 'change-control reference, e.g. CC-2026-0214')
-    .requiredOption('--reason <text>', 'why')
+    .requiredOption('--reason <text>', 'why (signed beside the meaning)')
+    .option('--meaning <id|text>', 'the meaning signed: one of the site\'s model_change meanings for the status it goes to (default: the first); a wrong one lists them, before any password')
     .option('--tenant <id>', 'tenant the model belongs to (default: the session\'s)')
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'print the change (with the evaluation and signature) as JSON');
@@ -93,7 +95,7 @@ function changeOptions(cmd: Command): Command {
  */
 async function runChange(id: string, action: 'promote' | 'retire', to: string | undefined, opts: ChangeOpts): Promise<void> {
   const { session, client } = connect(opts, Date.now());
-  const sent = { changeRef: opts.changeRef, reason: opts.reason };
+  const sent = { changeRef: opts.changeRef, reason: opts.reason, ...(opts.meaning !== undefined ? { meaning: opts.meaning } : {}) };
   // the target status as parsed: the daemon answers LK_MODEL_TRANSITION for one that is not the next step
   const send = (password?: string): Promise<ModelChange> => {
     const signed = { ...sent, ...(password !== undefined ? { password } : {}) };

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { siteIso } from '../../domain/site-time.js';
 import { autonomyRows, autonomyView } from '../../store/autonomy-store.js';
 import { readLine, readPassword } from '../prompt.js';
 import { connect } from '../session.js';
@@ -196,11 +197,12 @@ function registerApply(policy: Command): void {
     .option('-c, --config <file>', 'site configuration file', defaultConfigFile())
     .option('-d, --data <dir>', 'data directory (overrides data_dir of the config)')
     .option('--approver <user>', 'user id of the approver (asked for when not given); must be the approver CHANGE.yaml names')
+    .option('--meaning <id|text>', 'the meaning signed: one of the site\'s policy_change signature meanings (default: the first); a wrong one lists them, before any password')
     .option('--dry-run', 'compile and show the diff only')
     .option('--json', 'machine-readable output')
-    .action(async (dir: string, opts: { change: string; config: string; data?: string; approver?: string; dryRun?: boolean; json?: boolean }) => {
+    .action(async (dir: string, opts: { change: string; config: string; data?: string; approver?: string; meaning?: string; dryRun?: boolean; json?: boolean }) => {
       const cfg = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {});
-      const { applyPolicyChange, previewPolicyChange } = await import('../../ops/policy-change.js');
+      const { applyPolicyChange, policyChangeMeaning, previewPolicyChange } = await import('../../ops/policy-change.js');
       const store = openStore({ dataDir: cfg.dataDir });
       try {
         const p = previewPolicyChange(store, cfg, dir);
@@ -214,12 +216,15 @@ function registerApply(policy: Command): void {
           if (opts.json) out(JSON.stringify({ inForce: p.inForce?.version ?? null, version: p.next.version, changes: p.changes, allowedRoles: p.allowedRoles }, null, 2));
           return;
         }
+        // the meaning from the site's list before anyone types a password
+        const meaning = policyChangeMeaning(cfg, opts.meaning, opts.change, p.next.version);
+        if (!opts.json) out(`meaning: ${meaning.text} (${meaning.id})`);
         const approver = opts.approver ?? (await readLine('approver (user id): '));
         if (!approver) throw new LkError('LK_VALIDATION', 'an approver is required');
         const password = await readPassword(`password of ${approver} (signing policy change ${opts.change}): `);
         const { Identity } = await import('../../api/identity.js');
         const identity = new Identity({ store, clock: store.clock, maxFailedAttempts: cfg.config.api.max_failed_attempts });
-        const r = await applyPolicyChange({ store, identity, loaded: cfg, dir, changeRef: opts.change, approver, password });
+        const r = await applyPolicyChange({ store, identity, loaded: cfg, dir, changeRef: opts.change, approver, password, meaning: meaning.id });
         if (opts.json) return out(JSON.stringify({ version: r.version, auditSeq: r.seq, changes: r.changes }, null, 2));
         out(`signed by ${approver} under ${opts.change} (site audit seq ${r.seq}); installed in ${cfg.policyDir} (previous kept as ${cfg.policyDir}.prev)`);
         out('apply now: systemctl reload linekeeper (SIGHUP); the daemon loads it only with this signature');
@@ -298,10 +303,12 @@ function registerAutonomy(policy: Command): void {
     .action((opts: AutonomyOpts & { tenant: string }) => {
       const view = withStore(opts, true, (store, bundle) => autonomyView(bundle, store ? autonomyRows(store.db, opts.tenant) : []));
       if (opts.json) return out(JSON.stringify(view, null, 2));
+      // when each change was made, on the site's clock with its offset (src/domain/site-time.ts)
+      const tz = loadConfig(opts.config, opts.data !== undefined ? { dataDir: opts.data } : {}).config.site.timezone;
       out(`autonomy of ${opts.tenant} (bundle ${view.bundleVersion.slice(0, 12)}…); effective level = min(agent on the setpoint, setpoint ceiling)`);
       const line = (k: string, v: object): string => {
         const m = v as { level: string; source: string; by?: string; role?: string; changeRef?: string | null; at?: string };
-        return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at}`}`;
+        return `  ${k.padEnd(40)} ${m.level}  ${m.source === 'bundle' ? '(bundle)' : `by ${m.by} (${m.role})${m.changeRef ? ` ${m.changeRef}` : ''} at ${m.at === undefined ? '?' : siteIso(m.at, tz)}`}`;
       };
       for (const [k, v] of Object.entries(view.agents)) out(line(k, v));
       for (const v of view.agentSetpoints) out(line(`${(v as { agent: string }).agent} on ${(v as { setpoint: string }).setpoint}`, v));
@@ -316,15 +323,17 @@ function registerAutonomy(policy: Command): void {
     .requiredOption('--level <level>', 'L0..L3 (there is no unattended level)')
     .option('--change-ref <ref>', 'change-control reference (required to raise)')
     .option('--reason <text>', 'why')
+    .option('--meaning <id|text>', 'a raise\'s meaning: one of the site\'s autonomy_raise signature meanings (default: the first); a wrong one lists them, before any password')
     .option('--tenant <id>', 'tenant whose path the request uses (default: the session\'s): the tenant whose levels change')
     .option('--url <url>', 'the daemon\'s REST API (default: LINEKEEPER_URL, else the session\'s)')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { agent?: string; setpoint?: string; level: string; changeRef?: string; reason?: string; tenant?: string; url?: string; json?: boolean }) => {
+    .action(async (opts: { agent?: string; setpoint?: string; level: string; changeRef?: string; reason?: string; meaning?: string; tenant?: string; url?: string; json?: boolean }) => {
       if (opts.agent === undefined && opts.setpoint === undefined) throw new LkError('LK_VALIDATION', 'give --agent, --setpoint, or both');
       const { session, client, tenant } = connect(opts, Date.now());
       const body = {
         ...(opts.agent !== undefined ? { agent: opts.agent } : {}), ...(opts.setpoint !== undefined ? { setpoint: opts.setpoint } : {}), level: level(opts.level, '--level'),
         ...(opts.changeRef !== undefined ? { changeRef: opts.changeRef } : {}), ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+        ...(opts.meaning !== undefined ? { meaning: opts.meaning } : {}),
       };
       let ev: AutonomyChange;
       try {

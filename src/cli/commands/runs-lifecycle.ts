@@ -15,6 +15,7 @@ import { connect } from '../session.js';
 
 interface Opts {
   reason: string;
+  meaning?: string;
   tenant?: string;
   url?: string;
   json?: boolean;
@@ -42,11 +43,12 @@ export function registerRunLifecycle(runs: Command): void {
     });
 
   common(runs.command('abort <run_id>').description('abort a run that is not final as the signed-in person (a signature: prompts for your password): the line goes to its last known-good recipe, a pending approval is withdrawn, the run ends ABORTED with a "not a release" package'))
+    .option('--meaning <id|text>', 'the meaning signed: one of the site\'s run_abort signature meanings (default: the first); the reason is signed beside it')
     .action(async (id: string, opts: Opts) => {
       const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: aborting ${id} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication: aborting a run is signed): `);
-      const out = await client.abortRun(id, { reason: opts.reason, password });
+      const out = await client.abortRun(id, { reason: opts.reason, password, ...(opts.meaning !== undefined ? { meaning: opts.meaning } : {}) });
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
@@ -65,11 +67,12 @@ export function registerRunLifecycle(runs: Command): void {
 
   common(runs.command('reassign <run_id>').description('name another QA reviewer for a run that is not final (a signature: prompts for your password); the new reviewer must hold a QA role for the tenant')
     .requiredOption('--to <user>', 'the new QA reviewer (user id)'))
+    .option('--meaning <id|text>', 'the meaning signed: one of the site\'s run_reassign signature meanings (default: the first); the reason is signed beside it')
     .action(async (id: string, opts: Opts & { to: string }) => {
       const { session, client } = connect(opts, Date.now());
       process.stderr.write(`linekeeper: reassigning the QA reviewer of ${id} to ${safeText(opts.to)} as ${safeText(session.name)} (${session.user}, ${session.role}): ${safeText(opts.reason)}\n`);
       const password = await readPassword(`password for ${session.user} (re-authentication: a reassignment is signed): `);
-      const out = await client.reassignReviewer(id, { to: opts.to, reason: opts.reason, password });
+      const out = await client.reassignReviewer(id, { to: opts.to, reason: opts.reason, password, ...(opts.meaning !== undefined ? { meaning: opts.meaning } : {}) });
       process.stdout.write(opts.json ? `${JSON.stringify(out, null, 2)}\n` : `${out.run.id}: QA reviewer ${out.from ?? 'none'} → ${out.to}${out.approval ? ` (approval ${out.approval} now waits for ${out.to})` : ''}; signed by ${safeText(out.signature.name)} (${out.signature.user}) at ${out.signature.timestamp}\n`);
     });
 }

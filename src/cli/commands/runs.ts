@@ -7,7 +7,8 @@
  */
 import type { Command } from 'commander';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
-import { TERMINAL_RUN, timeOfDay, type RunStatus } from '../../domain/run.js';
+import { TERMINAL_RUN, type RunStatus } from '../../domain/run.js';
+import { siteClock, siteIso } from '../../domain/site-time.js';
 import { LkError } from '../../errors.js';
 import type { z } from 'zod';
 import type { ExceptionList } from '../../api/schemas.js';
@@ -21,6 +22,7 @@ import { LinekeeperError, sdkError } from '../../sdk/errors.js';
 import { formatGenealogy, formatRunTable, offlineGenealogy, offlineView } from '../run-format.js';
 import type { ApiRun, LogLine } from '../run-transcript.js';
 import { connect, readSession } from '../session.js';
+import { daemonZone } from '../site-zone.js';
 import { registerWatch } from './run.js';
 import { registerRunLifecycle } from './runs-lifecycle.js';
 
@@ -41,15 +43,17 @@ function offline(opts: Common, cmd: Command): boolean {
   return readSession() === null;
 }
 
-function open(opts: Common): { runs: RunStore; tenant: string; close: () => void; store: Store } {
+/** The data directory, read-only, and the site's time zone of its configuration (for the tables' times). */
+function open(opts: Common): { runs: RunStore; tenant: string; close: () => void; store: Store; tz: string } {
   if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)', { hint: 'or sign in (linekeeper login) to ask the running daemon' });
   const loaded = loadConfig(opts.config, opts.data ? { dataDir: opts.data } : {});
   const store = openStore({ dataDir: loaded.dataDir, readonly: true });
-  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close(), store };
+  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close(), store, tz: loaded.config.site.timezone };
 }
 
-function logText(lines: readonly Pick<LogLine, 'id' | 'at' | 'kind' | 'tool' | 'args' | 'summary'>[]): string {
-  return lines.map((c) => `${String(c.id).padStart(5)}  ${timeOfDay(c.at)}  ${c.kind === 'call' ? `${c.tool}(${JSON.stringify(c.args)})` : `${c.kind} ${c.tool}: ${c.summary ?? ''}`}`).join('\n');
+/** The tool-call log, each line's time of day on the site's clock with its offset (`tz`). */
+function logText(lines: readonly Pick<LogLine, 'id' | 'at' | 'kind' | 'tool' | 'args' | 'summary'>[], tz: string): string {
+  return lines.map((c) => `${String(c.id).padStart(5)}  ${siteClock(c.at, tz)}  ${c.kind === 'call' ? `${c.tool}(${JSON.stringify(c.args)})` : `${c.kind} ${c.tool}: ${c.summary ?? ''}`}`).join('\n');
 }
 
 /** The tool-call log of a finished run from its event stream (which ends after the last line). */
@@ -76,13 +80,13 @@ async function showOnline(id: string, opts: Common & { format: string }): Promis
   const { client } = connect(opts, Date.now());
   const run = await client.getRun(id);
   if (opts.format === 'json' || opts.json) return JSON.stringify({ run, genealogy: await client.genealogy(id) }, null, 2);
-  if (opts.format === 'genealogy') return formatGenealogy(await client.genealogy(id));
-  if (opts.format === 'log') return logText(await onlineLog(client, run));
-  return formatRunTable(run);
+  const tz = await daemonZone(client);
+  if (opts.format === 'genealogy') return formatGenealogy(await client.genealogy(id), tz);
+  if (opts.format === 'log') return logText(await onlineLog(client, run), tz);
+  return formatRunTable(run, tz);
 }
 
-async function listOnline(opts: Common, limit: number): Promise<ApiRun[]> {
-  const { client } = connect(opts, Date.now());
+async function listOnline(client: LinekeeperClient, limit: number): Promise<ApiRun[]> {
   const items: ApiRun[] = [];
   let cursor: string | undefined;
   do {
@@ -109,8 +113,10 @@ export function registerRuns(program: Command): void {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new LkError('LK_VALIDATION', '--limit must be a whole number from 1 to 1000');
     let list: { id: string; createdAt: string; batch: string; status: string; goal: string }[];
     let json: unknown;
+    let tz = 'UTC';
     if (offline(opts, cmd)) {
-      const { runs: rs, tenant, close } = open(opts);
+      const { runs: rs, tenant, close, tz: zone } = open(opts);
+      tz = zone;
       try {
         const records = rs.runs(tenant, limit);
         json = records.map(({ record: _r, data: _d, ...r }) => r);
@@ -119,11 +125,12 @@ export function registerRuns(program: Command): void {
         close();
       }
     } else {
-      list = await listOnline(opts, limit);
+      const { client } = connect(opts, Date.now());
+      [list, tz] = await Promise.all([listOnline(client, limit), opts.json ? 'UTC' : daemonZone(client)]);
       json = list;
     }
     if (opts.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
-    else for (const r of list) process.stdout.write(`${r.id}  ${r.createdAt}  batch ${r.batch.padEnd(10)} ${r.status.padEnd(11)} ${r.goal}\n`);
+    else for (const r of list) process.stdout.write(`${r.id}  ${siteIso(r.createdAt, tz)}  batch ${r.batch.padEnd(10)} ${r.status.padEnd(11)} ${r.goal}\n`);
   });
 
   common(runs.command('show <run_id>').description('a run: its steps (table), tool-call log (log), genealogy, or everything (json)').option('--format <f>', 'table | log | genealogy | json', 'table')).action(
@@ -133,15 +140,15 @@ export function registerRuns(program: Command): void {
         process.stdout.write(`${await showOnline(runId, opts)}\n`);
         return;
       }
-      const { runs: rs, tenant, close } = open(opts);
+      const { runs: rs, tenant, close, tz } = open(opts);
       try {
         const run = rs.run(tenant, runId);
         if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
         let out: string;
         if (opts.format === 'json' || opts.json) out = JSON.stringify({ run, steps: rs.steps(run.id), approval: rs.approvalOfRun(run.id), toolCalls: rs.toolCalls(run.id), genealogy: rs.events(run.id) }, null, 2);
-        else if (opts.format === 'log') out = logText(rs.toolCalls(run.id).map((c) => ({ ...c, summary: c.summary ?? undefined })));
-        else if (opts.format === 'genealogy') out = formatGenealogy(offlineGenealogy(run, rs.events(run.id)));
-        else out = formatRunTable(offlineView(run, rs.steps(run.id), rs.approvalOfRun(run.id)));
+        else if (opts.format === 'log') out = logText(rs.toolCalls(run.id).map((c) => ({ ...c, summary: c.summary ?? undefined })), tz);
+        else if (opts.format === 'genealogy') out = formatGenealogy(offlineGenealogy(run, rs.events(run.id)), tz);
+        else out = formatRunTable(offlineView(run, rs.steps(run.id), rs.approvalOfRun(run.id)), tz);
         process.stdout.write(`${out}\n`);
       } finally {
         close();
@@ -152,11 +159,13 @@ export function registerRuns(program: Command): void {
   common(runs.command('exceptions').description('a run’s specification table and exceptions (review by exception): open, blocking release, closed with who and why').argument('<run_id>'))
     .action(async (runId: string, opts: Common, cmd: Command) => {
       let list: z.output<typeof ExceptionList>;
+      let tz = 'UTC';
       if (!offline(opts, cmd)) {
         const { client } = connect(opts, Date.now());
-        list = await client.exceptions(runId);
+        [list, tz] = await Promise.all([client.exceptions(runId), opts.json ? 'UTC' : daemonZone(client)]);
       } else {
-        const { runs: rs, tenant, close, store } = open(opts);
+        const { runs: rs, tenant, close, store, tz: zone } = open(opts);
+        tz = zone;
         try {
           const run = rs.run(tenant, runId);
           if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
@@ -165,7 +174,7 @@ export function registerRuns(program: Command): void {
           close();
         }
       }
-      process.stdout.write(`${opts.json ? JSON.stringify(list, null, 2) : formatExceptions(list)}\n`);
+      process.stdout.write(`${opts.json ? JSON.stringify(list, null, 2) : formatExceptions(list, tz)}\n`);
     });
   registerWatch(runs);
   registerRunLifecycle(runs);

@@ -29,8 +29,12 @@ export interface SignedRecord {
   readonly name: string;
   readonly role: string;
   readonly decision: 'approve' | 'reject';
-  /** What the signature means, in words, e.g. "QA release of batch B-1042 for distribution". */
+  /** What the signature means, in words, e.g. "QA release of batch B-1042": an entry of the site's list, filled for the record. */
   readonly meaning: string;
+  /** The id of that entry of the site's signature meanings (absent on records signed before meanings were a list). */
+  readonly meaningId?: string;
+  /** What the signer added beside the meaning, in their own words. */
+  readonly comment?: string;
   /** ISO 8601 UTC with milliseconds. */
   readonly timestamp: string;
   /**

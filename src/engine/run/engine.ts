@@ -21,6 +21,7 @@ import type { TxContext } from '../../store/store.js';
 import type { BatchContext } from '../guarded-writer.js';
 import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type ActSignature, type Signature, type Signer } from './approval.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, type ChosenMeaning } from '../../domain/signature-meanings.js';
 import { checkNamedPeople, personProblem, qaReviewerOf, qaRoles, reassignRoles, reasonOf, signAct, steeringRoles } from './lifecycle.js';
 import { writeNotARelease } from './steps/release.js';
 import { writeReleasePackageOffLoop } from '../release-offload.js';
@@ -372,11 +373,12 @@ export class RunEngine {
    * A named QA reviewer decides the batch release (R3), after the surface has re-authenticated them. The
    * decision is signed (identity, meaning, decision, timestamp, bound to the record hash) and committed with
    * its audit entry; the run then writes its genealogy and release package (approve) or ends REJECTED with
-   * the genealogy still written (reject).
+   * the genealogy still written (reject). The surface has taken `meaning` from the site's list (its id in
+   * `meaningId`); a comment is signed and audited beside it.
    * @throws LkError LK_NOT_FOUND (no such approval for the tenant), LK_APPROVAL_DECIDED, LK_APPROVAL_FORBIDDEN
    *   (not the batch's named QA reviewer, not a QA role, or the person who started the run), LK_VALIDATION.
    */
-  decide(tenant: string, approvalId: string, d: { signer: Signer; decision: 'approve' | 'reject'; meaning: string }): Signature {
+  decide(tenant: string, approvalId: string, d: { signer: Signer; decision: 'approve' | 'reject'; meaning: string; meaningId?: string; comment?: string }): Signature {
     const a = this.runs.approval(tenant, approvalId);
     if (!a) throw new LkError('LK_NOT_FOUND', `no approval ${approvalId}`, { approval: approvalId });
     if (a.status !== 'pending') throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was ${a.status} already`, { approval: approvalId, status: a.status });
@@ -408,16 +410,20 @@ export class RunEngine {
     const at = this.o.clock.now();
     const sig = signRecord(this.o.store.audit.siteKey(), {
       format: 1, approval: a.id, run: run.id, tenant, batch: run.batch, recordHash: a.recordHash, user: d.signer.user, name: d.signer.name, role: d.signer.role,
-      decision: d.decision, meaning: d.meaning.trim(), timestamp: new Date(at).toISOString(), reviewed,
+      decision: d.decision, meaning: d.meaning.trim(), ...(d.meaningId !== undefined ? { meaningId: d.meaningId } : {}), ...(d.comment ? { comment: d.comment } : {}),
+      timestamp: new Date(at).toISOString(), reviewed,
     });
     this.o.store.tx((t) => {
       if (!this.runs.decideApproval(t, a.id, d.decision === 'approve' ? 'approved' : 'rejected', at, sig as unknown as Record<string, unknown>)) {
         throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was decided meanwhile`);
       }
       t.audit.append({
-        ...this.entry(run, d.signer.user, 'approval.decide', { kind: 'approval', args: json({ approval: a.id, recordHash: a.recordHash, decision: d.decision, reviewed }), result: json({ decision: d.decision, keyId: sig.keyId }) }),
+        ...this.entry(run, d.signer.user, 'approval.decide', {
+          kind: 'approval', args: json({ approval: a.id, recordHash: a.recordHash, decision: d.decision, reviewed, ...(sig.meaningId !== undefined ? { meaningId: sig.meaningId } : {}), ...(sig.comment !== undefined ? { comment: sig.comment } : {}) }),
+          result: json({ decision: d.decision, keyId: sig.keyId }),
+        }),
         subject: { run: run.id, batch: run.batch, reviewer: d.signer.user, tool: 'approval.request' },
-        signature: { user: d.signer.user, name: d.signer.name, meaning: `${d.decision}: ${sig.meaning}`, time: sig.timestamp, value: sig.signature },
+        signature: { user: d.signer.user, name: d.signer.name, meaning: `${d.decision}: ${sig.meaning}`.slice(0, 200), time: sig.timestamp, value: sig.signature },
       });
     });
     // the gate step waits on the stored decision; wake it
@@ -530,11 +536,12 @@ export class RunEngine {
    * the line is commanded to its last known-good recipe through the guarded writer (the outcome per PLC is what
    * its read-back says), a pending approval gate is withdrawn (no longer signable), the step under way ends
    * ABORTED and the steps not started SKIPPED, the run ABORTED (its line free), and a package that says "not a
-   * release" is written with the genealogy.
+   * release" is written with the genealogy. `meaning` is the surface's choice from the site's signature meanings
+   * (the built-in one when not given); the reason is signed beside it.
    * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (final already, or being aborted), LK_APPROVAL_FORBIDDEN (not a
    *   reviewer or QA role), LK_VALIDATION (no reason). Nothing is written then.
    */
-  async abort(tenant: string, id: string, a: { signer: Signer; reason: string }): Promise<{ run: RunView; reverted: ReleaseAbort['reverted']; signature: ActSignature; approvalWithdrawn: string | null }> {
+  async abort(tenant: string, id: string, a: { signer: Signer; reason: string; meaning?: ChosenMeaning }): Promise<{ run: RunView; reverted: ReleaseAbort['reverted']; signature: ActSignature; approvalWithdrawn: string | null }> {
     const run = this.runs.run(tenant, id);
     if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
     if (TERMINAL_RUN.has(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status} already; only a run that is not final is aborted`, { status: run.status, run: id });
@@ -561,7 +568,8 @@ export class RunEngine {
       const reverted = await this.o.writer.revertToLkg(this.supervisedUnits(), { tenant, run: id, batch: from.batch, reason: `run aborted by ${a.signer.user}: ${why}`, actor: a.signer.user });
       this.raiseUnverified(from, current ? { seq: current.seq, name: current.name } : null, reverted);
       const at = this.o.clock.now();
-      const meaning = `abort of run ${id} (batch ${from.batch}): not a release; ${why}`;
+      // the meaning the surface took from the site's list; called directly, the built-in one (the reason is signed beside it)
+      const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_abort', undefined, { run: id, batch: from.batch });
       const { record, signature } = signAct(this.o.store.audit.siteKey(), from, 'abort', a.signer, meaning, at, { reason: why, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted) });
       let withdrawn: string | null = null;
       this.o.store.tx((t) => {
@@ -574,7 +582,7 @@ export class RunEngine {
         t.audit.append({
           ...this.entry(from, a.signer.user, 'run.abort', { kind: 'approval', args: json({ from: from.status, step: current ? `${current.seq} ${current.name}` : null, approvalWithdrawn: withdrawn, keyId: signature.keyId }), result: json(record), reason: why }),
           subject: { run: id, batch: from.batch, reviewer: a.signer.user, tool: 'run.abort' },
-          signature: { user: a.signer.user, name: a.signer.name, meaning: `abort: ${meaning}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+          signature: { user: a.signer.user, name: a.signer.name, meaning: `abort: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
         });
         this.runs.appendEvent(t, {
           run: id, at, kind: 'approval', step: current?.name ?? null, agent: a.signer.user, tag: null,
@@ -633,11 +641,12 @@ export class RunEngine {
    * QA reviewer of a run that is not final: the new reviewer must be an active user holding a QA role for the
    * tenant. A pending approval gate waits for the new reviewer from then on. Signed and audited with the old and
    * the new reviewer; the batch record as ingested (and its hash) is not changed: the reassignment is the run's.
+   * `meaning` is the surface's choice from the site's signature meanings (the built-in one when not given).
    * @throws LkError LK_NOT_FOUND, LK_RUN_STATE (final, or being aborted), LK_APPROVAL_FORBIDDEN (a role that may
    *   not reassign), LK_REVIEWER_INVALID (the new reviewer is not an active QA user of the tenant, is the
    *   current one, or started the run), LK_VALIDATION (no reason). Nothing is written then.
    */
-  reassign(tenant: string, id: string, a: { signer: Signer; to: string; reason: string }): { run: RunView; from: string | null; to: string; signature: ActSignature; approval: string | null } {
+  reassign(tenant: string, id: string, a: { signer: Signer; to: string; reason: string; meaning?: ChosenMeaning }): { run: RunView; from: string | null; to: string; signature: ActSignature; approval: string | null } {
     const run = this.runs.run(tenant, id);
     if (!run) throw new LkError('LK_NOT_FOUND', `no run ${id}`, { run: id });
     if (TERMINAL_RUN.has(run.status)) throw new LkError('LK_RUN_STATE', `run ${id} is ${run.status}; the reviewer of a final run is not reassigned`, { status: run.status, run: id });
@@ -652,7 +661,7 @@ export class RunEngine {
     const problem = this.o.people ? personProblem(this.o.people, a.to, tenant, qaRoles(bundle), 'QA reviewer') : 'this site has no directory of its people to check a reviewer against';
     if (problem) throw new LkError('LK_REVIEWER_INVALID', `${a.to} cannot review run ${id}: ${problem}`, { field: 'to', user: a.to });
     const at = this.o.clock.now();
-    const meaning = `QA reviewer of run ${id} (batch ${run.batch}) reassigned from ${from ?? 'nobody'} to ${a.to}: ${why}`;
+    const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_reassign', undefined, { run: id, batch: run.batch, reviewer: a.to });
     const { record, signature } = signAct(this.o.store.audit.siteKey(), run, 'reassign', a.signer, meaning, at, { reviewer: { old: from, new: a.to }, reason: why });
     let approval: string | null = null;
     this.o.store.tx((t) => {
@@ -662,7 +671,7 @@ export class RunEngine {
       t.audit.append({
         ...this.entry(run, a.signer.user, 'run.reassign', { kind: 'approval', old: from, new: a.to, args: json({ approval, keyId: signature.keyId }), result: json(record), reason: why }),
         subject: { run: id, batch: run.batch, reviewer: a.to, tool: 'run.reassign' },
-        signature: { user: a.signer.user, name: a.signer.name, meaning: `reassign: ${meaning}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+        signature: { user: a.signer.user, name: a.signer.name, meaning: `reassign: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
       });
       this.runs.appendEvent(t, { run: id, at, kind: 'approval', step: null, agent: a.signer.user, tag: null, summary: `QA reviewer reassigned from ${from ?? 'nobody'} to ${a.to} by ${a.signer.name} (${a.signer.user}, ${a.signer.role}), signed: ${why}`, data: json({ old: from, new: a.to, approval, recordHash: signature.recordHash }) });
     });

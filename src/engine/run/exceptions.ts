@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LkError } from '../../errors.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, type ChosenMeaning } from '../../domain/signature-meanings.js';
 import type { PolicyBundle } from '../../policy/index.js';
 import type { ExceptionKind, ExceptionRecord, ExceptionSeverity, ExceptionStore } from '../../store/exception-store.js';
 import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
@@ -109,6 +110,8 @@ export interface CloseInput {
   readonly signer: { readonly user: string; readonly name: string; readonly role: string };
   readonly comment: string;
   readonly deviation: string | null;
+  /** The meaning of a signed closure, from the site's list (default: the built-in one); the comment goes beside it. */
+  readonly meaning?: ChosenMeaning;
 }
 
 /**
@@ -130,7 +133,7 @@ export function closeException(d: ExceptionDeps, tenant: string, id: string, c: 
   const record = closureRecord(e, { ...c.signer, comment, deviation: c.deviation, at: now });
   const signature = e.severity === 'minor' ? null : signRecord(d.store.audit.siteKey(), {
     format: 1, approval: e.id, run: e.run, tenant, batch: e.batch, recordHash: sha256Hex(canonical(record)), user: c.signer.user, name: c.signer.name, role: c.signer.role,
-    decision: 'approve', meaning: `exception closed: ${comment}`, timestamp: new Date(now).toISOString(),
+    decision: 'approve', ...signedMeaning(e, c.meaning), comment, timestamp: new Date(now).toISOString(),
   });
   d.store.tx((t) => {
     t.audit.append({
@@ -149,6 +152,12 @@ export function closeException(d: ExceptionDeps, tenant: string, id: string, c: 
     });
   });
   return { exception: d.exceptions.get(tenant, id)!, signature };
+}
+
+/** The meaning a closure signs (the surface's choice from the site's list, else the built-in one) and its id. */
+function signedMeaning(e: ExceptionRecord, chosen: ChosenMeaning | undefined): { meaning: string; meaningId: string } {
+  const m = chosen ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'exception_close', undefined, { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch, run: e.run });
+  return { meaning: m.text, meaningId: m.id };
 }
 
 /** The marker of a step (or a run) on its exceptions: how many, how many still open, how many of those block a release. */

@@ -112,15 +112,16 @@ export function reasonOf(reason: unknown): string {
 }
 
 /**
- * The Part 11 signature of an abort or a reassignment: the record (run, batch, what changes, who, why, when),
- * its SHA-256, and the site's Ed25519 signature over identity, meaning and time bound to that hash
+ * The Part 11 signature of an abort or a reassignment: the record (run, batch, what changes, who, why, when, the
+ * meaning from the site's list and its id), its SHA-256, and the site's Ed25519 signature over identity, meaning
+ * and time bound to that hash
  * (`verifySignature` checks it like a release signature).
  */
-export function signAct(key: SiteKey, run: RunRecord, act: 'abort' | 'reassign', signer: Signer, meaning: string, at: number, extra: Record<string, unknown>): { record: Record<string, unknown>; signature: ActSignature } {
-  const record = json({ format: 1, kind: `run_${act}`, run: run.id, tenant: run.tenant, batch: run.batch, from: run.status, user: signer.user, name: signer.name, role: signer.role, meaning, at: new Date(at).toISOString(), ...extra }) as Record<string, unknown>;
+export function signAct(key: SiteKey, run: RunRecord, act: 'abort' | 'reassign', signer: Signer, meaning: { readonly id: string; readonly text: string }, at: number, extra: Record<string, unknown>): { record: Record<string, unknown>; signature: ActSignature } {
+  const record = json({ format: 1, kind: `run_${act}`, run: run.id, tenant: run.tenant, batch: run.batch, from: run.status, user: signer.user, name: signer.name, role: signer.role, meaning: meaning.text, meaningId: meaning.id, at: new Date(at).toISOString(), ...extra }) as Record<string, unknown>;
   const signature = signRecord(key, {
     format: 1, approval: run.id, run: run.id, tenant: run.tenant, batch: run.batch, recordHash: sha256Hex(canonical(record)), user: signer.user, name: signer.name, role: signer.role,
-    decision: act, meaning, timestamp: new Date(at).toISOString(),
+    decision: act, meaning: meaning.text, meaningId: meaning.id, timestamp: new Date(at).toISOString(),
   });
   return { record, signature };
 }
