@@ -59,7 +59,7 @@ function SignDialog({ item, onDone, onClose }) {
     try {
       if (!decision) throw new Error('choose a decision first: approve or reject');
       if (!chosen) throw new Error('choose the meaning of your signature from the list');
-      const r = await api('POST', `/approvals/${item.id}`, { decision, meaning: chosen.id, ...(comment.trim() ? { comment: comment.trim() } : {}), password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
+      const r = await api('POST', `/approvals/${item.id}`, { decision, meaning: chosen.text, ...(comment.trim() ? { comment: comment.trim() } : {}), password: String(password), ...(item.recordHash ? { recordHash: item.recordHash } : {}) });
       setSigned(r.kind === 'setpoint_write' ? { ...r.signature, outcome: r.outcome } : r);
       onDone();
     } catch (err) {

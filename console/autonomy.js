@@ -22,7 +22,7 @@ function RaiseDialog({ target, onClose, onDone }) {
     const f = new FormData(e.target);
     try {
       if (!chosen) throw new Error('choose the meaning of your signature from the list');
-      await api('PUT', '/autonomy', { ...target.key, level: target.to, changeRef: changeRef.trim(), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.id });
+      await api('PUT', '/autonomy', { ...target.key, level: target.to, changeRef: changeRef.trim(), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.text });
       onDone();
       e.target.closest('dialog').close();
     } catch (err) {

@@ -35,6 +35,7 @@ function CloseDialog({ e, onDone, onClose }) {
   const signed = e.severity !== 'minor';
   const [meaning, setMeaning] = useState('');
   const { options, error: listError } = useMeanings('exception_close', { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch ?? '', run: e.run ?? '' });
+  const chosen = options?.find((o) => o.id === meaning) ?? null;
   const submit = async (ev) => {
     ev.preventDefault();
     const f = new FormData(ev.target);
@@ -42,8 +43,8 @@ function CloseDialog({ e, onDone, onClose }) {
     setError(null);
     try {
       const deviation = String(f.get('deviation') ?? '').trim();
-      if (signed && !meaning) throw new Error('choose the meaning of your signature from the list');
-      await api('POST', `/exceptions/${e.id}/close`, { comment: String(f.get('comment')), ...(deviation ? { deviation } : {}), password: String(f.get('password')), ...(signed ? { meaning } : {}) });
+      if (signed && !chosen) throw new Error('choose the meaning of your signature from the list');
+      await api('POST', `/exceptions/${e.id}/close`, { comment: String(f.get('comment')), ...(deviation ? { deviation } : {}), password: String(f.get('password')), ...(signed ? { meaning: chosen.text } : {}) });
       onDone();
       ev.target.closest('dialog').close();
     } catch (err) {
@@ -64,7 +65,7 @@ function CloseDialog({ e, onDone, onClose }) {
       <input id="exc-password" name="password" type="password" autocomplete="current-password" required />
       <${ErrorNote} error=${error} />
       ${error ? html`<p class="quiet" data-testid="nothing-closed">Nothing was closed.</p>` : null}
-      <div class="actions"><button type="submit" disabled=${busy || (signed && !meaning)}>Close exception</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
+      <div class="actions"><button type="submit" disabled=${busy || (signed && !chosen)}>Close exception</button> <button type="button" onClick=${(x) => x.target.closest('dialog').close()}>Cancel</button></div>
     </form>
   <//>`;
 }

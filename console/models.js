@@ -20,7 +20,7 @@ function ChangeDialog({ target, onClose, onDone }) {
     setBusy(true);
     try {
       if (!chosen) throw new Error('choose the meaning of your signature from the list');
-      const signed = { changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.id };
+      const signed = { changeRef: String(f.get('changeRef')), reason: String(f.get('reason')), password: String(f.get('password')), meaning: chosen.text };
       if (target.to === 'retired') await api('POST', `/models/${encodeURIComponent(target.id)}/retire`, signed);
       else await api('POST', `/models/${encodeURIComponent(target.id)}/promote`, { to: target.to, ...signed });
       onDone();

@@ -29,7 +29,7 @@ function ActionDialog({ act, run, onDone, onClose }) {
     setError(null);
     try {
       if (signed && !chosen) throw new Error('choose the meaning of your signature from the list');
-      const body = { reason: String(f.get('reason')), ...(signed ? { password: String(f.get('password')), meaning: chosen.id } : {}), ...(act === 'reassign' ? { to: to.trim() } : {}) };
+      const body = { reason: String(f.get('reason')), ...(signed ? { password: String(f.get('password')), meaning: chosen.text } : {}), ...(act === 'reassign' ? { to: to.trim() } : {}) };
       const out = await api('POST', `/runs/${run.id}/${act}`, body);
       onDone();
       if (act === 'abort') setResult(out);

@@ -330,7 +330,7 @@ function scopeText(a) {
 function mainArchive(dir, keyFile, json) {
   const r = verifyArchiveDir(dir, keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
   if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
-  else if (r.ok) process.stdout.write(`ok: ${scopeText(r.archive)}, ${r.files} files, key ${r.keyId}\n`);
+  else if (r.ok) process.stdout.write(`ok: ${scopeText(r.archive)}, ${r.files} files, key ${r.keyId}${keyFile === undefined ? ' (carried by the archive: pin it with --key)' : ' (pinned)'}\n`);
   else for (const p of r.problems) process.stdout.write(`DAMAGED: ${p.file}: ${p.kind}: ${p.detail}\n`);
   return r.ok ? 0 : 65;
 }

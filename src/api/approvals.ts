@@ -13,6 +13,7 @@
  */
 import type { z } from 'zod';
 import type { AuditSubject } from '../audit/index.js';
+import { manifestationMeaning, MEANING_VALUES } from '../domain/signature-meanings.js';
 import { signRecord } from '../engine/run/approval.js';
 import type { PendingWrite } from '../engine/guarded-writer.js';
 import { LkError } from '../errors.js';
@@ -50,7 +51,7 @@ export async function decideRelease(ctx: ApiContext, user: AuthUser, tenant: str
   const args = { approval: id, decision: body.decision };
   if (!approvers(ctx).qa.includes(user.role)) refuse(ctx, tenant, user, subject, args, `a batch release is signed by a QA reviewer, not a ${user.role}`, { role: user.role });
   if (body.recordHash !== undefined && body.recordHash !== approval.recordHash) throw new LkError('LK_APPROVAL_STALE', `the release record is ${approval.recordHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: id });
-  const meaning = meaningOf(ctx, 'release', body.meaning, { batch: run?.batch, run: approval.run, approval: id }, body.decision);
+  const meaning = meaningOf(ctx, 'release', body.meaning, MEANING_VALUES.release({ batch: run?.batch, run: approval.run, approval: id }), body.decision);
   const comment = body.comment?.trim() || undefined;
   await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: id });
   try {
@@ -88,7 +89,7 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
     throw new LkError('LK_VALIDATION', 'a setpoint write is decided on the exact vector: give its recordHash as GET /approvals shows it', { issues: [{ path: 'body.recordHash', message: 'required for a setpoint write' }] });
   }
   if (body.recordHash !== w.vectorHash) throw new LkError('LK_APPROVAL_STALE', `the pending vector is ${w.vectorHash.slice(0, 12)}…, not ${body.recordHash.slice(0, 12)}…`, { approval: w.id });
-  const meaning = meaningOf(ctx, 'move', body.meaning, { batch: p.batch, run: p.run, approval: w.id }, body.decision);
+  const meaning = meaningOf(ctx, 'move', body.meaning, MEANING_VALUES.move({ batch: p.batch, run: p.run, approval: w.id }), body.decision);
   const comment = body.comment?.trim() || undefined;
   await ctx.identity.reauthenticateSigner(user, body.password, { tenant, approval: w.id });
   // withdrawn while the password was checked (its step ended, a newer proposal): nothing is signed
@@ -104,7 +105,7 @@ export async function decideWrite(ctx: ApiContext, user: AuthUser, tenant: strin
   store.audit.append({
     tenant, actor: user.id, kind: 'approval', action: 'setpoint.sign', subject: { ...subject, reviewer: user.id },
     args: { approval: w.id, vectorHash: w.vectorHash, decision: body.decision, kind, needs: w.needs, keyId: signature.keyId, meaningId: meaning.id, ...(comment ? { comment } : {}) },
-    signature: { user: user.id, name: user.name, meaning: `${body.decision}: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+    signature: { user: user.id, name: user.name, meaning: manifestationMeaning(meaning.text, body.decision), time: signature.timestamp, value: signature.signature },
   });
   const out = body.decision === 'approve'
     ? await writer.approve(w.id, { by: user.id, role: user.role, kind, vectorHash: body.recordHash })

@@ -60,7 +60,7 @@ export function registerAutonomyRoutes(app: Api, ctx: ApiContext): void {
     const preview = previewAutonomy(d.store, b, change);
     let signer: NonNullable<AutonomyRequest['signer']> | undefined;
     if (preview.type === 'autonomy_raised') {
-      // the raise's meaning from the site's list, before the password (the store fills it again in its transaction)
+      // the raise's meaning from the site's list, before the password (the store signs exactly these words, or refuses if the raise changed meanwhile)
       const meaning = meaningOf(ctx, 'autonomy_raise', chosen, autonomyMeaningValues({ ...(agent !== undefined ? { agent } : {}), ...(setpoint !== undefined ? { setpoint } : {}), from: preview.from, to: preview.to, changeRef: preview.changeRef }));
       const signed = await ctx.identity.reauthenticateSigner(user, password, { tenant: req.params.tenant, autonomy: `${agent ?? '*'} on ${setpoint ?? '*'} → ${level}` });
       signer = { name: signed.name, meaning };

@@ -7,6 +7,7 @@
  * comment beside it. The engine audits the closure in the transaction that closes it; the API audits what only
  * it sees (a closure refused to the person who tried). Another tenant's run or exception is 404 (R1).
  */
+import { MEANING_VALUES } from '../domain/signature-meanings.js';
 import type { ExceptionRecord } from '../store/exception-store.js';
 import type { RunRecord } from '../store/run-store.js';
 import { LkError } from '../errors.js';
@@ -69,7 +70,7 @@ export function registerExceptionRoutes(app: Api, ctx: ApiContext): void {
       throw new LkError('LK_APPROVAL_FORBIDDEN', why, { role: user.role, severity: e.severity });
     }
     // a signed closure's meaning is one of the site's list, checked before the password (a minor closure signs nothing)
-    const meaning = e.severity === 'minor' ? undefined : meaningOf(ctx, 'exception_close', req.body.meaning, { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch, run: e.run });
+    const meaning = e.severity === 'minor' ? undefined : meaningOf(ctx, 'exception_close', req.body.meaning, MEANING_VALUES.exception_close(e));
     // every closure re-authenticates: a critical or major one is signed, and a minor one is still a named decision
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, exception: id });
     const out = engine.closeException(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, comment: req.body.comment, deviation: req.body.deviation ?? null, ...(meaning ? { meaning } : {}) });

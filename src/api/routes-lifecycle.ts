@@ -7,6 +7,7 @@
  * act's meaning is one of the site's signature meanings (routes-signatures.ts), checked before the password.
  */
 import { TERMINAL_RUN, type RunStatus } from '../domain/run.js';
+import { MEANING_VALUES } from '../domain/signature-meanings.js';
 import { reassignRoles, steeringRoles } from '../engine/run/lifecycle.js';
 import { LkError } from '../errors.js';
 import { userOf } from './auth.js';
@@ -63,7 +64,7 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     // who may abort is checked before the password is asked for
     const roles = steeringRoles(ctx.daemon.policy.bundle);
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.abort', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `a run is aborted by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
-    const meaning = meaningOf(ctx, 'run_abort', req.body.meaning, { run: id, batch: run.batch });
+    const meaning = meaningOf(ctx, 'run_abort', req.body.meaning, MEANING_VALUES.run_abort({ id, batch: run.batch }));
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'abort' });
     const r = await refusedAudited(ctx, tenant, id, user, 'run.abort', () => engine.abort(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, reason: req.body.reason, meaning }));
     return { run: r.run, reverted: r.reverted, approvalWithdrawn: r.approvalWithdrawn, signature: r.signature };
@@ -82,7 +83,7 @@ export function registerLifecycleRoutes(app: Api, ctx: ApiContext): void {
     const run = engine.get(tenant, id);
     const roles = reassignRoles(ctx.daemon.policy.bundle);
     if (!roles.includes(user.role)) await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => { throw new LkError('LK_APPROVAL_FORBIDDEN', `the QA reviewer of a run is reassigned by ${roles.join(', ')}, not a ${user.role}`, { role: user.role }); });
-    const meaning = meaningOf(ctx, 'run_reassign', req.body.meaning, { run: id, batch: run.batch, reviewer: req.body.to });
+    const meaning = meaningOf(ctx, 'run_reassign', req.body.meaning, MEANING_VALUES.run_reassign({ id, batch: run.batch }, req.body.to));
     // reassigning names who signs; it signs no record, so an administrator may do it (separation of duties holds)
     await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, run: id, act: 'reassign' }, { administrative: true });
     const r = await refusedAudited(ctx, tenant, id, user, 'run.reassign', () => engine.reassign(tenant, id, { signer: { user: user.id, name: user.name, role: user.role }, to: req.body.to, reason: req.body.reason, meaning }));

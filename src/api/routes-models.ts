@@ -8,6 +8,7 @@
  * carries a signature manifestation with a meaning, so each one is re-authenticated (taking a model out of use
  * costs the same password as putting it in, never more).
  */
+import { MEANING_VALUES } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import { changeStatus } from '../models/change.js';
 import { nextStatuses, transition, type ModelStatus } from '../models/lifecycle.js';
@@ -43,7 +44,7 @@ export function registerModelRoutes(app: Api, ctx: ApiContext): void {
       const next = nextStatuses(from);
       throw new LkError('LK_MODEL_TRANSITION', `model ${id} is ${from}: it can go to ${next.length ? next.join(' or ') : 'nothing (retired is final)'}, not ${to}`, { id, from, to });
     }
-    const meaning = meaningOf(ctx, 'model_change', req.body.meaning, { model: id, from, to }, to);
+    const meaning = meaningOf(ctx, 'model_change', req.body.meaning, MEANING_VALUES.model_change({ model: id, from, to }), to);
     const signer = await ctx.identity.reauthenticateSigner(user, req.body.password, { tenant, model: `${id}: ${from} → ${to}` });
     const c = changeStatus(d.store, d.loaded.dataDir, { tenant, id, to, by: user.id, role: user.role, name: signer.name, changeRef: req.body.changeRef, reason: req.body.reason, meaning }, { approvers });
     return {

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { checkPeriodSize, isRunScope, parsePeriod, reviewsOf, reviewView, scopeEntries, signTrailReview, TRAIL_CATEGORIES, type TrailReviewRecord, type TrailScope } from '../audit/review.js';
 import type { AuditEntry } from '../audit/entry.js';
+import { manifestationMeaning, MEANING_VALUES } from '../domain/signature-meanings.js';
 import { json } from '../engine/json.js';
 import { LkError } from '../errors.js';
 import { userOf } from './auth.js';
@@ -121,7 +122,7 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
       d.store.audit.append({ tenant, actor: user.id, kind: 'approval', action: 'audit.review_refused', subject: { reviewer: user.id, ...(isRunScope(scope) ? { run: scope.run } : {}) }, args: json({ scope, role: user.role }), reason: `an audit-trail review is signed by ${roles.join(', ')}, not a ${user.role}` });
       throw new LkError('LK_APPROVAL_FORBIDDEN', `an audit-trail review is signed by ${roles.join(', ')}, not a ${user.role}`, { role: user.role });
     }
-    const meaning = meaningOf(ctx, 'trail_review', chosen, isRunScope(scope) ? { run: scope.run, batch } : { from: scope.from, to: scope.to });
+    const meaning = meaningOf(ctx, 'trail_review', chosen, MEANING_VALUES.trail_review(scope, batch));
     await ctx.identity.reauthenticateSigner(user, password, { tenant, act: 'audit.review', ...(isRunScope(scope) ? { run: scope.run } : {}) });
     // what is signed is computed and appended in one transaction: no entry can fall between the view and the record
     const out = d.store.tx(({ audit }) => {
@@ -139,7 +140,7 @@ export function registerTrailReviewRoutes(app: Api, ctx: ApiContext): void {
         tenant, actor: user.id, kind: 'audit_review', action: 'audit.review',
         subject: { reviewer: user.id, ...(isRunScope(scope) ? { run: scope.run } : {}), ...(batch ? { batch } : {}) },
         args: json({ scope, comment, meaningId: meaning.id }), result: json(signed),
-        signature: { user: user.id, name: user.name, meaning: meaning.text.slice(0, 200), time: record.timestamp, value: signed.signature },
+        signature: { user: user.id, name: user.name, meaning: manifestationMeaning(meaning.text), time: record.timestamp, value: signed.signature },
       });
       return { seq: e.seq, at: e.ts, ...signed };
     });

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { AuditFilter } from '../audit/query.js';
 import { RUN_ID_RE } from '../domain/run.js';
+import { MEANING_FILLED_MAX } from '../domain/signature-meanings.js';
 import { ROLES } from '../store/user-store.js';
 import { IsoTime } from '../contract/runs.js';
 
@@ -25,7 +26,7 @@ const text = (min: number, max: number) => z.string().min(min).max(max).refine((
 /** Free text beside a signature's meaning (the meaning itself comes from the site's list). */
 const meaningComment = text(1, 1000);
 /** A signature meaning chosen from the site's list (GET /signature-meanings): an entry's id, or its text filled for the record. */
-export const MeaningChoice = text(2, 190).describe('one of the site\'s signature meanings for this act (GET /signature-meanings), by its id or its text filled for the record; without it, the first entry that fits. Anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked');
+export const MeaningChoice = text(2, MEANING_FILLED_MAX).describe('one of the site\'s signature meanings for this act (GET /signature-meanings), by its id or its text filled for the record; without it, the first entry that fits. Anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked');
 const tenant = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'a tenant id is lower-case letters, digits and dashes');
 const eventId = z.string().regex(/^\d{1,15}$/, 'an event id is a non-negative integer');
 
@@ -46,8 +47,8 @@ export const StreamQuery = z.strictObject({ after: eventId.optional().describe('
 export const StreamHeaders = z.looseObject({ 'last-event-id': eventId.optional() });
 export const DecisionBody = z.strictObject({
   decision: z.enum(['approve', 'reject']),
-  // the audit trail's signature manifestation holds "<decision>: <meaning>" in at most 200 characters
-  meaning: text(3, 190).describe('what the signature means: one of the site\'s signature meanings for this act and decision (GET /signature-meanings), by its id ("qa-release") or its text filled for the record ("QA release of batch B-1042"); anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked'),
+  // the audit trail's signature manifestation holds "<decision>: <meaning>" whole: no meaning is longer than MEANING_FILLED_MAX
+  meaning: text(3, MEANING_FILLED_MAX).describe('what the signature means: one of the site\'s signature meanings for this act and decision (GET /signature-meanings), by its id ("qa-release") or its text filled for the record ("QA release of batch B-1042"); anything else is 422 LK_MEANING_NOT_ALLOWED before the password is checked'),
   comment: meaningComment.optional().describe('free text beside the meaning, in the signer\'s own words: recorded in the signed record and the audit entry'),
   password: text(1, 1024).optional().describe('the signed-in reviewer\'s password, checked again at signing (21 CFR 11.200); required of a local user, not sent by an SSO user (whose bearer token must come from a fresh provider sign-in)'),
   recordHash: z.string().regex(/^[0-9a-f]{64}$/, 'a record hash is 64 hex digits').optional()

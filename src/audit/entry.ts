@@ -11,6 +11,7 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
+import { MANIFESTATION_MEANING_MAX } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -77,7 +78,8 @@ export type AuditSubject = z.infer<typeof AuditSubject>;
 export const AuditSignature = z.strictObject({
   user: ref,
   name: text(200),
-  meaning: text(200),
+  // every meaning chooseMeaning returns fits whole, after the longest act (src/domain/signature-meanings.ts)
+  meaning: text(MANIFESTATION_MEANING_MAX),
   time: z.iso.datetime({ offset: false, precision: 3 }),
   value: text(1024).optional(),
 });

@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
-import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS } from '../domain/signature-meanings.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, MEANING_VALUES } from '../domain/signature-meanings.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { canonicalJson, ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from './keys.js';
@@ -211,8 +211,7 @@ export interface SignedTrailReview {
  * the route takes the meaning from the list in force).
  */
 export function reviewMeaning(scope: TrailScope, batch?: string): string {
-  const values = isRunScope(scope) ? { run: scope.run, batch } : { from: scope.from, to: scope.to };
-  return chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'trail_review', undefined, values).text;
+  return chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'trail_review', undefined, MEANING_VALUES.trail_review(scope, batch)).text;
 }
 
 const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');

@@ -27,7 +27,10 @@ export function specTableCsv(table: unknown): string {
   return `${[CSV_COLUMNS.join(','), ...rows].join('\r\n')}\r\n`;
 }
 
-/** The documents of each archived run, read from `store` (read-only reads); times on the site's clock `tz` beside UTC. */
+/**
+ * The documents of each archived run, read from `store` (read-only reads). Every text document prints its times on
+ * the site's clock `tz` (the site's `site.timezone`), as the commands it copies do on that node; the JSON keeps UTC.
+ */
 export function runDocuments(store: Store, tz?: string): (run: RunRecord) => ArchiveDocument[] {
   const runs = new RunStore(store.db);
   const exceptions = store.schemaVersion >= 9 ? new ExceptionStore(store) : null;
@@ -39,7 +42,7 @@ export function runDocuments(store: Store, tz?: string): (run: RunRecord) => Arc
       { path: 'run.json', bytes: json({ run, steps: runs.steps(run.id), approval: runs.approvalOfRun(run.id), genealogy: events }), what: 'the run as stored: batch record, request, limits, steps, the release gate and its signature, the genealogy events' },
       { path: 'spec-table.json', bytes: json(list), what: 'the specification table (each specification, its data and PASS, FAIL or NOT_EVALUATED) and the run\'s exceptions' },
       { path: 'spec-table.csv', bytes: specTableCsv(list.specTable), what: 'the specification table for a spreadsheet' },
-      { path: 'spec-table.txt', bytes: `${formatExceptions(list)}\n`, what: 'the specification table and the exceptions as text (as `linekeeper runs exceptions` prints them)' },
+      { path: 'spec-table.txt', bytes: `${formatExceptions(list, tz)}\n`, what: 'the specification table and the exceptions as text (as `linekeeper runs exceptions` prints them)' },
       { path: 'genealogy.txt', bytes: `${formatGenealogy(offlineGenealogy(run, events), tz)}\n`, what: 'the time-aligned batch genealogy as text' },
     ];
   };

@@ -1,7 +1,9 @@
 /**
  * The meaning of a signature given on the command line (`--meaning`: an id of the site's list or its text), checked
  * against the daemon's list (GET /signature-meanings) before the password is asked for, so a meaning the site does
- * not allow costs no password and prints the entries that would do. The daemon checks it again when it signs.
+ * not allow costs no password and prints the entries that would do. The daemon checks it again when it signs: a
+ * command sends the words it printed (the entry's text as filled), never just the id, so a list changed by a reload
+ * meanwhile refuses them instead of signing words the person did not see.
  */
 import { chooseMeaning, type ChosenMeaning, type SignaturePurpose } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';

@@ -304,7 +304,8 @@ export const MqttConfig = z
 
 /**
  * One signature meaning a signer may pick: a stable id, its words with placeholders filled from the signed object
- * (`QA release of batch {batch}`), the purposes it is for, and optionally the one decision of them it goes with.
+ * (`QA release of batch {batch}`), the purposes it is for, and the one decision of them it goes with (required for a
+ * purpose that has decisions, left out otherwise: meaningListIssues).
  */
 export const SignatureMeaningConfig = z.strictObject({
   id: z.string().regex(MEANING_ID_RE, 'must be lower-case letters and digits, words joined by dashes (e.g. qa-release)').max(64),

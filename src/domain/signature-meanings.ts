@@ -4,12 +4,13 @@
  * with placeholders filled from the signed object (`{batch}`, `{run}`, …) and the purposes — the kinds of
  * signature linekeeper makes — it may be chosen for; an entry may also be limited to one decision of its purpose
  * (a release's "approve" or "reject", the status a model goes to), so that a rejection cannot be signed as a
- * release. A site lists its own under `signatures.meanings`; a purpose it lists nothing for keeps the built-in
- * entries below. The signer picks an entry (by its id or its text as shown); a free-text comment goes beside it,
- * never into the meaning.
+ * release: an entry for a purpose that has decisions names one, and is offered for that decision only. A site lists
+ * its own under `signatures.meanings`; a purpose it lists nothing for keeps the built-in entries below. The signer
+ * picks an entry (by its id or its text as shown); a free-text comment goes beside it, never into the meaning.
  *
- * Pure: the surfaces pass the list in force and the signed object's values; a meaning not on the list is
- * LK_MEANING_NOT_ALLOWED, naming the entries that would do. Surfaces resolve it before any password is checked.
+ * Pure: the surfaces pass the list in force and the signed object's values ({@link MEANING_VALUES}); a meaning not
+ * on the list, or one whose filled words would not fit a signature's manifestation, is LK_MEANING_NOT_ALLOWED,
+ * naming the entries that would do. Surfaces resolve it before any password is checked.
  */
 import { LkError } from '../errors.js';
 
@@ -58,13 +59,35 @@ export const PURPOSE_PLACEHOLDERS: Readonly<Record<SignaturePurpose, readonly st
   validation_report: ['version', 'site'],
 };
 
+/** What fills a purpose's placeholders (`batch` → `B-1042`); an absent or empty value leaves an entry that needs it out. */
+export type MeaningValues = Readonly<Record<string, string | undefined>>;
+
+/** What a release or a move is signed on: its batch and run (when known) and the approval's id. */
+interface ApprovalValues { readonly batch: string | null | undefined; readonly run: string | null | undefined; readonly approval: string }
+
+/**
+ * The placeholders' values of the purposes signed in more than one place, from the object signed: one function per
+ * purpose, used by the surface that takes the signer's choice (routes, CLI) and by the engine's fallback to the
+ * built-in entry alike, so both fill the same words. (A raise's are `autonomyMeaningValues` of
+ * src/store/autonomy-store.ts; a policy, configuration or validation report is signed in one place each.)
+ */
+export const MEANING_VALUES = {
+  release: (a: ApprovalValues): MeaningValues => ({ batch: a.batch ?? undefined, run: a.run ?? undefined, approval: a.approval }),
+  move: (a: ApprovalValues): MeaningValues => ({ batch: a.batch ?? undefined, run: a.run ?? undefined, approval: a.approval }),
+  trail_review: (scope: { readonly run: string } | { readonly from: string; readonly to: string }, batch?: string): MeaningValues => ('run' in scope ? { run: scope.run, batch } : { from: scope.from, to: scope.to }),
+  model_change: (m: { model: string; from: string; to: string }): MeaningValues => ({ model: m.model, from: m.from, to: m.to }),
+  exception_close: (e: { id: string; kind: string; severity: string; batch: string; run: string }): MeaningValues => ({ exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch, run: e.run }),
+  run_abort: (r: { id: string; batch: string }): MeaningValues => ({ run: r.id, batch: r.batch }),
+  run_reassign: (r: { id: string; batch: string }, reviewer: string): MeaningValues => ({ run: r.id, batch: r.batch, reviewer }),
+} satisfies Partial<Record<SignaturePurpose, (...args: never[]) => MeaningValues>>;
+
 export interface SignatureMeaning {
   /** Stable id, recorded beside the text (`qa-release`). */
   readonly id: string;
   /** The words, with placeholders such as `{batch}`. */
   readonly text: string;
   readonly for: readonly SignaturePurpose[];
-  /** Only with this decision of the purpose (absent: with any). */
+  /** Only with this decision of its purposes: required when they have decisions (PURPOSE_DECISIONS), absent when they have none. */
   readonly decision?: string | undefined;
 }
 
@@ -104,8 +127,18 @@ export const DEFAULT_SIGNATURE_MEANINGS: readonly SignatureMeaning[] = [
 
 /** An entry's id: lower-case words joined by dashes. */
 export const MEANING_ID_RE = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-/** Longest text of an entry (a manifestation holds "<decision>: <meaning>" in 200 characters, with the placeholders filled). */
+/** Longest text of an entry, placeholders unfilled (what a site may configure; filled, it must still fit {@link MEANING_FILLED_MAX}). */
 export const MEANING_TEXT_MAX = 150;
+/** Longest meaning an audit entry's signature manifestation holds (src/audit/entry.ts: `AuditSignature.meaning`). */
+export const MANIFESTATION_MEANING_MAX = 200;
+/** What a manifestation may put before the words, for the signatures whose words alone do not name the act ("approve: QA release of batch B-1042"). */
+export const MANIFESTATION_ACTS = ['approve', 'reject', 'abort', 'reassign'] as const;
+export type ManifestationAct = (typeof MANIFESTATION_ACTS)[number];
+/**
+ * Longest meaning as filled for a record: with the longest "<act>: " before it, it still fits a manifestation, so a
+ * manifestation always holds the whole of the words signed. A longer one is refused ({@link chooseMeaning}).
+ */
+export const MEANING_FILLED_MAX = MANIFESTATION_MEANING_MAX - Math.max(...MANIFESTATION_ACTS.map((a) => `${a}: `.length));
 /** Longest free-text comment beside a meaning. */
 export const MEANING_COMMENT_MAX = 1000;
 
@@ -130,7 +163,7 @@ export function meaningsInForce(site: readonly SignatureMeaning[] | undefined): 
 }
 
 /** `text` with its placeholders filled from `values`, or null when one has no value for this object. */
-export function fillMeaning(text: string, values: Readonly<Record<string, string | undefined>>): string | null {
+export function fillMeaning(text: string, values: MeaningValues): string | null {
   let missing = false;
   const out = text.replace(PLACEHOLDER, (_, k: string) => {
     const v = values[k];
@@ -141,35 +174,61 @@ export function fillMeaning(text: string, values: Readonly<Record<string, string
 }
 
 /**
- * The entries of `list` a signer may choose for `purpose` on this object: those of the purpose, of `decision` (or of
- * none), whose placeholders the object fills — each with its text filled.
+ * The meaning of a signature's manifestation: the words signed, after the act when the words alone do not name it.
+ * Words of at most {@link MEANING_FILLED_MAX} characters (all that {@link chooseMeaning} returns) always fit it whole.
  */
-export function meaningsFor(list: readonly SignatureMeaning[], purpose: SignaturePurpose, values: Readonly<Record<string, string | undefined>>, decision?: string): ChosenMeaning[] {
+export function manifestationMeaning(text: string, act?: ManifestationAct): string {
+  return act === undefined ? text : `${act}: ${text}`;
+}
+
+/** The entries of the purpose and decision whose placeholders the object fills, filled — however long. */
+function applicable(list: readonly SignatureMeaning[], purpose: SignaturePurpose, values: MeaningValues, decision: string | undefined): ChosenMeaning[] {
+  const decided = PURPOSE_DECISIONS[purpose].length > 0;
   const out: ChosenMeaning[] = [];
   for (const m of list) {
     if (!m.for.includes(purpose)) continue;
-    if (decision !== undefined && m.decision !== undefined && m.decision !== decision) continue;
+    // a purpose with decisions: only an entry of this very decision (one without a decision would sign either)
+    if (decided ? m.decision === undefined || m.decision !== decision : m.decision !== undefined) continue;
     const text = fillMeaning(m.text, values);
     if (text !== null) out.push({ id: m.id, text, template: m.text });
   }
   return out;
 }
 
+const fits = (m: ChosenMeaning): boolean => m.text.length <= MEANING_FILLED_MAX;
+
+/**
+ * The entries of `list` a signer may choose for `purpose` on this object: those of the purpose — for a purpose with
+ * decisions, those of `decision` only (none when it is not given) — whose placeholders the object fills and whose
+ * filled words fit a manifestation ({@link MEANING_FILLED_MAX}), each with its text filled.
+ */
+export function meaningsFor(list: readonly SignatureMeaning[], purpose: SignaturePurpose, values: MeaningValues, decision?: string): ChosenMeaning[] {
+  return applicable(list, purpose, values, decision).filter(fits);
+}
+
 const norm = (s: string): string => s.normalize('NFC').replace(/\s+/g, ' ').trim().toLowerCase();
 
 /**
  * The meaning a signer chose — an entry's id, or its text as shown (spacing and case aside) — among the entries for
- * this act; without a choice, the first of them (for the acts whose requests may leave it out).
- * @throws LkError LK_MEANING_NOT_ALLOWED: not one of them (or none applies); `detail.meanings` lists those that do.
+ * this act; without a choice, the first of them (for the acts whose requests may leave it out). A client sends the
+ * words it showed, so a list changed by a reload in between refuses them rather than signing words nobody saw.
+ * @throws LkError LK_MEANING_NOT_ALLOWED: not one of them (or none applies), or its words as filled for this record
+ *   are longer than {@link MEANING_FILLED_MAX} (`detail.length`, `detail.max`); `detail.meanings` lists those that do.
  */
-export function chooseMeaning(list: readonly SignatureMeaning[], purpose: SignaturePurpose, chosen: string | undefined, values: Readonly<Record<string, string | undefined>>, decision?: string): ChosenMeaning {
-  const options = meaningsFor(list, purpose, values, decision);
+export function chooseMeaning(list: readonly SignatureMeaning[], purpose: SignaturePurpose, chosen: string | undefined, values: MeaningValues, decision?: string): ChosenMeaning {
+  const all = applicable(list, purpose, values, decision);
+  const options = all.filter(fits);
   const what = `${PURPOSE_TITLES[purpose].replace(/ \(.*\)$/, '')}${decision !== undefined ? ` (${decision})` : ''}`;
   const detail = { purpose, ...(decision !== undefined ? { decision } : {}), ...(chosen !== undefined ? { meaning: chosen } : {}), meanings: options.map((o) => ({ id: o.id, text: o.text })) };
+  const key = chosen === undefined ? undefined : norm(chosen);
+  const hit = chosen === undefined ? undefined : all.find((o) => o.id === chosen.trim()) ?? all.find((o) => norm(o.text) === key);
+  // the words filled for this record would not fit a manifestation whole: refused, never cut
+  const long = hit ?? (options.length === 0 ? all[0] : undefined);
+  if (long && !fits(long)) {
+    throw new LkError('LK_MEANING_NOT_ALLOWED', `${long.id} filled for this record is ${long.text.length} characters, more than the ${MEANING_FILLED_MAX} a signature's meaning may have${options.length ? `: choose one of ${options.map((o) => `${o.id} ("${o.text}")`).join(', ')}` : ': shorten its words (signatures.meanings)'}`, { ...detail, length: long.text.length, max: MEANING_FILLED_MAX });
+  }
   if (options.length === 0) throw new LkError('LK_MEANING_NOT_ALLOWED', `the site's list of signature meanings has none for ${what} on this record: add one (signatures.meanings)`, detail);
   if (chosen === undefined) return options[0]!;
-  const key = norm(chosen);
-  const hit = options.find((o) => o.id === chosen.trim()) ?? options.find((o) => norm(o.text) === key);
   if (hit) return hit;
   throw new LkError('LK_MEANING_NOT_ALLOWED', `"${chosen}" is not a meaning the site allows for ${what}: choose one of ${options.map((o) => `${o.id} ("${o.text}")`).join(', ')}`, detail);
 }
@@ -182,8 +241,8 @@ export interface MeaningListIssue {
 
 /**
  * What is wrong with a site's list beyond its shape: a duplicate id, a purpose named twice, a decision the purpose
- * does not have, a placeholder it does not fill, a brace that is no placeholder, two entries of one purpose and
- * decision with the same words.
+ * does not have or, for a purpose with decisions, none, a placeholder it does not fill, a brace that is no
+ * placeholder, two entries of one purpose and decision with the same words.
  */
 export function meaningListIssues(list: readonly SignatureMeaning[]): MeaningListIssue[] {
   const issues: MeaningListIssue[] = [];
@@ -196,11 +255,12 @@ export function meaningListIssues(list: readonly SignatureMeaning[]): MeaningLis
     m.for.forEach((p, k) => {
       if (m.for.indexOf(p) !== k) issues.push({ path: [i, 'for', k], message: `purpose "${p}" is listed twice` });
     });
-    if (m.decision !== undefined) {
-      for (const p of new Set(m.for)) {
-        const ds = PURPOSE_DECISIONS[p];
-        if (!ds.includes(m.decision)) issues.push({ path: [i, 'decision'], message: ds.length === 0 ? `${p} has no decisions to limit an entry to: leave decision out` : `"${m.decision}" is not a decision of ${p} (${ds.join(', ')})` });
-      }
+    for (const p of new Set(m.for)) {
+      const ds = PURPOSE_DECISIONS[p];
+      // an entry of a purpose with decisions names one: without, it would sign a rejection with an approval's words
+      if (m.decision === undefined) {
+        if (ds.length > 0) issues.push({ path: [i, 'decision'], message: `required for ${p}: the decision it is signed for (${ds.join(', ')})` });
+      } else if (!ds.includes(m.decision)) issues.push({ path: [i, 'decision'], message: ds.length === 0 ? `${p} has no decisions to limit an entry to: leave decision out` : `"${m.decision}" is not a decision of ${p} (${ds.join(', ')})` });
     }
     if (m.text.replace(PLACEHOLDER, '').includes('{') || m.text.replace(PLACEHOLDER, '').includes('}')) issues.push({ path: [i, 'text'], message: 'a brace that is not a placeholder: placeholders are {name}, e.g. {batch}' });
     for (const name of new Set(placeholdersOf(m.text))) {

@@ -20,7 +20,7 @@
  */
 import { canonicalJson, type AuditEntry, type AuditSignature, type Json } from '../audit/entry.js';
 import { signBytes, verifyBytes, type PublicSiteKey } from '../audit/keys.js';
-import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS } from '../domain/signature-meanings.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, MEANING_VALUES } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { defaultGoldenDir } from './golden-data.js';
@@ -127,7 +127,7 @@ export function changeStatus(store: Store, dataDir: string, req: StatusChange, o
       throw new LkError('LK_CONFLICT', `model ${req.id} changed while it was being evaluated; try again`, { id: req.id });
     }
     const time = new Date(store.clock.now()).toISOString();
-    const meaning = req.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'model_change', undefined, { model: req.id, from: before.status, to: req.to }, req.to);
+    const meaning = req.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'model_change', undefined, MEANING_VALUES.model_change({ model: req.id, from: before.status, to: req.to }), req.to);
     const record: ModelChangeRecord = {
       v: 1,
       tenant: before.tenant,

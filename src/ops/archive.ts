@@ -12,16 +12,20 @@
  *   MANIFEST.sha256, MANIFEST.sig   every file's SHA-256, signed with the site key (archive-manifest.ts)
  *
  * Like a release package, the folder is written in a staging folder beside it, verified, made read-only and
- * renamed into place: it appears whole or not at all, and never replaces anything. The archive is then recorded
+ * renamed into place: it appears whole or not at all, and never replaces anything. A release package's digests are
+ * taken from the copies in the staging folder — what the archive holds — and must equal those the tenant's chain
+ * recorded when the run wrote the package (the `audit.write_release_package` result). The archive is then recorded
  * on the tenant's chain (`audit_access`, `audit.archive`, as a copy of records leaving the system: who, the
- * manifest's SHA-256, each run's release digests); a record that cannot be written removes the archive again. The
- * digests in that record are what `archive prune` later accepts as "archived" (retention.ts).
+ * manifest's SHA-256, each run's release digests); a record that cannot be written removes the archive again. Once
+ * the record is committed the archive is never removed (a checkpoint that fails after it is a warning): the
+ * digests in that record are what `archive prune` later accepts as "archived" (retention.ts), so a record must
+ * never outlive its archive.
  */
 import { chmodSync, closeSync, copyFileSync, constants, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exportBundle, verifyBundleFile } from '../audit/bundle.js';
-import { filterBounds, parseFilter } from '../audit/query.js';
+import { filterBounds, iterateAudit, parseFilter } from '../audit/query.js';
 import { verifyStore } from '../audit/verify.js';
 import { TERMINAL_RUN } from '../domain/run.js';
 import { assertVerified } from '../engine/release-package.js';
@@ -87,6 +91,8 @@ export interface ArchiveResult {
   readonly bundle: { readonly entries: number; readonly head: { readonly seq: number; readonly hash: string } | null };
   /** The seq of the `audit.archive` entry on the tenant's chain. */
   readonly auditSeq: number;
+  /** What went wrong after the archive was recorded (it stays): a checkpoint that could not be signed now. */
+  readonly warnings: readonly string[];
 }
 
 /** Most runs one archive holds (its audit record lists them all): archive a longer period in parts. */
@@ -110,8 +116,10 @@ export function standaloneVerifier(): string {
  * store only, since the archive is recorded.
  * @throws LkError LK_NOT_FOUND (no such run or chain), LK_RUN_STATE (a run in scope has not ended),
  *   LK_VALIDATION (a bad period; more than {@link MAX_ARCHIVE_RUNS} runs), LK_OUTPUT_INVALID (no parent folder),
- *   LK_CONFLICT (the folder or tar file is taken: nothing is written), LK_AUDIT_BROKEN (the chain, a bundle or a
- *   release package does not verify: nothing is written), LK_AUDIT_KEY from the site key.
+ *   LK_CONFLICT (the folder or tar file is taken: nothing is written), LK_AUDIT_BROKEN (the chain or a bundle
+ *   does not verify, or a release package has no digests on the chain or differs from them: nothing is written),
+ *   LK_FILE_TOO_LARGE (a file too large for the tar file: nothing is written), LK_AUDIT_KEY from the site key.
+ *   Nothing is thrown once the archive is recorded: what fails after that is in `warnings`.
  */
 export async function writeArchive(store: Store, r: ArchiveRequest): Promise<ArchiveResult> {
   const target = resolve(r.out);
@@ -127,7 +135,7 @@ export async function writeArchive(store: Store, r: ArchiveRequest): Promise<Arc
   const now = store.clock.now();
 
   const staging = mkdtempSync(join(dirname(target), `.${basename(target)}.staging-`));
-  let result: Omit<ArchiveResult, 'auditSeq' | 'tarFile'>;
+  let result: Omit<ArchiveResult, 'auditSeq' | 'tarFile' | 'warnings'>;
   try {
     const put = (rel: string, bytes: string | Buffer): void => writeNew(join(staging, rel), typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
     const copy = (src: string, rel: string): void => {
@@ -145,8 +153,10 @@ export async function writeArchive(store: Store, r: ArchiveRequest): Promise<Arc
     const archived: ArchivedRun[] = [];
     const documents: { path: string; what: string }[] = [];
     for (const run of runs) {
-      const release = releaseOf(store, run);
-      if (release) for (const f of Object.values(RELEASE_FILES)) copy(join(release.dir, f), `runs/${run.id}/release/${f}`);
+      const release = releaseOf(store, run, (src, rel) => {
+        copy(src, `runs/${run.id}/release/${rel}`);
+        return join(staging, `runs/${run.id}/release/${rel}`);
+      });
       for (const d of r.documents?.(run) ?? []) {
         put(`runs/${run.id}/${d.path}`, d.bytes);
         if (!documents.some((x) => x.path === d.path)) documents.push({ path: d.path, what: d.what });
@@ -186,12 +196,13 @@ export async function writeArchive(store: Store, r: ArchiveRequest): Promise<Arc
   fsyncPath(dirname(target));
 
   let tarWritten = false;
+  let seq: number;
   try {
     if (tarFile) {
       await writeTarGz(target, tarFile, { mtime: now });
       tarWritten = true;
     }
-    const e = store.audit.append({
+    seq = store.audit.append({
       tenant: r.tenant, actor: 'system', kind: 'audit_access', action: 'audit.archive',
       ...('run' in r.scope ? { subject: { run: r.scope.run, batch: runs[0]!.batch } } : {}),
       args: { scope: { ...r.scope }, os_user: r.osUser, software: `linekeeper ${VERSION}` },
@@ -201,15 +212,22 @@ export async function writeArchive(store: Store, r: ArchiveRequest): Promise<Arc
         runs: result.runs.map((x) => ({ run: x.run, batch: x.batch, release: x.release ? { ...x.release } : null, retain_until: x.retain_until })),
         retention_years: r.retentionYears,
       },
-    });
-    store.audit.checkpoint(r.tenant);
-    return { ...result, tarFile, auditSeq: e.seq };
+    }).seq;
   } catch (err) {
     // an archive whose record cannot be written is not left behind (nor its tar file, which this call made)
     if (tarFile && tarWritten) rmSync(tarFile, { force: true });
     rmSync(target, { recursive: true, force: true });
     throw err;
   }
+  // Recorded: from here on the archive stays whatever fails, since `archive prune` trusts the record's digests and
+  // would drop the only copies of packages whose archive had been removed.
+  const warnings: string[] = [];
+  try {
+    store.audit.checkpoint(r.tenant);
+  } catch (err) {
+    warnings.push(`the archive is recorded on ${r.tenant} #${seq} and stays, but no checkpoint could be signed now (${err instanceof Error ? err.message : String(err)}): the next checkpoint signs the record`);
+  }
+  return { ...result, tarFile, auditSeq: seq, warnings };
 }
 
 /** LK_CONFLICT when the folder exists and is not empty, or the tar file exists (checked first: a conflict changes nothing). */
@@ -252,24 +270,47 @@ function runsInScope(store: Store, tenant: string, scope: ArchiveScope): RunReco
   return runs;
 }
 
+type ReleaseDigests = { json: string; pdf: string; bundle: string };
+
 /**
- * The run's release package on this node, checked against the digests the run recorded when it wrote it; null
- * when it has none here (never written, or dropped by `archive prune` after it was archived).
- * @throws LkError LK_AUDIT_BROKEN when a file differs from what the run recorded (nothing is archived).
+ * The run's release package on this node, copied by `copy` (which returns the copy's path) and checked: the digests
+ * of the copies — what the archive holds and its record names — must be those the tenant's chain recorded when the
+ * run wrote the package. Null when the run has no package here (never written, or dropped by `archive prune` after
+ * it was archived).
+ * @throws LkError LK_AUDIT_BROKEN when a file is missing, the chain recorded no digests for the package, or a copy
+ *   differs from them (nothing is archived).
  */
-function releaseOf(store: Store, run: RunRecord): { dir: string; sha256: { json: string; pdf: string; bundle: string } } | null {
+function releaseOf(store: Store, run: RunRecord, copy: (src: string, rel: string) => string): { sha256: ReleaseDigests } | null {
   const dir = join(store.dataDir, 'releases', run.tenant, run.id);
   if (!existsSync(dir)) return null;
-  const sha256 = { json: '', pdf: '', bundle: '' };
+  const recorded = recordedRelease(store, run);
+  const sha256: ReleaseDigests = { json: '', pdf: '', bundle: '' };
   for (const [k, f] of Object.entries(RELEASE_FILES) as [keyof typeof RELEASE_FILES, string][]) {
     if (!existsSync(join(dir, f))) throw new LkError('LK_AUDIT_BROKEN', `releases/${run.tenant}/${run.id}/${f} is missing from the run's release package`, { run: run.id, file: f });
-    sha256[k] = sha256File(join(dir, f));
+    sha256[k] = sha256File(copy(join(dir, f), f));
+    if (sha256[k] !== recorded[k]) throw new LkError('LK_AUDIT_BROKEN', `releases/${run.tenant}/${run.id}/${f} differs from the SHA-256 the run recorded when it wrote it: no archive is written`, { run: run.id, file: f });
   }
-  const recorded = (run.data['release'] as { sha256?: Record<string, unknown> } | undefined)?.sha256;
-  for (const k of Object.keys(sha256) as (keyof typeof sha256)[]) {
-    if (recorded && recorded[k] !== sha256[k]) throw new LkError('LK_AUDIT_BROKEN', `releases/${run.tenant}/${run.id}/${RELEASE_FILES[k]} differs from the SHA-256 the run recorded when it wrote it: no archive is written`, { run: run.id, file: RELEASE_FILES[k] });
+  return { sha256 };
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * The digests of the run's release package as the tenant's chain recorded them when the run wrote it: the result of
+ * its `audit.write_release_package` tool call (the last one that succeeded).
+ * @throws LkError LK_AUDIT_BROKEN when the chain holds none (a package nobody recorded is not archived as a release).
+ */
+function recordedRelease(store: Store, run: RunRecord): ReleaseDigests {
+  let found: ReleaseDigests | null = null;
+  for (const e of iterateAudit(store.db, run.tenant, { run: run.id, kind: 'tool_result', action: 'audit.write_release_package' })) {
+    const r = e.result as { ok?: unknown; detail?: { sha256?: Record<string, unknown> } } | undefined;
+    const d = r?.ok === true ? r.detail?.sha256 : undefined;
+    if (d && typeof d['json'] === 'string' && HEX64.test(d['json']) && typeof d['pdf'] === 'string' && HEX64.test(d['pdf']) && typeof d['bundle'] === 'string' && HEX64.test(d['bundle'])) {
+      found = { json: d['json'], pdf: d['pdf'], bundle: d['bundle'] };
+    }
   }
-  return { dir, sha256 };
+  if (!found) throw new LkError('LK_AUDIT_BROKEN', `releases/${run.tenant}/${run.id}: the tenant's chain recorded no SHA-256 of this release package (no audit.write_release_package result of run ${run.id}): it cannot be archived as the run's release; no archive is written`, { run: run.id });
+  return found;
 }
 
 /** A new file (never an existing one), on disk when this returns. */

@@ -17,7 +17,6 @@
  * waiting; once the file passes a size, TRUNCATE resets it — tried without a busy wait, so a reader that still
  * holds it costs one skipped turn, never a blocked event loop.
  */
-import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -29,6 +28,7 @@ import { LkError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { DB_FILE, openStore, type Store } from '../store/store.js';
 import { VERSION } from '../version.js';
+import { sha256File } from './archive-manifest.js';
 
 export const MANIFEST = 'manifest.json';
 const NAME = /^linekeeper-\d{8}T\d{6}Z$/;
@@ -49,10 +49,6 @@ export interface BackupResult {
   readonly manifest: BackupManifest;
   /** Seconds spent verifying the copy. */
   readonly verifySeconds: number;
-}
-
-function sha256File(file: string): string {
-  return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
 function stamp(ms: number): string {

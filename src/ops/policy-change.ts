@@ -23,7 +23,7 @@ import { LkError } from '../errors.js';
 import { checkChangeControl, type PolicyBundle } from '../policy/index.js';
 import { diffBundles, type BundleChange } from '../policy/diff.js';
 import { BUNDLE_FILES } from '../policy/schema.js';
-import { chooseMeaning, meaningsInForce, type ChosenMeaning } from '../domain/signature-meanings.js';
+import { chooseMeaning, manifestationMeaning, meaningsInForce, type ChosenMeaning } from '../domain/signature-meanings.js';
 import { DEMO_SETUP_CHANGE, policySignaturePayload, signatureBytes, type PolicySigner } from '../policy/signature.js';
 import type { Store } from '../store/store.js';
 
@@ -87,7 +87,7 @@ export function signPolicyBundle(store: Store, r: SignRequest): number {
     args: { payload: JSON.parse(JSON.stringify(payload)), changes: r.changes.map((c) => ({ ...c })), from: r.from },
     reason: r.reason,
     ...(r.previous ? { old: r.previous } : {}), new: r.bundle.version,
-    signature: { user: r.signer.id, name: r.signer.name, meaning: payload.meaning.slice(0, 200), time: payload.signed_at, value },
+    signature: { user: r.signer.id, name: r.signer.name, meaning: manifestationMeaning(payload.meaning), time: payload.signed_at, value },
   });
   return e.seq;
 }

@@ -13,10 +13,16 @@
  * stay, append-only (triggers refuse a DELETE), and a chain cannot lose its head without every later hash and
  * signed checkpoint saying so. Dropping them would need a new chain, which linekeeper does not do.
  *
- * The packages are first renamed aside (one rename each, so a failure puts them back), the prune recorded on the
- * tenant's chain (who, why, each run and the digests dropped, the archive record that holds them), then removed.
+ * The packages are first renamed aside into `releases/.pruning-<ms>-<pid>/<tenant>/<run>/` (one rename each) and
+ * hashed again there — the person's password was typed since they were checked — then the prune is recorded on the
+ * tenant's chain (who, why, each run and the digests dropped, the archive record that holds them, the aside
+ * folder's name), then they are removed. Before the record, any failure (a package changed: LK_NOT_ARCHIVED) puts
+ * every package back and nothing is recorded; once the record is committed nothing is put back (the trail says they
+ * were dropped, so they are): a checkpoint that fails after it is a warning. A process that dies between the
+ * rename and the removal leaves the aside folder; the next `archive` command ({@link recoverPruning}) restores the
+ * packages whose prune was not recorded and finishes removing those whose prune was.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { iterateAudit, filterBounds, parseFilter } from '../audit/query.js';
 import { verifyStore } from '../audit/verify.js';
@@ -94,45 +100,190 @@ export function planPrune(store: Store, o: { tenant: string; before: string; yea
   return { tenant: o.tenant, before: bound, retentionYears: o.years, candidates };
 }
 
+/** The folders a prune renames packages aside into, under `<data>/releases/`: `.pruning-<ms>-<pid>`. */
+const PRUNING_PREFIX = '.pruning-';
+const PRUNING_NAME = /^\.pruning-(\d+)-(\d+)$/;
+
+export interface PruneResult {
+  /** The seq of the `archive.prune` entry (null when there was nothing to drop). */
+  readonly seq: number | null;
+  /** What failed after the prune was recorded (the packages are dropped all the same). */
+  readonly warnings: readonly string[];
+}
+
 /**
  * Drop the release packages of a checked plan, as `actor` (a re-authenticated person) with `reason`: each renamed
- * aside, the prune recorded on the tenant's chain and checkpointed, then removed. A record that cannot be written
- * puts every package back.
- * @returns the seq of the `archive.prune` entry (null when there was nothing to drop).
+ * aside and hashed again there, the prune recorded on the tenant's chain, then removed and checkpointed. Anything
+ * that fails before the record puts every package back and throws; nothing that fails after it does (warnings).
+ * @throws LkError LK_NOT_ARCHIVED when a package changed since the plan checked it (nothing dropped); whatever the
+ *   append or a rename throws (every package put back, nothing recorded).
  */
-export function prunePackages(store: Store, plan: PrunePlan, who: { actor: string; reason: string; osUser?: string }): number | null {
-  if (plan.candidates.length === 0) return null;
+export function prunePackages(store: Store, plan: PrunePlan, who: { actor: string; reason: string; osUser?: string }): PruneResult {
+  if (plan.candidates.length === 0) return { seq: null, warnings: [] };
   const releases = join(store.dataDir, 'releases');
-  const aside = join(releases, `.pruning-${store.clock.now()}-${process.pid}`);
-  mkdirSync(aside, { mode: 0o700 });
+  const name = `${PRUNING_PREFIX}${store.clock.now()}-${process.pid}`;
+  const aside = join(releases, name);
+  mkdirSync(join(aside, plan.tenant), { recursive: true, mode: 0o700 });
   const moved: [string, string][] = [];
   const putBack = (): void => {
-    for (const [from, to] of moved.reverse()) renameSync(to, from);
-    rmSync(aside, { recursive: true, force: true });
+    for (const [from, to] of moved.reverse()) {
+      try {
+        renameSync(to, from);
+      } catch {
+        // it stays aside, its prune unrecorded: the next archive command (recoverPruning) puts it back
+      }
+    }
+    // only empty folders go, never a package
+    removeIfEmpty(join(aside, plan.tenant));
+    removeIfEmpty(aside);
   };
   let seq: number;
   try {
     for (const c of plan.candidates) {
       const from = join(releases, plan.tenant, c.run);
-      const to = join(aside, c.run);
+      const to = join(aside, plan.tenant, c.run);
       renameSync(from, to);
       moved.push([from, to]);
     }
+    // what is dropped is what was checked: hashed again where nothing else writes (the password prompt came between)
+    const changed = plan.candidates.filter((c) => !same(digests(join(aside, plan.tenant, c.run)), c.sha256));
+    if (changed.length > 0) {
+      throw new LkError('LK_NOT_ARCHIVED', `${changed.length} of ${plan.candidates.length} release packages changed since they were checked (${changed.slice(0, 5).map((c) => c.run).join(', ')}${changed.length > 5 ? ', …' : ''}): they are not as any archive holds them; every package was put back, nothing was dropped`, { runs: changed.map((c) => c.run) });
+    }
     seq = store.audit.append({
       tenant: plan.tenant, actor: who.actor, kind: 'retention', action: 'archive.prune',
-      args: { before: plan.before, retention_years: plan.retentionYears, ...(who.osUser ? { os_user: who.osUser } : {}) },
+      args: { before: plan.before, retention_years: plan.retentionYears, aside: name, ...(who.osUser ? { os_user: who.osUser } : {}) },
       result: { dropped: plan.candidates.map((c) => ({ run: c.run, batch: c.batch, ended_at: c.endedAt, retain_until: c.retainUntil, release: { ...c.sha256 }, archived_in: c.archivedIn!.seq, archive: c.archivedIn!.archive })) },
       reason: who.reason,
     }).seq;
-    store.audit.checkpoint(plan.tenant);
   } catch (err) {
     putBack();
     throw err;
   }
-  rmSync(aside, { recursive: true, force: true });
-  fsyncPath(join(releases, plan.tenant));
-  return seq;
+  // Recorded: the trail says these packages were dropped, so they are; nothing from here on puts them back.
+  const warnings: string[] = [];
+  try {
+    rmSync(aside, { recursive: true, force: true });
+    fsyncPath(join(releases, plan.tenant));
+    fsyncPath(releases);
+  } catch (err) {
+    warnings.push(`the prune is recorded on ${plan.tenant} #${seq}, but releases/${name} could not be removed (${err instanceof Error ? err.message : String(err)}): the next archive command removes it`);
+  }
+  try {
+    store.audit.checkpoint(plan.tenant);
+  } catch (err) {
+    warnings.push(`the prune is recorded on ${plan.tenant} #${seq}, but no checkpoint could be signed now (${err instanceof Error ? err.message : String(err)}): the next checkpoint signs the record`);
+  }
+  return { seq, warnings };
 }
+
+/** A package folder found aside by {@link recoverPruning}, and what was (or, dry, would be) done with it. */
+export interface PruneLeftover {
+  /** The aside folder, relative to the data directory: `releases/.pruning-<ms>-<pid>`. */
+  readonly folder: string;
+  /** The tenant and run (empty for a folder left alone whole). */
+  readonly tenant: string;
+  readonly run: string;
+  /**
+   * `restore`: no prune of it was recorded, so it goes back to `releases/<tenant>/<run>/`; `remove`: its prune was
+   * recorded, so the drop is finished; `leave`: neither may be done (`why`).
+   */
+  readonly action: 'restore' | 'remove' | 'leave';
+  /** False on a dry run, and for `leave`. */
+  readonly done: boolean;
+  readonly why: string;
+}
+
+/**
+ * Finish what a prune that stopped (a crash, a kill, a failed removal) left in `releases/.pruning-*`: a package whose
+ * `archive.prune` record (the entry naming that folder as `aside`) is on the tenant's chain is removed, since the trail
+ * says it was dropped; any other package is renamed back into place, since no one dropped it. Folders of a process
+ * still alive (a prune under way) are left alone, as is a package whose place is taken. `dryRun` changes nothing and
+ * says what would be done. Run by every `archive` command that reads the data directory, before anything else.
+ * @throws LkError LK_AUDIT_BROKEN when a package would be removed on the strength of a chain that does not verify.
+ */
+export function recoverPruning(store: Store, o: { dryRun?: boolean } = {}): PruneLeftover[] {
+  const releases = join(store.dataDir, 'releases');
+  if (!existsSync(releases)) return [];
+  const out: PruneLeftover[] = [];
+  const verified = new Set<string>();
+  for (const name of readdirSync(releases).filter((n) => n.startsWith(PRUNING_PREFIX)).sort()) {
+    const aside = join(releases, name);
+    const folder = `releases/${name}`;
+    if (!lstatSync(aside).isDirectory()) continue;
+    const pid = Number(PRUNING_NAME.exec(name)?.[2] ?? 0);
+    if (pid > 1 && pid !== process.pid && alive(pid)) {
+      out.push({ folder, tenant: '', run: '', action: 'leave', done: false, why: `process ${pid}, which is pruning, still runs` });
+      continue;
+    }
+    for (const tenant of readdirSync(aside).sort()) {
+      const tdir = join(aside, tenant);
+      if (!lstatSync(tdir).isDirectory() || !store.audit.chains().includes(tenant)) {
+        out.push({ folder, tenant, run: '', action: 'leave', done: false, why: `${tenant} is not the folder of a tenant of this data directory` });
+        continue;
+      }
+      const dropped = prunedFrom(store, tenant, name);
+      for (const run of readdirSync(tdir).sort()) {
+        const from = join(tdir, run);
+        const to = join(releases, tenant, run);
+        if (dropped.has(run)) {
+          if (!o.dryRun) {
+            if (!verified.has(tenant)) assertVerified(verifyStore(store, { tenant }), tenant);
+            verified.add(tenant);
+            rmSync(from, { recursive: true, force: true });
+          }
+          out.push({ folder, tenant, run, action: 'remove', done: !o.dryRun, why: `its prune is recorded on ${tenant} #${dropped.get(run)}` });
+        } else if (existsSync(to)) {
+          out.push({ folder, tenant, run, action: 'leave', done: false, why: `releases/${tenant}/${run} exists` });
+        } else {
+          if (!o.dryRun) {
+            mkdirSync(join(releases, tenant), { recursive: true });
+            renameSync(from, to);
+          }
+          out.push({ folder, tenant, run, action: 'restore', done: !o.dryRun, why: 'no prune of it is recorded' });
+        }
+      }
+      if (!o.dryRun) removeIfEmpty(tdir);
+    }
+    if (!o.dryRun) {
+      removeIfEmpty(aside);
+      fsyncPath(releases);
+    }
+  }
+  return out;
+}
+
+/** Per run, the seq of the `archive.prune` entry of `tenant`'s chain that renamed it aside into the folder `name`. */
+function prunedFrom(store: Store, tenant: string, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of iterateAudit(store.db, tenant, { kind: 'retention', action: 'archive.prune' })) {
+    if ((e.args as { aside?: unknown } | undefined)?.aside !== name) continue;
+    const dropped = (e.result as { dropped?: { run?: unknown }[] } | undefined)?.dropped;
+    for (const d of Array.isArray(dropped) ? dropped : []) if (typeof d.run === 'string') out.set(d.run, e.seq);
+  }
+  return out;
+}
+
+/** Whether a process `pid` exists (signal 0 only asks; EPERM: it exists, as another user's). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Remove `dir` when it is empty; a folder that still holds something stays. */
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty, or gone: either way nothing is lost
+  }
+}
+
+const same = (a: PruneCandidate['sha256'] | null, b: PruneCandidate['sha256']): boolean => a !== null && a.json === b.json && a.pdf === b.pdf && a.bundle === b.bundle;
 
 /** The run folders of `<data>/releases/<tenant>/` (no staging or hidden folder). */
 function packageFolders(dataDir: string, tenant: string): string[] {

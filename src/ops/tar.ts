@@ -3,7 +3,8 @@
  * tool reads, for an archive that travels as one file. Written here rather than through the system's `tar`
  * (the edge node may have none, and its options differ between implementations) or an npm package (one more
  * dependency for sixty lines). Regular files and folders only; entries in sorted order, owner 0, the given time,
- * so the same folder gives the same bytes.
+ * so the same folder gives the same bytes. A ustar size is 11 octal digits: a file of 8 GiB or more cannot be
+ * described, and is refused rather than written with a size that wraps (GNU's base-256 sizes are not used).
  */
 import { closeSync, createWriteStream, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -18,6 +19,9 @@ function field(h: Buffer, off: number, len: number, s: string): void {
   h.write(s, off, Math.min(len, Buffer.byteLength(s)), 'utf8');
 }
 const octal = (n: number, len: number): string => `${n.toString(8).padStart(len - 1, '0')}\0`;
+
+/** The largest size a ustar header holds: 11 octal digits, 8 GiB less one byte. */
+export const MAX_TAR_FILE = 8 ** 11 - 1;
 
 /** A ustar header; a path longer than 100 bytes is split at a `/` into prefix and name. */
 function header(path: string, o: { size: number; mode: number; mtime: number; dir: boolean }): Buffer {
@@ -58,6 +62,7 @@ function* entries(root: string, top: string, mtime: number): Generator<Buffer> {
         yield header(`${top}/${r}/`, { size: 0, mode: st.mode & 0o777, mtime, dir: true });
         yield* walk(r);
       } else if (st.isFile()) {
+        if (st.size > MAX_TAR_FILE) throw new LkError('LK_FILE_TOO_LARGE', `${top}/${r} is ${st.size} bytes: a tar file (ustar) holds files under 8 GiB only; no tar file is written`, { file: `${top}/${r}`, bytes: st.size });
         yield header(`${top}/${r}`, { size: st.size, mode: st.mode & 0o777, mtime, dir: false });
         const fd = openSync(abs, 'r');
         try {
@@ -78,7 +83,8 @@ function* entries(root: string, top: string, mtime: number): Generator<Buffer> {
 /**
  * Write folder `dir` as `file` (.tar.gz) holding one top folder of the same name; never over an existing file
  * (written beside it, then hard-linked into place, which fails when the name is taken).
- * @throws LkError LK_CONFLICT when `file` exists; file system errors as they come (nothing is left behind).
+ * @throws LkError LK_CONFLICT when `file` exists; LK_FILE_TOO_LARGE for a file of 8 GiB or more; file system errors
+ *   as they come (nothing is left behind).
  */
 export async function writeTarGz(dir: string, file: string, o: { mtime: number }): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;

@@ -24,7 +24,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { canonicalJson, SITE_TENANT } from '../audit/entry.js';
 import { signBytes } from '../audit/keys.js';
 import { AUTONOMY_LEVELS, type AutonomyLevel } from '../domain/policy.js';
-import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, fillMeaning, type ChosenMeaning } from '../domain/signature-meanings.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, fillMeaning, manifestationMeaning, type ChosenMeaning } from '../domain/signature-meanings.js';
 import { LkError } from '../errors.js';
 import { type AutonomyEvent, type AutonomyState, type PolicyBundle, changeAutonomy } from '../policy/index.js';
 import type { Store } from './store.js';
@@ -65,8 +65,8 @@ export interface AutonomyRequest {
   readonly requireSignatureToRaise?: boolean;
   /**
    * The re-authenticated person's printed name: the raise's audit entry carries an Ed25519 signature manifestation,
-   * its meaning the entry of the site's list the surface took (filled again here with the levels as they are in
-   * the transaction), else linekeeper's built-in one.
+   * its meaning exactly the words of the site's list the surface took and showed (refused with LK_CONFLICT when the
+   * raise as it stands in the transaction would fill that entry otherwise), else linekeeper's built-in one.
    */
   readonly signer?: { readonly name: string; readonly meaning?: ChosenMeaning };
 }
@@ -132,7 +132,8 @@ export function autonomyMeaningValues(o: { agent?: string; setpoint?: string; fr
  * @throws LkError LK_AUTONOMY_CHANGE when the change is not permitted (raise by more than one level, without a
  *   change reference, by a role the bundle does not permit, unknown agent id, setpoint or level) — nothing is
  *   written then; LK_VALIDATION when neither agent nor setpoint is given or `by.person` is not a person's user id
- *   (an agent id cannot change autonomy; `system` may only lower to L0, the model watchdog's fail-safe).
+ *   (an agent id cannot change autonomy; `system` may only lower to L0, the model watchdog's fail-safe);
+ *   LK_CONFLICT when the raise as it stands in the transaction would fill `signer.meaning`'s entry with other words.
  */
 export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyRequest): AutonomyEvent & { readonly auditSeq: number | null } {
   const agent = req.agent ?? ANY;
@@ -160,8 +161,12 @@ export function setAutonomy(store: Store, bundle: PolicyBundle, req: AutonomyReq
       const time = new Date(now).toISOString();
       const values = autonomyMeaningValues({ agent, setpoint, from: event.from, to: event.to, changeRef: event.changeRef });
       const chosen = req.signer.meaning;
-      const m = chosen ? { id: chosen.id, text: fillMeaning(chosen.template, values) ?? chosen.text } : chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'autonomy_raise', undefined, values);
-      const meaning = m.text.slice(0, 200);
+      // the words signed are the words chosen and checked before the password, never refilled: if the raise as it
+      // stands now fills the entry otherwise, it is not the raise the person chose them for
+      const refilled = chosen ? fillMeaning(chosen.template, values) : null;
+      if (chosen && refilled !== chosen.text) throw new LkError('LK_CONFLICT', `the raise changed since its meaning was chosen: "${chosen.text}" would now read "${refilled ?? '(no words: a value is missing)'}"; nothing was signed or changed`, { meaning: chosen.text, now: refilled });
+      const m = chosen ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'autonomy_raise', undefined, values);
+      const meaning = manifestationMeaning(m.text);
       const record = { format: 1, kind: 'autonomy_change', tenant, agent, setpoint, from: event.from, to: event.to, user: req.by.person, name: req.signer.name, role: req.by.role, changeRef: event.changeRef, reason: event.reason, bundle: bundle.version, meaning, meaningId: m.id, timestamp: time };
       signature = { user: req.by.person, name: req.signer.name.slice(0, 200), meaning, time, value: signBytes(store.audit.siteKey(), canonicalJson(record)) };
     }

@@ -90,7 +90,8 @@ function modelSpec(m: ModelSummary): { [key: string]: Json } {
 }
 
 /** The hash of the configuration the node last started or reloaded with (site chain), or null before its first start. */
-function configInForce(store: Store): { hash: string; seq: number; action: string } | null {
+/** The configuration the node last started or reloaded with, as the site chain recorded it (its canonical hash). */
+export function configInForce(store: Store): { hash: string; seq: number; action: string } | null {
   const row = store.db
     .prepare("SELECT seq, action, args, new_value AS newValue FROM audit_entry WHERE tenant = ? AND action IN ('site.start', 'config.change') ORDER BY seq DESC LIMIT 1")
     .get(SITE_TENANT) as { seq: number; action: string; args: string | null; newValue: string | null } | undefined;

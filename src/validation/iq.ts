@@ -6,7 +6,8 @@
  * hardening against the unit the package ships, the data directory's owner and modes and the site key, the
  * configuration, the signed policy bundle, the audit chains and the clock.
  *
- * Nothing on the node is changed: the store is opened read-only, SQLite is tried on an in-memory database. What a
+ * The checks change nothing on the node: the store is opened read-only, SQLite is tried on an in-memory database (signing
+ * the report afterwards appends its entry to the site chain, src/validation/make.ts). What a
  * test cannot arrange — systemd's directories, whether systemd runs, timedatectl, user ids — comes in through
  * {@link IqOptions}. Where doctor (src/ops/doctor.ts) already judges a thing (the policy signature, the audit chains,
  * the clock), its judgement is used, so that the two never disagree about one node.
@@ -23,7 +24,8 @@ import { keyFiles, readSiteKey } from '../audit/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { readPolicyBundle } from '../config/policy-bundle.js';
 import { auditVerification, clockCheck, errText, policyCheck, timedatectlShow, timedatectlState, type CheckResult } from '../ops/doctor.js';
-import { DB_FILE } from '../store/store.js';
+import { DB_FILE, openStore } from '../store/store.js';
+import { configInForce } from './config-report.js';
 import { satisfiesRange } from './node-range.js';
 import type { ReportCheck } from './report.js';
 import { effective, execStartOf, findInstalledUnit, isHardening, parseUnit, shown, UNIT_DIRS, UNIT_NAME, unitDifferences, type InstalledUnit } from './systemd-unit.js';
@@ -119,7 +121,7 @@ export async function runIq(o: IqOptions): Promise<{ checks: ReportCheck[]; data
       return unitCheck(root, dirs, unit, p, o.loaded);
     }),
     check(IQ_CHECKS.dataDir, () => dataDirCheck(o.loaded.dataDir, serviceUser(unit, p))),
-    check(IQ_CHECKS.config, () => configCheck(o.loaded)),
+    check(IQ_CHECKS.config, () => configCheck(o.loaded, hasDb)),
     check(IQ_CHECKS.policy, () => ({ ...fromDoctor(policyCheck(o.loaded, hasDb)), evidence: policyEvidence(o.loaded) })),
     check(IQ_CHECKS.audit, () => auditFinding(o.loaded.dataDir, hasDb)),
     check(IQ_CHECKS.clock, () => clockFinding(out)),
@@ -343,13 +345,27 @@ function dataDirCheck(dataDir: string, owner: { name: string; uid: number | null
   return warns.length > 0 ? { status: 'warn', detail: `${base}; ${warns.join('; ')}`, evidence } : { status: 'pass', detail: base, evidence };
 }
 
-function configCheck(loaded: LoadedConfig): Finding {
+function configCheck(loaded: LoadedConfig, hasDb: boolean): Finding {
   // the file as it is now: the configuration in use must still be what is on disk
   const again = loadConfig(loaded.file, { dataDir: loaded.dataDir });
   const c = again.config;
-  const evidence = { file: again.file, sha256: again.hash, site: c.site.id, dataDir: again.dataDir, policyDir: again.policyDir };
+  // and the one the node runs: the hash its last start or reload recorded on the site chain
+  let running: { hash: string; seq: number; action: string } | null = null;
+  if (hasDb) {
+    const store = openStore({ dataDir: loaded.dataDir, readonly: true });
+    try {
+      running = configInForce(store);
+    } finally {
+      store.close();
+    }
+  }
+  const evidence = { file: again.file, sha256: again.hash, inForce: running?.hash ?? null, site: c.site.id, dataDir: again.dataDir, policyDir: again.policyDir };
   if (again.hash !== loaded.hash) return { status: 'fail', detail: `${again.file} changed while the IQ ran (sha256 ${loaded.hash.slice(0, 12)}… → ${again.hash.slice(0, 12)}…): run it again`, evidence };
-  return { status: 'pass', detail: `${again.file} valid (canonical sha256 ${again.hash}): site ${c.site.id}, ${c.connections.length} connections, ${c.equipment.length} equipment units`, evidence };
+  const what = `${again.file} valid (canonical sha256 ${again.hash}): site ${c.site.id}, ${c.connections.length} connections, ${c.equipment.length} equipment units`;
+  if (running && running.hash !== again.hash) {
+    return { status: 'fail', detail: `${what}; but the node runs another configuration (sha256 ${running.hash.slice(0, 12)}…, site audit #${running.seq}): qualify the configuration in force, or apply this one (\`linekeeper config apply\`) first`, evidence };
+  }
+  return { status: 'pass', detail: `${what}; ${running ? `the node ${running.action === 'site.start' ? 'started' : 'reloaded'} with it (site audit #${running.seq})` : 'the node has not started yet: it takes effect at the first start'}`, evidence };
 }
 
 function policyEvidence(loaded: LoadedConfig): { [key: string]: Json } {

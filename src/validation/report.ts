@@ -11,9 +11,9 @@
  * standalone tools/verify-audit-bundle.mjs, which needs nothing of linekeeper.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { arch, hostname, platform, release } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { PdfReport, RED, finishPdf, openPdfA, type Cell } from '../audit/pdfa.js';
 import { canonicalJson, SITE_TENANT, type Json } from '../audit/entry.js';
 import { parsePublicKey, signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from '../audit/keys.js';
@@ -142,9 +142,9 @@ export function machineNow(): MachineInfo {
   return { hostname: hostname(), platform: platform(), osRelease: release(), arch: arch(), node: process.versions.node, abi: process.versions.modules };
 }
 
-/** pass unless a check failed. */
+/** pass unless a check failed — and never for a report that checked nothing. */
 export function resultOf(checks: readonly ReportCheck[]): 'pass' | 'fail' {
-  return checks.some((c) => c.status === 'fail') ? 'fail' : 'pass';
+  return checks.length === 0 || checks.some((c) => c.status === 'fail') ? 'fail' : 'pass';
 }
 
 /** Sign `record` with the site key. */
@@ -197,7 +197,7 @@ export function recordReport(store: Store, s: SignedReport, files: { json: strin
   const r = s.record;
   const e = store.audit.append({
     tenant: SITE_TENANT, actor: r.signer.user, kind: 'validation', action: `validation.${r.kind}`,
-    args: { kind: r.kind, meaningId: r.signer.meaningId, version: r.product.version, manifestSha256: r.product.manifestSha256, machine: r.machine.hostname, files: { json: files.json, pdf: files.pdf } },
+    args: { kind: r.kind, meaningId: r.signer.meaningId, version: r.product.version, manifestSha256: r.product.manifestSha256, machine: r.machine.hostname, files: { json: basename(files.json), pdf: basename(files.pdf) } },
     result: { result: r.result, recordHash: s.recordHash, keyId: s.keyId, checks: r.checks.length, failed: r.checks.filter((c) => c.status === 'fail').length },
     signature: { user: r.signer.user, name: r.signer.name, meaning: r.signer.meaning, time: r.signer.timestamp, value: s.signature },
     ...(r.signer.comment ? { reason: r.signer.comment } : {}),
@@ -222,23 +222,49 @@ function writeNew(file: string, bytes: Buffer): void {
   }
 }
 
-/** The report's file names in `dir`: `<kind>-<version>-<UTC time>.json|.pdf`. */
+/** The report's file names in `dir`: `linekeeper-<kind>-<version>-<UTC time to the millisecond>.json|.pdf`. */
 export function reportFiles(dir: string, r: ReportRecord): { json: string; pdf: string } {
-  const stamp = r.signer.timestamp.replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  const stamp = r.signer.timestamp.replace(/[-:]/g, '');
   const base = join(dir, `linekeeper-${r.kind}-${r.product.version}-${stamp}`);
   return { json: `${base}.json`, pdf: `${base}.pdf` };
 }
 
-/** Write the signed JSON and its PDF into `dir` (created), never over an existing file. */
-export function writeReport(dir: string, s: SignedReport, pdf: Buffer): { json: string; pdf: string } {
+/**
+ * Write the signed JSON and its PDF into `dir` (created), never over an existing file, and keep them only if `record`
+ * (the report's entry on the audit trail) succeeds: both are written under staging names first, `record` runs, then
+ * they take their names. A report is never on disk without its entry on the trail; when `record` throws, neither
+ * file stays. Returns the files and what `record` returned.
+ */
+export function writeReport<T>(dir: string, s: SignedReport, pdf: Buffer, record: (files: { json: string; pdf: string }) => T): { files: { json: string; pdf: string }; recorded: T } {
   mkdirSync(dir, { recursive: true });
   const files = reportFiles(dir, s.record);
-  writeNew(files.json, Buffer.from(`${JSON.stringify(s, null, 2)}\n`, 'utf8'));
-  writeNew(files.pdf, pdf);
-  return files;
+  for (const f of [files.json, files.pdf]) if (existsSync(f)) throw new LkError('LK_CONFLICT', `${f} exists; a report is never overwritten`);
+  const staged = { json: `${files.json}.staging`, pdf: `${files.pdf}.staging` };
+  try {
+    writeNew(staged.json, Buffer.from(`${JSON.stringify(s, null, 2)}\n`, 'utf8'));
+    writeNew(staged.pdf, pdf);
+    const recorded = record(files);
+    renameSync(staged.json, files.json);
+    renameSync(staged.pdf, files.pdf);
+    fsyncDir(dir);
+    return { files, recorded };
+  } finally {
+    rmSync(staged.json, { force: true });
+    rmSync(staged.pdf, { force: true });
+  }
 }
 
-const STATUS_WORDS: Record<CheckStatus, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', not_applicable: 'N/A' };
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A check's status in words, as reports and the CLI print it. */
+export const STATUS_WORDS: Record<CheckStatus, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', not_applicable: 'N/A' };
 
 /** Extra sections a report kind prints after its checks (the configuration, the requirement trace). */
 export type ReportSections = (r: PdfReport, data: ReportRecord['data']) => void;

@@ -29,7 +29,7 @@ export function reportMeaning(loaded: LoadedConfig, kind: ReportKind, version: s
 
 /**
  * The signer of a `kind` report: `user` re-authenticated with `password` against `store`.
- * @throws LkError LK_MEANING_NOT_ALLOWED (a meaning not on the list), LK_FORBIDDEN (an unknown user, an administrator or a role that may not sign), LK_REAUTH_FAILED,
+ * @throws LkError LK_MEANING_NOT_ALLOWED (a meaning not on the list), LK_FORBIDDEN (an administrator or a role that may not sign), LK_REAUTH_FAILED (a wrong password, or a user the store does not have — the same answer, so a guess learns nothing),
  *   LK_PASSWORD_CHANGE_REQUIRED, LK_LOCKED from the check — before anything is written.
  */
 export async function reportSigner(o: { store: Store; loaded: LoadedConfig; user: string; password: string; kind: ReportKind; version: string; meaning?: string; comment?: string }): Promise<ReportSigner> {

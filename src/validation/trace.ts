@@ -1,6 +1,6 @@
 /**
- * The requirement trace of an OQ report: every requirement of the shipped matrix (validation/traceability.json, made
- * by `npm run traceability` from validation/requirements.yaml and the tests' tags) with the OQ cases executed on this
+ * The requirement trace of an IQ or OQ report: every requirement of the shipped matrix (validation/traceability.json, made
+ * by `npm run traceability` from validation/requirements.yaml and the tests' tags) with the checks or cases executed on this
  * node for it and their results, the number of the supplier's automated tests traced to it (evidence from the
  * release build, not executed here, and said so), or the procedure it leaves to the site.
  */
@@ -18,7 +18,8 @@ export interface TraceRow {
   id: string;
   status: string;
   text: string;
-  oq: { case: string; result: string }[];
+  /** The IQ checks or OQ cases executed on this node for it, and their results. */
+  executed: { case: string; result: string }[];
   supplierTests: number;
   procedure?: string;
   /** executed: pass | executed: FAIL | supplier tests | procedural | none */
@@ -34,19 +35,19 @@ export function traceData(root: string, checks: readonly ReportCheck[]): { [key:
     return { trace: null, note: 'validation/traceability.json is not installed: the requirement trace is missing' };
   }
   const trace: TraceRow[] = matrix.requirements.map((q) => {
-    const oq = checks.filter((c) => c.requirements.includes(q.id));
+    const here = checks.filter((c) => c.requirements.includes(q.id));
     return {
       id: q.id, status: q.status, text: q.text,
-      oq: oq.map((c) => ({ case: c.id, result: c.status })),
+      executed: here.map((c) => ({ case: c.id, result: c.status })),
       supplierTests: q.tests.length,
       ...(q.procedure ? { procedure: q.procedure } : {}),
-      evidence: oq.length > 0 ? (oq.every((c) => c.status === 'pass') ? 'executed: pass' : 'executed: FAIL') : q.tests.length > 0 ? 'supplier tests' : q.status === 'procedural' ? 'procedural' : 'none',
+      evidence: here.length > 0 ? (here.every((c) => c.status === 'pass') ? 'executed: pass' : 'executed: FAIL') : q.tests.length > 0 ? 'supplier tests' : q.status === 'procedural' ? 'procedural' : 'none',
     };
   });
   return {
     trace: trace as unknown as Json,
-    figures: { requirements: trace.length, executedHere: trace.filter((t) => t.oq.length > 0).length, supplierOnly: trace.filter((t) => t.evidence === 'supplier tests').length, procedural: trace.filter((t) => t.evidence === 'procedural').length, none: trace.filter((t) => t.evidence === 'none').length },
-    supplierEvidence: 'supplierTests counts the automated tests of linekeeper\'s release build traced to the requirement (docs/traceability.md); they are not executed by this OQ',
+    figures: { requirements: trace.length, executedHere: trace.filter((t) => t.executed.length > 0).length, supplierOnly: trace.filter((t) => t.evidence === 'supplier tests').length, procedural: trace.filter((t) => t.evidence === 'procedural').length, none: trace.filter((t) => t.evidence === 'none').length },
+    supplierEvidence: 'supplierTests counts the automated tests of linekeeper\'s release build traced to the requirement (docs/traceability.md); they are not executed by this qualification',
   };
 }
 
@@ -60,6 +61,6 @@ export function traceSections(r: PdfReport, data: { [key: string]: Json }): void
   }
   r.line(String(data['supplierEvidence']), { size: 7.5 });
   r.table(['Requirement', 'Status', 'Executed here', 'Supplier tests', 'Evidence'], [70, 60, 150, 50, '*'], trace.map((t) => [
-    t.id, t.status, t.oq.map((o) => `${o.case} ${o.result}`).join(', ') || '-', String(t.supplierTests), t.evidence === 'procedural' && t.procedure ? `procedural: ${t.procedure}` : t.evidence,
+    t.id, t.status, t.executed.map((o) => `${o.case} ${o.result}`).join(', ') || '-', String(t.supplierTests), t.evidence === 'procedural' && t.procedure ? `procedural: ${t.procedure}` : t.evidence,
   ]));
 }

@@ -10,6 +10,8 @@
  *   tag read back) and focus is on Close.
  * - The batch release: the dialog restates the specification table's verdict and counts and the exceptions, which
  *   are closed and by whom; after the signature focus is on Close, and back on the heading once it closes.
+ * - Both dialogs send the words of the meaning as shown, not the entry's id (a list reloaded between showing and
+ *   signing then refuses them: api-signature-meanings.int.spec.ts).
  * - The genealogy of a run with 1,200 seeded events: one chart per attribute with its specification band, one per
  *   setpoint group with a unit on every axis, repeated lines (sensor snapshots, arbitration rounds, losing requests)
  *   as one entry with a count; the page is a few thousand pixels tall, where a row per event made it ~30,000.
@@ -157,7 +159,10 @@ describe('the console where people decide', { timeout: 240_000 }, () => {
     await dialog.getByLabel(/Meaning of this signature/).selectOption({ label: 'Approval of setpoint change for batch B-1042' });
     await check('move-sign-dialog');
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('p.bianchi')!);
+    const posted = page.waitForRequest((r) => r.method() === 'POST' && r.url().includes('/approvals/pw_'));
     await dialog.getByRole('button', { name: 'Sign' }).click();
+    // the words shown are the words sent
+    expect((await posted).postDataJSON()).toMatchObject({ decision: 'approve', meaning: 'Approval of setpoint change for batch B-1042' });
     const outcome = dialog.getByTestId('write-outcome');
     await outcome.waitFor();
     expect(await outcome.textContent()).toMatch(/What the guarded writer did with it: written( \([A-Z_, ]+\))?\./);
@@ -205,7 +210,9 @@ describe('the console where people decide', { timeout: 240_000 }, () => {
     expect(await dialog.getByRole('button', { name: 'Sign' }).isDisabled()).toBe(true);
     await dialog.getByLabel(/Meaning of this signature/).selectOption({ label: 'QA release of batch B-1042' });
     await dialog.getByLabel('Password (re-entered to sign)').fill(node.passwords.get('m.rossi')!);
+    const posted = page.waitForRequest((r) => r.method() === 'POST' && r.url().includes(`/approvals/${gate.id}`));
     await dialog.getByRole('button', { name: 'Sign' }).click();
+    expect((await posted).postDataJSON()).toMatchObject({ decision: 'approve', meaning: 'QA release of batch B-1042' });
     await dialog.getByTestId('signature-manifestation').waitFor();
     await poll(focused).toBe('BUTTON:sign-close:Close');
     await check('release-signed');

@@ -7,11 +7,17 @@
  * nothing signed, written or audited: the approval stays pending, the move stays held and the equipment where it
  * was; and a list entry, named by its id or by its words, signed with the filled words, the entry's id and the
  * signer's comment in the signed record, the audit entry and the run's view. The same gate holds for the acts whose
- * request may leave the meaning out (an audit-trail review, a model change): a wrong one is refused before anything.
+ * request may leave the meaning out (an audit-trail review, a model change, a reassignment whose words would not fit
+ * a manifestation whole): a wrong one is refused before anything. A reload that changes the list between showing
+ * and signing refuses the words shown — over REST, and from `linekeeper approve`, whose password prompt the test
+ * answers only after such a reload (src/cli/prompt.js mocked): the CLI signs the words it printed or nothing.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { saveSession } from '../../src/cli/session.js';
+import { fillMeaning, MEANING_FILLED_MAX } from '../../src/domain/signature-meanings.js';
 import { loadConfig } from '../../src/config/load.js';
 import { applyConfigChange } from '../../src/ops/config-change.js';
 import { loadSitePublicKey, queryAudit } from '../../src/audit/index.js';
@@ -21,7 +27,15 @@ import type { RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode, type Reply } from '../helpers/api.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
 import { ALL_ROLES, DEMO_USERS } from '../helpers/api-routes.js';
-import { queueWrite, seedGate, seedRun } from '../helpers/api-seed.js';
+import { queueWrite, seedGate, seedRun, setStatus } from '../helpers/api-seed.js';
+import { runCli } from '../helpers/cli.js';
+
+/** The CLI's password prompt, answered by the test: `answer` runs first (a reload, say), then its password is typed. */
+const prompt = vi.hoisted(() => ({ answer: undefined as undefined | (() => Promise<string>) }));
+vi.mock('../../src/cli/prompt.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/cli/prompt.js')>();
+  return { ...real, readPassword: (text: string, io?: Parameters<typeof real.readPassword>[1]) => (prompt.answer ? prompt.answer() : real.readPassword(text, io)) };
+});
 
 const A = '/v1/tenants/acme-pharma';
 let node: ApiNode;
@@ -180,6 +194,20 @@ describe('acts whose request may leave the meaning out', () => {
     expect(ok.body.record).toMatchObject({ meaning: `Audit trail of batch B-1042, run ${run.id} reviewed (EU GMP Annex 11 §9)`, meaningId: 'trail-review-run', comment: 'no findings' });
   });
 
+  it('[A11.14] [P11.50] a reassignment whose words, filled, would not fit the manifestation whole is refused before the password, never cut', async () => {
+    // the longest user id a reviewer may have: the built-in words for it run past what a manifestation holds after "reassign: "
+    const to = `q${'x'.repeat(127)}`;
+    const words = `QA reviewer of run ${run.id} (batch B-1042) reassigned to ${to}`;
+    expect(words.length).toBeGreaterThan(MEANING_FILLED_MAX);
+    const before = node.daemon.engine.runs.runById(run.id)!.data['qaReviewer'];
+    const r = await call(node.url, 'POST', `${A}/runs/${run.id}/reassign`, { token: tok('m.rossi'), body: { to, reason: 'test of the bound on a meaning\'s length', password: 'not her password' } });
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([422, 'LK_MEANING_NOT_ALLOWED']);
+    expect(r.body.detail).toContain(`${words.length} characters, more than the ${MEANING_FILLED_MAX}`);
+    expect(reauths('act', 'reassign')).toEqual([]);
+    expect(node.daemon.engine.runs.runById(run.id)!.data['qaReviewer']).toBe(before);
+    expect(trail({ run: run.id }).filter((e) => e.action === 'run.reassign')).toEqual([]);
+  });
+
   it('[A11.14] a model change: the words of another step are refused before the password, the model unchanged', async () => {
     const model = (await call(node.url, 'GET', `${A}/models`, { token: tok('m.rossi') })).body.items.find((m: { status: string }) => m.status === 'validated') as { id: string };
     const r = await call(node.url, 'POST', `${A}/models/${model.id}/retire`, { token: tok('m.rossi'), body: { changeRef: 'CC-2026-0999', reason: 'test of the meanings', meaning: 'model-validated', password: 'not her password' } });
@@ -211,5 +239,74 @@ describe('a changed list', () => {
     expect((await node.daemon.reload()).outcome).toBe('applied');
     const release = await call(node.url, 'GET', `${A}/signature-meanings?for=release`, { token: tok('m.rossi') });
     expect(release.body.items.map((m: { text: string }) => m.text)).toEqual(['QA disposition: batch {batch} released for distribution', 'QA disposition: batch {batch} not released']);
+  });
+
+  /** Reword an entry of the site's list as the site does: `config apply` (signed), then a reload. */
+  async function reword(from: string, to: string, changeRef: string): Promise<void> {
+    const current = node.daemon.loaded;
+    const file = join(node.dir, `site-${changeRef}.yaml`);
+    const yaml = readFileSync(current.file, 'utf8');
+    expect(yaml).toContain(from);
+    writeFileSync(file, yaml.replace(from, to));
+    await applyConfigChange({ store: node.daemon.store, identity: node.daemon.identity!, current, next: loadConfig(file, { dataDir: current.dataDir }), changeRef, approver: 'd.marino', password: node.passwords.get('d.marino')!, meaning: 'config-approval' });
+    expect((await node.daemon.reload()).outcome).toBe('applied');
+  }
+
+  /** A new run of B-1042 at its release gate, the line freed of the one before. */
+  function nextGate(): ReturnType<typeof seedGate> {
+    for (const r of node.daemon.engine.list('acme-pharma', 10)) if (!['SUCCEEDED', 'REJECTED', 'ABORTED', 'FAILED'].includes(r.status)) setStatus(node.daemon, r.id, 'REJECTED', 'test: the line is free for the next run');
+    return seedGate(node.daemon, seedRun(node.daemon, { tenant: 'acme-pharma', batch: 'B-1042', by: 'o.operator' }).id);
+  }
+
+  /** The release words a client shows for the record: the list as read now, filled for batch B-1042. */
+  async function shownRelease(): Promise<string> {
+    const list = (await call(node.url, 'GET', `${A}/signature-meanings?for=release`, { token: tok('m.rossi') })).body as { items: { text: string; decision?: string }[] };
+    return fillMeaning(list.items.find((m) => m.decision === 'approve')!.text, { batch: 'B-1042' })!;
+  }
+
+  it('[A11.14] [P11.50] refuses the words shown before a reload changed them: nothing signed, no password looked at, the new words listed', async () => {
+    const g = nextGate();
+    const shown = await shownRelease();
+    expect(shown).toBe('QA disposition: batch B-1042 released for distribution');
+    // between showing and signing, the site's words change
+    await reword('batch {batch} released for distribution', 'batch {batch} released for sale', 'CC-2026-0778');
+    const r = await sign('m.rossi', g.id, { meaning: shown, password: 'not her password', recordHash: g.recordHash });
+    expect([r.status, r.body.code]).toEqual([422, 'LK_MEANING_NOT_ALLOWED']);
+    expect(r.body.meanings).toEqual([{ id: 'qa-disposition-release', text: 'QA disposition: batch B-1042 released for sale' }]);
+    expect(reauths('approval', g.id)).toEqual([]);
+    expect(node.daemon.engine.runs.approval('acme-pharma', g.id)!.status).toBe('pending');
+  });
+
+  it('[A11.14] [P11.50] `linekeeper approve` signs the words it printed: a reload while it asks for the password refuses them, nothing signed', async () => {
+    const g = nextGate();
+    closeOpenExceptions(node.daemon.engine, 'acme-pharma', g.run);
+    const home = mkdtempSync(join(tmpdir(), 'lk-meanings-cli-'));
+    const xdg = process.env['XDG_CONFIG_HOME'];
+    process.env['XDG_CONFIG_HOME'] = home;
+    try {
+      saveSession({ format: 1, url: node.url, user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer', tenant: 'acme-pharma', tenants: ['acme-pharma'], token: tok('m.rossi'), expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
+      const shown = await shownRelease();
+      // the person reads the words, and while the CLI waits for the password the site's list is reloaded with others
+      prompt.answer = async () => {
+        await reword('batch {batch} released for sale', 'batch {batch} released for sale and distribution', 'CC-2026-0779');
+        return node.passwords.get('m.rossi')!;
+      };
+      const out = await runCli('approve', g.id, '--decision', 'approve', '--meaning', 'qa-disposition-release');
+      expect(out.err).toContain(`meaning: ${shown} (qa-disposition-release)`);
+      expect(out.code, out.err).not.toBe(0);
+      expect(out.err).toContain('[LK_MEANING_NOT_ALLOWED]');
+      expect(node.daemon.engine.runs.approval('acme-pharma', g.id)!.status).toBe('pending');
+      expect(reauths('approval', g.id)).toEqual([]);
+      // asked again, it prints the words now in force and signs those
+      prompt.answer = async () => node.passwords.get('m.rossi')!;
+      const signed = await runCli('approve', g.id, '--decision', 'approve', '--meaning', 'qa-disposition-release');
+      expect(signed.code, signed.err).toBe(0);
+      expect(node.daemon.engine.runs.approval('acme-pharma', g.id)).toMatchObject({ status: 'approved', signature: { meaning: 'QA disposition: batch B-1042 released for sale and distribution', meaningId: 'qa-disposition-release' } });
+    } finally {
+      prompt.answer = undefined;
+      if (xdg === undefined) delete process.env['XDG_CONFIG_HOME'];
+      else process.env['XDG_CONFIG_HOME'] = xdg;
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

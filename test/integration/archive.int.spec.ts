@@ -4,23 +4,31 @@
  * (writeReleasePackage: PDF/A report, release.json, sealed bundle). The commands run as a person runs them
  * (`linekeeper archive …`, in-process, and as the built command where a password is typed); the archive is
  * verified by the standalone verifier alone, as a child process in a folder holding nothing but the archive.
+ * A second data directory is broken on purpose (a failing checkpoint, a package changed under a prune, a prune
+ * interrupted, a package whose digests the chain never recorded): what the trail says must be what happened.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Identity, identitySettings } from '../../src/api/identity.js';
 import { iterateAudit } from '../../src/audit/query.js';
 import { categoryOf } from '../../src/audit/review.js';
 import { ManualClock } from '../../src/clock.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
+import { runDocuments } from '../../src/cli/archive-documents.js';
 import { composePlan } from '../../src/domain/run.js';
+import { siteIso } from '../../src/domain/site-time.js';
 import { writeReleasePackage } from '../../src/engine/release-package.js';
 import type { ReleaseInput } from '../../src/engine/release-types.js';
+import { LkError } from '../../src/errors.js';
 import { verifyArchive } from '../../src/ops/archive-manifest.js';
+import { writeArchive } from '../../src/ops/archive.js';
+import { planPrune, prunePackages } from '../../src/ops/retention.js';
+import { ExceptionStore } from '../../src/store/exception-store.js';
 import { RunStore } from '../../src/store/run-store.js';
-import { openStore } from '../../src/store/store.js';
+import { openStore, type Store } from '../../src/store/store.js';
 // @ts-expect-error plain JavaScript on purpose (no types, no project imports)
 import { verifyArchiveDir } from '../../tools/verify-audit-bundle.mjs';
 import { runCli, spawnCli } from '../helpers/cli.js';
@@ -79,8 +87,12 @@ const SPEC_TABLE = {
   ],
 };
 
-/** A run on the tenant's chain (start, a setpoint write, the end), its genealogy, and a release package unless it runs still. */
-function makeRun(store: ReturnType<typeof newStore>['store'], clock: ManualClock, r: typeof OLD1, ended: boolean): void {
+/**
+ * A run on the tenant's chain (start, a setpoint write, the end), its genealogy, and a release package unless it runs
+ * still, whose digests the chain records as the run's last step does (the `audit.write_release_package` result):
+ * `recorded` 'none' records none, an object records those digests instead.
+ */
+function makeRun(store: ReturnType<typeof newStore>['store'], clock: ManualClock, r: typeof OLD1, ended: boolean, o: { dir?: string; recorded?: 'none' | { json: string; pdf: string; bundle: string } } = {}): void {
   const runs = new RunStore(store.db);
   clock.set(r.start);
   store.tx((tx) => {
@@ -99,7 +111,14 @@ function makeRun(store: ReturnType<typeof newStore>['store'], clock: ManualClock
   clock.set(r.start + HOURS4 - 60_000);
   store.audit.append({ tenant: T, actor: 'm.rossi', kind: 'approval', action: 'batch.release', subject: { run: r.id, batch: r.batch, reviewer: 'm.rossi' }, signature: { user: 'm.rossi', name: 'Dr. Maria Rossi', meaning: 'approved for release', time: iso(r.start + HOURS4 - 60_000), value: 'c2lnbmF0dXJl' } });
   clock.set(r.start + HOURS4);
-  const pkg = writeReleasePackage(store, join(data, 'releases', T, r.id), releaseInput(r), { pdf: { compress: false } });
+  const pkg = writeReleasePackage(store, join(o.dir ?? data, 'releases', T, r.id), releaseInput(r), { pdf: { compress: false } });
+  if (o.recorded !== 'none') {
+    const tool = 'audit.write_release_package';
+    store.audit.append({
+      tenant: T, actor: 'agent.orchestrator', kind: 'tool_result', action: tool, subject: { run: r.id, batch: r.batch, agent: 'agent.orchestrator', tool },
+      result: { ok: true, summary: 'release package', detail: { dir: `releases/${T}/${r.id}`, sha256: o.recorded ?? pkg.sha256, auditHead: pkg.auditHead, checkpoint: { seq: pkg.checkpoint.seq, keyId: pkg.checkpoint.key_id } } },
+    });
+  }
   store.tx((tx) => {
     runs.setData(tx, r.id, { quality: { specTable: SPEC_TABLE }, release: { json: `releases/${T}/${r.id}/release.json`, pdf: `releases/${T}/${r.id}/release.pdf`, bundle: `releases/${T}/${r.id}/audit-bundle.jsonl`, sha256: pkg.sha256 } }, r.start + HOURS4);
     runs.setStatus(tx, r.id, 'SUCCEEDED', null, r.start + HOURS4, true);
@@ -126,10 +145,10 @@ function snapshot(): { files: Record<string, string>; heads: Record<string, numb
   }
 }
 
-function auditOf(action: string): { seq: number; actor: string; args: unknown; result: unknown; subject: unknown }[] {
-  const s = openStore({ dataDir: data, readonly: true });
+function auditOf(action: string, dir = data): { seq: number; actor: string; args: unknown; result: unknown; subject: unknown; reason: string | undefined }[] {
+  const s = openStore({ dataDir: dir, readonly: true });
   try {
-    return [...iterateAudit(s.db, T, { action })].map((e) => ({ seq: e.seq, actor: e.actor, args: e.args, result: e.result, subject: e.subject }));
+    return [...iterateAudit(s.db, T, { action })].map((e) => ({ seq: e.seq, actor: e.actor, args: e.args, result: e.result, subject: e.subject, reason: e.reason }));
   } finally {
     s.close();
   }
@@ -234,13 +253,20 @@ describe('[A11.17] linekeeper archive: a self-contained archive, verifiable with
     const alone = carry(work('A-run_old1'), 'carried');
     const pinned = standalone(alone, '--archive', '.', '--key', keyPem);
     expect(pinned.code, pinned.out).toBe(0);
-    expect(pinned.out).toMatch(new RegExp(`^ok: archive of run ${OLD1.id} \\(tenant ${T}\\), 13 files, key [0-9a-f]{64}\\n$`));
-    expect(standalone(alone, '--archive', '.').code).toBe(0);
+    expect(pinned.out).toMatch(new RegExp(`^ok: archive of run ${OLD1.id} \\(tenant ${T}\\), 13 files, key [0-9a-f]{64} \\(pinned\\)\\n$`));
+    // without --key the archive vouched for itself: said so, as validate verify says it of a report
+    const carried = standalone(alone, '--archive', '.');
+    expect(carried.code).toBe(0);
+    expect(carried.out).toMatch(/key [0-9a-f]{64} \(carried by the archive: pin it with --key\)\n$/);
+    const unpinned = await runCli('archive', 'verify', work('A-run_old1'));
+    expect(unpinned.code).toBe(0);
+    expect(unpinned.out).toMatch(/13 files, key [0-9a-f]{64} \(carried by the archive: pin it with --key\)\n$/);
     expect(standalone(alone, 'audit-bundle.jsonl', '--key', 'site-public-key.pem').code).toBe(0);
     expect(standalone(alone, `runs/${OLD1.id}/release/audit-bundle.jsonl`, '--key', 'site-public-key.pem').code).toBe(0);
     const v = await runCli('archive', 'verify', work('A-run_old1'), '--key', keyPem);
     expect(v.code).toBe(0);
     expect(v.out).toContain(`ok: archive of run ${OLD1.id} (tenant ${T}), 13 files`);
+    expect(v.out).toMatch(/ \(pinned\)\n$/);
     // the two implementations reach the same report
     expect(brief(verifyArchiveDir(alone, readFileSync(keyPem, 'utf8')))).toEqual(brief(verifyArchive(alone)));
   });
@@ -335,10 +361,11 @@ describe('[A11.17] linekeeper archive: a self-contained archive, verifiable with
 
 describe('[P11.10(c)] retention: archive prune drops release packages only after the retention period and an archive', () => {
   const prune = (before: string, ...more: string[]): ReturnType<typeof runCli> => cli('archive', 'prune', '--tenant', T, '--before', before, ...more);
+  const REASON = ['--reason', 'retention of B-2011 and B-2012 ended; archives A-run_old1 and A-period hold them (QA-SOP-017)'];
 
   it('refuses a date inside the retention period and changes nothing (before any password)', async () => {
     const s = snapshot();
-    const r = await prune(iso(Date.now() - 365 * DAY).slice(0, 10), '--as', 'm.rossi');
+    const r = await prune(iso(Date.now() - 365 * DAY).slice(0, 10), '--as', 'm.rossi', ...REASON);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/inside the retention period of 10 years.*nothing was dropped \[LK_RETENTION_ACTIVE\]/);
     expect(r.err).not.toMatch(/password/);
@@ -348,7 +375,7 @@ describe('[P11.10(c)] retention: archive prune drops release packages only after
 
   it('refuses while a package before the date is in no archive, naming it, and changes nothing', async () => {
     const s = snapshot();
-    const r = await prune(iso(OLD2.start + 30 * DAY).slice(0, 10), '--as', 'm.rossi');
+    const r = await prune(iso(OLD2.start + 30 * DAY).slice(0, 10), '--as', 'm.rossi', ...REASON);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/1 of 2 release packages .* are in no archive as they are now \(run_old2\).*\[LK_NOT_ARCHIVED\]/);
     expect(snapshot()).toEqual(s);
@@ -381,17 +408,28 @@ describe('[P11.10(c)] retention: archive prune drops release packages only after
     expect(dry.out).toContain(OLD1.id);
     expect(existsSync(join(data, 'releases', T, OLD1.id))).toBe(true);
     // a process engineer may not: refused before the password, nothing dropped
-    const engineer = await prune(before, '--as', 'p.bianchi');
+    const engineer = await prune(before, '--as', 'p.bianchi', ...REASON);
     expect(engineer.err).toMatch(/\[LK_FORBIDDEN\]/);
     expect(existsSync(join(data, 'releases', T, OLD1.id))).toBe(true);
+    // the reason is the person's own words: none (or a blank one) is refused before anything, nothing dropped
+    for (const reason of [[], ['--reason', '  ']]) {
+      const r = await prune(before, '--as', 'm.rossi', ...reason);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/--reason "…" is required.*\[LK_VALIDATION\]/);
+      expect(r.err).not.toMatch(/password/);
+    }
+    expect(existsSync(join(data, 'releases', T, OLD1.id))).toBe(true);
 
-    const r = await spawnCli(['archive', 'prune', '--tenant', T, '--before', before, '--as', 'm.rossi', '-c', CFG, '--data', data], { input: `${PW}\n` });
+    const r = await spawnCli(['archive', 'prune', '--tenant', T, '--before', before, '--as', 'm.rossi', ...REASON, '-c', CFG, '--data', data], { input: `${PW}\n` });
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/dropped 2 release packages of acme-pharma by m\.rossi/);
     expect(readdirSync(join(data, 'releases', T)).sort()).toEqual([RECENT.id]);
     const pruned = auditOf('archive.prune');
     expect(pruned).toHaveLength(1);
     expect(pruned[0]!.actor).toBe('m.rossi');
+    expect(pruned[0]!.reason).toBe(REASON[1]);
+    expect(pruned[0]!.args).toMatchObject({ aside: expect.stringMatching(/^\.pruning-\d+-\d+$/) });
+    expect(readdirSync(join(data, 'releases')).filter((n) => n.startsWith('.'))).toEqual([]);
     expect((pruned[0]!.result as { dropped: { run: string; archived_in: number }[] }).dropped.map((d) => d.run)).toEqual([OLD1.id, OLD2.id]);
     expect(categoryOf({ kind: 'retention', action: 'archive.prune', signature: undefined, result: undefined })).toBe('change');
     // the database was not pruned: the runs and their trail are all there, and verify
@@ -406,5 +444,194 @@ describe('[P11.10(c)] retention: archive prune drops release packages only after
     expect(standalone(work('A-run_old1'), '--archive', '.', '--key', keyPem).code).toBe(0);
     // once dropped, nothing more to drop
     expect((await prune(before, '--dry-run')).out).toMatch(/nothing to drop/);
+  });
+});
+
+describe('[A11.17] [P11.10(c)] under faults, what the trail says of an archive or a prune is what happened', () => {
+  /** Two runs whose retention ended (F1, F2), and two whose release digests the chain did not record, or recorded otherwise. */
+  const F1 = { id: 'run_f1', batch: 'F-2011', start: Date.UTC(year - 15, 2, 2, 6) };
+  const F2 = { id: 'run_f2', batch: 'F-2012', start: Date.UTC(year - 15, 2, 3, 6) };
+  const NOREC = { id: 'run_norec', batch: 'F-3001', start: Date.UTC(year - 14, 5, 1, 6) };
+  const WRONG = { id: 'run_wrong', batch: 'F-3002', start: Date.UTC(year - 14, 5, 2, 6) };
+  const before = iso(F2.start + 30 * DAY).slice(0, 10);
+  let faults: string;
+  const pkg = (run: string): string => join(faults, 'releases', T, run);
+  const asideFolders = (): string[] => readdirSync(join(faults, 'releases')).filter((n) => n.startsWith('.pruning-'));
+  /** The data directory's store with its checkpoints failing once `when` holds (as with a site key that cannot be read). */
+  function failingCheckpoints(s: Store, when: () => boolean): () => void {
+    const real = s.audit.checkpoint.bind(s.audit);
+    const spy = vi.spyOn(s.audit, 'checkpoint').mockImplementation((tenant) => {
+      if (when()) throw new LkError('LK_AUDIT_KEY', 'the site key cannot be read (test)');
+      return real(tenant);
+    });
+    return () => spy.mockRestore();
+  }
+  const count = (s: Store, action: string): number => [...iterateAudit(s.db, T, { action })].length;
+
+  beforeAll(() => {
+    faults = work('data-faults');
+    const clock = new ManualClock(F1.start - DAY);
+    const { store } = newStore(faults, { clock });
+    try {
+      makeRun(store, clock, F1, true, { dir: faults });
+      makeRun(store, clock, F2, true, { dir: faults });
+      makeRun(store, clock, NOREC, true, { dir: faults, recorded: 'none' });
+      makeRun(store, clock, WRONG, true, { dir: faults, recorded: { json: H('e'), pdf: H('e'), bundle: H('e') } });
+    } finally {
+      store.close();
+    }
+  }, 180_000);
+
+  it('archive refuses a release package whose digests the tenant chain did not record, or recorded otherwise (the run\'s own data notwithstanding); writes nothing', async () => {
+    const s = openStore({ dataDir: faults });
+    try {
+      for (const [run, why] of [[NOREC.id, /the tenant's chain recorded no SHA-256 of this release package/], [WRONG.id, /run_wrong\/release\.json differs from the SHA-256 the run recorded/]] as const) {
+        const out = work(`F-${run}`);
+        await expect(writeArchive(s, { tenant: T, scope: { run }, out, retentionYears: 10, osUser: 'test' })).rejects.toMatchObject({ code: 'LK_AUDIT_BROKEN', message: expect.stringMatching(why) });
+        expect(existsSync(out)).toBe(false);
+      }
+      expect(count(s, 'audit.archive')).toBe(0);
+    } finally {
+      s.close();
+    }
+    expect(readdirSync(t.dir).filter((n) => n.includes('staging'))).toEqual([]);
+  });
+
+  it('an archive whose checkpoint fails once it is recorded stays, with a warning: a record never outlives its archive', async () => {
+    const out = work('F-period');
+    const s = openStore({ dataDir: faults });
+    const restore = failingCheckpoints(s, () => count(s, 'audit.archive') > 0);
+    try {
+      const r = await writeArchive(s, { tenant: T, scope: { from: iso(F1.start).slice(0, 10), to: iso(F2.start).slice(0, 10) }, out, retentionYears: 10, osUser: 'test', tar: true });
+      expect(r.warnings).toEqual([expect.stringMatching(new RegExp(`recorded on ${T} #${r.auditSeq} and stays, but no checkpoint could be signed now \\(the site key cannot be read`))]);
+      expect(r.runs.map((x) => x.run)).toEqual([F1.id, F2.id]);
+    } finally {
+      restore();
+      s.close();
+    }
+    expect(existsSync(`${out}.tar.gz`)).toBe(true);
+    expect(verifyArchive(out).ok).toBe(true);
+    const recorded = auditOf('audit.archive', faults);
+    expect(recorded).toHaveLength(1);
+    expect((recorded[0]!.result as { manifest_sha256: string }).manifest_sha256).toBe(sha(readFileSync(join(out, 'MANIFEST.sha256'))));
+    // the digests recorded are those of the archived copies
+    for (const x of (recorded[0]!.result as { runs: { run: string; release: Record<string, string> }[] }).runs) {
+      expect(x.release['pdf']).toBe(sha(readFileSync(join(out, 'runs', x.run, 'release', 'release.pdf'))));
+    }
+    expect((await runCli('audit', 'verify', '--data', faults)).code).toBe(0);
+  });
+
+  it('a prune refuses a package changed after it was checked (while the password was typed): every package back, nothing recorded', () => {
+    const s = openStore({ dataDir: faults });
+    const pdf = join(pkg(F2.id), 'release.pdf');
+    const good = readFileSync(pdf);
+    try {
+      const plan = planPrune(s, { tenant: T, before, years: 10, now: Date.now() });
+      expect(plan.candidates.map((c) => c.run)).toEqual([F1.id, F2.id]);
+      chmodSync(pdf, 0o644);
+      writeFileSync(pdf, Buffer.concat([good, Buffer.from('\n')]));
+      let err: unknown;
+      try {
+        prunePackages(s, plan, { actor: 'm.rossi', reason: 'test' });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ code: 'LK_NOT_ARCHIVED', message: expect.stringMatching(/run_f2\): they are not as any archive holds them; every package was put back, nothing was dropped/) });
+      expect(count(s, 'archive.prune')).toBe(0);
+    } finally {
+      s.close();
+      writeFileSync(pdf, good);
+      chmodSync(pdf, 0o444);
+    }
+    expect(readdirSync(join(faults, 'releases', T)).sort()).toEqual([F1.id, F2.id, NOREC.id, WRONG.id]);
+    expect(asideFolders()).toEqual([]);
+  });
+
+  it('a prune whose checkpoint fails once it is recorded drops the packages all the same, with a warning: the trail never says dropped of a package still there', () => {
+    const s = openStore({ dataDir: faults });
+    const restore = failingCheckpoints(s, () => true);
+    try {
+      const plan = planPrune(s, { tenant: T, before, years: 10, now: Date.now() });
+      const r = prunePackages(s, plan, { actor: 'm.rossi', reason: 'test' });
+      expect(r.seq).toEqual(expect.any(Number));
+      expect(r.warnings).toEqual([expect.stringMatching(new RegExp(`recorded on ${T} #${r.seq}, but no checkpoint could be signed now`))]);
+    } finally {
+      restore();
+      s.close();
+    }
+    expect(readdirSync(join(faults, 'releases', T)).sort()).toEqual([NOREC.id, WRONG.id]);
+    expect(asideFolders()).toEqual([]);
+    const pruned = auditOf('archive.prune', faults);
+    expect(pruned).toHaveLength(1);
+    expect((pruned[0]!.result as { dropped: { run: string }[] }).dropped.map((d) => d.run)).toEqual([F1.id, F2.id]);
+  });
+
+  it('a prune interrupted before its record is undone, and one interrupted after it is finished, by the next archive command, which says so', async () => {
+    // a process that has ended: its pid names the interrupted prunes; a live one's folder is left alone
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const unrecorded = `.pruning-${Date.now()}-${dead}`;
+    const recordedName = `.pruning-${Date.now() + 1}-${dead}`;
+    const live = `.pruning-${Date.now() + 2}-${process.ppid}`;
+    const aside = (name: string, run: string): string => join(faults, 'releases', name, T, run);
+    const norecPdf = sha(readFileSync(join(pkg(NOREC.id), 'release.pdf')));
+    mkdirSync(join(faults, 'releases', unrecorded, T), { recursive: true });
+    renameSync(pkg(NOREC.id), aside(unrecorded, NOREC.id));
+    mkdirSync(join(faults, 'releases', recordedName, T), { recursive: true });
+    renameSync(pkg(WRONG.id), aside(recordedName, WRONG.id));
+    mkdirSync(aside(live, 'run_busy'), { recursive: true });
+    const s = openStore({ dataDir: faults });
+    try {
+      // as prunePackages records it, then the process died before the removal
+      s.audit.append({ tenant: T, actor: 'm.rossi', kind: 'retention', action: 'archive.prune', args: { before, retention_years: 10, aside: recordedName }, result: { dropped: [{ run: WRONG.id }] }, reason: 'test' });
+    } finally {
+      s.close();
+    }
+    const run = (...args: string[]): ReturnType<typeof runCli> => runCli('archive', ...args, '-c', CFG, '--data', faults);
+
+    // --dry-run says what the next command will do, and does nothing
+    const dry = await run('prune', '--tenant', T, '--before', before, '--dry-run');
+    expect(dry.code, dry.err).toBe(0);
+    expect(dry.err).toContain(`an interrupted prune left releases/${T}/${NOREC.id} aside in releases/${unrecorded}: the next archive command (without --dry-run) puts it back`);
+    expect(dry.err).toContain(`an interrupted prune left releases/${T}/${WRONG.id} aside in releases/${recordedName}: the next archive command (without --dry-run) removes it`);
+    expect(existsSync(aside(unrecorded, NOREC.id))).toBe(true);
+    expect(existsSync(aside(recordedName, WRONG.id))).toBe(true);
+
+    // the next archive command puts back what no one dropped and removes what the trail says was dropped
+    const a = await run('run', F1.id, '--tenant', T, '-o', work('F-run_f1'));
+    expect(a.code, a.err).toBe(0);
+    expect(a.err).toContain(`an interrupted prune left releases/${T}/${NOREC.id} aside in releases/${unrecorded}: put back (no prune of it is recorded)`);
+    expect(a.err).toMatch(new RegExp(`an interrupted prune left releases/${T}/${WRONG.id} aside in releases/${recordedName.replace('.', '\\.')}: removed, finishing the prune \\(its prune is recorded on ${T} #\\d+\\)`));
+    expect(a.err).toContain(`an interrupted prune left releases/${live} aside; left as it is: process ${process.ppid}, which is pruning, still runs`);
+    expect(readdirSync(join(faults, 'releases', T)).sort()).toEqual([NOREC.id]);
+    expect(asideFolders()).toEqual([live]);
+    expect(sha(readFileSync(join(pkg(NOREC.id), 'release.pdf')))).toBe(norecPdf);
+
+    // the prune command does the same, before its own checks (here: a date inside the retention period)
+    mkdirSync(join(faults, 'releases', unrecorded, T), { recursive: true });
+    renameSync(pkg(NOREC.id), aside(unrecorded, NOREC.id));
+    const p = await run('prune', '--tenant', T, '--before', iso(Date.now()).slice(0, 10), '--as', 'm.rossi', '--reason', 'test');
+    expect(p.err).toContain(`releases/${T}/${NOREC.id} aside in releases/${unrecorded}: put back`);
+    expect(p.err).toMatch(/\[LK_RETENTION_ACTIVE\]/);
+    expect(readdirSync(join(faults, 'releases', T))).toEqual([NOREC.id]);
+    rmSync(join(faults, 'releases', live), { recursive: true });
+  });
+
+  it('the archived spec-table.txt prints its times on the site\'s clock, as genealogy.txt does', () => {
+    const s = openStore({ dataDir: faults });
+    try {
+      const closedAt = F1.start + HOURS4 - 120_000;
+      const ex = new ExceptionStore(s);
+      s.tx((tx) => {
+        ex.insert(tx, { id: 'exc_f1', tenant: T, run: F1.id, batch: F1.batch, key: 'OOT:press.Hardness:1', kind: 'OOT', severity: 'minor', step: '05 compress.press', title: 'OOT press.Hardness', evidence: {}, raisedAt: F1.start + 3_600_000, raisedBy: 'agent.compress_fill', auditSeq: 1 });
+        ex.close(tx, 'exc_f1', { user: 'm.rossi', name: 'Dr. Maria Rossi', at: closedAt, comment: 'within the trend limits after the tooling change', deviation: null, signature: null });
+      });
+      const docs = runDocuments(s, 'Europe/Rome')(new RunStore(s.db).run(T, F1.id)!);
+      const text = (p: string): string => String(docs.find((d) => d.path === p)!.bytes);
+      expect(text('spec-table.txt')).toContain(`closed by Dr. Maria Rossi (m.rossi) ${siteIso(iso(closedAt), 'Europe/Rome')}`);
+      expect(text('spec-table.txt')).not.toContain(iso(closedAt));
+      expect(text('genealogy.txt')).toContain('Europe/Rome');
+    } finally {
+      s.close();
+    }
   });
 });

@@ -305,6 +305,29 @@ describe('linekeeper validate iq', () => {
     expect(e.detail).toContain('[LK_POLICY_UNSIGNED]');
   });
 
+  it('[A11.10] IQ-CONFIG fails when the node runs another configuration than the one qualified, and names the one in force', async () => {
+    const other = copyData();
+    const store = openStore({ dataDir: other.dataDir });
+    try {
+      // what a start records: the canonical hash of the configuration it started with
+      store.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'system', action: 'site.start', args: { config_hash: 'e'.repeat(64) } });
+    } finally {
+      store.close();
+    }
+    const c = byId((await iq({ loaded: other })).checks, 'IQ-CONFIG');
+    expect(c.status).toBe('fail');
+    expect(c.detail).toMatch(/the node runs another configuration \(sha256 eeeeeeeeeeee…, site audit #\d+\)/);
+    expect(c.evidence).toMatchObject({ inForce: 'e'.repeat(64), sha256: other.hash });
+    const same = copyData();
+    const s2 = openStore({ dataDir: same.dataDir });
+    try {
+      s2.audit.append({ tenant: SITE_TENANT, actor: 'system', kind: 'system', action: 'site.start', args: { config_hash: same.hash } });
+    } finally {
+      s2.close();
+    }
+    expect(byId((await iq({ loaded: same })).checks, 'IQ-CONFIG')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/the node started with it/) });
+  });
+
   it('[P11.10(a)] [P11.10(e)] [A11.7] IQ-AUDIT fails once an audit row was edited behind the trail\'s back', async () => {
     const tampered = copyData();
     const db = rawDb(tampered.dataDir);

@@ -6,18 +6,18 @@
  */
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryAudit } from '../../src/audit/index.js';
 import { Identity, identitySettings } from '../../src/api/identity.js';
 import { parsePublicKey } from '../../src/audit/keys.js';
-import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { defaultConfigFile, loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/store/store.js';
-import { countSummary, makeReport } from '../../src/validation/make.js';
-import { OQ_CASES, runOq, type OqResult } from '../../src/validation/oq.js';
-import { installRoot, verifyReport, writeReport, type SignedReport } from '../../src/validation/report.js';
+import { assertReportPlace, countSummary, makeReport } from '../../src/validation/make.js';
+import { assertSimulatorOnly, casesOf, OQ_CASES, runOq, type OqResult } from '../../src/validation/oq.js';
+import { installRoot, resultOf, verifyReport, writeReport, type SignedReport } from '../../src/validation/report.js';
 import { traceData, traceSections, type TraceRow } from '../../src/validation/trace.js';
 
 const PASSWORD = 'qualify-this-node-7Q!';
@@ -76,6 +76,35 @@ describe('validate oq: the operational cases on a scratch daemon', () => {
   });
 });
 
+describe('what is refused before anything runs or is signed', () => {
+  it('[A11.4] an unknown case or none at all; a report that checked nothing is never a pass', () => {
+    expect(() => casesOf({ only: ['OQ-ACCESS', 'OQ-NOPE'] })).toThrow(/no OQ case OQ-NOPE/);
+    expect(() => casesOf({ only: [] })).toThrow(/no OQ case to run/);
+    expect(casesOf({ only: ['OQ-AUDIT-VERIFY', 'OQ-ACCESS'] }).map((k) => k.id)).toEqual(['OQ-ACCESS', 'OQ-AUDIT-VERIFY']);
+    expect(resultOf([])).toBe('fail');
+  });
+
+  it('a configuration template that names real equipment: the OQ does not start', () => {
+    // beside a copy of the shipped policy bundle, which the configuration names relative to itself
+    cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'real', 'policy'), { recursive: true });
+    const f = join(dir, 'real', 'site.yaml');
+    const real = readFileSync(defaultConfigFile(), 'utf8').replace('endpoint: sim', 'endpoint: opc.tcp://192.0.2.10:4840');
+    expect(real).not.toBe(readFileSync(defaultConfigFile(), 'utf8'));
+    writeFileSync(f, real);
+    expect(() => assertSimulatorOnly(f)).toThrow(/runs only on the embedded simulator, and this configuration names equipment: \S+ \(opc\.tcp:\/\/192\.0\.2\.10:4840\)/);
+    expect(() => assertSimulatorOnly()).not.toThrow();
+  });
+
+  it('a data directory without the site\'s store, or an output folder that is a file', () => {
+    const empty = loadConfig(undefined, { dataDir: join(dir, 'no-store') });
+    expect(() => assertReportPlace(empty, join(dir, 'out'))).toThrow(expect.objectContaining({ code: 'LK_NOT_FOUND' }));
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    expect(() => assertReportPlace(loaded, file)).toThrow(expect.objectContaining({ code: 'LK_OUTPUT_INVALID' }));
+    expect(() => assertReportPlace(loaded, join(dir, 'out'))).not.toThrow();
+  });
+});
+
 describe('the signed OQ report', () => {
   let signed: SignedReport;
   let files: { json: string; pdf: string };
@@ -108,7 +137,7 @@ describe('the signed OQ report', () => {
     const trace = signed.record.data['trace'] as unknown as TraceRow[];
     const matrix = JSON.parse(readFileSync(join(installRoot(), 'validation/traceability.json'), 'utf8')) as { requirements: { id: string }[] };
     expect(trace.map((t) => t.id)).toEqual(matrix.requirements.map((q) => q.id));
-    expect(trace.find((t) => t.id === 'INV-LKG-REVERT')).toMatchObject({ oq: [{ case: 'OQ-LKG-REVERT', result: 'pass' }], evidence: 'executed: pass' });
+    expect(trace.find((t) => t.id === 'INV-LKG-REVERT')).toMatchObject({ executed: [{ case: 'OQ-LKG-REVERT', result: 'pass' }], evidence: 'executed: pass' });
     expect(trace.filter((t) => t.evidence === 'none')).toEqual([]);
   });
 
@@ -141,7 +170,11 @@ describe('the signed OQ report', () => {
   it('is never written over, and files are read-only', async () => {
     expect(readdirSync(out()).sort()).toEqual([files.json, files.pdf].map((f) => f.slice(out().length + 1)).sort());
     for (const f of [files.json, files.pdf]) expect(statSync(f).mode & 0o222).toBe(0);
-    expect(() => writeReport(out(), signed, Buffer.from('%PDF-'))).toThrow(/never overwritten/);
+    expect(() => writeReport(out(), signed, Buffer.from('%PDF-'), () => 0)).toThrow(/never overwritten/);
+    // a report whose entry could not go on the trail leaves no file behind
+    const other = join(dir, 'unrecorded');
+    expect(() => writeReport(other, signed, Buffer.from('%PDF-'), () => { throw new Error('the trail refused the entry'); })).toThrow(/the trail refused/);
+    expect(readdirSync(other)).toEqual([]);
     expect(verifyReport(JSON.parse(readFileSync(files.json, 'utf8'))).ok).toBe(true);
   });
 

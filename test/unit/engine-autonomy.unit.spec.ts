@@ -9,10 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SITE_TENANT, verifyStore } from '../../src/audit/index.js';
+import { queryAudit, SITE_TENANT, verifyStore } from '../../src/audit/index.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { ManualClock } from '../../src/clock.js';
-import { autonomyLevels, autonomyRows, setAutonomy } from '../../src/store/autonomy-store.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS } from '../../src/domain/signature-meanings.js';
+import { autonomyLevels, autonomyMeaningValues, autonomyRows, setAutonomy } from '../../src/store/autonomy-store.js';
 import { LkError } from '../../src/errors.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { bundle } from './policy-helpers.js';
@@ -71,6 +72,24 @@ describe('persisted autonomy levels', () => {
     const row = autonomyRows(store.db, T)[0]!;
     const entry = store.audit.head(T);
     expect(row).toMatchObject({ agent: A, setpoint: '*', level: 'L3', changedBy: 'q.russo', changeRef: 'CC-2026-0180', auditSeq: entry.seq });
+  });
+
+  it('[A11.14] [P11.50] a signed raise signs exactly the words chosen before the password, or nothing when the raise would fill them otherwise', () => {
+    setAutonomy(store, bundle, { tenant: T, agent: A, to: 'L2', by: { person: 'l.verdi', role: 'operator' }, reason: 'shadow the press after a tooling change' });
+    const chosenFor = (changeRef: string) => chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'autonomy_raise', 'autonomy-raise', autonomyMeaningValues({ agent: A, from: 'L2', to: 'L3', changeRef }));
+    const raise = (meaning: ReturnType<typeof chosenFor>) => setAutonomy(store, bundle, { tenant: T, agent: A, to: 'L3', by: qa, changeRef: 'CC-2026-0180', reason: 'qualified', requireSignatureToRaise: true, signer: { name: 'Quinto Russo', meaning } });
+    // words chosen for another raise (another change reference): the refill would differ, so nothing is signed or changed
+    const head = store.audit.head(T).seq;
+    const other = chosenFor('CC-2026-0999');
+    expect(codeOf(() => raise(other))).toBe('LK_CONFLICT');
+    expect(autonomyLevels(store.db, T, bundle, A, 'press.MainForce').agent).toBe('L2');
+    expect(store.audit.head(T).seq).toBe(head);
+    // the words chosen for this raise: signed as they are
+    const chosen = chosenFor('CC-2026-0180');
+    expect(raise(chosen)).toMatchObject({ type: 'autonomy_raised', from: 'L2', to: 'L3' });
+    const entry = queryAudit(store.db, T, { kind: 'autonomy_change' }, { limit: 10 }).entries.find((e) => e.action === 'autonomy.raise')!;
+    expect(entry.signature?.meaning).toBe(chosen.text);
+    expect(chosen.text).toBe(`raise autonomy of ${A} L2 → L3 (CC-2026-0180)`);
   });
 
   it('a refused change writes neither a row nor an audit entry', () => {

@@ -9,7 +9,7 @@ import { Option, type Command } from 'commander';
 import type { z } from 'zod';
 import type { ApprovalList, SignatureView } from '../../api/schemas.js';
 import { siteIso } from '../../domain/site-time.js';
-import { SIGNATURE_PURPOSES, type SignaturePurpose } from '../../domain/signature-meanings.js';
+import { MEANING_VALUES, SIGNATURE_PURPOSES, type SignaturePurpose } from '../../domain/signature-meanings.js';
 import { safeText } from '../../engine/genealogy-text.js';
 import { LkError } from '../../errors.js';
 import { meaningFromList, meaningLine } from '../meanings.js';
@@ -59,10 +59,11 @@ export function registerApprove(program: Command): void {
       }
       const what = pending ? `${pending.kind} of batch ${pending.batch ?? '?'} (run ${pending.run ?? '?'}), record sha256 ${pending.recordHash ?? '?'}` : id;
       // the meaning from the site's list, checked before the password is asked for (the daemon checks it again)
-      const meaning = pending ? await meaningFromList(client, 'release', opts.meaning, { batch: pending.batch ?? undefined, run: pending.run ?? undefined, approval: id }, opts.decision) : null;
+      const meaning = pending ? await meaningFromList(client, 'release', opts.meaning, MEANING_VALUES.release({ batch: pending.batch, run: pending.run, approval: id }), opts.decision) : null;
       process.stderr.write(`linekeeper: signing as ${safeText(session.name)} (${session.user}, ${session.role}): ${opts.decision} ${what}\nlinekeeper: meaning: ${safeText(meaning ? meaningLine(meaning) : opts.meaning)}\n${opts.comment ? `linekeeper: comment: ${safeText(opts.comment)}\n` : ''}`);
       const password = await readPassword(`password for ${session.user} (re-authentication at signing): `);
-      const sig = await client.approve(id, { decision: opts.decision, meaning: meaning?.id ?? opts.meaning, ...(opts.comment !== undefined ? { comment: opts.comment } : {}), password });
+      // the words printed, not the entry's id: a list changed by a reload meanwhile refuses them, never signs other words
+      const sig = await client.approve(id, { decision: opts.decision, meaning: meaning?.text ?? opts.meaning, ...(opts.comment !== undefined ? { comment: opts.comment } : {}), password });
       process.stdout.write(opts.json ? `${JSON.stringify(sig, null, 2)}\n` : `${manifestation(sig, await daemonZone(client))}\n`);
     });
   program

@@ -6,7 +6,11 @@
  * Offline on the data directory, like `backup`: the daemon may run. Writing an archive is an operating-system act
  * (a copy, like a backup), recorded on the tenant's chain as `system` with the operating-system user. A prune drops
  * records, so a named person does it: `--as` a QA reviewer of the tenant, whose password is typed now (as for
- * `users --as`); it is asked only once the prune has passed its checks, so a refusal asks for nothing.
+ * `users --as`), with `--reason` in their own words; the password is asked only once the prune has passed its
+ * checks, so a refusal asks for nothing.
+ *
+ * Every command that reads the data directory first finishes what an interrupted prune left aside
+ * (`releases/.pruning-*`, recoverPruning in src/ops/retention.ts) and says so on stderr; `--dry-run` only says.
  */
 import type { Command } from 'commander';
 import { Identity, identitySettings } from '../../api/identity.js';
@@ -16,7 +20,7 @@ import { LkError } from '../../errors.js';
 import { readInputFile } from '../../files.js';
 import { verifyArchive } from '../../ops/archive-manifest.js';
 import { writeArchive, type ArchiveResult, type ArchiveScope } from '../../ops/archive.js';
-import { planPrune, prunePackages, type PrunePlan } from '../../ops/retention.js';
+import { planPrune, prunePackages, recoverPruning, type PruneLeftover, type PrunePlan } from '../../ops/retention.js';
 import { openStore } from '../../store/store.js';
 import { runDocuments } from '../archive-documents.js';
 import { readSecrets } from '../prompt.js';
@@ -42,6 +46,18 @@ const osUser = (): string => process.env['SUDO_USER'] ?? process.env['USER'] ?? 
 const out = (s: string): void => {
   process.stdout.write(`${s}\n`);
 };
+const warn = (s: string): void => {
+  process.stderr.write(`linekeeper: ${s}\n`);
+};
+
+/** What recoverPruning did (or, dry, would do) with each package an interrupted prune left aside. */
+function sayLeftovers(found: readonly PruneLeftover[], dry: boolean): void {
+  for (const l of found) {
+    if (l.action === 'leave') warn(`an interrupted prune left ${[l.folder, l.tenant, l.run].filter(Boolean).join('/')} aside; left as it is: ${l.why}`);
+    else if (l.action === 'restore') warn(`an interrupted prune left releases/${l.tenant}/${l.run} aside in ${l.folder}: ${dry ? 'the next archive command (without --dry-run) puts it back' : 'put back'} (${l.why})`);
+    else warn(`an interrupted prune left releases/${l.tenant}/${l.run} aside in ${l.folder}: ${dry ? 'the next archive command (without --dry-run) removes it' : 'removed, finishing the prune'} (${l.why})`);
+  }
+}
 
 function mb(n: number): string {
   return n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
@@ -53,6 +69,8 @@ async function archiveAction(scope: ArchiveScope, o: Common & { tenant: string; 
   const store = openStore({ dataDir: loaded.dataDir });
   let r: ArchiveResult;
   try {
+    // a package an interrupted prune left aside is back in place before the archive looks for it
+    sayLeftovers(recoverPruning(store), false);
     r = await writeArchive(store, {
       tenant: o.tenant, scope, out: o.out, retentionYears: loaded.config.retention.years, osUser: osUser(), site: loaded.config.site.id,
       documents: runDocuments(store, loaded.config.site.timezone), ...(o.tar ? { tar: true } : {}),
@@ -60,6 +78,7 @@ async function archiveAction(scope: ArchiveScope, o: Common & { tenant: string; 
   } finally {
     store.close();
   }
+  for (const w of r.warnings) warn(w);
   if (o.json) return out(JSON.stringify(r, null, 2));
   const what = 'run' in scope ? `run ${scope.run}` : `${scope.from} .. ${scope.to} (${r.runs.length} runs)`;
   out(`${o.out}: archive of ${what}, tenant ${o.tenant}: ${r.files} files, ${mb(r.bytes)}, audit entries through #${r.bundle.head?.seq ?? 0}; manifest sha256 ${r.manifestSha256}; recorded on ${o.tenant} #${r.auditSeq}`);
@@ -102,7 +121,8 @@ export function registerArchive(program: Command): void {
       if (o.json) out(JSON.stringify(r));
       else if (r.ok) {
         const s = r.archive?.scope as { run?: string; from?: string; to?: string } | null | undefined;
-        out(`ok: archive of ${s?.run ? `run ${s.run}` : `${s?.from} .. ${s?.to}`} (tenant ${r.archive?.tenant ?? '?'}), ${r.files} files, key ${r.keyId}`);
+        // without --key the archive vouched for itself: whole, but not shown to be the site's (as validate verify says)
+        out(`ok: archive of ${s?.run ? `run ${s.run}` : `${s?.from} .. ${s?.to}`} (tenant ${r.archive?.tenant ?? '?'}), ${r.files} files, key ${r.keyId}${publicKey ? ' (pinned)' : ' (carried by the archive: pin it with --key)'}`);
       } else for (const p of r.problems) out(`DAMAGED: ${p.file}: ${p.kind}: ${p.detail}`);
       if (!r.ok) throw new LkError('LK_AUDIT_BROKEN', `the archive is damaged: ${r.problems[0]!.file} (${r.problems[0]!.kind})${r.problems.length > 1 ? ` and ${r.problems.length - 1} more` : ''}`, { problems: r.problems });
     });
@@ -112,14 +132,16 @@ export function registerArchive(program: Command): void {
     .requiredOption('--tenant <id>', 'tenant')
     .requiredOption('--before <date>', 'runs that ended before this instant (a date alone: the start of that day, UTC)')
     .option('--as <id>', 'you: a QA reviewer of the tenant (your password is asked); not needed with --dry-run')
-    .option('--reason <text>', 'why (recorded)', 'the retention period ended and an archive holds the records')
+    .option('--reason <text>', 'why, in your own words (recorded with the prune); not needed with --dry-run')
     .option('--dry-run', 'show what would be dropped (or why nothing may be), change nothing')
-    .action(async (o: Common & { tenant: string; before: string; as?: string; reason: string; dryRun?: boolean }) => {
+    .action(async (o: Common & { tenant: string; before: string; as?: string; reason?: string; dryRun?: boolean }) => {
       const loaded = site(o);
       if (!o.dryRun && !o.as) throw new LkError('LK_VALIDATION', '--as <id> is required: a QA reviewer of the tenant drops records, with their password');
+      if (!o.dryRun && !o.reason?.trim()) throw new LkError('LK_VALIDATION', '--reason "…" is required: why these records are dropped, in your own words (recorded with the prune)');
       const years = loaded.config.retention.years;
       const store = openStore({ dataDir: loaded.dataDir, ...(o.dryRun ? { readonly: true } : {}) });
       try {
+        sayLeftovers(recoverPruning(store, { dryRun: o.dryRun === true }), o.dryRun === true);
         const plan = planPrune(store, { tenant: o.tenant, before: o.before, years, now: store.clock.now() });
         if (o.dryRun || plan.candidates.length === 0) {
           if (o.json) return out(JSON.stringify({ dryRun: o.dryRun === true, ...plan }, null, 2));
@@ -132,8 +154,9 @@ export function registerArchive(program: Command): void {
         if (u && (!PRUNERS.includes(u.role) || !u.tenants.includes(o.tenant))) throw new LkError('LK_FORBIDDEN', `${o.as} (${u.role}) may not drop records of ${o.tenant} (needs ${PRUNERS.join(' or ')} of the tenant)`);
         const [pw] = await readSecrets([`password for ${o.as}: `]);
         const by = (await identity.reauthenticate(o.as!, pw!, { tenant: o.tenant, purpose_detail: 'archive prune' })).id;
-        const seq = prunePackages(store, plan, { actor: by, reason: o.reason, osUser: osUser() });
-        if (o.json) return out(JSON.stringify({ dropped: plan.candidates, by, auditSeq: seq }, null, 2));
+        const { seq, warnings } = prunePackages(store, plan, { actor: by, reason: o.reason!.trim(), osUser: osUser() });
+        for (const w of warnings) warn(w);
+        if (o.json) return out(JSON.stringify({ dropped: plan.candidates, by, auditSeq: seq, warnings }, null, 2));
         out(`dropped ${plan.candidates.length} release packages of ${o.tenant} by ${by}; recorded on ${o.tenant} #${seq}:`);
         for (const l of planText(plan)) out(l);
       } finally {

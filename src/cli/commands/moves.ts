@@ -12,6 +12,7 @@
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import type { ApprovalList } from '../../api/schemas.js';
+import { MEANING_VALUES } from '../../domain/signature-meanings.js';
 import { siteIso } from '../../domain/site-time.js';
 import { safeText } from '../../engine/genealogy-text.js';
 import { LkError } from '../../errors.js';
@@ -64,11 +65,12 @@ export function registerMoves(program: Command): void {
         const item = list.items.find((a) => a.id === id);
         if (item && item.kind !== 'setpoint_write') throw new LkError('LK_VALIDATION', `${id} is a ${item.kind}: sign it with linekeeper approve`);
         // the meaning from the site's list, checked before the password is asked for (the daemon checks it again)
-        const meaning = item ? await meaningFromList(client, 'move', opts.meaning, { batch: item.batch ?? undefined, run: item.run ?? undefined, approval: id }, decision) : null;
+        const meaning = item ? await meaningFromList(client, 'move', opts.meaning, MEANING_VALUES.move({ batch: item.batch, run: item.run, approval: id }), decision) : null;
         process.stderr.write(`linekeeper: signing as ${safeText(session.name)} (${session.user}, ${session.role}): ${decision} ${item ? moveLine(item, tz) : id}\nlinekeeper: meaning: ${safeText(meaning ? meaningLine(meaning) : opts.meaning)}\n${opts.comment ? `linekeeper: comment: ${safeText(opts.comment)}\n` : ''}`);
         const password = await readPassword(`password for ${session.user} (re-authentication at signing): `);
-        // without a listed move there is no hash to send: the route answers what it finds (withdrawn, not found, or the hash missing)
-        const out = await client.decideMove(id, { decision, meaning: meaning?.id ?? opts.meaning, ...(opts.comment !== undefined ? { comment: opts.comment } : {}), password, ...(item?.recordHash ? { recordHash: item.recordHash } : {}) } as MoveDecision);
+        // without a listed move there is no hash to send: the route answers what it finds (withdrawn, not found, or the hash missing);
+        // the words printed, not the entry's id: a list changed by a reload meanwhile refuses them, never signs other words
+        const out = await client.decideMove(id, { decision, meaning: meaning?.text ?? opts.meaning, ...(opts.comment !== undefined ? { comment: opts.comment } : {}), password, ...(item?.recordHash ? { recordHash: item.recordHash } : {}) } as MoveDecision);
         if (opts.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         else {
           const o = out.outcome;

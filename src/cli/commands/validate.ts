@@ -7,14 +7,14 @@
  * trail; a failed check is a failed qualification (exit 1), signed and kept like a passed one. `verify` checks a
  * report's signature offline (src/validation/report.ts).
  */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parsePublicKey } from '../../audit/keys.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
+import { readInputFile } from '../../files.js';
 import { runIq } from '../../validation/iq.js';
-import { countSummary, makeReport, type MadeReport } from '../../validation/make.js';
-import { installRoot, productAt, verifyReport, type ReportCheck } from '../../validation/report.js';
+import { assertReportPlace, countSummary, makeReport, type MadeReport } from '../../validation/make.js';
+import { installRoot, productAt, STATUS_WORDS, verifyReport, type ReportCheck } from '../../validation/report.js';
 import { reportMeaning } from '../../validation/signer.js';
 import { traceData, traceSections } from '../../validation/trace.js';
 import { CliExit, readPassword } from '../prompt.js';
@@ -23,8 +23,8 @@ interface Common { config: string; data?: string; as: string; out: string; meani
 
 function common(cmd: Command): Command {
   return cmd
-    .option('-c, --config <file>', 'site configuration file (the production one: its data directory holds the site key and the audit trail the report is recorded on)', defaultConfigFile())
-    .option('--data <dir>', 'data directory (default: data_dir of the configuration)')
+    .option('-c, --config <file>', 'the site configuration the service runs with (an installed node: /etc/linekeeper/site.yaml); its data directory holds the store whose person signs, the site key and the audit trail the report is recorded on (default: the package\'s template)', defaultConfigFile())
+    .option('-d, --data <dir>', 'data directory (default: data_dir of the configuration)')
     .requiredOption('--as <user>', 'the person who signs the report (a QA reviewer or process engineer of the site); the password is asked')
     .requiredOption('-o, --out <dir>', 'folder the signed report (JSON and PDF/A) is written to')
     .option('--meaning <id|text>', 'the signature\'s meaning, from the site\'s list for validation reports (`linekeeper signature-meanings --for validation_report`; default: the first that fits)')
@@ -32,7 +32,6 @@ function common(cmd: Command): Command {
     .option('--json', 'machine-readable output');
 }
 
-const STATUS = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', not_applicable: 'N/A ' } as const;
 
 function print(made: MadeReport, json: boolean | undefined): void {
   const r = made.signed.record;
@@ -40,7 +39,7 @@ function print(made: MadeReport, json: boolean | undefined): void {
     process.stdout.write(`${JSON.stringify({ result: r.result, files: made.files, recordHash: made.signed.recordHash, auditSeq: made.auditSeq, checks: r.checks })}\n`);
     return;
   }
-  const lines = r.checks.map((c: ReportCheck) => `  ${STATUS[c.status]} ${c.id} [${c.requirements.join(' ')}] ${c.detail}`);
+  const lines = r.checks.map((c: ReportCheck) => `  ${STATUS_WORDS[c.status].padEnd(4)} ${c.id} [${c.requirements.join(' ')}] ${c.detail}`);
   lines.push('', `${r.kind.toUpperCase()} ${r.result === 'pass' ? 'PASSED' : 'FAILED'}: ${r.summary}`);
   lines.push(`signed by ${r.signer.name} (${r.signer.user}, ${r.signer.role}) at ${r.signer.timestamp}: ${r.signer.meaning}`);
   lines.push(`report: ${made.files.json}`, `        ${made.files.pdf}`, `record SHA-256 ${made.signed.recordHash}, site chain #${made.auditSeq}`);
@@ -56,10 +55,11 @@ export function registerValidate(program: Command): void {
       const root = installRoot();
       // a meaning not on the site's list is refused before the password is asked and anything is run
       reportMeaning(loaded, 'iq', productAt(root).version, o.meaning);
+      assertReportPlace(loaded, o.out);
       const password = await readPassword(`password of ${o.as} (to sign the IQ report): `);
       const startedAt = Date.now();
       const { checks, data } = await runIq({ loaded, root });
-      const made = await makeReport({ kind: 'iq', title: `Installation qualification — linekeeper on ${loaded.config.site.id}`, summary: countSummary, checks, data, startedAt }, { loaded, root, user: o.as, password, ...(o.meaning ? { meaning: o.meaning } : {}), ...(o.comment ? { comment: o.comment } : {}), outDir: o.out });
+      const made = await makeReport({ kind: 'iq', title: `Installation qualification — linekeeper on ${loaded.config.site.id}`, summary: countSummary, checks, data: { ...data, ...traceData(root, checks) }, sections: traceSections, startedAt }, { loaded, root, user: o.as, password, ...(o.meaning ? { meaning: o.meaning } : {}), ...(o.comment ? { comment: o.comment } : {}), outDir: o.out });
       print(made, o.json);
       if (made.signed.record.result === 'fail') throw new CliExit(1);
     });
@@ -70,17 +70,21 @@ export function registerValidate(program: Command): void {
     .action(async (o: Common & { only?: string; keep?: boolean }) => {
       const loaded = loadConfig(o.config, o.data !== undefined ? { dataDir: o.data } : {});
       const root = installRoot();
-      // a meaning not on the site's list is refused before the password is asked and anything is run
-      reportMeaning(loaded, 'oq', productAt(root).version, o.meaning);
-      const password = await readPassword(`password of ${o.as} (to sign the OQ report): `);
-      const startedAt = Date.now();
+      const only = o.only?.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
       // loaded here, not with the command table: the OQ starts a daemon (node-opcua and the simulator), the IQ does not;
       // node-opcua's own warnings go to stderr, so that --json leaves stdout to the report
-      const [{ runOq }, { routeOpcUaConsole }] = await Promise.all([import('../../validation/oq.js'), import('../../../connectors/opcua/index.js')]);
+      const [{ runOq, casesOf, OQ_CASES }, { routeOpcUaConsole }] = await Promise.all([import('../../validation/oq.js'), import('../../../connectors/opcua/index.js')]);
+      // refused before the password is asked and anything is run: an unknown case, a meaning not on the list, no store
+      const cases = casesOf(only ? { only } : {});
+      reportMeaning(loaded, 'oq', productAt(root).version, o.meaning);
+      assertReportPlace(loaded, o.out);
+      const password = await readPassword(`password of ${o.as} (to sign the OQ report): `);
+      const startedAt = Date.now();
       routeOpcUaConsole();
-      const oq = await runOq({ ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}), ...(o.keep ? { keep: true } : {}), progress: (l) => process.stderr.write(`${l}\n`) });
+      const oq = await runOq({ ...(only ? { only } : {}), ...(o.keep ? { keep: true } : {}), progress: (l) => process.stderr.write(`${l}\n`) });
       if (o.keep) process.stderr.write(`scratch data directory kept: ${oq.scratch}\n`);
-      const made = await makeReport({ kind: 'oq', title: `Operational qualification — linekeeper on ${loaded.config.site.id}`, summary: countSummary, checks: oq.checks, data: traceData(root, oq.checks), sections: traceSections, startedAt }, { loaded, root, user: o.as, password, ...(o.meaning ? { meaning: o.meaning } : {}), ...(o.comment ? { comment: o.comment } : {}), outDir: o.out });
+      const partial = cases.length < OQ_CASES.length ? ` (partial: ${cases.length} of ${OQ_CASES.length} cases)` : '';
+      const made = await makeReport({ kind: 'oq', title: `Operational qualification${partial} — linekeeper on ${loaded.config.site.id}`, summary: countSummary, checks: oq.checks, data: { ...oq.data, ...traceData(root, oq.checks) }, sections: traceSections, startedAt }, { loaded, root, user: o.as, password, ...(o.meaning ? { meaning: o.meaning } : {}), ...(o.comment ? { comment: o.comment } : {}), outDir: o.out });
       print(made, o.json);
       if (made.signed.record.result === 'fail') throw new CliExit(1);
     });
@@ -91,12 +95,13 @@ export function registerValidate(program: Command): void {
     .option('--json', 'machine-readable output')
     .action((file: string, o: { key?: string; json?: boolean }) => {
       let doc: unknown;
+      const text = readInputFile(file, 'report');
       try {
-        doc = JSON.parse(readFileSync(file, 'utf8'));
+        doc = JSON.parse(text);
       } catch (err) {
-        throw new LkError('LK_VALIDATION', `${file}: not a JSON file (${(err as Error).message})`);
+        throw new LkError('LK_REPORT_INVALID', `${file}: not a signed report (not JSON: ${(err as Error).message})`);
       }
-      const v = verifyReport(doc, o.key ? parsePublicKey(readFileSync(o.key, 'utf8'), o.key) : undefined);
+      const v = verifyReport(doc, o.key ? parsePublicKey(readInputFile(o.key, 'site public key'), o.key) : undefined);
       const r = (doc as { record?: { kind?: string; result?: string; signer?: { name?: string; user?: string; timestamp?: string } } }).record;
       if (o.json) process.stdout.write(`${JSON.stringify({ ok: v.ok, problems: v.problems, keyId: v.keyId, kind: r?.kind ?? null, result: r?.result ?? null })}\n`);
       else if (v.ok) process.stdout.write(`ok: ${r?.kind} report, result ${r?.result}, signed by ${r?.signer?.name} (${r?.signer?.user}) at ${r?.signer?.timestamp}, key ${v.keyId}${o.key ? ' (pinned)' : ' (carried by the report: pin it with --key)'}\n`);

@@ -21,7 +21,7 @@ import type { TxContext } from '../../store/store.js';
 import type { BatchContext } from '../guarded-writer.js';
 import { json } from '../json.js';
 import { canonical, sha256Hex, signRecord, type ActSignature, type Signature, type Signer } from './approval.js';
-import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, type ChosenMeaning } from '../../domain/signature-meanings.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, manifestationMeaning, MEANING_FILLED_MAX, MEANING_VALUES, type ChosenMeaning } from '../../domain/signature-meanings.js';
 import { checkNamedPeople, personProblem, qaReviewerOf, qaRoles, reassignRoles, reasonOf, signAct, steeringRoles } from './lifecycle.js';
 import { writeNotARelease } from './steps/release.js';
 import { writeReleasePackageOffLoop } from '../release-offload.js';
@@ -384,6 +384,8 @@ export class RunEngine {
     if (a.status !== 'pending') throw new LkError('LK_APPROVAL_DECIDED', `approval ${approvalId} was ${a.status} already`, { approval: approvalId, status: a.status });
     if (d.decision !== 'approve' && d.decision !== 'reject') throw new LkError('LK_VALIDATION', 'decision must be approve or reject');
     if (typeof d.meaning !== 'string' || d.meaning.trim().length < 3) throw new LkError('LK_VALIDATION', 'a signature needs its meaning in words');
+    // the manifestation holds the whole of the words signed: longer ones are refused, never cut
+    if (d.meaning.trim().length > MEANING_FILLED_MAX) throw new LkError('LK_VALIDATION', `a signature's meaning has at most ${MEANING_FILLED_MAX} characters, not ${d.meaning.trim().length}`);
     const run = this.runs.runById(a.run)!;
     const qaRoles = this.o.policy()?.content.approvers.qa ?? ['qa_reviewer'];
     if (!qaRoles.includes(d.signer.role)) throw new LkError('LK_APPROVAL_FORBIDDEN', `batch release is signed by a QA reviewer (${qaRoles.join(', ')}), not ${d.signer.role}`, { role: d.signer.role });
@@ -423,7 +425,7 @@ export class RunEngine {
           result: json({ decision: d.decision, keyId: sig.keyId }),
         }),
         subject: { run: run.id, batch: run.batch, reviewer: d.signer.user, tool: 'approval.request' },
-        signature: { user: d.signer.user, name: d.signer.name, meaning: `${d.decision}: ${sig.meaning}`.slice(0, 200), time: sig.timestamp, value: sig.signature },
+        signature: { user: d.signer.user, name: d.signer.name, meaning: manifestationMeaning(sig.meaning, d.decision), time: sig.timestamp, value: sig.signature },
       });
     });
     // the gate step waits on the stored decision; wake it
@@ -569,7 +571,7 @@ export class RunEngine {
       this.raiseUnverified(from, current ? { seq: current.seq, name: current.name } : null, reverted);
       const at = this.o.clock.now();
       // the meaning the surface took from the site's list; called directly, the built-in one (the reason is signed beside it)
-      const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_abort', undefined, { run: id, batch: from.batch });
+      const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_abort', undefined, MEANING_VALUES.run_abort(from));
       const { record, signature } = signAct(this.o.store.audit.siteKey(), from, 'abort', a.signer, meaning, at, { reason: why, step: current ? `${current.seq} ${current.name}` : null, reverted: revertSummary(reverted) });
       let withdrawn: string | null = null;
       this.o.store.tx((t) => {
@@ -582,7 +584,7 @@ export class RunEngine {
         t.audit.append({
           ...this.entry(from, a.signer.user, 'run.abort', { kind: 'approval', args: json({ from: from.status, step: current ? `${current.seq} ${current.name}` : null, approvalWithdrawn: withdrawn, keyId: signature.keyId }), result: json(record), reason: why }),
           subject: { run: id, batch: from.batch, reviewer: a.signer.user, tool: 'run.abort' },
-          signature: { user: a.signer.user, name: a.signer.name, meaning: `abort: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+          signature: { user: a.signer.user, name: a.signer.name, meaning: manifestationMeaning(meaning.text, 'abort'), time: signature.timestamp, value: signature.signature },
         });
         this.runs.appendEvent(t, {
           run: id, at, kind: 'approval', step: current?.name ?? null, agent: a.signer.user, tag: null,
@@ -661,7 +663,7 @@ export class RunEngine {
     const problem = this.o.people ? personProblem(this.o.people, a.to, tenant, qaRoles(bundle), 'QA reviewer') : 'this site has no directory of its people to check a reviewer against';
     if (problem) throw new LkError('LK_REVIEWER_INVALID', `${a.to} cannot review run ${id}: ${problem}`, { field: 'to', user: a.to });
     const at = this.o.clock.now();
-    const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_reassign', undefined, { run: id, batch: run.batch, reviewer: a.to });
+    const meaning = a.meaning ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'run_reassign', undefined, MEANING_VALUES.run_reassign(run, a.to));
     const { record, signature } = signAct(this.o.store.audit.siteKey(), run, 'reassign', a.signer, meaning, at, { reviewer: { old: from, new: a.to }, reason: why });
     let approval: string | null = null;
     this.o.store.tx((t) => {
@@ -671,7 +673,7 @@ export class RunEngine {
       t.audit.append({
         ...this.entry(run, a.signer.user, 'run.reassign', { kind: 'approval', old: from, new: a.to, args: json({ approval, keyId: signature.keyId }), result: json(record), reason: why }),
         subject: { run: id, batch: run.batch, reviewer: a.to, tool: 'run.reassign' },
-        signature: { user: a.signer.user, name: a.signer.name, meaning: `reassign: ${meaning.text}`.slice(0, 200), time: signature.timestamp, value: signature.signature },
+        signature: { user: a.signer.user, name: a.signer.name, meaning: manifestationMeaning(meaning.text, 'reassign'), time: signature.timestamp, value: signature.signature },
       });
       this.runs.appendEvent(t, { run: id, at, kind: 'approval', step: null, agent: a.signer.user, tag: null, summary: `QA reviewer reassigned from ${from ?? 'nobody'} to ${a.to} by ${a.signer.name} (${a.signer.user}, ${a.signer.role}), signed: ${why}`, data: json({ old: from, new: a.to, approval, recordHash: signature.recordHash }) });
     });

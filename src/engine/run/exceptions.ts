@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LkError } from '../../errors.js';
-import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, type ChosenMeaning } from '../../domain/signature-meanings.js';
+import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, MEANING_VALUES, type ChosenMeaning } from '../../domain/signature-meanings.js';
 import type { PolicyBundle } from '../../policy/index.js';
 import type { ExceptionKind, ExceptionRecord, ExceptionSeverity, ExceptionStore } from '../../store/exception-store.js';
 import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
@@ -156,7 +156,7 @@ export function closeException(d: ExceptionDeps, tenant: string, id: string, c: 
 
 /** The meaning a closure signs (the surface's choice from the site's list, else the built-in one) and its id. */
 function signedMeaning(e: ExceptionRecord, chosen: ChosenMeaning | undefined): { meaning: string; meaningId: string } {
-  const m = chosen ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'exception_close', undefined, { exception: e.id, kind: e.kind, severity: e.severity, batch: e.batch, run: e.run });
+  const m = chosen ?? chooseMeaning(DEFAULT_SIGNATURE_MEANINGS, 'exception_close', undefined, MEANING_VALUES.exception_close(e));
   return { meaning: m.text, meaningId: m.id };
 }
 
