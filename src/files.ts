@@ -3,7 +3,7 @@
  * checked at the boundary so that a wrong path is a clear `LK_*` error and a documented exit code — never a
  * raw Node error with a stack trace. I/O code: the pure modules never import this.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LkError, type ErrorCode } from './errors.js';
 
@@ -91,6 +91,27 @@ export function checkDataDirPath(dir: string): void {
 export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
   try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Write `bytes` to a new file (never over an existing one) with `mode`, on disk when this returns (fsync): what a
+ * record linekeeper keeps (a release package's files, a report, an archive's files) is written with.
+ * @throws LkError LK_CONFLICT when `file` exists (nothing is written); a Node error otherwise.
+ */
+export function writeNewFile(file: string, bytes: Buffer, mode: number): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'wx', mode);
+  } catch (err) {
+    if (isSystemError(err) && err.code === 'EEXIST') throw new LkError('LK_CONFLICT', `${file} exists; it is never overwritten`, {}, { cause: err });
+    throw err;
+  }
+  try {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

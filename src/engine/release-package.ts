@@ -16,8 +16,8 @@
  * package is never overwritten, even by two writers racing.
  */
 import { hash } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { fsyncPath } from '../files.js';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { fsyncPath, writeNewFile } from '../files.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportBundle, verifyBundleFile } from '../audit/bundle.js';
 import type { SignedCheckpoint } from '../audit/checkpoints.js';
@@ -108,9 +108,9 @@ export function sealReleasePackage(store: Store, target: string, input: ReleaseI
       audit: { head, checkpoint, bundle: { file: RELEASE_FILES.bundle, sha256: bundleSha256, entries, key_id: checkpoint.key_id } },
     };
     const json = Buffer.from(canonicalJson(record), 'utf8');
-    writeDurable(join(staging, RELEASE_FILES.json), json);
+    writeNewFile(join(staging, RELEASE_FILES.json), json, 0o444);
     const pdf = renderReleasePdf(record, sha256(json), opts.pdf);
-    writeDurable(join(staging, RELEASE_FILES.pdf), pdf);
+    writeNewFile(join(staging, RELEASE_FILES.pdf), pdf, 0o444);
     chmodSync(bundleFile, 0o444);
     chmodSync(staging, 0o755);
     fsyncPath(staging);
@@ -168,17 +168,6 @@ function anchorOf(store: Store, tenant: string, bundleFile: string): { head: { s
   // The store's head may only have moved on (another process appending), never back.
   if (store.audit.head(tenant).seq < head.seq) throw new LkError('LK_AUDIT_BROKEN', `audit chain "${tenant}" is shorter than its exported bundle`, { tenant });
   return { head: { seq: head.seq, hash: head.hash }, checkpoint, entries: r.entries, sha256: bundleSha256 };
-}
-
-/** A new file (never an existing one), read-only once written, on disk when this returns. */
-function writeDurable(file: string, bytes: Buffer): void {
-  const fd = openSync(file, 'wx', 0o444);
-  try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** `<tenant>/<run>` of a package folder: what an error names (it reaches the run's step detail, never a server path). */

@@ -21,7 +21,7 @@
  * digests in that record are what `archive prune` later accepts as "archived" (retention.ts), so a record must
  * never outlive its archive.
  */
-import { chmodSync, closeSync, copyFileSync, constants, existsSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, copyFileSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exportBundle, verifyBundleFile } from '../audit/bundle.js';
@@ -31,7 +31,7 @@ import { TERMINAL_RUN } from '../domain/run.js';
 import { assertVerified } from '../engine/release-package.js';
 import { RELEASE_FILES } from '../engine/release-types.js';
 import { LkError } from '../errors.js';
-import { fsyncPath } from '../files.js';
+import { fsyncPath, writeNewFile } from '../files.js';
 import { RunStore, type RunRecord } from '../store/run-store.js';
 import type { Store } from '../store/store.js';
 import { VERSION } from '../version.js';
@@ -137,7 +137,10 @@ export async function writeArchive(store: Store, r: ArchiveRequest): Promise<Arc
   const staging = mkdtempSync(join(dirname(target), `.${basename(target)}.staging-`));
   let result: Omit<ArchiveResult, 'auditSeq' | 'tarFile' | 'warnings'>;
   try {
-    const put = (rel: string, bytes: string | Buffer): void => writeNew(join(staging, rel), typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
+    const put = (rel: string, bytes: string | Buffer): void => {
+      mkdirSync(dirname(join(staging, rel)), { recursive: true });
+      writeNewFile(join(staging, rel), typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, 0o644);
+    };
     const copy = (src: string, rel: string): void => {
       mkdirSync(dirname(join(staging, rel)), { recursive: true });
       copyFileSync(src, join(staging, rel), constants.COPYFILE_EXCL);
@@ -311,18 +314,6 @@ function recordedRelease(store: Store, run: RunRecord): ReleaseDigests {
   }
   if (!found) throw new LkError('LK_AUDIT_BROKEN', `releases/${run.tenant}/${run.id}: the tenant's chain recorded no SHA-256 of this release package (no audit.write_release_package result of run ${run.id}): it cannot be archived as the run's release; no archive is written`, { run: run.id });
   return found;
-}
-
-/** A new file (never an existing one), on disk when this returns. */
-function writeNew(file: string, bytes: Buffer): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const fd = openSync(file, 'wx', 0o644);
-  try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Every file read-only, every folder synced; returns the bytes of the files. */

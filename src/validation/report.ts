@@ -11,7 +11,7 @@
  * standalone tools/verify-audit-bundle.mjs, which needs nothing of linekeeper.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { arch, hostname, platform, release } from 'node:os';
 import { basename, join } from 'node:path';
 import { PdfReport, RED, finishPdf, openPdfA, type Cell } from '../audit/pdfa.js';
@@ -19,6 +19,7 @@ import { canonicalJson, SITE_TENANT, type Json } from '../audit/entry.js';
 import { parsePublicKey, signBytes, verifyBytes, type PublicSiteKey, type SiteKey } from '../audit/keys.js';
 import { printedTime } from '../domain/site-time.js';
 import { LkError } from '../errors.js';
+import { fsyncPath, writeNewFile } from '../files.js';
 import type { Store } from '../store/store.js';
 
 /** What every signed report says it is (the standalone verifier recognises a report by it). */
@@ -205,23 +206,6 @@ export function recordReport(store: Store, s: SignedReport, files: { json: strin
   return e.seq;
 }
 
-/** A new file (never an existing one), read-only, on disk when this returns. */
-function writeNew(file: string, bytes: Buffer): void {
-  let fd: number;
-  try {
-    fd = openSync(file, 'wx', 0o444);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new LkError('LK_CONFLICT', `${file} exists; a report is never overwritten`, {}, { cause: err });
-    throw err;
-  }
-  try {
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** The report's file names in `dir`: `linekeeper-<kind>-<version>-<UTC time to the millisecond>.json|.pdf`. */
 export function reportFiles(dir: string, r: ReportRecord): { json: string; pdf: string } {
   const stamp = r.signer.timestamp.replace(/[-:]/g, '');
@@ -241,25 +225,16 @@ export function writeReport<T>(dir: string, s: SignedReport, pdf: Buffer, record
   for (const f of [files.json, files.pdf]) if (existsSync(f)) throw new LkError('LK_CONFLICT', `${f} exists; a report is never overwritten`);
   const staged = { json: `${files.json}.staging`, pdf: `${files.pdf}.staging` };
   try {
-    writeNew(staged.json, Buffer.from(`${JSON.stringify(s, null, 2)}\n`, 'utf8'));
-    writeNew(staged.pdf, pdf);
+    writeNewFile(staged.json, Buffer.from(`${JSON.stringify(s, null, 2)}\n`, 'utf8'), 0o444);
+    writeNewFile(staged.pdf, pdf, 0o444);
     const recorded = record(files);
     renameSync(staged.json, files.json);
     renameSync(staged.pdf, files.pdf);
-    fsyncDir(dir);
+    fsyncPath(dir);
     return { files, recorded };
   } finally {
     rmSync(staged.json, { force: true });
     rmSync(staged.pdf, { force: true });
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 

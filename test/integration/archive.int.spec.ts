@@ -403,7 +403,7 @@ describe('[P11.10(c)] retention: archive prune drops release packages only after
   it('drops the archived packages of runs whose retention ended, as a re-authenticated QA reviewer, recorded; the trail and the archives stay verifiable', async () => {
     const before = iso(OLD2.start + 30 * DAY).slice(0, 10);
     const dry = await prune(before, '--dry-run');
-    expect(dry.code, dry.err).toBe(0);
+    expect(dry.code, `${dry.err}\n${dry.out}`).toBe(0);
     expect(dry.out).toMatch(/would drop 2 release packages/);
     expect(dry.out).toContain(OLD1.id);
     expect(existsSync(join(data, 'releases', T, OLD1.id))).toBe(true);
@@ -590,7 +590,7 @@ describe('[A11.17] [P11.10(c)] under faults, what the trail says of an archive o
 
     // --dry-run says what the next command will do, and does nothing
     const dry = await run('prune', '--tenant', T, '--before', before, '--dry-run');
-    expect(dry.code, dry.err).toBe(0);
+    expect(dry.code, `${dry.err}\n${dry.out}`).toBe(0);
     expect(dry.err).toContain(`an interrupted prune left releases/${T}/${NOREC.id} aside in releases/${unrecorded}: the next archive command (without --dry-run) puts it back`);
     expect(dry.err).toContain(`an interrupted prune left releases/${T}/${WRONG.id} aside in releases/${recordedName}: the next archive command (without --dry-run) removes it`);
     expect(existsSync(aside(unrecorded, NOREC.id))).toBe(true);

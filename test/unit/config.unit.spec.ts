@@ -9,6 +9,7 @@ import { meaningsInForce } from '../../src/domain/signature-meanings.js';
 import { configJsonSchema, jsonSchemaOf } from '../../src/cli/commands/config.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { LINEKEEPER_BIN } from '../helpers/bin.js';
+import { configRefusal } from '../helpers/config.js';
 
 const original = readFileSync(defaultConfigFile(), 'utf8');
 let dir: string;
@@ -26,16 +27,6 @@ function variant(name: string, edit: (text: string) => string): string {
   expect(text).not.toBe(original); // the edit must have applied
   writeFileSync(f, text);
   return f;
-}
-
-function loadError(file: string): LkError {
-  try {
-    loadConfig(file);
-  } catch (e) {
-    if (LkError.is(e)) return e;
-    throw e;
-  }
-  throw new Error('expected the configuration to be refused');
 }
 
 describe('site configuration', () => {
@@ -83,7 +74,7 @@ describe('site configuration', () => {
   for (const [name, edit, message] of cases) {
     it(`refuses ${name}, naming file and path`, () => {
       const f = variant(name.replace(/\s+/g, '-'), edit);
-      const err = loadError(f);
+      const err = configRefusal(f);
       expect(err.code).toBe('LK_CONFIG_INVALID');
       expect(err.message).toContain(`${name.replace(/\s+/g, '-')}.yaml`);
       expect(err.message).toMatch(message);
@@ -92,7 +83,7 @@ describe('site configuration', () => {
 
   it('refuses YAML syntax errors with a line number', () => {
     const f = variant('syntax', (t) => t.replace('  name: Ravenna contract manufacturing site', '  name: [unclosed'));
-    const err = loadError(f);
+    const err = configRefusal(f);
     expect(err.code).toBe('LK_CONFIG_PARSE');
     expect(err.message).toMatch(/syntax\.yaml:\d+:/);
   });
@@ -100,13 +91,13 @@ describe('site configuration', () => {
   it('refuses a data_dir that is a regular file as a configuration error (exit 78 for ExecStartPre)', () => {
     const file = join(dir, 'not-a-dir');
     writeFileSync(file, 'x');
-    const err = loadError(variant('data-file', (t) => t.replace('data_dir: ./data', `data_dir: ${file}`)));
+    const err = configRefusal(variant('data-file', (t) => t.replace('data_dir: ./data', `data_dir: ${file}`)));
     expect(err.code).toBe('LK_CONFIG_INVALID');
     expect(err.message).toMatch(/data-file\.yaml:\d+: data_dir: .* is not a directory/);
   });
 
   it('refuses a missing file', () => {
-    expect(loadError(join(dir, 'nope.yaml')).code).toBe('LK_CONFIG_NOT_FOUND');
+    expect(configRefusal(join(dir, 'nope.yaml')).code).toBe('LK_CONFIG_NOT_FOUND');
   });
 
   it('[P11.10(k)] ships a JSON Schema in sync with the zod schema', () => {
@@ -142,9 +133,9 @@ describe('supervision profiles in the configuration', () => {
   const pressHeader = '    protocol: opcua\n    connection: opcua-line\n    heartbeat: { period_ms: 1000 }\n    tags:\n      - { name: FillDepth';
 
   it('a Boolean life bit must be a toggle; a counter wrap point must fit its type; the message names the path', () => {
-    const bit = loadError(variant('bool-life-bit', (t) => t.replace(pressHb, pressHb.replace('data_type: UInt32', 'data_type: Boolean'))));
+    const bit = configRefusal(variant('bool-life-bit', (t) => t.replace(pressHb, pressHb.replace('data_type: UInt32', 'data_type: Boolean'))));
     expect(bit.message).toMatch(/bool-life-bit\.yaml:\d+: equipment\[\d+\]\.heartbeat\.kind: the Heartbeat tag is a Boolean life bit: heartbeat\.kind must be toggle/);
-    const wrap = loadError(variant('wrap-too-big', (t) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000, wrap_at: 70000 }')).replace(pressHb, pressHb.replace('UInt32', 'UInt16'))));
+    const wrap = configRefusal(variant('wrap-too-big', (t) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000, wrap_at: 70000 }')).replace(pressHb, pressHb.replace('UInt32', 'UInt16'))));
     expect(wrap.message).toMatch(/heartbeat\.wrap_at: 70000 does not fit the Heartbeat tag's type UInt16 \(at most 65535\)/);
     const toggle = loadConfig(variant('toggle-bit', (t) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000, kind: toggle }')).replace(pressHb, pressHb.replace('UInt32', 'Boolean'))));
     expect(toggle.config.equipment.find((e) => e.id === 'press')!.heartbeat).toMatchObject({ kind: 'toggle' });
@@ -152,9 +143,9 @@ describe('supervision profiles in the configuration', () => {
 
   it('state values have the SupervisorState tag\'s type (words for a String), and none means both supervised and fallback', () => {
     const withState = (state: string) => (t: string) => t.replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', `heartbeat: { period_ms: 1000 }\n    supervision: { state: ${state} }`));
-    const numbers = loadError(variant('state-numbers', withState('{ supervised: [1], fallback: [0] }')));
+    const numbers = configRefusal(variant('state-numbers', withState('{ supervised: [1], fallback: [0] }')));
     expect(numbers.message).toMatch(/equipment\[\d+\]\.supervision\.state\.supervised\[0\]: SupervisorState is a String: its values are words, not 1/);
-    const both = loadError(variant('state-both', withState('{ supervised: [REMOTE, AUTO], fallback: [LOCAL, AUTO] }')));
+    const both = configRefusal(variant('state-both', withState('{ supervised: [REMOTE, AUTO], fallback: [LOCAL, AUTO] }')));
     expect(both.message).toMatch(/supervision\.state\.fallback: "AUTO" cannot mean both supervised and fallback/);
     const ok = loadConfig(variant('state-words', withState('{ supervised: [REMOTE], fallback: [LOCAL] }')));
     expect(ok.config.equipment.find((e) => e.id === 'press')!.supervision).toMatchObject({ state: { supervised: ['REMOTE'], fallback: ['LOCAL'] } });
@@ -162,7 +153,7 @@ describe('supervision profiles in the configuration', () => {
 
   it('the line\'s phase source names a configured tag and the PLC\'s own values per phase (e.g. a PackML UnitState)', () => {
     const withPhase = (phase: string) => (t: string) => t.replace(/(^line:\n(?:  .*\n)*?  equipment: .*\n)/m, `$1  phase: ${phase}\n`);
-    const bad = loadError(variant('phase-unknown-tag', withPhase('{ tag: plc.UnitState, values: { COMPRESS: [6] } }')));
+    const bad = configRefusal(variant('phase-unknown-tag', withPhase('{ tag: plc.UnitState, values: { COMPRESS: [6] } }')));
     expect(bad.message).toMatch(/line\.phase\.tag: the phase tag "plc\.UnitState" is not a configured tag/);
     const ok = loadConfig(variant('phase-packml', withPhase('{ tag: plc.BatchPhase, values: { BLEND: [BLENDING], COMPRESS: [COMPRESS, PRESSING] }, timeout_s: 600 }')));
     expect(ok.config.line.phase).toEqual({ tag: 'plc.BatchPhase', values: { BLEND: ['BLENDING'], COMPRESS: ['COMPRESS', 'PRESSING'] }, timeout_s: 600 });
@@ -170,7 +161,7 @@ describe('supervision profiles in the configuration', () => {
 
   it('a monitor-only unit needs no supervisor tags; a supervised one without them is refused, saying how to only watch it', () => {
     const strip = (t: string) => t.split('\n').filter((l) => !(l.includes('node_id: "s=press.Supervisor.'))).join('\n');
-    const refused = loadError(variant('no-supervisor-tags', strip));
+    const refused = configRefusal(variant('no-supervisor-tags', strip));
     expect(refused.message).toMatch(/missing supervisor tag "Heartbeat" \(the PLC watchdog needs it; a unit linekeeper only watches is supervision\.mode: monitor_only\)/);
     const watched = loadConfig(variant('monitor-only', (t) => strip(t).replace(pressHeader, pressHeader.replace('heartbeat: { period_ms: 1000 }', 'heartbeat: { period_ms: 1000 }\n    supervision: { mode: monitor_only }'))));
     expect(watched.config.equipment.find((e) => e.id === 'press')!.supervision?.mode).toBe('monitor_only');
@@ -214,7 +205,7 @@ describe('signature meanings in the configuration (signatures.meanings)', () => 
   for (const [name, yaml, message] of refused) {
     it(`[A11.14] refuses ${name}, naming file and path`, () => {
       const file = `meanings-${name.replace(/\W+/g, '-')}`;
-      const err = loadError(variant(file, withMeanings(yaml)));
+      const err = configRefusal(variant(file, withMeanings(yaml)));
       expect(err.code).toBe('LK_CONFIG_INVALID');
       expect(err.message).toContain(`${file}.yaml`);
       expect(err.message).toMatch(message);

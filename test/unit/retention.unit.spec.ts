@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { LkError } from '../../src/errors.js';
 import { retentionEnds } from '../../src/ops/retention.js';
+import { configRefusal } from '../helpers/config.js';
 
 const original = readFileSync(defaultConfigFile(), 'utf8');
 let dir: string;
@@ -26,16 +27,6 @@ function withRetention(name: string, yaml: string): string {
   return f;
 }
 
-function refusal(file: string): LkError {
-  try {
-    loadConfig(file);
-  } catch (e) {
-    if (LkError.is(e)) return e;
-    throw e;
-  }
-  throw new Error('expected the configuration to be refused');
-}
-
 describe('[P11.10(c)] the retention period in the site configuration', () => {
   it('is 10 years when the configuration says nothing, and what the file says otherwise', () => {
     expect(original).not.toMatch(/^retention:/m);
@@ -50,7 +41,7 @@ describe('[P11.10(c)] the retention period in the site configuration', () => {
       ['text', 'retention: { years: "ten" }', 'retention.years', /number/i],
       ['unknown', 'retention: { years: 10, months: 6 }', 'retention', /months/],
     ] as const) {
-      const err = refusal(withRetention(name, yaml));
+      const err = configRefusal(withRetention(name, yaml));
       expect(err.code, name).toBe('LK_CONFIG_INVALID');
       expect(err.message, name).toMatch(new RegExp(`${name}\\.yaml:\\d+: ${path.replace('.', '\\.')}`));
       expect(err.message, name).toMatch(why);
