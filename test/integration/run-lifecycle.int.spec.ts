@@ -280,10 +280,20 @@ describe('run lifecycle: resume, reassign, abort', { timeout: 600_000 }, () => {
     const early = await call(url, 'POST', `${A}/runs/${next.body.id}/reassign`, { token: tok('d.marino'), body: { to: 'q.russo', reason: 'm.rossi on leave this week', password: pw('d.marino') } });
     expect(early.status, JSON.stringify(early.body)).toBe(200);
     expect([early.body.from, early.body.to, early.body.approval]).toEqual(['m.rossi', 'q.russo', null]);
-    const gated = await waitFor('B-3003 at its gate', async () => {
+    const atGateOrHeld = (): Promise<Awaited<ReturnType<typeof view>>> => waitFor('B-3003 at its gate', async () => {
       const x = await view(next.body.id);
       return (x.status === 'APPROVAL' || x.status === 'HELD' || x.status === 'FAILED') && x;
     }, 500);
+    let gated = await atGateOrHeld();
+    // the batch's own data may lose the twin (a fidelity check after the first batch's abort and LKG revert, seen on
+    // a loaded machine): that is a hold for a person, as in the first case — the process engineer resumes it (the
+    // run's agents stay at L0) and the gate follows. Any other hold or failure fails the test.
+    if (gated.status === 'HELD' && /model lost/.test(gated.reason ?? '')) {
+      await rearmAll();
+      const resumed = await call(url, 'POST', `${A}/runs/${next.body.id}/resume`, { token: tok('p.bianchi'), body: { reason: 'twin fidelity reviewed; the run goes on with its agents at L0' } });
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      gated = await atGateOrHeld();
+    }
     expect(gated.status, gated.reason ?? '').toBe('APPROVAL');
     expect(gated.approvalGate).toMatchObject({ status: 'pending', reviewer: 'q.russo' });
     const waits = (await call(url, 'GET', `${A}/approvals`, { token: tok('q.russo') })).body.items.find((i: { id: string }) => i.id === gated.approvalGate.id);
