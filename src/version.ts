@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** linekeeper's version, from package.json (recorded in every start event of the audit trail). */
@@ -26,4 +27,20 @@ export const BUILD_DATE: Date = (() => {
   } catch {
     return new Date(0);
   }
+})();
+
+/**
+ * The folder linekeeper runs from — the one holding its package.json, beside `src/` (run from source) or `dist/`
+ * (built, installed) — where the package's own files are found: config templates, tools, validation/.
+ */
+export const INSTALL_ROOT: string = (() => {
+  for (const up of ['../package.json', '../../package.json']) {
+    const f = new URL(up, import.meta.url);
+    try {
+      if ((JSON.parse(readFileSync(f, 'utf8')) as { name?: string }).name === 'linekeeper') return dirname(fileURLToPath(f));
+    } catch {
+      // try the next candidate (src/ vs dist/src/)
+    }
+  }
+  return dirname(dirname(fileURLToPath(import.meta.url)));
 })();

@@ -23,7 +23,6 @@
  */
 import { chmodSync, copyFileSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { exportBundle, verifyBundleFile } from '../audit/bundle.js';
 import { filterBounds, iterateAudit, parseFilter } from '../audit/query.js';
 import { verifyStore } from '../audit/verify.js';
@@ -34,7 +33,7 @@ import { LkError } from '../errors.js';
 import { fsyncPath, writeNewFile } from '../files.js';
 import { RunStore, type RunRecord } from '../store/run-store.js';
 import type { Store } from '../store/store.js';
-import { VERSION } from '../version.js';
+import { INSTALL_ROOT, VERSION } from '../version.js';
 import { ARCHIVE_BUNDLE_FILE, ARCHIVE_FORMAT, ARCHIVE_KEY_FILE, ARCHIVE_META_FILE, filesUnder, MANIFEST_FILE, MANIFEST_SIG_FILE, manifestSignature, manifestText, sha256File, VERIFIER_FILE, verifyArchive } from './archive-manifest.js';
 import { archiveReadme } from './archive-readme.js';
 import { retentionEnds } from './retention.js';
@@ -102,11 +101,8 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** tools/verify-audit-bundle.mjs of this installation (a source checkout, or the installed package beside dist/). */
 export function standaloneVerifier(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const f = resolve(here, up, 'tools', VERIFIER_FILE);
-    if (existsSync(f)) return f;
-  }
+  const f = join(INSTALL_ROOT, 'tools', VERIFIER_FILE);
+  if (existsSync(f)) return f;
   throw new LkError('LK_INTERNAL', `the standalone verifier (tools/${VERIFIER_FILE}) is missing from this installation`);
 }
 

@@ -13,7 +13,6 @@
  * the clock), its judgement is used, so that the two never disagree about one node.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
@@ -27,7 +26,7 @@ import { auditVerification, clockCheck, errText, policyCheck, timedatectlShow, t
 import { DB_FILE, openStore } from '../store/store.js';
 import { configInForce } from './config-report.js';
 import { satisfiesRange } from './node-range.js';
-import type { ReportCheck } from './report.js';
+import { sha256Hex, type ReportCheck } from './report.js';
 import { effective, execStartOf, findInstalledUnit, isHardening, parseUnit, shown, UNIT_DIRS, UNIT_NAME, unitDifferences, type InstalledUnit } from './systemd-unit.js';
 
 /** The machine-facing probes; each has a real default. */
@@ -75,7 +74,6 @@ function names(list: readonly string[], max = 20): string {
   return list.length <= max ? list.join(', ') : `${list.slice(0, max).join(', ')} … and ${list.length - max} more`;
 }
 
-const sha256Hex = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, '0');
 const readJson = (file: string): unknown => JSON.parse(readFileSync(file, 'utf8')) as unknown;
 

@@ -21,6 +21,7 @@ import { printedTime } from '../domain/site-time.js';
 import { LkError } from '../errors.js';
 import { fsyncPath, writeNewFile } from '../files.js';
 import type { Store } from '../store/store.js';
+import { INSTALL_ROOT } from '../version.js';
 
 /** What every signed report says it is (the standalone verifier recognises a report by it). */
 export const REPORT_FORMAT = 'linekeeper.signed-report';
@@ -105,7 +106,8 @@ export interface SignedReport {
   publicKey: string;
 }
 
-const sha256Hex = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
+/** Hex SHA-256 of text or bytes. */
+export const sha256Hex = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 
 /** The product installed at `root` (the folder of its package.json): version, BUILDINFO and MANIFEST.json hash. */
 export function productAt(root: string): ProductInfo {
@@ -125,18 +127,9 @@ export function productAt(root: string): ProductInfo {
   return { name: pkg.name, version: pkg.version, build, manifestSha256, root };
 }
 
-/** The folder linekeeper runs from: the one holding its package.json (dist/src/validation → 3 up; src/validation → 2). */
+/** The folder linekeeper runs from (src/version.ts). */
 export function installRoot(): string {
-  for (const up of ['../../../', '../../']) {
-    const dir = new URL(up, import.meta.url);
-    try {
-      const p = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string };
-      if (p.name === 'linekeeper') return decodeURIComponent(dir.pathname).replace(/\/$/, '');
-    } catch {
-      // not this one
-    }
-  }
-  throw new LkError('LK_INTERNAL', 'cannot find the package.json of the running linekeeper');
+  return INSTALL_ROOT;
 }
 
 export function machineNow(): MachineInfo {
