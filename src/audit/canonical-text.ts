@@ -201,21 +201,113 @@ export function isCanonicalJson(t: unknown): t is string {
   return value(t, 0, 0) === t.length;
 }
 
-/**
- * True when `t` is a list of canonical JSON texts separated by NUL characters (none of which a JSON text can hold
- * outside a string, nor a canonical string inside one): the verify fast path's JSON columns of one row, as SQLite
- * joins them. The empty string (a row without JSON columns) is an empty list.
- */
-export function canonicalSegments(t: unknown): boolean {
-  if (typeof t !== 'string') return false;
-  let i = 0;
-  while (i < t.length) {
-    const end = value(t, i, 0);
-    if (end < 0) return false;
-    if (end === t.length) return true;
-    if (t.charCodeAt(end) !== 0) return false;
-    i = end + 1;
-    if (i === t.length) return false; // a trailing separator: an empty text is not JSON
+/** The chain position a stored entry states in its own hashed bytes. */
+export interface EntryPosition {
+  readonly tenant: string;
+  readonly seq: number;
+  readonly prevHash: string;
+}
+
+type Member = 'string' | 'json' | 'integer' | 'subject' | 'v';
+/** The members of a hashed entry (docs/audit.md), in canonical (sorted) order: their type, and whether required. */
+const ENTRY_MEMBERS: readonly (readonly [string, Member, boolean])[] = [
+  ['action', 'string', true], ['actor', 'string', true], ['args', 'json', false], ['intent', 'integer', false],
+  ['kind', 'string', true], ['new', 'json', false], ['old', 'json', false], ['prev_hash', 'string', true],
+  ['reason', 'string', false], ['result', 'json', false], ['seq', 'integer', true], ['signature', 'json', false],
+  ['subject', 'subject', true], ['tenant', 'string', true], ['ts', 'string', true], ['v', 'v', true],
+];
+const SUBJECT_MEMBERS = ['agent', 'batch', 'reviewer', 'run', 'setpoint', 'tool'];
+
+/** The string value of a canonical string token s[i..end) (its quotes included). */
+const stringValue = (s: string, i: number, end: number, escaped: boolean): string => (escaped ? (JSON.parse(s.slice(i, end)) as string) : s.slice(i + 1, end - 1));
+
+/** The key of the object member at `i` (an opening quote) when it is `name`, unescaped; the index after it, else -1. */
+function keyIs(s: string, i: number, name: string): number {
+  const end = i + name.length + 2;
+  return s.charCodeAt(i) === QUOTE && s.charCodeAt(end - 1) === QUOTE && s.startsWith(name, i + 1) ? end : -1;
+}
+
+/** Members of a canonical object at `i` (`{`) whose keys are drawn, in order, from `names`, each a canonical string; the index after it, or -1. */
+function stringMembers(s: string, i: number, names: readonly string[]): number {
+  let j = i + 1;
+  if (s.charCodeAt(j) === 0x7d) return j + 1;
+  let k = 0;
+  for (;;) {
+    let end = -1;
+    while (k < names.length && (end = keyIs(s, j, names[k]!)) < 0) k++;
+    if (end < 0 || s.charCodeAt(end) !== 0x3a || s.charCodeAt(end + 1) !== QUOTE) return -1;
+    k++;
+    const r = string(s, end + 1);
+    if (r < 0) return -1;
+    j = r >> 1;
+    const c = s.charCodeAt(j++);
+    if (c === 0x7d) return j;
+    if (c !== 0x2c) return -1;
   }
-  return i === 0;
+}
+
+/**
+ * When `t` is the stored record of an audit entry as append writes it — RFC 8785 canonical JSON (as
+ * {@link isCanonicalJson}) of an object with exactly the members of a hashed entry, each of its type: strings,
+ * safe integers for `seq` and `intent`, `v` 1, `subject` an object of strings under its six keys, any JSON value
+ * for the free-form members — the chain position it states; else undefined. One pass, as isCanonicalJson: it is
+ * what `audit verify` asks of every entry before hashing it.
+ */
+export function canonicalEntry(t: unknown): EntryPosition | undefined {
+  if (typeof t !== 'string' || t.charCodeAt(0) !== 0x7b) return undefined;
+  const s = t;
+  let j = 1;
+  let k = 0;
+  let tenant: string | undefined;
+  let prevHash: string | undefined;
+  let seq: number | undefined;
+  for (;;) {
+    // the next member's key: one of the entry's, after the previous one (so sorted, none twice), none required skipped
+    let end = -1;
+    for (; k < ENTRY_MEMBERS.length; k++) {
+      end = keyIs(s, j, ENTRY_MEMBERS[k]![0]);
+      if (end >= 0) break;
+      if (ENTRY_MEMBERS[k]![2]) return undefined;
+    }
+    if (end < 0 || s.charCodeAt(end) !== 0x3a) return undefined;
+    const [name, type] = ENTRY_MEMBERS[k++]!;
+    const v = end + 1;
+    switch (type) {
+      case 'string': {
+        if (s.charCodeAt(v) !== QUOTE) return undefined;
+        const r = string(s, v);
+        if (r < 0) return undefined;
+        j = r >> 1;
+        if (name === 'tenant') tenant = stringValue(s, v, j, (r & 1) === 1);
+        else if (name === 'prev_hash') prevHash = stringValue(s, v, j, (r & 1) === 1);
+        break;
+      }
+      case 'integer': {
+        j = number(s, v);
+        if (j < 0) return undefined;
+        const n = Number(s.slice(v, j));
+        if (!Number.isSafeInteger(n)) return undefined;
+        if (name === 'seq') seq = n;
+        break;
+      }
+      case 'v':
+        // exactly `1`: whatever follows it other than the end of the object is refused below
+        if (s.charCodeAt(v) !== 0x31) return undefined;
+        j = v + 1;
+        break;
+      case 'subject':
+        if (s.charCodeAt(v) !== 0x7b) return undefined;
+        j = stringMembers(s, v, SUBJECT_MEMBERS);
+        break;
+      default:
+        j = value(s, v, 1);
+    }
+    if (j < 0) return undefined;
+    const c = s.charCodeAt(j++);
+    if (c === 0x7d) break;
+    if (c !== 0x2c) return undefined;
+  }
+  for (; k < ENTRY_MEMBERS.length; k++) if (ENTRY_MEMBERS[k]![2]) return undefined;
+  if (j !== s.length || tenant === undefined || prevHash === undefined || seq === undefined) return undefined;
+  return { tenant, seq, prevHash };
 }

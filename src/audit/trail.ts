@@ -12,8 +12,8 @@
 import type { Statement } from 'better-sqlite3';
 import type { Store } from '../store/store.js';
 import { LkError } from '../errors.js';
-import { COL, GENESIS_HASH, ENTRY_COLUMNS, entryToRow, parseEntryInput, rowToEntry, toHashed, type AuditEntry, type AuditEntryInput, type EntryRow } from './entry.js';
-import { newRowHash } from './body.js';
+import { GENESIS_HASH, ENTRY_COLUMNS, entryToRow, parseEntryInput, rowToEntry, toHashed, type AuditEntry, type AuditEntryInput, type EntryRow } from './entry.js';
+import { newRecord } from './body.js';
 import { appendCheckpointLog, checkpointLogFile, signCheckpoint, type SignedCheckpoint } from './checkpoints.js';
 import { ensureSiteKey, type SiteKey } from './keys.js';
 
@@ -45,10 +45,12 @@ const SELECT_COLS = ENTRY_COLUMNS.join(', ');
 export class AuditTrail {
   readonly options: AuditOptions;
   private readonly key: SiteKey | undefined;
-  private readonly st: Record<'head' | 'insert' | 'chain' | 'intentOf' | 'outcomeOf' | 'lastCp' | 'insertCp' | 'chains' | 'openIntents', Statement>;
+  private readonly st: Record<'head' | 'chain' | 'intentOf' | 'outcomeOf' | 'lastCp' | 'insertCp' | 'chains' | 'openIntents', Statement>;
   /** Per chain: seq and time of the last checkpoint (loaded lazily). */
   private readonly cpState = new Map<string, { seq: number; at: number }>();
   private readonly openedAt: number;
+  /** Prepared at the first append: a store opened on an older schema (a migration test) only reads. */
+  private insertSt: Statement | undefined;
   private readonly committed = new Set<(e: AuditEntry) => void>();
   private readonly cpListeners = new Set<(c: SignedCheckpoint) => void>();
 
@@ -60,7 +62,6 @@ export class AuditTrail {
     const db = host.db;
     this.st = {
       head: db.prepare('SELECT seq, hash FROM audit_entry WHERE tenant = ? ORDER BY seq DESC LIMIT 1').raw(),
-      insert: db.prepare(`INSERT INTO audit_entry (tenant, ${SELECT_COLS}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`),
       chain: db.prepare('INSERT OR IGNORE INTO audit_chain (tenant, created_at) VALUES (?, ?)'),
       // what closing an intent checks of it: its kind and hash (the whole row is not needed)
       intentOf: db.prepare('SELECT kind, hash FROM audit_entry WHERE tenant = ? AND seq = ?').raw(),
@@ -179,12 +180,12 @@ export class AuditTrail {
     const head = known ?? this.head(p.tenant);
     const ts = new Date(this.host.clock.now()).toISOString();
     const hashed = toHashed(p, head.seq + 1, ts, head.hash, intent);
-    const row = entryToRow(hashed);
-    const hash = newRowHash(p.tenant, row);
-    row[COL.hash] = hash;
+    const { body, hash } = newRecord(p.tenant, entryToRow(hashed));
     const entry: AuditEntry = { ...hashed, hash };
     if (head.seq === 0) this.st.chain.run(p.tenant, ts);
-    this.st.insert.run(p.tenant, ...row);
+    // the record is its hashed bytes; every other column is generated from them (migration 14)
+    this.insertSt ??= this.host.db.prepare('INSERT INTO audit_entry (tenant, seq, body, hash) VALUES (?, ?, ?, ?)');
+    this.insertSt.run(p.tenant, hashed.seq, body, hash);
     const tenant = p.tenant;
     const seq = hashed.seq;
     // keyed per chain: the last entry of the transaction's chain registers last, so `seq` is the head this process

@@ -1,17 +1,15 @@
 /**
  * Worker of the parallel `audit verify` (verify-parallel.ts): checks ranges of one chain's rows on its own
  * read-only connection. Each entry stores its prev_hash, so a range is checked without its neighbours: every
- * seq present in order, every row hashing to its stored hash (the same bytes as the sequential walk),
- * every row linking to the one before it. Rows are hashed from the bytes SQLite builds (body-sql.ts); a row
- * those do not confirm is hashed from its columns (body.ts), which decide. What links the ranges (a range's
+ * seq present in order, every row's record intact (canonical, hashing to its stored hash: body.ts) and stating its own position,
+ * every row linking to the one before it: the same checks as the sequential walk. What links the ranges (a range's
  * first prev_hash to the hash ending the range before) is left to the caller. Any doubt is reported as `ok: false`; the caller then runs the exact
  * sequential walk, which names the damage.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { rowHash } from './body.js';
-import { B, fastIntact, SELECT_BODIES } from './body-sql.js';
-import { ENTRY_COLUMNS, type EntryRow } from './entry.js';
+import { intactRecord } from './body.js';
+import { quickCheck } from './quick-check.js';
 
 /** One range of a chain: seqs lo+1..hi, and the positions whose hashes the caller wants back. */
 export interface RangeTask {
@@ -36,20 +34,18 @@ const CHUNK = 2048;
 export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
   const want = new Set(t.wanted);
   const hashes: [number, string][] = [];
-  const stmt = db.prepare(SELECT_BODIES).raw();
-  // a row the SQL-built bytes do not confirm is read column by column and hashed as body.ts does (the authority)
-  const full = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq = ?`).raw();
+  const stmt = db.prepare('SELECT seq, body, hash FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq').raw();
   let e = t.lo + 1;
   let firstPrev: string | undefined;
   let ph: string | undefined;
   // Slices by seq value; rows outside lo+1..hi or out of order fail the `seq === e` check below either way.
   for (let from = t.lo; from < t.hi; from += CHUNK) {
     for (const r of stmt.all(t.tenant, from, Math.min(t.hi, from + CHUNK)) as unknown[][]) {
-      const h = r[B.hash];
-      if (r[B.seq] !== e || typeof h !== 'string' || typeof r[B.prev_hash] !== 'string') return { id: t.id, ok: false };
-      if (ph === undefined) firstPrev = r[B.prev_hash] as string;
-      else if (r[B.prev_hash] !== ph) return { id: t.id, ok: false };
-      if (!fastIntact(r) && rowHash(t.tenant, (full.get(t.tenant, e) as EntryRow | undefined) ?? []) !== h) return { id: t.id, ok: false };
+      const h = r[2] as string;
+      const at = r[0] === e ? intactRecord(r[1], h) : undefined;
+      if (at === undefined || at.seq !== e || at.tenant !== t.tenant) return { id: t.id, ok: false };
+      if (ph === undefined) firstPrev = at.prevHash;
+      else if (at.prevHash !== ph) return { id: t.id, ok: false };
       if (want.has(e)) hashes.push([e, h]);
       ph = h;
       e++;
@@ -67,7 +63,7 @@ if (parentPort && (workerData as { lkVerify?: string } | undefined)?.lkVerify) {
       if (m.kind === 'close') {
         db.close();
         port.close();
-      } else if (m.kind === 'quick_check') port.postMessage({ kind: 'quick_check', result: String(db.pragma('quick_check(1)', { simple: true })) } satisfies WorkerReply);
+      } else if (m.kind === 'quick_check') port.postMessage({ kind: 'quick_check', result: quickCheck(db) } satisfies WorkerReply);
       else port.postMessage({ kind: 'range', result: checkRange(db, m.task) } satisfies WorkerReply);
     } catch (err) {
       port.postMessage({ kind: 'error', message: (err as Error).message } satisfies WorkerReply);

@@ -15,10 +15,10 @@ import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { missingTriggers } from '../store/triggers.js';
-import { rowHash, rowVerifiesAt } from './body.js';
-import { B, fastIntact, SELECT_CHAIN_BODIES } from './body-sql.js';
+import { intactRecord, recordVerifiesAt } from './body.js';
 import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
-import { COL as C, ENTRY_COLUMNS, GENESIS_HASH, type EntryRow } from './entry.js';
+import { GENESIS_HASH } from './entry.js';
+import { quickCheck } from './quick-check.js';
 import { loadSitePublicKey, type PublicSiteKey } from './keys.js';
 
 export type DamageKind =
@@ -88,8 +88,14 @@ export function verifyStore(src: Source, opts: VerifyOptions = {}): VerifyReport
 export interface Walk {
   readonly head: number;
   readonly ph: string;
-  readonly broken?: { readonly row: EntryRow | undefined };
+  readonly broken?: { readonly row: StoredRecord | undefined };
   readonly hashAt: ReadonlyMap<number, string>;
+}
+
+/** A row as verify reads it: the entry's record (the hashed bytes; migration 14) and its stored hash. */
+export interface StoredRecord {
+  readonly body: unknown;
+  readonly hash: unknown;
 }
 
 /** How a verification gets the walk of a chain: the sequential walk here, or a parallel one (verify-parallel.ts). */
@@ -106,7 +112,7 @@ export interface Precomputed {
 export function verifyInner(src: Source, opts: VerifyOptions, pre: Precomputed = {}): VerifyReport {
   const { db } = src;
   // Structural damage (a scribbled page) must be an error, not whatever rows happen to read back.
-  const check = pre.quickCheck ?? db.pragma('quick_check(1)', { simple: true });
+  const check = pre.quickCheck ?? quickCheck(db);
   if (check !== 'ok') throw new LkError('LK_STORE_CORRUPT', `database file is damaged: ${String(check)}`);
   const dbCps = (db.prepare('SELECT tenant, seq, head_hash, ts, key_id, sig FROM audit_checkpoint ORDER BY tenant, seq').all() as Record<string, unknown>[])
     .filter((r) => opts.tenant === undefined || r.tenant === opts.tenant);
@@ -164,7 +170,8 @@ export function firstDamage(list: readonly Damage[]): Damage | undefined {
 
 const cpKey = (c: SignedCheckpoint): string => `${c.tenant}|${c.seq}|${c.head_hash}|${c.sig}`;
 
-const SELECT_CHAIN_FROM = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE tenant = ?`;
+/** Every row of one chain, whatever its seq (a seq below 1 or of another type is damage the walk must see), as `[seq, body, hash]`. */
+const SELECT_CHAIN = 'SELECT seq, body, hash FROM audit_entry WHERE tenant = ? ORDER BY seq';
 
 function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | undefined; seq: unknown }[], key: PublicSiteKey | null, missingFromLog: number[], walker: Walker): ChainReport {
   const cpDamages: Damage[] = [];
@@ -198,7 +205,7 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
       reported = true;
       const moved = findOriginal(db, tenant, head + 1, ph);
       damages.push(moved
-        ? { kind: 'edited', seq: head + 1, detail: `entry ${head + 1} was moved to ${moved.tenant === tenant ? '' : `chain ${moved.tenant} `}seq ${String(moved.row[C.seq])} (its position columns were changed)` }
+        ? { kind: 'edited', seq: head + 1, detail: `entry ${head + 1} was moved to ${moved.tenant === tenant ? '' : `chain ${moved.tenant} `}seq ${String(moved.seq)} (its position columns were changed)` }
         : { kind: 'truncated', seq: head + 1, detail: `chain ends at seq ${head} but a signed checkpoint covers seq ${c.seq}` });
     }
   }
@@ -211,18 +218,14 @@ function verifyChain(db: Database, tenant: string, cps: { c: SignedCheckpoint | 
 /** The sequential walk: expected position e, expected prev hash ph; stops at the first row that does not fit. */
 export function walkChain(db: Database, tenant: string, wanted: ReadonlySet<number>): Walk {
   const hashAt = new Map<number, string>();
-  // the fast path hashes the bytes SQLite builds (body-sql.ts); a row they do not confirm is read whole and body.ts decides
-  const full = db.prepare(`${SELECT_CHAIN_FROM} AND seq = ?`).raw();
   let e = 1;
   let ph = GENESIS_HASH;
-  for (const r of db.prepare(SELECT_CHAIN_BODIES).raw().iterate(tenant) as IterableIterator<unknown[]>) {
-    if (r[B.seq] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
-    const h = r[B.hash];
-    if (r[B.prev_hash] !== ph || !fastIntact(r)) {
-      const row = full.get(tenant, e) as EntryRow;
-      if (row[C.prev_hash] !== ph || rowHash(tenant, row) !== h) return { head: e - 1, ph, broken: { row }, hashAt };
-    }
-    ph = h as string;
+  for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<unknown[]>) {
+    const row: StoredRecord = { body: r[1], hash: r[2] };
+    if (r[0] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
+    const at = intactRecord(row.body, row.hash);
+    if (at === undefined || at.seq !== e || at.tenant !== tenant || at.prevHash !== ph) return { head: e - 1, ph, broken: { row }, hashAt };
+    ph = row.hash as string;
     if (wanted.has(e)) hashAt.set(e, ph);
     e++;
   }
@@ -234,32 +237,46 @@ export function walkChain(db: Database, tenant: string, wanted: ReadonlySet<numb
  * of the intact entry e-1 and `R` the row at seq e (undefined when there is none).
  * "O" is the original entry e wherever it is now: a row that links to `ph` and hashes right as entry e.
  */
-function diagnose(db: Database, tenant: string, e: number, ph: string, R: EntryRow | undefined): Damage {
+function diagnose(db: Database, tenant: string, e: number, ph: string, R: StoredRecord | undefined): Damage {
   const d = (kind: DamageKind, seq: number, detail: string): Damage => ({ kind, seq, detail });
   const O = findOriginal(db, tenant, e, ph);
   if (!R) {
-    if (O) return d('edited', e, `entry ${e} was moved to ${O.tenant === tenant ? '' : `chain ${O.tenant} `}seq ${String(O.row[C.seq])} (its position columns were changed)`);
+    if (O) return d('edited', e, `entry ${e} was moved to ${O.tenant === tenant ? '' : `chain ${O.tenant} `}seq ${String(O.seq)} (its position columns were changed)`);
     return d('deleted', e, `entry ${e} is missing`);
   }
   if (O) {
-    const p = O.row[C.seq] as number;
+    const p = O.seq as number;
     if (O.tenant !== tenant) return d('edited', e, `entry ${e} was moved to chain ${O.tenant}`);
-    if (rowVerifiesAt(tenant, R, p)) return d('reordered', e, `entries ${e} and ${p} were swapped`);
+    if (recordVerifiesAt(tenant, R.body, R.hash, p)) return d('reordered', e, `entries ${e} and ${p} were swapped`);
     if (p === e + 1) return d('inserted', e, `a foreign entry was inserted at seq ${e}; the original ${e} now sits at ${p}`);
     return d('reordered', e, `entry ${e} now sits at seq ${p}`);
   }
-  const verifiesHere = rowVerifiesAt(tenant, R, e);
+  const verifiesHere = recordVerifiesAt(tenant, R.body, R.hash, e);
   if (verifiesHere) return d('edited', e - 1, `entry ${e - 1} was replaced by one with a recomputed hash: entry ${e} no longer links to it`);
-  if (R[C.prev_hash] === ph) return d('edited', e, `entry ${e} does not match its hash`);
-  if (rowVerifiesAt(tenant, R, e + 1)) return d('deleted', e, `entry ${e} is missing and later entries were renumbered`);
-  if (e > 1 && rowVerifiesAt(tenant, R, e - 1)) return d('inserted', e - 1, `a self-consistent foreign entry was inserted at seq ${e - 1}`);
+  if (statedPrevHash(R.body) === ph) return d('edited', e, `entry ${e} does not match its hash`);
+  if (recordVerifiesAt(tenant, R.body, R.hash, e + 1)) return d('deleted', e, `entry ${e} is missing and later entries were renumbered`);
+  if (e > 1 && recordVerifiesAt(tenant, R.body, R.hash, e - 1)) return d('inserted', e - 1, `a self-consistent foreign entry was inserted at seq ${e - 1}`);
   return d('edited', e, `entry ${e} does not match its hash`);
 }
 
-/** The original entry e of `tenant` wherever it sits now (another seq or chain): links to `ph`, hashes right as entry e. */
-function findOriginal(db: Database, tenant: string, e: number, ph: string): { tenant: string; row: EntryRow } | undefined {
-  const candidates = db.prepare(`SELECT tenant, ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE prev_hash = ?`).raw().all(ph) as unknown[][];
+/** The prev_hash a record states, read as JSON whatever its form (an edited record need not be canonical). */
+function statedPrevHash(body: unknown): unknown {
+  try {
+    return (JSON.parse(body as string) as { prev_hash?: unknown } | null)?.prev_hash;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The original entry e of `tenant` wherever it sits now (another seq or chain): a record that links to `ph` and
+ * hashes right as entry e. The records are searched by their text (the hash appears in them verbatim), not by the
+ * generated prev_hash column: a record SQLite cannot read as JSON must not stop the diagnosis.
+ */
+function findOriginal(db: Database, tenant: string, e: number, ph: string): { tenant: string; seq: unknown } | undefined {
+  const candidates = db.prepare('SELECT tenant, seq, body, hash FROM audit_entry WHERE instr(body, ?) > 0').raw().all(`"prev_hash":"${ph}"`) as unknown[][];
   return candidates
-    .map((c) => ({ tenant: c[0] as string, row: c.slice(1) }))
-    .find((c) => (c.tenant !== tenant || c.row[C.seq] !== e) && rowVerifiesAt(tenant, c.row, e));
+    .filter((c) => c[0] !== tenant || c[1] !== e)
+    .map((c) => ({ tenant: c[0] as string, seq: c[1], at: intactRecord(c[2], c[3]) }))
+    .find((c) => c.at !== undefined && c.at.tenant === tenant && c.at.seq === e && c.at.prevHash === ph);
 }

@@ -49,6 +49,46 @@ function appendOnly(table: string): string {
       BEGIN SELECT RAISE(ABORT, 'LK_AUDIT_IMMUTABLE: ${table} is append-only'); END;`;
 }
 
+
+/**
+ * Migration 14's copy of a version-13 `audit_entry` row into its canonical bytes: the entry's RFC 8785 canonical
+ * JSON built from the row's columns in SQL (keys in canonical order, strings by `json_quote`, the JSON columns
+ * spliced in as stored, absent fields omitted). Frozen with the migration: it states what the old columns meant,
+ * whatever the audit module later becomes. A row append could not have written (a column of another type, a JSON
+ * column that is not one JSON value, a NUL in one) gives NULL here, and the migration keeps such a row as a
+ * record of what was there ({@link V13_UNREADABLE}) under its old hash — which that record does not hash to, so
+ * `audit verify` still names the damage at its seq. Rows that verified before verify after: the same bytes.
+ */
+export const V13_BODY = ((): string => {
+  const SAFE = Number.MAX_SAFE_INTEGER;
+  const jsonCol = (c: string): string => `(${c} IS NULL OR (typeof(${c}) = 'text' AND instr(${c}, char(0)) = 0 AND json_valid(${c})))`;
+  const textCol = (c: string, nullable: boolean): string => (nullable ? `(${c} IS NULL OR typeof(${c}) = 'text')` : `typeof(${c}) = 'text'`);
+  const opt = (key: string, v: string): string => `',"${key}":' || ${v}`;
+  const quotedOpt = (c: string): string => `CASE WHEN ${c} IS NULL THEN NULL ELSE json_quote(${c}) END`;
+  const subject = ['agent', 'batch', 'reviewer', 'run', 'setpoint', 'tool'];
+  const wellTyped = [
+    `typeof(seq) = 'integer' AND seq BETWEEN ${-SAFE} AND ${SAFE}`,
+    ...['ts', 'actor', 'kind', 'action', 'prev_hash'].map((c) => textCol(c, false)),
+    ...['reason', ...subject].map((c) => textCol(c, true)),
+    `(intent IS NULL OR (typeof(intent) = 'integer' AND intent BETWEEN ${-SAFE} AND ${SAFE}))`,
+    ...['args', 'result', 'old_value', 'new_value', 'signature'].map(jsonCol),
+  ].join(' AND ');
+  const envelope = `concat(${[
+    `'{"action":'`, 'json_quote(action)', `',"actor":'`, 'json_quote(actor)', opt('args', 'args'), opt('intent', 'intent'),
+    `',"kind":'`, 'json_quote(kind)', opt('new', 'new_value'), opt('old', 'old_value'), `',"prev_hash":'`, 'json_quote(prev_hash)',
+    opt('reason', quotedOpt('reason')), opt('result', 'result'), `',"seq":'`, 'seq', opt('signature', 'signature'),
+    `',"subject":{'`, `substr(concat(${subject.map((k) => opt(k, quotedOpt(k))).join(', ')}), 2)`, `'}'`,
+    `',"tenant":'`, 'json_quote(tenant)', `',"ts":'`, 'json_quote(ts)', `',"v":1}'`,
+  ].join(', ')})`;
+  return `CASE WHEN ${wellTyped} THEN ${envelope} END`;
+})();
+
+/** What migration 14 keeps of a row it cannot read as an entry: every column, as SQL literals (`quote`), never hashed to. */
+export const V13_UNREADABLE = `json_object('unreadable_v13_row', json_array(${[
+  'seq', 'ts', 'actor', 'kind', 'action', 'run', 'batch', 'agent', 'tool', 'setpoint', 'reviewer',
+  'args', 'result', 'reason', 'old_value', 'new_value', 'intent', 'signature', 'prev_hash',
+].map((c) => `quote(${c})`).join(', ')}))`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -590,6 +630,57 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
       CREATE INDEX auth_session_token_session ON auth_session_token (session);
       CREATE INDEX auth_session_token_expiry ON auth_session_token (expires_at);`,
+  },
+  {
+    version: 14,
+    name: 'audit: each entry stored as its hashed bytes, the columns generated from them',
+    up: `
+      -- An entry's record is the exact text its hash covers: its RFC 8785 canonical JSON (docs/audit.md). Every
+      -- other column is generated from that text by SQLite, so no column can say anything the hashed record does
+      -- not, and \`audit verify\` reads one value per entry and hashes it. tenant and seq stay stored: they are the
+      -- chain position, which verify checks against the record's own. ts, actor, kind and action are STORED (small,
+      -- filtered on by queries); the rest VIRTUAL (computed when read; the indexes hold their own copies) and
+      -- declared without a type: \`PRAGMA quick_check\` checks a typed column's values against its type, which for a
+      -- VIRTUAL column means computing it from the record — six times the cost of the whole check otherwise.
+      -- A body must be JSON: every write computes the stored columns from it, so no SQL write can store another text.
+      CREATE TABLE audit_entry_new (
+        tenant     TEXT    NOT NULL,
+        seq        INTEGER NOT NULL,
+        body       TEXT    NOT NULL,
+        hash       TEXT    NOT NULL,
+        ts         TEXT    GENERATED ALWAYS AS (body ->> '$.ts') STORED,
+        actor      TEXT    GENERATED ALWAYS AS (body ->> '$.actor') STORED,
+        kind       TEXT    GENERATED ALWAYS AS (body ->> '$.kind') STORED,
+        action     TEXT    GENERATED ALWAYS AS (body ->> '$.action') STORED,
+        run                GENERATED ALWAYS AS (body ->> '$.subject.run') VIRTUAL,
+        batch              GENERATED ALWAYS AS (body ->> '$.subject.batch') VIRTUAL,
+        agent              GENERATED ALWAYS AS (body ->> '$.subject.agent') VIRTUAL,
+        tool               GENERATED ALWAYS AS (body ->> '$.subject.tool') VIRTUAL,
+        setpoint           GENERATED ALWAYS AS (body ->> '$.subject.setpoint') VIRTUAL,
+        reviewer           GENERATED ALWAYS AS (body ->> '$.subject.reviewer') VIRTUAL,
+        args               GENERATED ALWAYS AS (body -> '$.args') VIRTUAL,
+        result             GENERATED ALWAYS AS (body -> '$.result') VIRTUAL,
+        reason             GENERATED ALWAYS AS (body ->> '$.reason') VIRTUAL,
+        old_value          GENERATED ALWAYS AS (body -> '$.old') VIRTUAL,
+        new_value          GENERATED ALWAYS AS (body -> '$.new') VIRTUAL,
+        intent             GENERATED ALWAYS AS (body ->> '$.intent') VIRTUAL,
+        signature          GENERATED ALWAYS AS (body -> '$.signature') VIRTUAL,
+        prev_hash          GENERATED ALWAYS AS (body ->> '$.prev_hash') VIRTUAL,
+        PRIMARY KEY (tenant, seq)
+      ) WITHOUT ROWID;
+      INSERT INTO audit_entry_new (tenant, seq, body, hash)
+        SELECT tenant, seq, coalesce(${V13_BODY}, ${V13_UNREADABLE}), hash FROM audit_entry ORDER BY tenant, seq;
+      DROP TABLE audit_entry;
+      ALTER TABLE audit_entry_new RENAME TO audit_entry;
+      CREATE INDEX audit_entry_run      ON audit_entry (tenant, run, seq)      WHERE run IS NOT NULL;
+      CREATE INDEX audit_entry_batch    ON audit_entry (tenant, batch, seq)    WHERE batch IS NOT NULL;
+      CREATE INDEX audit_entry_agent    ON audit_entry (tenant, agent, seq)    WHERE agent IS NOT NULL;
+      CREATE INDEX audit_entry_tool     ON audit_entry (tenant, tool, seq)     WHERE tool IS NOT NULL;
+      CREATE INDEX audit_entry_reviewer ON audit_entry (tenant, reviewer, seq) WHERE reviewer IS NOT NULL;
+      CREATE INDEX audit_entry_intent   ON audit_entry (tenant, intent)        WHERE intent IS NOT NULL;
+      CREATE INDEX audit_entry_ts       ON audit_entry (tenant, ts);
+      CREATE INDEX audit_entry_intents  ON audit_entry (tenant, seq)         WHERE kind = 'intent';
+      ${appendOnly('audit_entry')}`,
   },
 ];
 

@@ -187,12 +187,19 @@ function checkIdentity(db: Database.Database, file: string, ro: boolean): void {
   throw new LkError('LK_STORE_CORRUPT', `${file} is not a linekeeper database (application_id ${appId}, ${objects} schema objects)`, { applicationId: appId });
 }
 
+/** The schema version from which `audit_entry` holds each entry's record (migration 14). */
+const AUDIT_RECORD_VERSION = 14;
+
 function readonlyVersion(db: Database.Database, migrations: readonly Migration[]): number {
   const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration'").get();
   if (!has) throw new LkError('LK_STORE_CORRUPT', 'database has no schema version');
   const v = (db.prepare('SELECT MAX(version) AS v FROM schema_migration').get() as { v: number | null }).v ?? 0;
   if (v > migrations.length) throw new LkError('LK_STORE_MIGRATION', `database schema version ${v} is newer than this linekeeper (${migrations.length})`);
   if (v < 1) throw new LkError('LK_STORE_CORRUPT', 'database has no audit tables');
+  // version 14 changed how audit entries are stored: reading an older trail with this code would fail on every query
+  if (v < AUDIT_RECORD_VERSION && migrations.length >= AUDIT_RECORD_VERSION) {
+    throw new LkError('LK_STORE_MIGRATION', `database schema version ${v} is older than this linekeeper's (${migrations.length}); a read-only open does not upgrade it: back it up, then start linekeeper once on it (the upgrade runs at a writable open)`, { have: v, known: migrations.length });
+  }
   return v;
 }
 

@@ -217,7 +217,7 @@ export const OQ_CASES: readonly OqCase[] = [
         const row = (): unknown => db.prepare("SELECT actor, action, hash FROM audit_entry WHERE tenant = 'site' AND seq = 1").get();
         const before = row();
         expectThat(before !== undefined, 'the scratch site chain has no entry #1 to try to change');
-        for (const sql of ["UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'site' AND seq = 1", "DELETE FROM audit_entry WHERE tenant = 'site' AND seq = 1"]) {
+        for (const sql of ["UPDATE audit_entry SET body = json_set(body, '$.actor', 'mallory') WHERE tenant = 'site' AND seq = 1", "DELETE FROM audit_entry WHERE tenant = 'site' AND seq = 1"]) {
           try {
             db.prepare(sql).run();
           } catch (err) {
@@ -249,7 +249,7 @@ export const OQ_CASES: readonly OqCase[] = [
         try {
           // what an attacker with the file does: the append-only trigger removed, one entry's actor rewritten
           db.exec('DROP TRIGGER IF EXISTS audit_entry_no_update;');
-          changed = db.prepare("UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'site' AND seq = ?").run(seq).changes;
+          changed = db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'mallory') WHERE tenant = 'site' AND seq = ?").run(seq).changes;
         } finally {
           db.close();
         }

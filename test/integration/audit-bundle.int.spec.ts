@@ -228,7 +228,7 @@ describe('linekeeper audit (CLI)', () => {
     expect(bundleOk.code).toBe(0);
 
     const db = rawDb(t.dir);
-    db.prepare("UPDATE audit_entry SET reason = 'nothing to see' WHERE tenant = ? AND seq = 17").run(T);
+    db.prepare("UPDATE audit_entry SET body = json_set(body, '$.reason', 'nothing to see') WHERE tenant = ? AND seq = 17").run(T);
     db.close();
     const bad = run(['audit', 'verify', '--data', t.dir]);
     expect(bad.code).toBe(65);

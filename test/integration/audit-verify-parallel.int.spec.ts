@@ -9,9 +9,8 @@ import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { verifyStoreParallel as VerifyStoreParallel } from '../../src/audit/verify-parallel.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
-import { entryHash } from '../../src/audit/entry.js';
 import { openStore } from '../../src/store/store.js';
-import { COLS, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from '../unit/audit-helpers.js';
+import { entry, hashedOf, newStore, recordOf, rewriteSuffix, tamper, tempDir } from '../unit/audit-helpers.js';
 import { builtModule } from '../helpers/bin.js';
 
 /** The parallel verifier as built (its workers start from the compiled verify-worker.js, as `linekeeper audit verify` runs them). */
@@ -81,7 +80,7 @@ describe('parallel audit verify agrees with the sequential walk', () => {
 
   it.each(EDGES)('edited at %i (a byte of a JSON column, and the hash)', async (s) => {
     const dir = build();
-    tamper(dir, (db) => db.prepare('UPDATE audit_entry SET reason = ? WHERE tenant = ? AND seq = ?').run('edited by hand', T, s));
+    tamper(dir, (db) => db.prepare("UPDATE audit_entry SET body = json_set(body, '$.reason', ?) WHERE tenant = ? AND seq = ?").run('edited by hand', T, s));
     await expectSame(dir, 'edited', s);
     const dir2 = build();
     tamper(dir2, (db) => db.prepare("UPDATE audit_entry SET hash = replace(hash, substr(hash, 1, 1), 'x') WHERE tenant = ? AND seq = ?").run(T, s));
@@ -101,8 +100,8 @@ describe('parallel audit verify agrees with the sequential walk', () => {
       for (let q = N; q >= s; q--) up.run(T, q);
       const prev = (db.prepare('SELECT hash FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(T, s - 1) as string | undefined) ?? '0'.repeat(64);
       const forged: Record<string, unknown> = { seq: s, ts: '2026-01-01T06:00:00.000Z', actor: 'op-9', kind: 'tool_call', action: 'press.write_setpoint', run: null, batch: null, agent: null, tool: null, setpoint: null, reviewer: null, args: null, result: null, reason: 'looks legitimate', old_value: null, new_value: null, intent: null, signature: null, prev_hash: prev };
-      forged.hash = entryHash(hashedOf(T, forged));
-      db.prepare(`INSERT INTO audit_entry (tenant, ${COLS.join(', ')}) VALUES (?, ${COLS.map(() => '?').join(', ')})`).run(T, ...COLS.map((k) => forged[k]));
+      const rec = recordOf(hashedOf(T, forged));
+      db.prepare('INSERT INTO audit_entry (tenant, seq, body, hash) VALUES (?, ?, ?, ?)').run(T, s, rec.body, rec.hash);
     });
     await expectSame(dir, 'inserted', s);
   });

@@ -77,7 +77,7 @@ describe('dropped append-only triggers', () => {
     try {
       const e = queryAudit(s.db, 'site', { kind: 'system' }, { limit: 100 }).entries.find((x) => x.action === 'audit.triggers_restored');
       expect(e?.args).toEqual({ triggers: ['audit_entry_no_update', 'policy_acceptance_no_delete'] });
-      expect(() => s.db.prepare('UPDATE audit_entry SET actor = ? WHERE seq = 1').run('x')).toThrow(/LK_AUDIT_IMMUTABLE/);
+      expect(() => s.db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', ?) WHERE seq = 1").run('x')).toThrow(/LK_AUDIT_IMMUTABLE/);
       expect(verifyStore(s).ok).toBe(true);
     } finally {
       s.close();

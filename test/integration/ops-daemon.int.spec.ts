@@ -122,7 +122,7 @@ describe('backup and restore', () => {
     mkdirSync(join(bad, 'keys'));
     copyFileSync(keyFiles(backup).publicFile, keyFiles(bad).publicFile);
     const db = rawDb(bad);
-    db.prepare("UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'site' AND seq = 2").run();
+    db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'mallory') WHERE tenant = 'site' AND seq = 2").run();
     db.close();
     const target = mkdtempSync(join(tmpdir(), 'lk-rt-'));
     expect(() => restoreBackup(bad, target)).toThrow(expect.objectContaining({ code: 'LK_AUDIT_BROKEN' }));

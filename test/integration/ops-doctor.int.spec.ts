@@ -87,7 +87,7 @@ describe('linekeeper doctor', () => {
     const good = await runDoctor({ configFile: cfg, probes: { timedatectl: synced } });
     expect(good.checks.find((c) => c.id === 'audit')!.status).toBe('ok');
     const db = rawDb(data);
-    db.prepare("UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'acme-pharma' AND seq = 3").run();
+    db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'mallory') WHERE tenant = 'acme-pharma' AND seq = 3").run();
     db.close();
     const bad = await runDoctor({ configFile: cfg, probes: { timedatectl: synced } });
     expect(bad.checks.find((c) => c.id === 'audit')!.status).toBe('fail');

@@ -440,7 +440,7 @@ describe('release package on a damaged trail', () => {
       for (let i = 1; i <= 4; i++) s.audit.append(entry(i, T));
       s.audit.checkpoint(T);
       const db = rawDb(join(d.dir, 'data'));
-      db.prepare("UPDATE audit_entry SET reason = 'nothing to see' WHERE tenant = ? AND seq = 2").run(T);
+      db.prepare("UPDATE audit_entry SET body = json_set(body, '$.reason', 'nothing to see') WHERE tenant = ? AND seq = 2").run(T);
       db.close();
       const dir = join(d.dir, 'releases', 'run_7f3a');
       expect(codeOf(() => writeReleasePackage(s, dir, releaseInput()))).toBe('LK_AUDIT_BROKEN');
@@ -473,7 +473,7 @@ describe('release package sealed in a worker thread (the daemon\'s path: release
       // and a damaged trail, found in the worker, comes back as the same code; no folder appears
       s.audit.append(entry(7, T));
       const db = rawDb(join(d.dir, 'data'));
-      db.prepare("UPDATE audit_entry SET reason = 'nothing to see' WHERE tenant = ? AND seq = 2").run(T);
+      db.prepare("UPDATE audit_entry SET body = json_set(body, '$.reason', 'nothing to see') WHERE tenant = ? AND seq = 2").run(T);
       db.close();
       const broken = join(d.dir, 'releases', 'broken');
       await expect(writeReleasePackageOffLoop(s, broken, releaseInput())).rejects.toMatchObject({ code: 'LK_AUDIT_BROKEN' });

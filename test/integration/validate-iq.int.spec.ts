@@ -331,7 +331,7 @@ describe('linekeeper validate iq', () => {
   it('[P11.10(a)] [P11.10(e)] [A11.7] IQ-AUDIT fails once an audit row was edited behind the trail\'s back', async () => {
     const tampered = copyData();
     const db = rawDb(tampered.dataDir);
-    db.prepare("UPDATE audit_entry SET actor = 'mallory' WHERE tenant = ? AND seq = 1").run(SITE_TENANT);
+    db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'mallory') WHERE tenant = ? AND seq = 1").run(SITE_TENANT);
     db.close();
     const c = byId((await iq({ loaded: tampered })).checks, 'IQ-AUDIT');
     expect(c.status).toBe('fail');

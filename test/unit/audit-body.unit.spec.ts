@@ -1,19 +1,20 @@
 /**
  * The fast paths of the row serialisation (body.ts) change no verdict: the string quoting equals
  * JSON.stringify, the JSON-column check equals "canonicalize(JSON.parse(t)) === t", and rowBody returns the
- * same bytes (or the same undefined) as the straightforward serialisation, on intact and on tampered rows;
- * and the bytes the verify fast path stands behind (SQLite's body, body-sql.ts, through fastBody) are
- * rowBody's, and undefined exactly where it refuses.
+ * same bytes (or the same undefined) as the straightforward serialisation, on intact and on tampered rows.
+ * What verify asks of a stored record (canonicalEntry) is held to the definition; and migration 14 gives each
+ * version-13 row the bytes rowBody made of it (the old verify's hash input), or no entry where rowBody refused.
  */
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
-import { BODY_SQL, fastBody, fastIntact, JSON_COLUMNS_SQL } from '../../src/audit/body-sql.js';
 import { describe, expect, it } from 'vitest';
-import { jsonString, rowBody } from '../../src/audit/body.js';
-import { canonicalSegments, isCanonicalJson } from '../../src/audit/canonical-text.js';
-import { COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, type EntryRow } from '../../src/audit/entry.js';
+import { intactRecord, jsonString, rowBody } from '../../src/audit/body.js';
+import { canonicalEntry, isCanonicalJson } from '../../src/audit/canonical-text.js';
+import { canonicalJson, COL as C, ENTRY_COLUMNS, ENTRY_FORMAT, parseEntryInput, toHashed, type EntryRow } from '../../src/audit/entry.js';
+import { V13_BODY, V13_UNREADABLE } from '../../src/store/migrations.js';
+import { entryArb } from './audit-helpers.js';
 
 /** `LK_PROPERTY_SCALE=50 npx vitest run test/unit/audit-body.unit.spec.ts` runs every property 50 times as long (the suite runs 1×, on random seeds). */
 const SCALE = Math.max(1, Number(process.env.LK_PROPERTY_SCALE ?? 1) || 1);
@@ -122,21 +123,35 @@ describe('row serialisation fast paths', () => {
     for (const v of [null, 1, Buffer.from('1'), undefined, '']) expect(isCanonicalJson(v)).toBe(false);
   });
 
-  it('canonicalSegments says yes exactly when every NUL-separated text is canonical (the fast path\'s JSON columns)', () => {
-    fc.assert(fc.property(fc.array(jsonLike, { maxLength: 5 }), (texts) => {
-      const joined = texts.join('\u0000');
-      const want = texts.every((t) => !t.includes('\u0000') && canonical(t));
-      // a text holding a NUL splits differently, and an empty one is the empty list: SQLite never joins either
-      // (json_valid refuses the empty text, and a column holding a NUL gets no fast path)
-      if (texts.some((t) => t.includes('\u0000') || t === '')) return;
-      expect(canonicalSegments(joined)).toBe(want);
+  it('canonicalEntry reads the position of every record append writes, and of nothing that is not one', () => {
+    fc.assert(fc.property(entryArb(), fc.integer({ min: 1, max: 2 ** 40 }), fc.boolean(), (input, seq, withIntent) => {
+      const e = toHashed(parseEntryInput(input), seq, '2026-01-01T00:00:00.000Z', 'ab'.repeat(32), withIntent ? seq - 1 : undefined);
+      const body = canonicalJson(e);
+      expect(canonicalEntry(body)).toEqual({ tenant: e.tenant, seq, prevHash: e.prev_hash });
+      // a member removed, added, retyped or respelled: never a position
+      const o = JSON.parse(body) as Record<string, unknown>;
+      const variants: unknown[] = [
+        { ...o, seq: String(seq) }, { ...o, seq: seq + 0.5 }, { ...o, v: 2 }, { ...o, intent: 'x' }, { ...o, actor: 7 }, { ...o, extra: 1 },
+        { ...o, subject: { ...(o.subject as object), run: 1 } }, { ...o, subject: { ...(o.subject as object), line: 'l' } }, { ...o, subject: [] },
+        Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'ts')), Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'subject')),
+      ];
+      for (const v of variants) expect(canonicalEntry(canonicalize(v))).toBeUndefined();
+      for (const t of [JSON.stringify(o, null, 1), `${body} `, body.replace(`"seq":${seq}`, `"seq":${seq}.0`), body.replace('"v":1', '"v":1.0'), body.slice(0, -1)]) {
+        expect(canonicalEntry(t)).toBeUndefined();
+      }
+    }), { numRuns: 300 * SCALE });
+  });
+
+  it('a text canonicalEntry takes is canonical JSON (the mutations of a record it takes are exactly the canonical ones of the entry\'s shape)', () => {
+    const body = canonicalJson(toHashed(parseEntryInput({ tenant: 'acme-pharma', actor: 'system', kind: 'system', action: 'a', subject: { run: 'r' }, args: { a: [1, 'x'] }, reason: 'r' }), 3, '2026-01-01T00:00:00.000Z', '0'.repeat(64)));
+    fc.assert(fc.property(fc.nat(), nasty, fc.constantFrom('insert', 'delete', 'replace'), (at, ch, op) => {
+      const i = at % body.length;
+      const t = op === 'insert' ? body.slice(0, i) + ch + body.slice(i) : op === 'delete' ? body.slice(0, i) + body.slice(i + 1) : body.slice(0, i) + ch + body.slice(i + 1);
+      if (canonicalEntry(t) !== undefined) expect(canonical(t)).toBe(true);
+      expect(canonicalEntry(t) === undefined || intactRecord(t, createHash('sha256').update(t).digest('hex')) !== undefined).toBe(true);
     }), { numRuns: 3000 * SCALE });
-    expect(canonicalSegments('')).toBe(true);
-    expect(canonicalSegments('1\u0000')).toBe(false);
-    expect(canonicalSegments('\u00001')).toBe(false);
-    expect(canonicalSegments('{"a":1}\u0000"x"\u000012.5')).toBe(true);
-    expect(canonicalSegments('{"a":1}\u00001.0')).toBe(false);
-    expect(canonicalSegments(null)).toBe(false);
+    for (const v of [null, 1, Buffer.from(body), undefined, '', '{}', '[]', body.replace('"tenant":"acme-pharma"', '"tenant":"acme\\u002dpharma"')]) expect(canonicalEntry(v)).toBeUndefined();
+    expect(canonicalEntry(body.replace('"tenant":"acme-pharma"', '"tenant":"a\\"b"'))?.tenant).toBe('a"b');
   });
 
   it('rowBody returns what the plain serialisation returns, on intact and tampered rows', () => {
@@ -168,33 +183,39 @@ describe('row serialisation fast paths', () => {
   });
 });
 
-describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path)', () => {
+describe('migration 14: a version-13 row copied into its record', () => {
   const db = new Database(':memory:');
   db.exec(`CREATE TABLE audit_entry (tenant TEXT NOT NULL, ${ENTRY_COLUMNS.map((c) => `${c} ${c === 'seq' || c === 'intent' ? 'INTEGER' : 'TEXT'}`).join(', ')})`);
   const insert = db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`);
-  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, ${BODY_SQL} AS body, tenant, ${JSON_COLUMNS_SQL} AS cols FROM audit_entry`).raw();
+  const select = db.prepare(`SELECT ${ENTRY_COLUMNS.join(', ')}, coalesce(${V13_BODY}, ${V13_UNREADABLE}) AS body, tenant FROM audit_entry`).raw();
 
-  /** Insert rows, read them back as SQLite holds them (its type affinity and UTF-8 applied), and compare both paths. */
+  /**
+   * Insert rows, read them back as SQLite holds them (its type affinity and UTF-8 applied), and compare the record
+   * the migration makes of each with what the version-13 verify hashed (rowBody): the same bytes where that was
+   * defined, and a record that is no entry where it was not. Returns how many became entries.
+   */
   const compare = (tenant: string, rows: EntryRow[]): number => {
     db.exec('DELETE FROM audit_entry');
     for (const r of rows) insert.run(tenant, ...r.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
     let built = 0;
     for (const back of select.all() as unknown[][]) {
       const row = back.slice(0, ENTRY_COLUMNS.length) as EntryRow;
-      const sql = back[ENTRY_COLUMNS.length];
+      const record = back[ENTRY_COLUMNS.length];
       // the tenant as SQLite holds it (a lone surrogate is stored as U+FFFD; no real tenant id has one)
       const stored = back[ENTRY_COLUMNS.length + 1] as string;
-      // the fast path stands behind bytes only for rows body.ts builds too, and then the same bytes
-      const fast = fastBody(sql, back[ENTRY_COLUMNS.length + 2]);
-      expect(fast).toBe(rowBody(stored, row));
-      // what the fast path stands behind is canonical JSON as a whole (the envelope is, by construction)
-      if (fast !== undefined) expect(isCanonicalJson(fast)).toBe(true);
-      if (fast !== undefined) built++;
+      const before = rowBody(stored, row);
+      expect(typeof record).toBe('string');
+      expect(() => JSON.parse(record as string)).not.toThrow();
+      if (before !== undefined) {
+        expect(record).toBe(before);
+        expect(canonicalEntry(record)).toEqual({ tenant: stored, seq: row[C.seq], prevHash: row[C.prev_hash] });
+        built++;
+      } else expect(canonicalEntry(record)).toBeUndefined();
     }
     return built;
   };
 
-  it('equals rowBody on random intact and tampered rows, and is NULL exactly where rowBody refuses', () => {
+  it('gives every row the bytes it was hashed over, and a row append could not have written no entry at all', () => {
     const cell = fc.oneof(
       { weight: 4, arbitrary: str },
       { weight: 4, arbitrary: jsonLike },
@@ -218,37 +239,35 @@ describe('the canonical bytes built by SQLite (body-sql.ts, the verify fast path
     expect(built).toBeGreaterThan(100);
   });
 
-  it('stands behind no bytes for a JSON column in a non-canonical spelling or holding a NUL, even with a recomputed hash', () => {
+  it('a JSON column in a non-canonical spelling or holding a NUL becomes no entry, even with a hash recomputed over its record', () => {
     const row = (args: string | null, newValue: string | null): EntryRow => [1, '2026-01-01T00:00:00.000Z', 'system', 'system', 'x', null, null, null, null, null, null,
       args, null, null, null, newValue, null, null, '0'.repeat(64), 'h'];
-    // the counterexample that made the suite red: 5e324 overflows to Infinity, "1 " has a trailing space
     expect(compare('acme-pharma', [row('{"":5e324}', '1 ')])).toBe(0);
     // (a raw lone surrogate is stored by SQLite as U+FFFD, which is canonical: those texts are not what the table holds)
     const stored = NON_CANONICAL.filter((t) => db.prepare('SELECT ?').pluck().get(t) === t);
     expect(stored.length).toBeGreaterThan(NON_CANONICAL.length - 3);
     for (const t of stored) expect([t, compare('acme-pharma', [row(t, null)]), compare('acme-pharma', [row(null, t)])]).toEqual([t, 0, 0]);
-    // json_valid reads up to a NUL: a column that smuggles a second member behind one gets no bytes from SQLite at all
     db.exec('DELETE FROM audit_entry');
     insert.run('site', ...row('{"a":1}\u0000,"intent":3', null));
-    expect((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]).toBeNull();
-    // the same row in canonical spelling gets its bytes, and a hash recomputed over a rewritten spelling does not make it intact
+    const unreadable = (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length] as string;
+    expect(JSON.parse(unreadable)).toHaveProperty('unreadable_v13_row');
+    expect(intactRecord(unreadable, createHash('sha256').update(unreadable).digest('hex'))).toBeUndefined();
+    // the canonical spelling becomes its entry; the record of a respelled one is not intact even when its hash is recomputed
     expect(compare('acme-pharma', [row('{"":5}', '1')])).toBe(1);
-    const [sqlBody, cols] = db.prepare(`SELECT ${BODY_SQL}, ${JSON_COLUMNS_SQL} FROM audit_entry`).raw().get() as [string, string];
     db.prepare('UPDATE audit_entry SET new_value = ?').run('1.0');
-    const [rewritten, rewrittenCols] = db.prepare(`SELECT ${BODY_SQL}, ${JSON_COLUMNS_SQL} FROM audit_entry`).raw().get() as [string, string];
-    expect(rewritten).toBe(sqlBody.replace('"new":1,', '"new":1.0,'));
-    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(rewritten).digest('hex'), rewritten, rewrittenCols])).toBe(false);
-    expect(fastIntact([1, '0'.repeat(64), createHash('sha256').update(sqlBody).digest('hex'), sqlBody, cols])).toBe(true);
+    const rewritten = (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length] as string;
+    expect(rewritten).toContain('"new":1.0,');
+    expect(intactRecord(rewritten, createHash('sha256').update(rewritten).digest('hex'))).toBeUndefined();
   });
 
-  it('builds the bytes of well-formed rows (so the comparison above is not only of NULLs), escapes included', () => {
+  it('copies well-formed rows byte for byte (so the comparison above is not only of refusals), escapes included', () => {
     const good = (i: number): EntryRow => [i, '2026-01-01T00:00:00.000Z', 'agent.compress_fill', 'tool_call', `press.write "x" \\ ${i}`, i % 2 ? 'run_1' : null, null, 'agent.compress_fill', 'press.write_setpoint', 'press.MainForce', null,
       '{"s":"a\\"b\\u0001","tag":"press.MainForce","value":12.3}', i % 3 ? null : '{"nested":{"a":[1,2]},"ok":true}', 'risk \u00b0C\n\t\u0001\u007f\u2028', '12', '12.3', i % 2 ? 3 : null, null, 'a'.repeat(64), 'b'.repeat(64)];
     expect(compare('acme-pharma', Array.from({ length: 12 }, (_, i) => good(i + 1)))).toBe(12);
-    const [, , , body] = [0, 0, 0, (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]];
+    const body = (select.all() as unknown[][])[0]![ENTRY_COLUMNS.length];
     expect(body).toContain('"reason":"risk °C\\n\\t\\u0001\u007f\u2028"');
-    // a JSON column holding two values (columns shifted into each other) gets no bytes, as in body.ts
+    // a JSON column holding two values (columns shifted into each other) is no entry, as in body.ts
     db.prepare('UPDATE audit_entry SET args = ? WHERE seq = 1').run('{"a":1},"intent":3');
-    expect((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length]).toBeNull();
+    expect(canonicalEntry((select.all() as unknown[][])[0]![ENTRY_COLUMNS.length])).toBeUndefined();
   });
 });

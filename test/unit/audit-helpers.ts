@@ -11,7 +11,8 @@ import fc from 'fast-check';
 import { ManualClock } from '../../src/clock.js';
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { openStore, DB_FILE, type Store, type StoreOptions } from '../../src/store/store.js';
-import { ENTRY_COLUMNS, entryHash, type AuditEntryInput, type HashedEntry, type Json } from '../../src/audit/entry.js';
+import { createHash } from 'node:crypto';
+import { canonicalJson, ENTRY_COLUMNS, type AuditEntryInput, type HashedEntry, type Json } from '../../src/audit/entry.js';
 
 export function tempDir(prefix = 'lk-audit-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -85,16 +86,43 @@ export function tamper(dir: string, fn: (db: Database.Database) => void): void {
 
 export const COLS = ENTRY_COLUMNS as readonly string[];
 
+/** Where a column of `audit_entry` lives in an entry's stored record (migration 14: the columns are generated from it). */
+export const RECORD_PATH: Readonly<Record<string, string>> = {
+  ts: '$.ts', actor: '$.actor', kind: '$.kind', action: '$.action', run: '$.subject.run', batch: '$.subject.batch', agent: '$.subject.agent',
+  tool: '$.subject.tool', setpoint: '$.subject.setpoint', reviewer: '$.subject.reviewer', args: '$.args', result: '$.result', reason: '$.reason',
+  old_value: '$.old', new_value: '$.new', intent: '$.intent', signature: '$.signature', prev_hash: '$.prev_hash',
+};
+
+/**
+ * Change what entry `seq` says in `column` to `value` (a JSON value), as an editor of the database file does: in
+ * the stored record, leaving its hash as it was. Needs the triggers dropped (`tamper`, `rawDb`).
+ */
+export function editEntry(db: Database.Database, tenant: string, seq: number, column: string, value: Json): void {
+  const path = RECORD_PATH[column];
+  if (!path) throw new Error(`${column} is not a column generated from the record`);
+  const n = db.prepare('UPDATE audit_entry SET body = json_set(body, ?, json(?)) WHERE tenant = ? AND seq = ?').run(path, JSON.stringify(value), tenant, seq).changes;
+  if (n !== 1) throw new Error(`no entry ${tenant}/${seq}`);
+}
+
+/** SHA-256 hex of a text. */
+export const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** The record (canonical JSON, the test's own reading of docs/audit.md) and hash of a hashed object. */
+export function recordOf(e: HashedEntry): { body: string; hash: string } {
+  const body = canonicalJson(e);
+  return { body, hash: sha256(body) };
+}
+
 /** Rewrite rows from..head of a chain with new content at `from` and recomputed hashes (the strongest edit). */
 export function rewriteSuffix(db: Database.Database, tenant: string, from: number, newActor: string): void {
   const rows = db.prepare(`SELECT ${COLS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq >= ? ORDER BY seq`).all(tenant, from) as Record<string, unknown>[];
   let prev = (db.prepare('SELECT hash FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(tenant, from - 1) as string | undefined) ?? '0'.repeat(64);
-  const upd = db.prepare('UPDATE audit_entry SET actor = ?, prev_hash = ?, hash = ? WHERE tenant = ? AND seq = ?');
+  const upd = db.prepare('UPDATE audit_entry SET body = ?, hash = ? WHERE tenant = ? AND seq = ?');
   for (const r of rows) {
     const actor = r.seq === from ? newActor : (r.actor as string);
-    const h = entryHash(hashedOf(tenant, { ...r, actor, prev_hash: prev }));
-    upd.run(actor, prev, h, tenant, r.seq);
-    prev = h;
+    const rec = recordOf(hashedOf(tenant, { ...r, actor, prev_hash: prev }));
+    upd.run(rec.body, rec.hash, tenant, r.seq);
+    prev = rec.hash;
   }
 }
 

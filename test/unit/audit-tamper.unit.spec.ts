@@ -10,14 +10,12 @@ import type Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkpointLogFile } from '../../src/audit/checkpoints.js';
-import { entryHash } from '../../src/audit/entry.js';
 import { parsePublicKey } from '../../src/audit/keys.js';
 import { verifyStore, type VerifyReport } from '../../src/audit/verify.js';
 import { LkError } from '../../src/errors.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
-import { createHash } from 'node:crypto';
-import { BODY_SQL } from '../../src/audit/body-sql.js';
-import { COLS, codeOf, entry, hashedOf, newStore, rewriteSuffix, tamper, tempDir } from './audit-helpers.js';
+import { codeOf, editEntry, entry, hashedOf, newStore, RECORD_PATH, recordOf, rewriteSuffix, sha256, tamper, tempDir } from './audit-helpers.js';
+import type { Json } from '../../src/audit/entry.js';
 
 const T = 'acme-pharma';
 let root: { dir: string; cleanup: () => void };
@@ -99,19 +97,31 @@ describe('[R12] [P11.10(a)] [P11.10(e)] audit verify finds every tamper (propert
   });
 
   it('a byte changed in any column of any row → edited at that seq', () => {
+    // the stored columns (chain, seq, hash) directly; every other column through the record it is generated from
     fc.assert(
       fc.property(chainArb, fc.nat(), fc.nat(), fc.nat(), ({ n, every, batch }, rowPick, colPick, pos) => {
         const c = build(n, every, batch);
         const s = 1 + (rowPick % n);
         tamper(c.dir, (db) => {
-          const row = db.prepare(`SELECT tenant, ${COLS.join(', ')} FROM audit_entry WHERE tenant = ? AND seq = ?`).get(T, s) as Record<string, unknown>;
+          const row = db.prepare(`SELECT tenant, seq, hash, ${Object.keys(RECORD_PATH).join(', ')} FROM audit_entry WHERE tenant = ? AND seq = ?`).get(T, s) as Record<string, unknown>;
           const cols = Object.keys(row).filter((k) => row[k] !== null);
           const col = cols[colPick % cols.length]!;
-          let v: unknown = row[col];
-          if (col === 'seq') v = n + 100 + (pos % 50);
-          else if (typeof v === 'number') v = v + 1 + (pos % 5);
-          else v = flipChar(String(v), pos, col === 'hash' || col === 'prev_hash');
-          db.prepare(`UPDATE audit_entry SET ${col} = ? WHERE tenant = ? AND seq = ?`).run(v, T, s);
+          const v: unknown = row[col];
+          if (col === 'seq') db.prepare('UPDATE audit_entry SET seq = ? WHERE tenant = ? AND seq = ?').run(n + 100 + (pos % 50), T, s);
+          else if (col === 'tenant' || col === 'hash') db.prepare(`UPDATE audit_entry SET ${col} = ? WHERE tenant = ? AND seq = ?`).run(flipChar(String(v), pos, col === 'hash'), T, s);
+          else if (typeof v === 'number') editEntry(db, T, s, col, v + 1 + (pos % 5));
+          else if (['args', 'result', 'old_value', 'new_value', 'signature'].includes(col)) {
+            // a JSON member: a character of its text changed where the text stays JSON, else the text itself as a string
+            const text = flipChar(String(v), pos, false);
+            let value: Json = text;
+            try {
+              value = JSON.parse(text) as Json;
+            } catch {
+              // not JSON any more: stored as the string it now is
+            }
+            if (JSON.stringify(value) === v) value = `${text}!`;
+            editEntry(db, T, s, col, value);
+          } else editEntry(db, T, s, col, flipChar(String(v), pos, col === 'prev_hash'));
         });
         expectDamage(c.dir, 'edited', s);
       }),
@@ -119,20 +129,47 @@ describe('[R12] [P11.10(a)] [P11.10(e)] audit verify finds every tamper (propert
     );
   });
 
-  it('a JSON column respelled (same value, not canonical) with the hash recomputed over the new bytes → edited at that seq', () => {
-    // what the old verify fast path accepted: json_valid takes any spelling, and the bytes hashed to the stored hash
+  it('a byte of a record changed where it stays JSON → edited at that seq', () => {
+    fc.assert(
+      fc.property(chainArb, fc.nat(), fc.nat(), ({ n, every, batch }, rowPick, pos) => {
+        const c = build(n, every, batch);
+        const s = 1 + (rowPick % n);
+        let changed = false;
+        tamper(c.dir, (db) => {
+          const body = db.prepare('SELECT body FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(T, s) as string;
+          for (let k = 0; k < body.length && !changed; k++) {
+            const edited = flipChar(body, pos + k, false);
+            try {
+              JSON.parse(edited);
+            } catch {
+              continue;
+            }
+            db.prepare('UPDATE audit_entry SET body = ? WHERE tenant = ? AND seq = ?').run(edited, T, s);
+            changed = true;
+          }
+        });
+        expect(changed).toBe(true);
+        expectDamage(c.dir, 'edited', s);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a record respelled (same values, not canonical) with the hash recomputed over the new bytes → edited at that seq', () => {
+    // the hash is defined over the canonical form, and the auditors' verifier re-canonicalises what it reads
     const respell = [(v: string): string => (v.includes('.') ? `${v}0` : `${v}.0`), (v: string): string => `${v} `, (v: string): string => Number(v).toExponential(), (v: string): string => ` ${v}`];
     fc.assert(
       fc.property(chainArb, fc.nat(), fc.nat(), ({ n, every, batch }, rowPick, how) => {
         const c = build(n, every, batch);
         const s = 1 + (rowPick % n);
         tamper(c.dir, (db) => {
-          const v = db.prepare('SELECT new_value FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(T, s) as string;
+          const [body, v] = db.prepare('SELECT body, new_value FROM audit_entry WHERE tenant = ? AND seq = ?').raw().get(T, s) as [string, string];
           const spelt = respell[how % respell.length]!(v);
           expect(JSON.parse(spelt)).toBe(JSON.parse(v));
-          db.prepare('UPDATE audit_entry SET new_value = ? WHERE tenant = ? AND seq = ?').run(spelt, T, s);
-          const body = db.prepare(`SELECT ${BODY_SQL} FROM audit_entry WHERE tenant = ? AND seq = ?`).pluck().get(T, s) as string;
-          db.prepare('UPDATE audit_entry SET hash = ? WHERE tenant = ? AND seq = ?').run(createHash('sha256').update(body).digest('hex'), T, s);
+          const edited = body.replace(`"new":${v},`, `"new":${spelt},`);
+          expect(JSON.parse(edited)).toEqual(JSON.parse(body));
+          expect(edited).not.toBe(body);
+          db.prepare('UPDATE audit_entry SET body = ?, hash = ? WHERE tenant = ? AND seq = ?').run(edited, sha256(edited), T, s);
         });
         expectDamage(c.dir, 'edited', s);
       }),
@@ -162,8 +199,8 @@ describe('[R12] [P11.10(a)] [P11.10(e)] audit verify finds every tamper (propert
           for (let q = n; q >= s; q--) up.run(T, q);
           const prev = (db.prepare('SELECT hash FROM audit_entry WHERE tenant = ? AND seq = ?').pluck().get(T, s - 1) as string | undefined) ?? '0'.repeat(64);
           const forged: Record<string, unknown> = { seq: s, ts: '2026-01-01T06:00:00.000Z', actor: 'op-9', kind: 'tool_call', action: 'press.write_setpoint', run: null, batch: null, agent: null, tool: null, setpoint: null, reviewer: null, args: null, result: null, reason: 'looks legitimate', old_value: null, new_value: null, intent: null, signature: null, prev_hash: prev };
-          forged.hash = recompute ? entryHash(hashedOf(T, forged)) : 'f'.repeat(64);
-          db.prepare(`INSERT INTO audit_entry (tenant, ${COLS.join(', ')}) VALUES (?, ${COLS.map(() => '?').join(', ')})`).run(T, ...COLS.map((k) => forged[k]));
+          const rec = recordOf(hashedOf(T, forged));
+          db.prepare('INSERT INTO audit_entry (tenant, seq, body, hash) VALUES (?, ?, ?, ?)').run(T, s, rec.body, recompute ? rec.hash : 'f'.repeat(64));
         });
         expectDamage(c.dir, 'inserted', s);
       }),

@@ -4,7 +4,11 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { APPLICATION_ID, DB_FILE, openStore } from '../../src/store/store.js';
 import { MIGRATIONS, type Migration } from '../../src/store/migrations.js';
-import { codeOf, entry, newStore, tempDir } from './audit-helpers.js';
+import { codeOf, entry, newStore, sha256, tempDir } from './audit-helpers.js';
+import { rowBody } from '../../src/audit/body.js';
+import { COL, ENTRY_COLUMNS, entryToRow, GENESIS_HASH, parseEntryInput, toHashed, type AuditEntry } from '../../src/audit/entry.js';
+import { iterateAudit } from '../../src/audit/query.js';
+import { verifyStore } from '../../src/audit/verify.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -76,6 +80,44 @@ describe('openStore', () => {
     openStore({ dataDir: d, migrations: later }).close();
     expect(codeOf(() => openStore({ dataDir: d }))).toBe('LK_STORE_MIGRATION');
     expect(codeOf(() => openStore({ dataDir: d, migrations: [{ version: 2, name: 'gap', up: '' }] }))).toBe('LK_STORE_MIGRATION');
+  });
+
+  it('[R12] migration 14 turns every entry of a version-13 trail into its record: the same entries, the same hashes, the same damage', () => {
+    const d = dir();
+    const old = openStore({ dataDir: d, migrations: MIGRATIONS.filter((m) => m.version <= 13) });
+    // entries as version 13 appended them: one column per field, the hash over rowBody's bytes
+    const ins = old.db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`);
+    const written: AuditEntry[] = [];
+    for (const tenant of ['acme-pharma', 'borealis-bio']) {
+      let prev = GENESIS_HASH;
+      for (let i = 1; i <= 25; i++) {
+        const extra = i === 3 ? { signature: { user: 'm.rossi', name: 'Maria Rossi', meaning: 'approved — release', time: '2026-01-01T06:00:00.000Z' } } : i === 4 ? { reason: 'quote " backslash \\ newline \n °C' } : {};
+        const e = toHashed(parseEntryInput(entry(i, tenant, extra)), i, new Date(Date.UTC(2026, 0, 1, 6, 0, i)).toISOString(), prev, i === 6 ? 5 : undefined);
+        const row = entryToRow(e);
+        const h = sha256(rowBody(tenant, row)!);
+        row[COL.hash] = h;
+        ins.run(tenant, ...row);
+        written.push({ ...e, hash: h });
+        prev = h;
+      }
+    }
+    // one edit made before the upgrade (the hash left as it was) must still be found after it
+    old.db.exec("DROP TRIGGER audit_entry_no_update; UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'borealis-bio' AND seq = 7");
+    old.close();
+    // a read-only open (audit verify before the first start of the new version) does not upgrade, and says so
+    expect(codeOf(() => openStore({ dataDir: d, readonly: true }))).toBe('LK_STORE_MIGRATION');
+    const s = openStore({ dataDir: d });
+    expect(s.schemaVersion).toBe(MIGRATIONS.length);
+    // every column reads back as before, now generated from the record
+    expect([...iterateAudit(s.db, 'acme-pharma')]).toEqual(written.filter((e) => e.tenant === 'acme-pharma'));
+    const r = verifyStore(s);
+    expect(r.chains.find((c) => c.tenant === 'acme-pharma')).toMatchObject({ ok: true, count: 25 });
+    expect(r.chains.find((c) => c.tenant === 'borealis-bio')?.damage).toMatchObject({ kind: 'edited', seq: 7 });
+    // the triggers are back on the new table, and the trail goes on from the migrated head
+    expect(() => s.db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'x') WHERE seq = 1").run()).toThrow(/LK_AUDIT_IMMUTABLE/);
+    expect(s.audit.append(entry(26)).prev_hash).toBe(written.find((e) => e.tenant === 'acme-pharma' && e.seq === 25)!.hash);
+    expect(verifyStore(s).chains.find((c) => c.tenant === 'acme-pharma')).toMatchObject({ ok: true, count: 26 });
+    s.close();
   });
 
   it('migration 10 keeps the runs, steps and approvals of a version-9 database, admits ABORTED and withdrawn, and keeps the foreign keys', () => {
@@ -153,7 +195,7 @@ describe('store.tx', () => {
     const { store } = newStore(dir());
     store.audit.append(entry(1));
     expect(store.audit.checkpoint('acme-pharma')?.seq).toBe(1);
-    expect(codeOf(() => store.tx((t) => t.db.prepare("UPDATE audit_entry SET actor = 'someone.else'").run()))).toBe('LK_AUDIT_IMMUTABLE');
+    expect(codeOf(() => store.tx((t) => t.db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'someone.else')").run()))).toBe('LK_AUDIT_IMMUTABLE');
     expect(codeOf(() => store.tx((t) => t.db.prepare('DELETE FROM audit_entry').run()))).toBe('LK_AUDIT_IMMUTABLE');
     expect(codeOf(() => store.tx((t) => t.db.prepare('DELETE FROM audit_checkpoint').run()))).toBe('LK_AUDIT_IMMUTABLE');
     expect(store.audit.head('acme-pharma').seq).toBe(1);
