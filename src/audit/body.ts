@@ -1,7 +1,7 @@
 /**
  * The canonical bytes of an entry, assembled straight from its column values:
  * the hot path of `audit append`, which stores them as the entry's record
- * (migration 14), and what `audit verify` asks of a stored record.
+ * (migration 14; what `audit verify` asks of a stored record is record.ts).
  *
  * The hashed object is defined as RFC 8785 canonical JSON of the entry
  * (`canonicalJson`, the `canonicalize` package). Its free-form parts (args,
@@ -21,7 +21,7 @@
  * any other spelling of the same value would be damage there and must be here.
  */
 import { hash } from 'node:crypto';
-import { canonicalEntry, isCanonicalJson, type EntryPosition } from './canonical-text.js';
+import { isCanonicalJson } from './canonical-text.js';
 import { COL as C, ENTRY_FORMAT, type EntryRow } from './entry.js';
 
 /** Strings JSON.stringify leaves as they are between its quotes: no `"`, `\\`, control character or surrogate. */
@@ -100,23 +100,6 @@ export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], tr
 }
 
 const SUBJECT_COLS = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.reviewer], ['run', C.run], ['setpoint', C.setpoint], ['tool', C.tool]] as const;
-
-/**
- * The position an entry's stored record states, when the record is intact: canonical JSON of a hashed entry
- * ({@link canonicalEntry}) whose SHA-256 is the stored `hash`. Undefined for anything else. This is all
- * `audit verify` asks of a row (migration 14: every other column is generated from the record); the caller
- * compares the position with the row's chain, seq and predecessor.
- */
-export function intactRecord(body: unknown, storedHash: unknown): EntryPosition | undefined {
-  const at = canonicalEntry(body);
-  return at !== undefined && hash('sha256', body as string) === storedHash ? at : undefined;
-}
-
-/** True when a stored record is intact as entry `seq` of chain `tenant` (wherever the row now sits). */
-export function recordVerifiesAt(tenant: string, body: unknown, storedHash: unknown, seq: number): boolean {
-  const at = intactRecord(body, storedHash);
-  return at !== undefined && at.tenant === tenant && at.seq === seq;
-}
 
 /**
  * The record append is about to insert: the canonical bytes of row `r` (built by {@link entryToRow} a moment ago,

@@ -208,14 +208,19 @@ export interface EntryPosition {
   readonly prevHash: string;
 }
 
-type Member = 'string' | 'json' | 'integer' | 'subject' | 'v';
-/** The members of a hashed entry (docs/audit.md), in canonical (sorted) order: their type, and whether required. */
-const ENTRY_MEMBERS: readonly (readonly [string, Member, boolean])[] = [
-  ['action', 'string', true], ['actor', 'string', true], ['args', 'json', false], ['intent', 'integer', false],
-  ['kind', 'string', true], ['new', 'json', false], ['old', 'json', false], ['prev_hash', 'string', true],
-  ['reason', 'string', false], ['result', 'json', false], ['seq', 'integer', true], ['signature', 'json', false],
-  ['subject', 'subject', true], ['tenant', 'string', true], ['ts', 'string', true], ['v', 'v', true],
-];
+// The members of a hashed entry (docs/audit.md), in canonical (sorted) order, with their type and whether required;
+// as parallel arrays of primitives: this table is walked once per entry verified.
+const STRING = 0;
+const JSON_VALUE = 1;
+const INTEGER = 2;
+const SUBJECT = 3;
+const V = 4;
+const MEMBER_NAMES = ['action', 'actor', 'args', 'intent', 'kind', 'new', 'old', 'prev_hash', 'reason', 'result', 'seq', 'signature', 'subject', 'tenant', 'ts', 'v'];
+const MEMBER_TYPES = [STRING, STRING, JSON_VALUE, INTEGER, STRING, JSON_VALUE, JSON_VALUE, STRING, STRING, JSON_VALUE, INTEGER, JSON_VALUE, SUBJECT, STRING, STRING, V];
+const MEMBER_REQUIRED = [true, true, false, false, true, false, false, true, false, false, true, false, true, true, true, true];
+const TENANT = MEMBER_NAMES.indexOf('tenant');
+const PREV_HASH = MEMBER_NAMES.indexOf('prev_hash');
+const SEQ = MEMBER_NAMES.indexOf('seq');
 const SUBJECT_MEMBERS = ['agent', 'batch', 'reviewer', 'run', 'setpoint', 'tool'];
 
 /** The string value of a canonical string token s[i..end) (its quotes included). */
@@ -224,7 +229,7 @@ const stringValue = (s: string, i: number, end: number, escaped: boolean): strin
 /** The key of the object member at `i` (an opening quote) when it is `name`, unescaped; the index after it, else -1. */
 function keyIs(s: string, i: number, name: string): number {
   const end = i + name.length + 2;
-  return s.charCodeAt(i) === QUOTE && s.charCodeAt(end - 1) === QUOTE && s.startsWith(name, i + 1) ? end : -1;
+  return s.charCodeAt(i + 1) === name.charCodeAt(0) && s.charCodeAt(end - 1) === QUOTE && s.charCodeAt(i) === QUOTE && s.startsWith(name, i + 1) ? end : -1;
 }
 
 /** Members of a canonical object at `i` (`{`) whose keys are drawn, in order, from `names`, each a canonical string; the index after it, or -1. */
@@ -264,38 +269,38 @@ export function canonicalEntry(t: unknown): EntryPosition | undefined {
   for (;;) {
     // the next member's key: one of the entry's, after the previous one (so sorted, none twice), none required skipped
     let end = -1;
-    for (; k < ENTRY_MEMBERS.length; k++) {
-      end = keyIs(s, j, ENTRY_MEMBERS[k]![0]);
+    for (; k < MEMBER_NAMES.length; k++) {
+      end = keyIs(s, j, MEMBER_NAMES[k]!);
       if (end >= 0) break;
-      if (ENTRY_MEMBERS[k]![2]) return undefined;
+      if (MEMBER_REQUIRED[k]) return undefined;
     }
     if (end < 0 || s.charCodeAt(end) !== 0x3a) return undefined;
-    const [name, type] = ENTRY_MEMBERS[k++]!;
+    const member = k++;
     const v = end + 1;
-    switch (type) {
-      case 'string': {
+    switch (MEMBER_TYPES[member]) {
+      case STRING: {
         if (s.charCodeAt(v) !== QUOTE) return undefined;
         const r = string(s, v);
         if (r < 0) return undefined;
         j = r >> 1;
-        if (name === 'tenant') tenant = stringValue(s, v, j, (r & 1) === 1);
-        else if (name === 'prev_hash') prevHash = stringValue(s, v, j, (r & 1) === 1);
+        if (member === TENANT) tenant = stringValue(s, v, j, (r & 1) === 1);
+        else if (member === PREV_HASH) prevHash = stringValue(s, v, j, (r & 1) === 1);
         break;
       }
-      case 'integer': {
+      case INTEGER: {
         j = number(s, v);
         if (j < 0) return undefined;
         const n = Number(s.slice(v, j));
         if (!Number.isSafeInteger(n)) return undefined;
-        if (name === 'seq') seq = n;
+        if (member === SEQ) seq = n;
         break;
       }
-      case 'v':
+      case V:
         // exactly `1`: whatever follows it other than the end of the object is refused below
         if (s.charCodeAt(v) !== 0x31) return undefined;
         j = v + 1;
         break;
-      case 'subject':
+      case SUBJECT:
         if (s.charCodeAt(v) !== 0x7b) return undefined;
         j = stringMembers(s, v, SUBJECT_MEMBERS);
         break;
@@ -307,7 +312,7 @@ export function canonicalEntry(t: unknown): EntryPosition | undefined {
     if (c === 0x7d) break;
     if (c !== 0x2c) return undefined;
   }
-  for (; k < ENTRY_MEMBERS.length; k++) if (ENTRY_MEMBERS[k]![2]) return undefined;
+  for (; k < MEMBER_NAMES.length; k++) if (MEMBER_REQUIRED[k]) return undefined;
   if (j !== s.length || tenant === undefined || prevHash === undefined || seq === undefined) return undefined;
   return { tenant, seq, prevHash };
 }

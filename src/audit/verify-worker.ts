@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { intactRecord } from './body.js';
+import { intactRecord } from './record.js';
 import { quickCheck } from './quick-check.js';
 
 /** One range of a chain: seqs lo+1..hi, and the positions whose hashes the caller wants back. */

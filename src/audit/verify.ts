@@ -15,7 +15,7 @@ import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { missingTriggers } from '../store/triggers.js';
-import { intactRecord, recordVerifiesAt } from './body.js';
+import { intactRecord, recordVerifiesAt } from './record.js';
 import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
 import { GENESIS_HASH } from './entry.js';
 import { quickCheck } from './quick-check.js';
