@@ -6,13 +6,16 @@
  * (time scale 600 instead of 60) and the engine reading every 50 ms instead of 250 ms, so that the process
  * time between two readings stays near the default's (30 s vs 15 s; at 75 s the blend step misses too many
  * NIR scans and is held). The QA reviewer m.rossi signs the release in-process as soon as the gate asks.
- * Wall time runs from `engine.start` to SUCCEEDED (the daemon's start is reported apart). The embedded
- * default's first start (demo models fitted and validated, the bundle signed, the demo identities made — once
- * per data directory) runs beforehand in a child process, so that the daemon measured is one restarted on a
- * set-up data directory, as an edge node runs for most of its life: `serve`'s parts (the REST API served, the
- * simulator in its own child process), so that the memory reported is the daemon's own: RSS at ready, and
- * peak RSS — this process's `maxRSS` right after the batch, before the peer is started — with the batch, and
- * the V8 breakdown (heap used, heap reserved, external) at both; the simulator child's peak (VmHWM) apart.
+ * Wall time runs from `engine.start` to SUCCEEDED (the daemon's start is reported apart). The daemon is the
+ * compiled one (dist/, built again here when a source is newer, as the tests do), run by plain `node` with the V8
+ * flags of the shipped systemd unit in a child process of its own (bench/run-daemon.mjs), so that the memory
+ * reported is what `linekeeper serve` holds: no TypeScript loader, no bench. The embedded default's first start
+ * (demo models fitted and validated, the bundle signed, the demo identities made — once per data directory) runs
+ * beforehand in another child, so that the daemon measured is one restarted on a set-up data directory, as an edge
+ * node runs for most of its life: `serve`'s parts (the REST API served, the simulator in its own child process).
+ * Reported: RSS at ready, and peak RSS (the child's `maxRSS` right after the batch), with the V8 breakdown (heap
+ * used, heap reserved, external) at both; the simulator child's peak (VmHWM) apart; and what the batch cost the
+ * event loop — its delay (p50/p99/max, 10 ms resolution) and the garbage collector's pauses by kind.
  *
  * Peer: the same simulated plant (same configuration, seed, time scale and PLC scan) running the same four
  * process phases with no supervision at all: the phases are started as the HMI operator would (BLEND, DRY,
@@ -23,29 +26,22 @@
  * engine's steps, readings over OPC UA and Modbus, agents, policy, audit, inspection, release evidence, the
  * gate and the release package), not a competing product.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { defaultConfigFile, loadConfig } from '../src/config/load.js';
-import { startDaemon } from '../src/daemon.js';
-import { createLogger } from '../src/log.js';
 import { report } from './lib.js';
 
 const TIME_SCALE = 600;
 const POLL_MS = 50;
 const T = 'acme-pharma';
-const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'REJECTED', 'ABORTED', 'HELD', 'INTERRUPTED']);
 
-if (process.argv[2] === 'seed') {
-  // the child: the embedded default's first start (demo models fitted and validated, the bundle signed, the demo
-  // identities made), then a clean stop
-  const first = await startDaemon({ configFile: process.argv[3], dataDir: process.argv[4]!, logger: createLogger('error'), embeddedSimulator: 'process', api: { host: '127.0.0.1', port: 0 }, maintenance: false });
-  await first.stop('first start done');
-  process.exit(0);
-}
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DRIVER = fileURLToPath(new URL('./run-daemon.mjs', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'lk-bench-run-'));
 const shipped = dirname(defaultConfigFile());
@@ -57,54 +53,23 @@ const record = JSON.parse(readFileSync(join(dir, 'batches', T, 'B-1042.json'), '
 
 try {
   // ── ours
+  ensureBuilt();
+  const flags = unitNodeFlags();
   const dataDir = join(dir, 'data');
   const f0 = performance.now();
-  const seeded = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'seed', configFile, dataDir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const seeded = spawnSync(process.execPath, [...flags, DRIVER, 'seed', configFile, dataDir], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (seeded.status !== 0) throw new Error(`the first start failed (exit ${seeded.status ?? seeded.signal})`);
   const fitMs = performance.now() - f0;
-  const s0 = performance.now();
   // as `serve` runs it: the REST API served, the simulator in its own process
-  const d = await startDaemon({ configFile, dataDir, logger: createLogger('error'), pollMs: POLL_MS, embeddedSimulator: 'process', api: { host: '127.0.0.1', port: 0 } });
-  const startMs = performance.now() - s0;
-  // ready does not wait for a connection past its timeout (the connectors keep retrying): on a loaded machine, wait
-  const equipment = d.loaded.config.equipment.map((e) => e.id);
-  const settled = (): boolean => d.connectors.every((c) => c.health().state === 'connected') && equipment.every((e) => d.supervision().get(e)?.state !== undefined);
-  for (let i = 0; i < 600 && !settled(); i++) await new Promise((r) => setTimeout(r, 100));
-  const readyMem = process.memoryUsage();
-  const readyRssMb = readyMem.rss / 2 ** 20;
-  const simPid = d.simulatorProcess!.pid;
-  const heads = (): number => d.store.audit.chains().reduce((n, c) => n + d.store.audit.head(c).seq, 0);
-  const auditBefore = heads();
-  const t0 = performance.now();
-  const run = d.engine.start({ tenant: T, request: 'run batch B-1042 on line-3, keep weight and hardness on target, capping risk under 1.5%, weight RSD under 1.4%', by: 'o.operator' });
-  const presence = setInterval(() => d.engine.presence('o.operator'), 10_000);
-  let status = run.status;
-  while (!TERMINAL.has(status)) {
-    await new Promise((r) => setTimeout(r, 20));
-    for (const a of d.engine.pendingApprovals(T)) {
-      const signer = { user: 'm.rossi', name: 'Maria Rossi', role: 'qa_reviewer' };
-      try {
-        d.engine.decide(T, a.id, { signer, decision: 'approve', meaning: 'QA release of batch B-1042' });
-      } catch (err) {
-        // a batch that cannot be released (a failed specification, an open exception: a loaded machine's PLC
-        // watchdog or control) is rejected, so the run ends and its figures are still reported, marked by its status
-        process.stderr.write(`release refused: ${err instanceof Error ? err.message : String(err)}\n`);
-        d.engine.decide(T, a.id, { signer, decision: 'reject', meaning: 'QA rejection of batch B-1042' });
-      }
-    }
-    status = d.engine.get(T, run.id).status;
-  }
-  const wallMs = performance.now() - t0;
-  clearInterval(presence);
-  const maxRssMb = process.resourceUsage().maxRSS / 1024;
-  const endMem = process.memoryUsage();
-  const simPeakMb = peakRssMb(simPid);
-  const view = d.engine.get(T, run.id);
-  const toolCalls = d.engine.toolCalls(T, run.id).filter((c) => c.kind === 'call').length;
-  const auditEntries = heads() - auditBefore;
-  await d.stop('bench done');
+  const measured = spawnSync(process.execPath, [...flags, DRIVER, 'batch', configFile, dataDir, String(POLL_MS)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 });
+  if (measured.status !== 0) throw new Error(`the measured daemon failed (exit ${measured.status ?? measured.signal})`);
+  const o = JSON.parse(measured.stdout.trim().split('\n').at(-1)!) as DaemonRun;
+  const status = o.status;
+  const wallMs = o.wallMs;
+  const readyRssMb = o.readyRssMb;
+  const maxRssMb = o.maxRssMb;
   if (status !== 'SUCCEEDED') {
-    process.stdout.write(`the batch ended ${status}: ${view.reason ?? ''}\n${view.steps.map((s) => `${s.seq} ${s.name} ${s.status} ${s.detail.slice(0, 200)}`).join('\n')}\n`);
+    process.stdout.write(`the batch ended ${status}: ${o.reason ?? ''}\n${o.steps.map((st) => `${st.seq} ${st.name} ${st.status} ${st.detail.slice(0, 200)}`).join('\n')}\n`);
     process.exitCode = 1;
   }
 
@@ -138,27 +103,31 @@ try {
     higherIsBetter: false,
     target: `< 60 s wall, daemon RSS ≤ 100 MB at ready and ≤ 150 MB peak: ${met ? 'met' : 'NOT met'}`,
     extra: {
-      steps: view.steps.filter((s) => s.status === 'SUCCEEDED').length,
-      tool_calls: toolCalls,
-      audit_entries: auditEntries,
+      steps: o.steps.filter((st) => st.status === 'SUCCEEDED').length,
+      tool_calls: o.toolCalls,
+      audit_entries: o.auditEntries,
+      // the compiled daemon, run as the shipped unit runs it (its V8 flags)
+      node_flags: flags.join(' ') || 'none',
       peak_rss_mb: maxRssMb,
       rss_at_ready_mb: readyRssMb,
       // where the daemon's memory is (V8 heap in use, its reserve, off-heap buffers) at ready and at the end
-      heap_used_ready_mb: mb(readyMem.heapUsed),
-      heap_total_ready_mb: mb(readyMem.heapTotal),
-      external_ready_mb: mb(readyMem.external),
-      heap_used_end_mb: mb(endMem.heapUsed),
-      heap_total_end_mb: mb(endMem.heapTotal),
-      external_end_mb: mb(endMem.external),
-      array_buffers_end_mb: mb(endMem.arrayBuffers),
-      simulator_child_peak_rss_mb: simPeakMb ?? 'n/a',
-      // this bench runs from source: tsx's loader (its own thread and isolate) is in the RSS above; the compiled
-      // daemon (`node bin/linekeeper.js serve`) does not carry it
-      tsx_loader_rss_mb: loaderRssMb(),
+      heap_used_ready_mb: o.heapUsedReadyMb,
+      heap_total_ready_mb: o.heapTotalReadyMb,
+      external_ready_mb: o.externalReadyMb,
+      heap_used_end_mb: o.heapUsedEndMb,
+      heap_total_end_mb: o.heapTotalEndMb,
+      external_end_mb: o.externalEndMb,
+      array_buffers_end_mb: o.arrayBuffersEndMb,
+      simulator_child_peak_rss_mb: o.simPeakMb ?? 'n/a',
+      // what the batch cost the event loop the heartbeats run on: its delay, and the collector's pauses by kind
+      loop_delay_p50_ms: o.loopDelay.p50Ms,
+      loop_delay_p99_ms: o.loopDelay.p99Ms,
+      loop_delay_max_ms: o.loopDelay.maxMs,
+      ...Object.fromEntries(Object.entries(o.gc).flatMap(([k, g]) => [[`gc_${k}_n`, g.n], [`gc_${k}_ms`, g.totalMs], [`gc_${k}_max_ms`, g.maxMs]])),
       batch_process_h: ((wallMs * TIME_SCALE) / 3_600_000).toFixed(1),
-      daemon_start_s: startMs / 1000,
+      daemon_start_s: o.startMs / 1000,
       first_start_s: fitMs / 1000,
-      ...Object.fromEntries(view.steps.filter((s) => s.durationMs !== null).map((s) => [`s${s.seq}`, (s.durationMs! / 1000).toFixed(1)])),
+      ...Object.fromEntries(o.steps.filter((st) => st.durationMs !== null).map((st) => [`s${st.seq}`, (st.durationMs! / 1000).toFixed(1)])),
       ...Object.fromEntries(Object.entries(peerPhases).map(([k, v]) => [`peer_${k}_s`, (v / 1000).toFixed(1)])),
     },
   });
@@ -166,22 +135,42 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** RSS of an empty Node process with tsx's loader minus that of an empty bare one. */
-function loaderRssMb(): number {
-  const rss = (args: string[]): number => Number(spawnSync(process.execPath, [...args, '-e', 'setTimeout(() => console.log(process.memoryUsage().rss), 200)'], { encoding: 'utf8' }).stdout.trim());
-  return mb(rss(['--import', 'tsx']) - rss([]));
+/** What bench/run-daemon.mjs prints: the measured daemon's figures. */
+interface DaemonRun {
+  status: string;
+  reason: string | null;
+  steps: { seq: string; name: string; status: string; detail: string; durationMs: number | null }[];
+  wallMs: number;
+  startMs: number;
+  toolCalls: number;
+  auditEntries: number;
+  readyRssMb: number;
+  maxRssMb: number;
+  heapUsedReadyMb: number;
+  heapTotalReadyMb: number;
+  externalReadyMb: number;
+  heapUsedEndMb: number;
+  heapTotalEndMb: number;
+  externalEndMb: number;
+  arrayBuffersEndMb: number;
+  simPeakMb: number | null;
+  loopDelay: { p50Ms: number; p99Ms: number; maxMs: number };
+  gc: Record<string, { n: number; totalMs: number; maxMs: number }>;
 }
 
-function mb(bytes: number): number {
-  return +(bytes / 2 ** 20).toFixed(1);
+/** The V8 and Node flags the shipped unit starts the daemon with: the words between `node` and the script in ExecStart. */
+function unitNodeFlags(): string[] {
+  const line = readFileSync(join(ROOT, 'systemd', 'linekeeper.service'), 'utf8').split('\n').findLast((l) => l.startsWith('ExecStart='));
+  const words = (line ?? '').slice('ExecStart='.length).trim().split(/\s+/);
+  const script = words.findIndex((w) => /(^|\/)bin\/linekeeper\.js$/.test(w));
+  return script > 0 ? words.slice(1, script) : [];
 }
 
-/** A process's peak resident set (VmHWM, Linux), in MB; null where /proc does not say. */
-function peakRssMb(pid: number): number | null {
-  try {
-    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? +(Number(m[1]) / 1024).toFixed(1) : null;
-  } catch {
-    return null;
-  }
+/** Build dist/ again when a source under src/ or connectors/ is newer than it (what test/global-setup.ts does). */
+function ensureBuilt(): void {
+  const built = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  const newest = (d: string): number =>
+    readdirSync(d, { withFileTypes: true }).reduce((n, e) => Math.max(n, e.isDirectory() ? newest(join(d, e.name)) : e.name.endsWith('.ts') ? statSync(join(d, e.name)).mtimeMs : 0), 0);
+  if (existsSync(built) && Math.max(newest(join(ROOT, 'src')), newest(join(ROOT, 'connectors'))) <= statSync(built).mtimeMs) return;
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
 }

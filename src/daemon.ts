@@ -22,15 +22,15 @@ import { dirname, join } from 'node:path';
 import { openFolderLims, type LimsSource } from '../connectors/lims/index.js';
 import { openFolderMes, seedInbox, type FolderMes } from '../connectors/mes/index.js';
 import { createConnectors, profilesOf } from '../connectors/index.js';
-import { startLineMqtt, type LineMqtt } from '../connectors/mqtt/index.js';
+import type { LineMqtt } from '../connectors/mqtt/index.js';
 import { routeOpcUaConsole } from '../connectors/opcua/index.js';
 import type { Simulator } from '../connectors/sim/index.js';
 import { startSimulatorProcess, type SimulatorProcess } from '../connectors/sim/child-process.js';
 import type { MemoryLine } from '../connectors/memory/index.js';
 import type { Plant } from '../connectors/sim/index.js';
 import type { Connector, Sample, Subscription, TagDescription } from '../connectors/types.js';
-import { createApi, ensureDemoUsers, Identity, identitySettings, type ApiServer, type DemoUser } from './api/index.js';
-import { OidcVerifier } from './api/oidc.js';
+import { createApi, type ApiServer } from './api/server.js';
+import { ensureDemoUsers, Identity, identitySettings, type DemoUser } from './api/identity.js';
 import { openAuditSiteEvents, type AuditSiteSink } from './store/site-sink.js';
 import type { StorageGuard, StorageGuardOptions } from './audit/storage-guard.js';
 import { configChanged, configInvalid, recordSiteEvent, watchdogEvent } from './audit/site-events.js';
@@ -52,6 +52,7 @@ import type { PeopleLookup } from './engine/run/lifecycle.js';
 import { UserStore } from './store/user-store.js';
 import { screenInboxRecord } from './engine/run/batch-closure.js';
 import { BATCH_ID_RE } from './domain/batch-record.js';
+import { demoModelsPending } from './models/demo-plan.js';
 import { registrySources } from './models/sources.js';
 import type { RunEngine } from './engine/run/engine.js';
 import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
@@ -383,11 +384,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         // the embedded default's first start: the demo models, through the same golden gate and change control as a
         // site's — before any equipment is connected, since fitting them holds the event loop for seconds
         if (usesSim && config.simulator.embedded && policy.bundle) {
-          // loaded on demand: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
-          const { ensureDemoModels } = await import('./models/demo.js');
-          const demo = ensureDemoModels(events.store, loaded.dataDir, { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change });
-          const made = demo.filter((d) => d.registered.length > 0);
-          if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
+          const demoOpts = { site: config.site.id, tenants: config.tenants.map((t) => t.id), approvers: policy.bundle.content.approvers.change };
+          // asked at every start (it refuses a bundle no role of which may sign a model change); loaded only when there is
+          // something to fit or promote: the twin fit, PLS and the simulated ground truth are not needed by a daemon at work
+          if (demoModelsPending(events.store, demoOpts)) {
+            const { ensureDemoModels } = await import('./models/demo.js');
+            const demo = ensureDemoModels(events.store, loaded.dataDir, demoOpts);
+            const made = demo.filter((d) => d.registered.length > 0);
+            if (made.length > 0) log.info({ models: made }, 'demo models registered and validated (change DEMO-SETUP)');
+          }
         }
       },
     },
@@ -585,7 +590,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     {
       // Sparkplug B to the plant broker, store-and-forward (only with an `mqtt` section); its end is `mqtt`'s
       name: 'mqtt-feed',
-      start: () => {
+      start: async () => {
+        if (!config.mqtt) return;
+        // loaded only with an `mqtt` section: mqtt.js and the Sparkplug payload codec stay out of an air-gapped daemon
+        const { startLineMqtt } = await import('../connectors/mqtt/index.js');
         mqttLine = startLineMqtt({
           loaded, store: events.store, clock, log: log.child({ component: 'mqtt' }), version: VERSION,
           tags: () => describedTags, current: (tag) => live.get(tag) ?? published.get(tag),
@@ -695,7 +703,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       start: async () => {
         if (!opts.api) return;
         const a = config.api;
-        const oidc = a.oidc ? new OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
+        // jose (JWT verification) only where people sign in through an identity provider; the verifier is made here
+        // all the same, so that its configuration (the JWKS file) is checked at start
+        const oidc = a.oidc ? new (await import('./api/oidc.js')).OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
         identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...(oidc ? { oidc } : {}) });
         if (usesSim && config.simulator.embedded) {
           demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];

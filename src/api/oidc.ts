@@ -31,10 +31,7 @@ export interface SsoIdentity {
   readonly tokenId: string | null;
 }
 
-/** Whether a bearer token is a JWS compact serialisation (three base64url parts) rather than an opaque local token. */
-export function looksLikeJwt(token: string): boolean {
-  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token);
-}
+export { looksLikeJwt } from './jwt-shape.js';
 
 /** The value at a dotted claim path (`realm_access.roles`). */
 function claimAt(payload: JWTPayload, path: string): unknown {

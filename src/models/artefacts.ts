@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { LkError } from '../errors.js';
-import type { PlsArtefact, NirModel } from '../twin/nir/pls.js';
+import type { PlsArtefact, NirModel } from '../twin/nir/score.js';
 import type { TwinModel } from '../twin/simulate.js';
 import type { ProcessParams } from '../twin/params.js';
 import type { VisionArtefact } from '../twin/vision/classifier.js';

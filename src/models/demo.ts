@@ -12,33 +12,13 @@
  * else — a family with a validated, retired or person-registered model — is
  * left alone. A crash between two promotions is finished at the next start.
  */
-import { LkError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import type { DesignSpaceRanges } from '../twin/setpoints.js';
 import { changeStatus } from './change.js';
-import { listModels, registerModel, type ModelSummary } from './registry.js';
-import { buildDefaultModels, DEFAULT_FAMILIES, type DefaultFamily } from './seed.js';
+import { demoSigner, planDemoTenant, type DemoOptions } from './demo-plan.js';
+import { registerModel, type ModelSummary } from './registry.js';
+import { buildDefaultModels } from './seed.js';
 
-export const DEMO_CHANGE_REF = 'DEMO-SETUP';
-
-export interface DemoOptions {
-  /** Site id the models are pinned to. */
-  readonly site: string;
-  readonly tenants: readonly string[];
-  /** Who the set-up acts as (default `site-setup`): recorded as actor and signer. */
-  readonly by?: string;
-  /** Roles the bundle permits for a model change (`approvers.change`); the set-up signs in the first unless `role` says. */
-  readonly approvers: readonly string[];
-  readonly role?: string;
-  /** Change reference of the set-up (default DEMO-SETUP). */
-  readonly changeRef?: string;
-  /** Simulator seed the models are fitted to (default 20261121, the default site's). */
-  readonly seed?: number;
-  /** The tenant's approved design space for its twin (default: the built-in one). */
-  readonly designSpace?: (tenant: string) => Readonly<DesignSpaceRanges> | undefined;
-  /** Golden datasets (default config/golden). */
-  readonly goldenDir?: string;
-}
+export { DEMO_CHANGE_REF, demoModelsPending, type DemoOptions } from './demo-plan.js';
 
 export interface DemoResult {
   readonly tenant: string;
@@ -55,31 +35,18 @@ export interface DemoResult {
  *   approve a model change, LK_VALIDATION for bad ids.
  */
 export function ensureDemoModels(store: Store, dataDir: string, opts: DemoOptions): DemoResult[] {
-  const by = opts.by ?? 'site-setup';
-  const changeRef = opts.changeRef ?? DEMO_CHANGE_REF;
-  const role = opts.role ?? opts.approvers[0] ?? '';
-  // refuse before fitting anything: without a permitted role no draft could be taken further
-  if (!opts.approvers.includes(role)) throw new LkError('LK_MODEL_CHANGE', `the demo set-up cannot sign model changes as "${role}" (bundle approvers.change: ${opts.approvers.join(', ') || 'none'})`, { role });
+  const { by, changeRef, role } = demoSigner(opts);
   const out: DemoResult[] = [];
   for (const tenant of opts.tenants) {
-    const have = listModels(store, tenant);
-    const ours = (f: DefaultFamily): ModelSummary[] => have.filter((m) => `${m.analyte}-${m.family}` === f);
-    const missing = DEFAULT_FAMILIES.filter((f) => ours(f).length === 0);
+    const plan = planDemoTenant(store, tenant, { by, changeRef });
     const registered: ModelSummary[] = [];
-    if (missing.length > 0) {
-      for (const c of buildDefaultModels(tenant, opts.seed ?? 20261121, missing, opts.designSpace?.(tenant))) {
+    if (plan.missing.length > 0) {
+      for (const c of buildDefaultModels(tenant, opts.seed ?? 20261121, plan.missing, opts.designSpace?.(tenant))) {
         registered.push(registerModel(store, dataDir, { ...c, tenant, sites: [opts.site], by, reason: `demo site set-up (${changeRef}): default model fitted on simulator data` }));
       }
     }
     // the set-up's own drafts and shadows, untouched by anyone since, of families with nothing validated or retired
-    const resumable = [
-      ...registered,
-      ...DEFAULT_FAMILIES.flatMap((f) => {
-        const ms = ours(f);
-        if (ms.some((m) => m.status === 'validated' || m.status === 'retired')) return [];
-        return ms.filter((m) => m.createdBy === by && m.changedBy === by && (m.changeRef === null || m.changeRef === changeRef));
-      }),
-    ];
+    const resumable = [...registered, ...plan.resumable];
     const validated: string[] = [];
     for (const m of resumable) {
       let status = m.status;

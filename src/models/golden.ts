@@ -13,8 +13,8 @@
  */
 import { LkError } from '../errors.js';
 import type { AcceptanceCriterion, FidelityCriterion, ModelCard } from '../twin/card.js';
-import { evaluateTwin, TWIN_ATTRIBUTES } from '../twin/fit.js';
-import { nirScore } from '../twin/nir/pls.js';
+import { evaluateTwin, TWIN_ATTRIBUTES } from '../twin/residuals.js';
+import { nirScore } from '../twin/nir/score.js';
 import { outOfRange, type SetpointVector } from '../twin/setpoints.js';
 import { classifyFeatures, frameSetFeatures, precisionRecall } from '../twin/vision/classifier.js';
 import { DEFECT_CLASSES, type DefectClass } from '../twin/vision/frames.js';

@@ -29,12 +29,12 @@ import { classifyFeatures, frameSetFeatures, precisionRecall, trainVisionOnFeatu
 import { DEFECT_CLASSES, forEachFrameSet, HEIGHT, WIDTH, type DefectClass } from '../twin/vision/frames.js';
 import type { TwinArtefact } from './artefacts.js';
 import { siteCriteria, TWIN_FIDELITY } from './golden.js';
+import { DEFAULT_FAMILIES, type DefaultFamily } from './demo-plan.js';
 import { defaultGoldenDir } from './golden-data.js';
 import { registerModel, type ModelSummary, type RegisterInput } from './registry.js';
 
 /** The default model families, as agents.yaml names them (`<analyte>-<family>`). */
-export const DEFAULT_FAMILIES = ['process-twin', 'potency-pls', 'defects-softmax'] as const;
-export type DefaultFamily = (typeof DEFAULT_FAMILIES)[number];
+export { DEFAULT_FAMILIES, type DefaultFamily };
 
 export interface SeedOptions {
   tenant: string;

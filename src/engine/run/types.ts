@@ -7,7 +7,7 @@ import type { StepName, StepStatus } from '../../domain/run.js';
 import type { Logger } from '../../log.js';
 import type { PolicyBundle } from '../../policy/index.js';
 import type { Store } from '../../store/store.js';
-import type { NirModel } from '../../twin/nir/pls.js';
+import type { NirModel } from '../../twin/nir/score.js';
 import type { FidelityCriterion } from '../../twin/card.js';
 import type { TwinModel } from '../../twin/simulate.js';
 import type { VisionArtefact } from '../../twin/vision/classifier.js';

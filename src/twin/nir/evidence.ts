@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { LkError } from '../../errors.js';
-import type { NirScore } from './pls.js';
+import type { NirScore } from './score.js';
 
 export interface EvidenceEntry {
   seq: number;

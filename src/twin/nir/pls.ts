@@ -4,42 +4,19 @@
  * Training picks the number of latent variables by k-fold cross-validation
  * (the smallest count whose RMSECV is within 2 % of the best, for parsimony),
  * then reports RMSEC (calibration), RMSECV and RMSEP (an independent test
- * set) on the card. Scoring gives the prediction with a 95 % interval from
+ * set) on the card. Scoring (score.ts, re-exported here) gives the prediction with a 95 % interval from
  * RMSEP (t quantile on the calibration degrees of freedom) and flags spectra
  * whose prediction falls outside the calibrated range instead of trusting them.
  */
-import jStat from 'jstat';
 import { inverse, Matrix } from 'ml-matrix';
 import { PLS } from 'ml-pls';
 import { createRng } from '../../clock.js';
 import { LkError } from '../../errors.js';
 import type { ModelCard } from '../card.js';
 import { snv, WL_COUNT, WL_START_NM, WL_STEP_NM } from './spectra.js';
+import type { PlsArtefact } from './score.js';
 
-/** The stored form of a PLS model (the registry's artefact JSON). */
-export interface PlsArtefact {
-  kind: 'nir-pls';
-  analyte: string;
-  wavelengths: { startNm: number; stepNm: number; count: number };
-  pretreatment: 'snv';
-  latentVariables: number;
-  /** Autoscaling of the SNV spectra and of y, and the regression vector, from ml-pls. */
-  meanX: number[];
-  stdDevX: number[];
-  meanY: number;
-  stdDevY: number;
-  coefficients: number[];
-  calibration: { n: number; yMin: number; yMax: number };
-  rmsec: number;
-  rmsecv: number;
-  rmsep: number;
-}
-
-export interface NirModel {
-  id: string;
-  version: number;
-  artefact: PlsArtefact;
-}
+export { nirScore, type NirModel, type NirScore, type PlsArtefact } from './score.js';
 
 export interface PlsTraining {
   artefact: PlsArtefact;
@@ -177,62 +154,4 @@ export function trainPls(calibration: readonly PlsSample[], test: readonly PlsSa
     limitations: ['Calibrated for the MCC/lactose formulation; other excipient systems need their own model.'],
   };
   return { artefact, card, rmsecvByLv };
-}
-
-export interface NirScore {
-  prediction: number;
-  /** 95 % prediction interval, % label claim. */
-  ci95: [number, number];
-  /** The prediction is outside the calibrated range: flagged, not to be trusted as evidence. */
-  outsideCalibration: boolean;
-  modelId: string;
-  modelVersion: number;
-}
-
-const compiled = new WeakMap<PlsArtefact, { mx: Float64Array; inv: Float64Array; coef: Float64Array; half: number }>();
-
-function compile(a: PlsArtefact): { mx: Float64Array; inv: Float64Array; coef: Float64Array; half: number } {
-  let c = compiled.get(a);
-  if (!c) {
-    const t = jStat.studentt.inv(0.975, Math.max(1, a.calibration.n - a.latentVariables - 1));
-    c = {
-      mx: Float64Array.from(a.meanX),
-      inv: Float64Array.from(a.stdDevX, (s) => (s > 0 ? 1 / s : 0)),
-      coef: Float64Array.from(a.coefficients),
-      half: t * a.rmsep * Math.sqrt(1 + 1 / a.calibration.n),
-    };
-    compiled.set(a, c);
-  }
-  return c;
-}
-
-/**
- * `nir.score`: predict one spectrum. Throws LK_VALIDATION for a spectrum of
- * the wrong length and LK_VALUE_INVALID for a non-finite or flat one.
- */
-export function nirScore(model: NirModel, spectrum: ArrayLike<number>): NirScore {
-  const a = model.artefact;
-  if (spectrum.length !== a.wavelengths.count) {
-    throw new LkError('LK_VALIDATION', `spectrum has ${spectrum.length} points, the model expects ${a.wavelengths.count}`);
-  }
-  for (let i = 0; i < spectrum.length; i++) {
-    if (!Number.isFinite(spectrum[i])) throw new LkError('LK_VALUE_INVALID', `spectrum point ${i} is not a finite number`);
-  }
-  let z: Float64Array;
-  try {
-    z = snv(spectrum);
-  } catch {
-    throw new LkError('LK_VALUE_INVALID', 'spectrum is flat');
-  }
-  const c = compile(a);
-  let acc = 0;
-  for (let i = 0; i < z.length; i++) acc += (z[i]! - c.mx[i]!) * c.inv[i]! * c.coef[i]!;
-  const prediction = acc * a.stdDevY + a.meanY;
-  return {
-    prediction,
-    ci95: [prediction - c.half, prediction + c.half],
-    outsideCalibration: prediction < a.calibration.yMin || prediction > a.calibration.yMax,
-    modelId: model.id,
-    modelVersion: model.version,
-  };
 }

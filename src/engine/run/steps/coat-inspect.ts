@@ -10,7 +10,7 @@ import { decide as potencyDecide, type PotencyScore } from '../../../agents/qual
 import type { Reading as AgentReading } from '../../../agents/types.js';
 import { assembleFrameSet } from '../../../../connectors/opcua/index.js';
 import { evidenceChain, spectrumSha256 } from '../../../twin/nir/evidence.js';
-import { nirScore } from '../../../twin/nir/pls.js';
+import { nirScore } from '../../../twin/nir/score.js';
 import { classifyFrameSet } from '../../../twin/vision/classifier.js';
 import type { StepHandler } from '../types.js';
 import { limitsOf, moveTowardCandidate, num, proposeAll, recordAt, runLimits } from './common.js';
