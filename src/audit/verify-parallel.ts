@@ -22,7 +22,7 @@ import { mapSqliteError } from '../store/sqlite-errors.js';
 import { checkpointLogFile, readCheckpointLog } from './checkpoints.js';
 import { GENESIS_HASH } from './entry.js';
 import { type VerifyOptions, type VerifyReport, type Walk, verifyInner, walkChain } from './verify.js';
-import type { RangeResult, RangeTask, WorkerMessage, WorkerReply } from './verify-worker.js';
+import type { RangeResult, RangeTask, WorkerMessage, WorkerReply, WorkerSetup } from './verify-worker.js';
 
 export interface ParallelOptions extends VerifyOptions {
   /** Worker threads (default: the cores available). */
@@ -33,7 +33,16 @@ export interface ParallelOptions extends VerifyOptions {
   minRows?: number;
   /** Called as ranges finish: entries checked so far of the total. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Read the file through memory mapping in the workers (default true): a read-only walk of a long trail spends
+   * about a tenth less CPU (no copy of each page through a system call). Off inside the daemon (a release
+   * package's verification), where the pages touched would count in its resident memory for the run.
+   */
+  mapFile?: boolean;
 }
+
+/** How much of the file a worker maps: past it, pages are read by system call as usual. */
+const MMAP_BYTES = 4 * 2 ** 30;
 
 interface Source {
   readonly db: Database;
@@ -60,7 +69,7 @@ export async function verifyStoreParallel(src: Source, opts: ParallelOptions = {
       const n = Math.max(1, Math.min(opts.workers ?? availableParallelism(), 16));
       if (big.length === 0) return verifyInner(src, opts);
       const wantedOf = checkpointSeqs(db, src.dataDir);
-      const pool = await WorkerPool.open(db.name, n);
+      const pool = await WorkerPool.open(db.name, n, opts.mapFile === false ? 0 : MMAP_BYTES);
       let walks: Map<string, Walk | null>;
       let quickCheck: string;
       try {
@@ -176,9 +185,10 @@ class WorkerPool {
     return this.workers.length;
   }
 
-  static async open(file: string, n: number): Promise<WorkerPool> {
+  static async open(file: string, n: number, mmapBytes: number): Promise<WorkerPool> {
     const script = workerScript();
-    const ws = Array.from({ length: n }, () => new Worker(script.code, { eval: script.eval, workerData: { lkVerify: file } }));
+    const setup: WorkerSetup = { lkVerify: file, mmapBytes };
+    const ws = Array.from({ length: n }, () => new Worker(script.code, { eval: script.eval, workerData: setup }));
     return new WorkerPool(ws);
   }
 

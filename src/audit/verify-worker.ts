@@ -55,9 +55,18 @@ export function checkRange(db: Database.Database, t: RangeTask): RangeResult {
   return { id: t.id, ok: true, firstPrev, lastHash: ph, hashes };
 }
 
-if (parentPort && (workerData as { lkVerify?: string } | undefined)?.lkVerify) {
+/** What a worker is started with. */
+export interface WorkerSetup {
+  readonly lkVerify: string;
+  /** `PRAGMA mmap_size` for its read-only connection, in bytes (0: read pages by system call, SQLite's default). */
+  readonly mmapBytes: number;
+}
+
+if (parentPort && (workerData as Partial<WorkerSetup> | undefined)?.lkVerify) {
   const port = parentPort;
-  const db = new Database((workerData as { lkVerify: string }).lkVerify, { readonly: true, fileMustExist: true });
+  const setup = workerData as WorkerSetup;
+  const db = new Database(setup.lkVerify, { readonly: true, fileMustExist: true });
+  if (setup.mmapBytes > 0) db.pragma(`mmap_size = ${Math.floor(setup.mmapBytes)}`);
   port.on('message', (m: WorkerMessage) => {
     try {
       if (m.kind === 'close') {

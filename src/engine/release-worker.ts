@@ -39,7 +39,7 @@ async function run(t: ReleaseTask, port: MessagePort): Promise<ReleasePackage | 
   const store = openStore({ dataDir: t.dataDir, readonly: true, clock: { now: () => t.now } });
   try {
     // the long chains across cores (src/audit/verify-parallel.ts); the bundle is verified again while it is sealed
-    assertVerified(await verifyStoreParallel(store, { tenant: t.input.tenant }), t.input.tenant);
+    assertVerified(await verifyStoreParallel(store, { tenant: t.input.tenant, mapFile: false }), t.input.tenant);
     const next = new Promise<ReleaseCommand>((resolve) => port.once('message', resolve));
     port.postMessage({ kind: 'verified' } satisfies ReleaseReply);
     if ((await next).kind !== 'seal') return undefined;
