@@ -672,6 +672,8 @@ export const MIGRATIONS: readonly Migration[] = [
         SELECT tenant, seq, coalesce(${V13_BODY}, ${V13_UNREADABLE}), hash FROM audit_entry ORDER BY tenant, seq;
       DROP TABLE audit_entry;
       ALTER TABLE audit_entry_new RENAME TO audit_entry;
+      -- migration 1's indexes and triggers, restated: DROP TABLE took them with the old table (and a shipped
+      -- migration's text is never shared with a later one, which could then change it)
       CREATE INDEX audit_entry_run      ON audit_entry (tenant, run, seq)      WHERE run IS NOT NULL;
       CREATE INDEX audit_entry_batch    ON audit_entry (tenant, batch, seq)    WHERE batch IS NOT NULL;
       CREATE INDEX audit_entry_agent    ON audit_entry (tenant, agent, seq)    WHERE agent IS NOT NULL;
