@@ -643,6 +643,10 @@ export const MIGRATIONS: readonly Migration[] = [
       -- declared without a type: \`PRAGMA quick_check\` checks a typed column's values against its type, which for a
       -- VIRTUAL column means computing it from the record — six times the cost of the whole check otherwise.
       -- A body must be JSON: every write computes the stored columns from it, so no SQL write can store another text.
+      -- intent is STORED and typed: recovery joins it to seq, which needs its integer affinity to use the index.
+      -- A rowid table, unlike migration 1's WITHOUT ROWID: SQLite's planner does not use an index on a generated
+      -- column of a WITHOUT ROWID table (every query by run, batch, intent... would read the whole chain); rows are
+      -- appended in seq order, so a walk by (tenant, seq) still reads the table's pages in order.
       CREATE TABLE audit_entry_new (
         tenant     TEXT    NOT NULL,
         seq        INTEGER NOT NULL,
@@ -663,11 +667,11 @@ export const MIGRATIONS: readonly Migration[] = [
         reason             GENERATED ALWAYS AS (body ->> '$.reason') VIRTUAL,
         old_value          GENERATED ALWAYS AS (body -> '$.old') VIRTUAL,
         new_value          GENERATED ALWAYS AS (body -> '$.new') VIRTUAL,
-        intent             GENERATED ALWAYS AS (body ->> '$.intent') VIRTUAL,
+        intent     INTEGER GENERATED ALWAYS AS (body ->> '$.intent') STORED,
         signature          GENERATED ALWAYS AS (body -> '$.signature') VIRTUAL,
         prev_hash          GENERATED ALWAYS AS (body ->> '$.prev_hash') VIRTUAL,
         PRIMARY KEY (tenant, seq)
-      ) WITHOUT ROWID;
+      );
       INSERT INTO audit_entry_new (tenant, seq, body, hash)
         SELECT tenant, seq, coalesce(${V13_BODY}, ${V13_UNREADABLE}), hash FROM audit_entry ORDER BY tenant, seq;
       DROP TABLE audit_entry;

@@ -120,6 +120,23 @@ describe('openStore', () => {
     s.close();
   });
 
+  it('[R12] the trail\'s lookups by run, batch, agent, tool, reviewer, intent, time and open intent use their indexes, never a walk of the chain', () => {
+    // an index on a generated column is not used by SQLite's planner in a WITHOUT ROWID table: a lookup that closes an
+    // intent read the whole chain (every write slower as the trail grew); the plans are held here
+    const { store } = newStore(dir());
+    const plan = (sql: string): string => (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array((sql.match(/\?/g) ?? []).length).fill(1)) as { detail: string }[]).map((r) => r.detail).join(' | ');
+    for (const col of ['run', 'batch', 'agent', 'tool', 'reviewer']) {
+      expect(plan(`SELECT seq FROM audit_entry WHERE tenant = ? AND ${col} = ? AND seq > ? ORDER BY seq LIMIT 50`)).toMatch(new RegExp(`USING (COVERING )?INDEX audit_entry_${col} \\(tenant=\\? AND ${col}=\\? AND seq>\\?\\)`));
+    }
+    expect(plan('SELECT seq FROM audit_entry WHERE tenant = ? AND intent = ? LIMIT 1')).toMatch(/INDEX audit_entry_intent \(tenant=\? AND intent=\?\)/);
+    expect(plan('SELECT count(*) FROM audit_entry WHERE tenant = ? AND ts >= ? AND ts < ?')).toMatch(/INDEX audit_entry_ts \(tenant=\? AND ts>\? AND ts<\?\)/);
+    const open = plan("SELECT seq FROM audit_entry i WHERE tenant = ? AND kind = 'intent' AND NOT EXISTS (SELECT 1 FROM audit_entry o WHERE o.tenant = i.tenant AND o.intent = i.seq) ORDER BY seq");
+    expect(open).toMatch(/SEARCH i USING (COVERING )?INDEX audit_entry_intents/);
+    expect(open).toMatch(/SEARCH o USING (COVERING )?INDEX audit_entry_intent \(tenant=\? AND intent=\?\)/);
+    expect(plan('SELECT seq, body, hash FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq')).toMatch(/\(tenant=\? AND seq>\? AND seq<\?\)/);
+    store.close();
+  });
+
   it('migration 10 keeps the runs, steps and approvals of a version-9 database, admits ABORTED and withdrawn, and keeps the foreign keys', () => {
     const d = dir();
     const v9 = MIGRATIONS.filter((m) => m.version <= 9);
