@@ -82,7 +82,7 @@ export interface WriteInput {
   readonly approving: ApprovalInForce | null;
   /** The pending queue, oldest first. */
   readonly pending: readonly PendingWrite[];
-  /** Id for a pending write this decision may queue (the executor draws it; unused otherwise). */
+  /** Id for a pending write this decision may queue (the executor draws it, lazily: read only when one is queued). */
   readonly newPendingId: string;
 }
 

@@ -8,7 +8,12 @@ export function json(v: unknown): Json {
   if (Array.isArray(v)) return v.map(json);
   if (typeof v === 'object') {
     const out: Record<string, Json> = {};
-    for (const [k, x] of Object.entries(v as object)) if (x !== undefined) out[k] = json(x);
+    const o = v as Record<string, unknown>;
+    // own enumerable string keys, as Object.entries gives them, without a [key, value] array per property
+    for (const k of Object.keys(o)) {
+      const x = o[k];
+      if (x !== undefined) out[k] = json(x);
+    }
     return out;
   }
   return String(v);

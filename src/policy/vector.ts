@@ -4,7 +4,7 @@
  * atomic: it is written whole or not at all, so its outcome is the most
  * restrictive of its moves' outcomes.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Decision, Outcome } from '../domain/policy.js';
 
@@ -21,7 +21,7 @@ export interface VectorMove {
  */
 export function vectorHash(v: { readonly agent: string; readonly product: string; readonly tooling: string; readonly moves: readonly VectorMove[] }): string {
   const moves = [...v.moves].sort((a, b) => (a.setpoint < b.setpoint ? -1 : a.setpoint > b.setpoint ? 1 : 0)).map((m) => ({ setpoint: m.setpoint, value: m.value, unit: m.unit }));
-  return createHash('sha256').update(canonicalize({ agent: v.agent, product: v.product, tooling: v.tooling, moves }) ?? '').digest('hex');
+  return hash('sha256', canonicalize({ agent: v.agent, product: v.product, tooling: v.tooling, moves }) ?? '');
 }
 
 const RANK: Record<Outcome, number> = { deny: 3, needs_qa: 2, recommend_only: 1, allow: 0 };
