@@ -12,7 +12,8 @@ import { ManualClock } from '../../src/clock.js';
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { openStore, DB_FILE, type Store, type StoreOptions } from '../../src/store/store.js';
 import { createHash } from 'node:crypto';
-import { canonicalJson, ENTRY_COLUMNS, type AuditEntryInput, type HashedEntry, type Json } from '../../src/audit/entry.js';
+import { rowBody } from '../../src/audit/body.js';
+import { canonicalJson, COL, ENTRY_COLUMNS, entryToRow, GENESIS_HASH, parseEntryInput, toHashed, type AuditEntry, type AuditEntryInput, type HashedEntry, type Json } from '../../src/audit/entry.js';
 
 export function tempDir(prefix = 'lk-audit-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -102,6 +103,22 @@ export function editEntry(db: Database.Database, tenant: string, seq: number, co
   if (!path) throw new Error(`${column} is not a column generated from the record`);
   const n = db.prepare('UPDATE audit_entry SET body = json_set(body, ?, json(?)) WHERE tenant = ? AND seq = ?').run(path, JSON.stringify(value), tenant, seq).changes;
   if (n !== 1) throw new Error(`no entry ${tenant}/${seq}`);
+}
+
+/**
+ * Append an entry as linekeeper before schema version 14 did, to a database of that schema: one column per field,
+ * the hash over rowBody's bytes (the old append's), the chain continued from its head. For migration tests.
+ */
+export function appendV13(db: Database.Database, input: AuditEntryInput, ts: string): AuditEntry {
+  const p = parseEntryInput(input);
+  const head = db.prepare('SELECT seq, hash FROM audit_entry WHERE tenant = ? ORDER BY seq DESC LIMIT 1').raw().get(p.tenant) as [number, string] | undefined;
+  const e = toHashed(p, (head?.[0] ?? 0) + 1, ts, head?.[1] ?? GENESIS_HASH);
+  const row = entryToRow(e);
+  const h = sha256(rowBody(p.tenant, row)!);
+  row[COL.hash] = h;
+  if (!head) db.prepare('INSERT OR IGNORE INTO audit_chain (tenant, created_at) VALUES (?, ?)').run(p.tenant, ts);
+  db.prepare(`INSERT INTO audit_entry (tenant, ${ENTRY_COLUMNS.join(', ')}) VALUES (${['?', ...ENTRY_COLUMNS.map(() => '?')].join(', ')})`).run(p.tenant, ...row);
+  return { ...e, hash: h };
 }
 
 /** SHA-256 hex of a text. */

@@ -17,6 +17,7 @@ import { autonomyLevels, autonomyMeaningValues, autonomyRows, setAutonomy } from
 import { LkError } from '../../src/errors.js';
 import { type Store, openStore } from '../../src/store/store.js';
 import { bundle } from './policy-helpers.js';
+import { appendV13 } from './audit-helpers.js';
 
 let dir: string;
 let store: Store;
@@ -141,8 +142,9 @@ describe('persisted autonomy levels', () => {
     dir = mkdtempSync(join(tmpdir(), 'lk-autonomy-'));
     // a data directory of the previous schema, with a site-wide lowering on the site chain
     const old = openStore({ dataDir: dir, clock, migrations: MIGRATIONS.slice(0, 10) });
-    old.tx(({ db, audit }) => {
-      const e = audit.append({ tenant: SITE_TENANT, actor: 'l.verdi', kind: 'autonomy_change', action: 'autonomy.lower', subject: { agent: A }, old: 'L3', new: 'L0' });
+    old.tx(({ db }) => {
+      // the entry as that version wrote it (one column per field)
+      const e = appendV13(db, { tenant: SITE_TENANT, actor: 'l.verdi', kind: 'autonomy_change', action: 'autonomy.lower', subject: { agent: A }, old: 'L3', new: 'L0' }, new Date(clock.now()).toISOString());
       db.prepare("INSERT INTO autonomy_level (agent, setpoint, level, changed_by, role, change_ref, reason, changed_at, bundle, audit_seq) VALUES (?, '*', 'L0', 'l.verdi', 'operator', NULL, 'drift', ?, ?, ?)").run(A, e.ts, bundle.version, e.seq);
     });
     old.close();
