@@ -221,11 +221,10 @@ export function walkChain(db: Database, tenant: string, wanted: ReadonlySet<numb
   let e = 1;
   let ph = GENESIS_HASH;
   for (const r of db.prepare(SELECT_CHAIN).raw().iterate(tenant) as IterableIterator<unknown[]>) {
-    const row: StoredRecord = { body: r[1], hash: r[2] };
     if (r[0] !== e) return { head: e - 1, ph, broken: { row: undefined }, hashAt };
-    const at = intactRecord(row.body, row.hash);
-    if (at === undefined || at.seq !== e || at.tenant !== tenant || at.prevHash !== ph) return { head: e - 1, ph, broken: { row }, hashAt };
-    ph = row.hash as string;
+    const at = intactRecord(r[1], r[2]);
+    if (at === undefined || at.seq !== e || at.tenant !== tenant || at.prevHash !== ph) return { head: e - 1, ph, broken: { row: { body: r[1], hash: r[2] } }, hashAt };
+    ph = r[2] as string;
     if (wanted.has(e)) hashAt.set(e, ph);
     e++;
   }
