@@ -72,7 +72,7 @@ export class AuditTrail {
       chains: db.prepare('SELECT tenant FROM audit_chain ORDER BY tenant').pluck(),
       openIntents: db.prepare(
         `SELECT ${SELECT_COLS} FROM audit_entry i WHERE tenant = ? AND kind = 'intent'
-           AND NOT EXISTS (SELECT 1 FROM audit_entry o WHERE o.tenant = i.tenant AND o.intent = i.seq) ORDER BY seq`,
+           AND NOT EXISTS (SELECT 1 FROM audit_entry o WHERE o.tenant = i.tenant AND o.intent = +i.seq) ORDER BY seq`,
       ).raw(),
     };
     this.openedAt = host.clock.now();

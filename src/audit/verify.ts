@@ -13,7 +13,8 @@
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
-import { MIGRATIONS } from '../store/migrations.js';
+import BetterSqlite3 from 'better-sqlite3';
+import { MIGRATIONS, runMigrations } from '../store/migrations.js';
 import { missingTriggers } from '../store/triggers.js';
 import { intactRecord, recordVerifiesAt } from './record.js';
 import { asCheckpoint, checkpointLogFile, checkpointSignatureValid, readCheckpointLog, type SignedCheckpoint } from './checkpoints.js';
@@ -23,7 +24,7 @@ import { loadSitePublicKey, type PublicSiteKey } from './keys.js';
 
 export type DamageKind =
   | 'edited' | 'deleted' | 'inserted' | 'reordered' | 'truncated' | 'rewritten'
-  | 'signature_invalid' | 'checkpoint_missing' | 'checkpoint_log_corrupt' | 'malformed' | 'triggers_missing';
+  | 'signature_invalid' | 'checkpoint_missing' | 'checkpoint_log_corrupt' | 'malformed' | 'triggers_missing' | 'schema_altered';
 
 export interface Damage {
   readonly kind: DamageKind;
@@ -160,7 +161,41 @@ export function verifyInner(src: Source, opts: VerifyOptions, pre: Precomputed =
   if (dropped.length > 0) {
     problems.push({ kind: 'triggers_missing', seq: null, detail: `append-only triggers are missing: ${dropped.join(', ')} (rows of those tables could have been changed without a trace)` });
   }
+  const altered = alteredTrailSchema(db, version);
+  if (altered.length > 0) {
+    problems.push({ kind: 'schema_altered', seq: null, detail: `the audit trail's table or indexes differ from the schema linekeeper made: ${altered.join(', ')} (a column generated from the records could show what no record holds)` });
+  }
   return { ok: problems.length === 0 && chains.every((c) => c.ok), chains, problems, keyId: key?.keyId ?? null };
+}
+
+/** The table and indexes of `audit_entry` as the migrations up to `version` make them, by name (memoised). */
+const expectedTrail = new Map<number, Map<string, string>>();
+function trailSchema(db: Database): Map<string, string> {
+  const rows = db.prepare("SELECT name, sql FROM sqlite_schema WHERE tbl_name = 'audit_entry' AND type IN ('table', 'index')").raw().all() as [string, string | null][];
+  return new Map(rows.map(([n, q]) => [n, q ?? '']));
+}
+
+/**
+ * Names of `audit_entry`'s table and indexes whose definition is not the one the migrations make (changed, added or
+ * gone): since schema 14 every column but the chain position is generated from the record, so a generation
+ * expression rewritten in the schema (`PRAGMA writable_schema`) would show what no record says while every hash
+ * still verifies. The expected schema is made by running the same migrations on an empty database in memory.
+ */
+function alteredTrailSchema(db: Database, version: number): string[] {
+  let want = expectedTrail.get(version);
+  if (!want) {
+    const mem = new BetterSqlite3(':memory:');
+    try {
+      runMigrations(mem, () => '', MIGRATIONS.slice(0, version));
+      want = trailSchema(mem);
+    } finally {
+      mem.close();
+    }
+    expectedTrail.set(version, want);
+  }
+  const have = trailSchema(db);
+  const names = new Set([...want.keys(), ...have.keys()]);
+  return [...names].filter((n) => want.get(n) !== have.get(n)).sort();
 }
 
 /** The damage to report: lowest seq first, a position-less one (null) before any seq, earlier in the list on ties. */

@@ -638,24 +638,27 @@ export const MIGRATIONS: readonly Migration[] = [
       -- An entry's record is the exact text its hash covers: its RFC 8785 canonical JSON (docs/audit.md). Every
       -- other column is generated from that text by SQLite, so no column can say anything the hashed record does
       -- not, and \`audit verify\` reads one value per entry and hashes it. tenant and seq stay stored: they are the
-      -- chain position, which verify checks against the record's own. ts, actor, kind and action are STORED (small,
-      -- filtered on by queries); the rest VIRTUAL (computed when read; the indexes hold their own copies) and
-      -- declared without a type: \`PRAGMA quick_check\` checks a typed column's values against its type, which for a
-      -- VIRTUAL column means computing it from the record — six times the cost of the whole check otherwise.
-      -- A body must be JSON: every write computes the stored columns from it, so no SQL write can store another text.
-      -- intent is STORED and typed: recovery joins it to seq, which needs its integer affinity to use the index.
+      -- chain position, which verify checks against the record's own. Every other column is VIRTUAL — computed from
+      -- the record when read, never stored beside it, so no byte of the file can say what the record does not (the
+      -- indexes hold their own copies, as any index does) — and declared without a type: \`PRAGMA quick_check\`
+      -- checks a typed column's values against its type, which for a VIRTUAL column means computing it from the
+      -- record, six times the cost of the whole check otherwise. (A comparison of an untyped column with an
+      -- INTEGER one applies the integer's affinity to it and loses its index: join on \`+seq\`.)
+      -- A body must be JSON: every write computes the indexed columns from it, so no SQL write can store another text.
       -- A rowid table, unlike migration 1's WITHOUT ROWID: SQLite's planner does not use an index on a generated
       -- column of a WITHOUT ROWID table (every query by run, batch, intent... would read the whole chain); rows are
-      -- appended in seq order, so a walk by (tenant, seq) still reads the table's pages in order.
+      -- appended in seq order, so a walk by (tenant, seq) still reads the table's pages in order. \`audit verify\`
+      -- compares this table's schema with the one these migrations make (a changed generation expression would
+      -- otherwise show a column the record does not hold).
       CREATE TABLE audit_entry_new (
         tenant     TEXT    NOT NULL,
         seq        INTEGER NOT NULL,
         body       TEXT    NOT NULL,
         hash       TEXT    NOT NULL,
-        ts         TEXT    GENERATED ALWAYS AS (body ->> '$.ts') STORED,
-        actor      TEXT    GENERATED ALWAYS AS (body ->> '$.actor') STORED,
-        kind       TEXT    GENERATED ALWAYS AS (body ->> '$.kind') STORED,
-        action     TEXT    GENERATED ALWAYS AS (body ->> '$.action') STORED,
+        ts                 GENERATED ALWAYS AS (body ->> '$.ts') VIRTUAL,
+        actor              GENERATED ALWAYS AS (body ->> '$.actor') VIRTUAL,
+        kind               GENERATED ALWAYS AS (body ->> '$.kind') VIRTUAL,
+        action             GENERATED ALWAYS AS (body ->> '$.action') VIRTUAL,
         run                GENERATED ALWAYS AS (body ->> '$.subject.run') VIRTUAL,
         batch              GENERATED ALWAYS AS (body ->> '$.subject.batch') VIRTUAL,
         agent              GENERATED ALWAYS AS (body ->> '$.subject.agent') VIRTUAL,
@@ -667,13 +670,16 @@ export const MIGRATIONS: readonly Migration[] = [
         reason             GENERATED ALWAYS AS (body ->> '$.reason') VIRTUAL,
         old_value          GENERATED ALWAYS AS (body -> '$.old') VIRTUAL,
         new_value          GENERATED ALWAYS AS (body -> '$.new') VIRTUAL,
-        intent     INTEGER GENERATED ALWAYS AS (body ->> '$.intent') STORED,
+        intent             GENERATED ALWAYS AS (body ->> '$.intent') VIRTUAL,
         signature          GENERATED ALWAYS AS (body -> '$.signature') VIRTUAL,
         prev_hash          GENERATED ALWAYS AS (body ->> '$.prev_hash') VIRTUAL,
         PRIMARY KEY (tenant, seq)
       );
+      -- a record SQLite's JSON functions cannot read (a damaged column nested deeper than they go) is kept as unreadable
+      -- too: the indexed columns are computed from every record, and one such row must not make the upgrade impossible
       INSERT INTO audit_entry_new (tenant, seq, body, hash)
-        SELECT tenant, seq, coalesce(${V13_BODY}, ${V13_UNREADABLE}), hash FROM audit_entry ORDER BY tenant, seq;
+        SELECT tenant, seq, CASE WHEN json_valid(r) THEN r ELSE ${V13_UNREADABLE} END, hash
+        FROM (SELECT *, ${V13_BODY} AS r FROM audit_entry) ORDER BY tenant, seq;
       DROP TABLE audit_entry;
       ALTER TABLE audit_entry_new RENAME TO audit_entry;
       -- migration 1's indexes and triggers, restated: DROP TABLE took them with the old table (and a shipped

@@ -293,6 +293,32 @@ describe('checkpoints, key and file faults', () => {
     s2.close();
   });
 
+  it('a column\'s generation rewritten in the schema (writable_schema) → schema_altered, though every record still hashes right', () => {
+    const c = build(6, 3, 2);
+    tamper(c.dir, (db) => {
+      db.unsafeMode(true); // better-sqlite3 opens in SQLite's defensive mode, which refuses writable_schema
+      db.pragma('writable_schema = ON');
+      const n = db.prepare("UPDATE sqlite_schema SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'audit_entry'")
+        .run("(body ->> '$.subject.run')", "(CASE WHEN seq = 3 THEN 'FORGED' ELSE body ->> '$.subject.run' END)").changes;
+      expect(n).toBe(1);
+    });
+    const s = openStore({ dataDir: c.dir, readonly: true });
+    try {
+      // what the application would read …
+      expect(s.db.prepare('SELECT run FROM audit_entry WHERE tenant = ? AND seq = 3').pluck().get(T)).toBe('FORGED');
+      const r = verifyStore(s);
+      // … while every chain still verifies: only the schema check tells
+      expect(r.chains.every((x) => x.ok)).toBe(true);
+      expect(r.ok).toBe(false);
+      // (the tamper helper dropped the triggers too, which is reported on its own)
+      expect(r.problems).toContainEqual(expect.objectContaining({ kind: 'schema_altered', seq: null, detail: expect.stringContaining('audit_entry') }));
+    } finally {
+      s.close();
+    }
+    const intact = build(4, 3, 2);
+    expect(verify(intact.dir).problems).toEqual([]);
+  });
+
   it('[A11.7] damaged database pages → LK_STORE_CORRUPT or a damage report, never an intact verdict', () => {
     for (let k = 0; k < 6; k++) {
       const dir = join(root.dir, `pages${k}`);

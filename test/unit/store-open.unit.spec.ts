@@ -103,6 +103,9 @@ describe('openStore', () => {
     }
     // one edit made before the upgrade (the hash left as it was) must still be found after it
     old.db.exec("DROP TRIGGER audit_entry_no_update; UPDATE audit_entry SET actor = 'mallory' WHERE tenant = 'borealis-bio' AND seq = 7");
+    // a damaged row SQLite's JSON functions cannot read once it is inside a record (nested 1,000 deep) is kept, not fatal
+    const deep = `${'['.repeat(1000)}${']'.repeat(1000)}`;
+    ins.run('cedar-labs', 1, '2026-01-01T06:00:00.000Z', 'system', 'system', 'x', null, null, null, null, null, null, deep, null, null, null, null, null, null, GENESIS_HASH, 'f'.repeat(64));
     old.close();
     // a read-only open (audit verify before the first start of the new version) does not upgrade, and says so
     expect(codeOf(() => openStore({ dataDir: d, readonly: true }))).toBe('LK_STORE_MIGRATION');
@@ -113,6 +116,8 @@ describe('openStore', () => {
     const r = verifyStore(s);
     expect(r.chains.find((c) => c.tenant === 'acme-pharma')).toMatchObject({ ok: true, count: 25 });
     expect(r.chains.find((c) => c.tenant === 'borealis-bio')?.damage).toMatchObject({ kind: 'edited', seq: 7 });
+    expect(r.chains.find((c) => c.tenant === 'cedar-labs')?.damage).toMatchObject({ kind: 'edited', seq: 1 });
+    expect(JSON.parse(s.db.prepare("SELECT body FROM audit_entry WHERE tenant = 'cedar-labs'").pluck().get() as string)).toHaveProperty('unreadable_v13_row');
     // the triggers are back on the new table, and the trail goes on from the migrated head
     expect(() => s.db.prepare("UPDATE audit_entry SET body = json_set(body, '$.actor', 'x') WHERE seq = 1").run()).toThrow(/LK_AUDIT_IMMUTABLE/);
     expect(s.audit.append(entry(26)).prev_hash).toBe(written.find((e) => e.tenant === 'acme-pharma' && e.seq === 25)!.hash);
@@ -130,7 +135,7 @@ describe('openStore', () => {
     }
     expect(plan('SELECT seq FROM audit_entry WHERE tenant = ? AND intent = ? LIMIT 1')).toMatch(/INDEX audit_entry_intent \(tenant=\? AND intent=\?\)/);
     expect(plan('SELECT count(*) FROM audit_entry WHERE tenant = ? AND ts >= ? AND ts < ?')).toMatch(/INDEX audit_entry_ts \(tenant=\? AND ts>\? AND ts<\?\)/);
-    const open = plan("SELECT seq FROM audit_entry i WHERE tenant = ? AND kind = 'intent' AND NOT EXISTS (SELECT 1 FROM audit_entry o WHERE o.tenant = i.tenant AND o.intent = i.seq) ORDER BY seq");
+    const open = plan("SELECT seq FROM audit_entry i WHERE tenant = ? AND kind = 'intent' AND NOT EXISTS (SELECT 1 FROM audit_entry o WHERE o.tenant = i.tenant AND o.intent = +i.seq) ORDER BY seq");
     expect(open).toMatch(/SEARCH i USING (COVERING )?INDEX audit_entry_intents/);
     expect(open).toMatch(/SEARCH o USING (COVERING )?INDEX audit_entry_intent \(tenant=\? AND intent=\?\)/);
     expect(plan('SELECT seq, body, hash FROM audit_entry WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq')).toMatch(/\(tenant=\? AND seq>\? AND seq<\?\)/);

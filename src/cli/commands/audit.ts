@@ -139,7 +139,7 @@ export function registerAudit(program: Command): void {
             out(`${c.tenant}: ok, ${c.count} entries, head #${c.head.seq} ${c.head.hash}, ${c.checkpoints} checkpoints${tail}`);
           } else out(`${c.tenant}: DAMAGED: ${c.damage!.kind} at seq ${c.damage!.seq ?? '-'}: ${c.damage!.detail}`);
         }
-        for (const p of r.problems) out(`${p.kind === 'triggers_missing' ? 'schema' : 'checkpoint log'}: DAMAGED: ${p.kind}: ${p.detail}`);
+        for (const p of r.problems) out(`${p.kind === 'triggers_missing' || p.kind === 'schema_altered' ? 'schema' : 'checkpoint log'}: DAMAGED: ${p.kind}: ${p.detail}`);
         if (r.chains.length === 0) out('no audit chains');
       }
       if (!r.ok) {
