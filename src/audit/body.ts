@@ -14,7 +14,9 @@
  * For a row append could not have written (a column of the wrong type, a JSON
  * column that is not exactly one JSON value in its canonical form) it returns
  * undefined: so no tampered set of columns can splice into the bytes of a
- * different, valid row, and verify reports the row as damaged. A JSON column
+ * different, valid row. (Before schema 14, verify hashed these bytes of each
+ * row's columns; migration 14's copy of a version-13 row is tested against
+ * them.) A JSON column
  * must be canonical, not merely parseable (`1.0`, `1 `, `{"b":1,"a":2}` are
  * refused): the hash is defined over the canonical form of the entry, and the
  * auditors' standalone verifier re-canonicalises what it reads, so bytes over
@@ -42,13 +44,12 @@ const isString = (v: unknown): v is string => typeof v === 'string';
 const VALUE_COLS = [['new', C.new_value], ['old', C.old_value]] as const;
 
 /**
- * Canonical JSON of the hashed object of row `r` of chain `tenant`, taking the
- * position from `seq` (the row's own seq unless a diagnosis asks "would this row
- * verify at another position?"). Undefined when the row is malformed.
+ * Canonical JSON of the hashed object of row `r` of chain `tenant`. Undefined when the row is malformed.
  * `trusted`: the JSON columns were just produced by the canonicaliser, skip re-parsing them.
  */
-export function rowBody(tenant: string, r: EntryRow, seq: unknown = r[C.seq], trusted = false): string | undefined {
+export function rowBody(tenant: string, r: EntryRow, trusted = false): string | undefined {
   const isJson = trusted ? isString : isCanonicalJson;
+  const seq = r[C.seq];
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
   const { [C.ts]: ts, [C.actor]: actor, [C.kind]: kind, [C.action]: action, [C.prev_hash]: prev } = r;
   if (typeof ts !== 'string' || typeof actor !== 'string' || typeof kind !== 'string' || typeof action !== 'string' || typeof prev !== 'string') return undefined;
@@ -106,7 +107,7 @@ const SUBJECT_COLS = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.rev
  * so its JSON columns came from the `canonicalize` package and are not re-parsed) and their SHA-256.
  */
 export function newRecord(tenant: string, r: EntryRow): { body: string; hash: string } {
-  const body = rowBody(tenant, r, r[C.seq], true);
+  const body = rowBody(tenant, r, true);
   if (body === undefined) throw new Error('row is malformed'); // append built it: a bug, not input
   return { body, hash: hash('sha256', body) };
 }

@@ -203,8 +203,8 @@ export function canonicalJson(v: unknown): string {
 }
 
 /**
- * SHA-256 (hex) of the canonical JSON of the hashed object, straight from the definition. Append and
- * verify use the equivalent, faster column serialisation in body.ts; tests hold the two equal.
+ * SHA-256 (hex) of the canonical JSON of the hashed object, straight from the definition. Append uses the
+ * equivalent, faster column serialisation in body.ts; tests hold the two equal.
  */
 export function entryHash(e: HashedEntry): string {
   return hash('sha256', canonicalJson(e));
@@ -241,7 +241,7 @@ export function entryToRow(e: HashedEntry & { hash?: string }): (string | number
   ];
 }
 
-/** An entry read back from its row (for query and export; verify works on the raw row). */
+/** An entry read back from its row's columns, generated from its record (for query and export; verify reads the record itself). */
 export function rowToEntry(tenant: string, r: EntryRow): AuditEntry {
   const subject: AuditSubject = {};
   const sub: [SubjectKey, number][] = [['agent', C.agent], ['batch', C.batch], ['reviewer', C.reviewer], ['run', C.run], ['setpoint', C.setpoint], ['tool', C.tool]];
