@@ -8,9 +8,15 @@
  *   synchronous=FULL commit of the intent row, the raw Write, the raw Read-back
  *   compared with the written value, a synchronous=FULL commit of the outcome
  *   row — rows of the byte size of linekeeper's, in a WAL file like the store;
+ * - the audited floor (bench/peers/audited-write-floor.ts): the floor whose
+ *   two commits carry the three SHA-256-chained records of the write into a
+ *   table with the trail's secondary indexes — the pages a reviewable audit
+ *   trail must commit. The WAL pages each side's commits add per write are
+ *   counted, so what the trail's records cost in I/O is measured, apart from
+ *   what linekeeper's own code costs in CPU;
  * - the issue's narrower floor without the Read before (write, read-back and
  *   the two commits), and the bare write + read-back, for reference.
- * All four run in alternating blocks, so a shared machine's load swings hit
+ * All five run in alternating blocks, so a shared machine's load swings hit
  * them alike. Target: floor / ours ≥ 0.8 at p50 and at p99. The simulated PLCs
  * run in their own process (`linekeeper sim`), as PLCs do.
  *
@@ -31,6 +37,7 @@ import { loadPolicyBundle } from '../src/config/policy-bundle.js';
 import { openStore } from '../src/store/store.js';
 import { cloneParams, NOMINAL_PARAMS } from '../src/twin/params.js';
 import { latencies, percentile, report } from './lib.js';
+import { auditedWriteFloor } from './peers/audited-write-floor.js';
 import { durableWriteFloor } from './peers/durable-write-floor.js';
 
 const cfg = loadConfig();
@@ -108,6 +115,7 @@ const rows = store.db
   .all() as { kind: string; closes: number; bytes: number }[];
 const outcomeBytes = rows.filter((r) => r.kind === 'outcome').reduce((a, r) => a + r.bytes, 0);
 const intentBytes = rows.filter((r) => r.kind !== 'outcome').reduce((a, r) => a + r.bytes, 0);
+const bytesOf = (kind: string): number => rows.find((r) => r.kind === kind)?.bytes ?? 0;
 const entriesPerWrite = rows.length;
 
 const client = OPCUAClient.create({
@@ -122,7 +130,9 @@ const node = (tag: string): string => `ns=${ns};s=${tag.replace('.', '.Setpoints
 // the same nodes the guard reads before a press move: the move's setpoint and the press setpoints of the capping risk
 const currentNodes = ['press.MainForce', 'press.FillDepth', 'press.PreForce', 'press.TurretSpeed'].map(node);
 const floor = durableWriteFloor({ session, nodeId: node('press.MainForce'), currentNodeIds: currentNodes, file: join(dir, 'floor.db'), intentBytes, outcomeBytes });
+const audited = auditedWriteFloor({ session, nodeId: node('press.MainForce'), currentNodeIds: currentNodes, file: join(dir, 'audited.db'), decisionBytes: bytesOf('decision'), intentBytes: bytesOf('intent'), outcomeBytes: bytesOf('outcome') });
 let floorFlip = 0;
+const floorAudited = (): Promise<void> => audited.write(floorFlip++ % 2 === 0 ? 12.5 : 12);
 const floorFull = (): Promise<void> => floor.write(floorFlip++ % 2 === 0 ? 12.5 : 12, true);
 const floorIssue = (): Promise<void> => floor.write(floorFlip++ % 2 === 0 ? 12.5 : 12, false);
 const raw = async (): Promise<void> => {
@@ -134,15 +144,28 @@ const raw = async (): Promise<void> => {
 };
 
 await latencies(floorFull, 0, 30);
+await latencies(floorAudited, 0, 30);
 await latencies(floorIssue, 0, 30);
 await latencies(raw, 0, 30);
+// WAL pages (4 KiB frames, each written and fsync'd) one write's commits add, each side: the I/O its durable content costs
+const walPagesPerWrite = async (db: { pragma(sql: string, o?: { simple: boolean }): unknown }, fn: () => Promise<void>, n = 40): Promise<number> => {
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const auto = db.pragma('wal_autocheckpoint', { simple: true }) as number;
+  db.pragma('wal_autocheckpoint = 0');
+  for (let i = 0; i < n; i++) await fn();
+  const [w] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+  db.pragma(`wal_autocheckpoint = ${auto}`);
+  return w!.log / n;
+};
+const pages = { g: await walPagesPerWrite(store.db, guarded), f: await walPagesPerWrite(floor.db, floorFull), fa: await walPagesPerWrite(audited.db, floorAudited) };
 const g: number[] = [];
 const f: number[] = [];
 const fi: number[] = [];
+const fa: number[] = [];
 const r: number[] = [];
 // CPU time of this process per call, each side: what a loaded two-core machine stretches (a millisecond of CPU
 // waits for a core as long as the run queue is deep), where the commits' fsyncs and the round trips only wait
-const cpu = { g: 0, f: 0, fi: 0, r: 0 };
+const cpu = { g: 0, f: 0, fa: 0, fi: 0, r: 0 };
 const block = async (key: keyof typeof cpu, fn: () => Promise<void>, into: number[]): Promise<void> => {
   const c0 = process.cpuUsage();
   into.push(...(await latencies(fn, 20, 0)));
@@ -152,6 +175,7 @@ const block = async (key: keyof typeof cpu, fn: () => Promise<void>, into: numbe
 for (let i = 0; i < BLOCKS; i++) {
   await block('g', guarded, g);
   await block('f', floorFull, f);
+  await block('fa', floorAudited, fa);
   await block('fi', floorIssue, fi);
   await block('r', raw, r);
 }
@@ -159,9 +183,11 @@ const cpuPer = (k: keyof typeof cpu): number => cpu[k] / (BLOCKS * 20);
 const p = (s: number[], q: number): number => percentile(s, q);
 const line = (name: string, s: number[], k: keyof typeof cpu): string => `  ${name.padEnd(58)} p50 ${p(s, 50).toFixed(2)} ms  p99 ${p(s, 99).toFixed(2)} ms  CPU ${cpuPer(k).toFixed(2)} ms/call  (n=${s.length})\n`;
 process.stdout.write(
-  `guarded write vs its durability floor (${entriesPerWrite} audit entries per write; rows: intent commit ${intentBytes} B, outcome commit ${outcomeBytes} B):\n` +
+  `guarded write vs its durability floor (${entriesPerWrite} audit entries per write; rows: intent commit ${intentBytes} B, outcome commit ${outcomeBytes} B;\n` +
+    `  WAL pages per write: linekeeper ${pages.g.toFixed(1)}, floor ${pages.f.toFixed(1)}, audited floor ${pages.fa.toFixed(1)}):\n` +
     line('linekeeper GuardedWriter.propose', g, 'g') +
     line('floor: read current + commit + write + read-back + commit', f, 'f') +
+    line('audited floor: the floor committing the three chained records', fa, 'fa') +
     line('floor without the read before (the issue\'s)', fi, 'fi') +
     line('raw write + read-back', r, 'r'),
 );
@@ -180,6 +206,13 @@ report({
     ratio_p99: ratio99,
     ours_cpu_ms_per_write: cpuPer('g'),
     floor_cpu_ms_per_write: cpuPer('f'),
+    audited_floor_p50_ms: p(fa, 50),
+    audited_floor_p99_ms: p(fa, 99),
+    audited_ratio_p50: p(fa, 50) / p(g, 50),
+    audited_cpu_ms_per_write: cpuPer('fa'),
+    wal_pages_per_write: pages.g,
+    floor_wal_pages_per_write: pages.f,
+    audited_wal_pages_per_write: pages.fa,
     target_met: ratio50 >= 0.8 && ratio99 >= 0.8 ? 'yes' : `NO (p50 ${ratio50.toFixed(2)}, p99 ${ratio99.toFixed(2)})`,
     floor_no_read_p50_ms: p(fi, 50),
     floor_no_read_p99_ms: p(fi, 99),
@@ -189,6 +222,7 @@ report({
   },
 });
 floor.close();
+audited.close();
 await session.close();
 await client.disconnect();
 await Promise.all(opcua.map((c) => c.close()));

@@ -35,6 +35,8 @@ export interface FloorOptions {
 export interface DurableWriteFloor {
   /** One durable supervised write of `value`; throws when the equipment refuses it or reads back another value. */
   write(value: number, withRead?: boolean): Promise<void>;
+  /** The journal (for counting the pages its commits write). */
+  readonly db: Database.Database;
   close(): void;
 }
 
@@ -47,6 +49,7 @@ export function durableWriteFloor(o: FloorOptions): DurableWriteFloor {
   const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
   const reads = o.currentNodeIds.map((nodeId) => ({ nodeId, attributeId: AttributeIds.Value }));
   return {
+    db,
     async write(value: number, withRead = true): Promise<void> {
       let old: unknown = null;
       if (withRead) {
