@@ -82,13 +82,15 @@ const maxRssMb = process.resourceUsage().maxRSS / 1024;
 const endMem = process.memoryUsage();
 const simPeakMb = peakRssMb(simPid);
 const view = d.engine.get(T, run.id);
+// what a QA reviewer reads beside the steps: every exception the run raised, with its evidence
+const exceptions = d.engine.exceptionsOf(T, run.id).map((e) => ({ kind: e.kind, severity: e.severity, step: e.step, status: e.status, title: e.title, evidence: e.evidence }));
 const toolCalls = d.engine.toolCalls(T, run.id).filter((c) => c.kind === 'call').length;
 const auditEntries = heads() - auditBefore;
 await d.stop('bench done');
 
 const ms = (ns) => +(ns / 1e6).toFixed(1);
 process.stdout.write(`${JSON.stringify({
-  status, reason: view.reason ?? null, steps: view.steps.map((s) => ({ seq: s.seq, name: s.name, status: s.status, detail: s.detail, durationMs: s.durationMs })),
+  status, reason: view.reason ?? null, exceptions, steps: view.steps.map((s) => ({ seq: s.seq, name: s.name, status: s.status, detail: s.detail, durationMs: s.durationMs })),
   wallMs, startMs, toolCalls, auditEntries,
   execArgv: process.execArgv,
   readyRssMb: readyMem.rss / 2 ** 20, maxRssMb,
