@@ -1,12 +1,13 @@
 /**
  * The systemd unit: `systemd-analyze verify` accepts it, its exposure score (`systemd-analyze security
  * --offline=true`, no running systemd needed) stays under 2.5 ("OK"), and the directives the design relies on are
- * there. Skipped, saying why, where systemd-analyze is not installed.
+ * there; and the installed command's first line carries the V8 flags the unit gives the daemon. The systemd-analyze
+ * cases are skipped, saying why, where it is not installed.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ANALYZE = '/usr/bin/systemd-analyze';
@@ -34,6 +35,20 @@ describe('systemd/linekeeper.service', () => {
     ]) expect(text).toContain(d);
     // V8's JIT needs writable+executable mappings: the one protection Node cannot take
     expect(text).not.toMatch(/^MemoryDenyWriteExecute=yes/m);
+  });
+
+  it('the installed command runs with the V8 flags the unit gives the daemon (a `linekeeper serve` started by hand holds the same memory)', () => {
+    const flags = /^ExecStart=\/usr\/bin\/node((?: --[a-z-]+=\S+)*) \/opt\/linekeeper\/bin\/linekeeper\.js serve/m.exec(readFileSync(UNIT, 'utf8'))?.[1]?.trim().split(' ') ?? [];
+    expect(flags).toContain('--max-semi-space-size=4');
+    const shebang = readFileSync('bin/linekeeper.js', 'utf8').split('\n')[0]!;
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${flags.join(' ')}`);
+    // as install.sh installs it: a symlink on the PATH, run through its first line (env -S must split it here)
+    const link = join(dir, 'linekeeper');
+    symlinkSync(join(process.cwd(), 'bin/linekeeper.js'), link);
+    const r = spawnSync(link, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` } });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
   it.skipIf(!has)('passes systemd-analyze verify', () => {
