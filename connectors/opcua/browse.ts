@@ -23,7 +23,7 @@ import {
   type DataValue,
   type NodeId,
   type ReferenceDescription,
-} from 'node-opcua';
+} from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { ReportedUnit } from './units.js';
 

@@ -20,7 +20,7 @@
  * bad (LK_TAG_UNIT_MISMATCH), refuses every write, and is named in health()
  * and the log; the equipment's other tags are read and supervised as usual.
  */
-import { AttributeIds, OPCUAClient, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { AttributeIds, OPCUAClient, type ClientSession, type DataValue, type NodeId } from 'node-opcua-client';
 import { LkError, type ErrorCode } from '../../src/errors.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { silentLogger, type Logger } from '../../src/log.js';

@@ -4,7 +4,7 @@
  * the `sim` endpoints line), so route them to the structured log or stderr.
  */
 import { format } from 'node:util';
-import { setErrorLogger, setWarningLogger } from 'node-opcua';
+import { setErrorLogger, setWarningLogger } from 'node-opcua-client';
 import type { Logger } from '../../src/log.js';
 
 /** Send node-opcua's warnings and errors to `logger` (as warn/error lines) or, without one, to stderr. */

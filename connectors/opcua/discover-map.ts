@@ -9,7 +9,8 @@
  *
  * Pure: a browse result in, tag groups out.
  */
-import { DataType, NodeIdType, type NodeId } from 'node-opcua';
+import { DataType, type NodeId } from 'node-opcua-client';
+import { NodeIdType } from 'node-opcua-nodeid';
 import { isValidUnit } from '../../src/domain/units.js';
 import type { OpcUaTagConfig } from '../../src/config/schema.js';
 import type { BrowseResult, DiscoveredVariable } from './browse.js';

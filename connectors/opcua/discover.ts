@@ -5,7 +5,7 @@
  * lands in `<data>/pki/rejected` for `linekeeper certs trust`), nothing is
  * retried, and the session is closed whatever happens.
  */
-import { OPCUAClient, type ClientSession, type NodeId } from 'node-opcua';
+import { OPCUAClient, type ClientSession, type NodeId } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { OpcUaConnectionConfig } from '../../src/config/schema.js';
 import { browseVariables, type BrowseLimits, type BrowseResult } from './browse.js';

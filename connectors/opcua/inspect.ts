@@ -5,7 +5,7 @@
  * configured DataType and engineering unit, and an EURange that agrees with the
  * configured range. Nothing is written.
  */
-import { AttributeIds, DataType, OPCUAClient, type ClientSession, type NodeId } from 'node-opcua';
+import { AttributeIds, DataType, OPCUAClient, type ClientSession, type NodeId } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 import { classifyError, clientOptions, disposeClient, withTimeout } from './link.js';

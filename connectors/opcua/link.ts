@@ -4,7 +4,8 @@
  * would write a PKI into the home directory. Also the mapping of node-opcua's
  * connection errors to LK_* codes, and a teardown that cannot hang.
  */
-import { MessageSecurityMode, SecurityPolicy, type ClientSession, type OPCUACertificateManager, type OPCUAClient, type OPCUAClientOptions } from 'node-opcua';
+import type { OPCUACertificateManager } from 'node-opcua-certificate-manager';
+import { MessageSecurityMode, SecurityPolicy, type ClientSession, type OPCUAClient, type OPCUAClientOptions } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { OpcUaConnectionConfig } from '../../src/config/schema.js';
 import { pkiFolder } from './pki.js';

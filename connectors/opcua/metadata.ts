@@ -5,7 +5,7 @@
  * NamespaceArray, each node's DataType (cached for writes: the exact type,
  * so no BadTypeMismatch), its UserAccessLevel, EngineeringUnits and EURange.
  */
-import { AttributeIds, DataType, makeBrowsePath, StatusCodes, type ClientSession, type DataValue, type NodeId } from 'node-opcua';
+import { AttributeIds, DataType, makeBrowsePath, StatusCodes, type ClientSession, type DataValue, type NodeId } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { TagDescription } from '../types.js';
 import type { OpcUaTag } from './tags.js';

@@ -13,7 +13,7 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OPCUACertificateManager } from 'node-opcua';
+import { OPCUACertificateManager } from 'node-opcua-certificate-manager';
 import { LkError } from '../../src/errors.js';
 
 /** The PKI folder of a data directory. */

@@ -37,7 +37,7 @@ import {
   type ClientSubscription,
   type DataValue,
   type NodeId,
-} from 'node-opcua';
+} from 'node-opcua-client';
 import type { Logger } from '../../src/log.js';
 import type { Sample, SubscribeOptions, Subscription, TagValue } from '../types.js';
 import type { OpcUaTag } from './tags.js';

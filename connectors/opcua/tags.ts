@@ -10,7 +10,7 @@
  * `nsu=<uri>;i=6001`) are used as they are: a node of the standard's own
  * namespace 0 needs its `ns=0;`, as the configuration schema documents.
  */
-import { coerceNodeId, type NodeId } from 'node-opcua';
+import { coerceNodeId, type NodeId } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import { ARRAY_ELEMENT, tagId, type OpcUaEquipmentConfig, type OpcUaTagConfig } from '../../src/config/schema.js';
 

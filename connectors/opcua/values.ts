@@ -8,7 +8,7 @@
  * tag's scale/offset and unit alias compiled into one `a·raw + b` by the
  * connector; an enumerated tag reads as the name of its value.
  */
-import { DataType, StatusCodes, VariantArrayType, type DataValue, type NodeId } from 'node-opcua';
+import { DataType, StatusCodes, VariantArrayType, type DataValue, type NodeId } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { Quality, Sample, TagValue } from '../types.js';
 import type { OpcUaTag } from './tags.js';

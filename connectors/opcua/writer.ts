@@ -10,7 +10,7 @@
  * scale/offset and unit alias are undone before encoding and the raw value
  * the PLC got is reported back in engineering units.
  */
-import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId, type StatusCode } from 'node-opcua';
+import { AttributeIds, DataType, type ClientSession, type DataValue, type NodeId, type StatusCode } from 'node-opcua-client';
 import { LkError } from '../../src/errors.js';
 import type { Clock } from '../../src/clock.js';
 import type { Logger } from '../../src/log.js';
