@@ -115,7 +115,11 @@ const rows = store.db
   .all() as { kind: string; closes: number; bytes: number }[];
 const outcomeBytes = rows.filter((r) => r.kind === 'outcome').reduce((a, r) => a + r.bytes, 0);
 const intentBytes = rows.filter((r) => r.kind !== 'outcome').reduce((a, r) => a + r.bytes, 0);
-const bytesOf = (kind: string): number => rows.find((r) => r.kind === kind)?.bytes ?? 0;
+const bytesOf = (kind: string): number => {
+  const row = rows.find((r) => r.kind === kind);
+  if (!row) throw new Error(`no ${kind} entry among the trail's last rows (${rows.map((r) => r.kind).join(', ')}): the audited floor would carry rows of another size`);
+  return row.bytes;
+};
 const entriesPerWrite = rows.length;
 
 const client = OPCUAClient.create({
@@ -130,7 +134,7 @@ const node = (tag: string): string => `ns=${ns};s=${tag.replace('.', '.Setpoints
 // the same nodes the guard reads before a press move: the move's setpoint and the press setpoints of the capping risk
 const currentNodes = ['press.MainForce', 'press.FillDepth', 'press.PreForce', 'press.TurretSpeed'].map(node);
 const floor = durableWriteFloor({ session, nodeId: node('press.MainForce'), currentNodeIds: currentNodes, file: join(dir, 'floor.db'), intentBytes, outcomeBytes });
-const audited = auditedWriteFloor({ session, nodeId: node('press.MainForce'), currentNodeIds: currentNodes, file: join(dir, 'audited.db'), decisionBytes: bytesOf('decision'), intentBytes: bytesOf('intent'), outcomeBytes: bytesOf('outcome') });
+const audited = auditedWriteFloor({ session, nodeId: node('press.MainForce'), currentNodeIds: currentNodes, file: join(dir, 'audited.db'), decisionBytes: bytesOf('policy_decision'), intentBytes: bytesOf('intent'), outcomeBytes: bytesOf('outcome') });
 let floorFlip = 0;
 const floorAudited = (): Promise<void> => audited.write(floorFlip++ % 2 === 0 ? 12.5 : 12);
 const floorFull = (): Promise<void> => floor.write(floorFlip++ % 2 === 0 ? 12.5 : 12, true);
