@@ -161,3 +161,29 @@ export async function rearmLostPlcs(d: Daemon, tenant: string, o: { readonly by?
 export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; readonly watchdogTimeoutMs: number }, now = Date.now()): boolean {
   return s.lastHeartbeatAt !== undefined && now - s.lastHeartbeatAt < s.watchdogTimeoutMs / 2;
 }
+
+/**
+ * The blend's NIR end point is a statistical judgement, and on a plant running on the wall clock it is not the same
+ * judgement twice: at time scale 600 the NIR scans every 17 ms and the engine, polling every 100 ms, judges the
+ * scans it happened to read (one in six, fewer on a loaded machine). On the default seed the blend at its 300
+ * revolutions has a true RSD near 1.8 % (2.2 % with the probe's error), and the last blocks judged after the stop
+ * miss the end point's upper bound about one batch in twenty. The agent then proposes more revolutions, which the
+ * shipped bundle leaves to a person (blender.TargetRevolutions at L2): the run is HELD, as it should be.
+ *
+ * What a process engineer does on the line then, and what a test on the wall clock does in its waits: resume the
+ * step (a new attempt judges new scans of the blend; the resume is audited and a MANUAL_ACTION exception). Only
+ * that hold, at most `max` times per run; any other hold stays and fails the test's expectation. Returns true when
+ * it resumed. Tests on virtual time (test/helpers/virtual-line.ts) need none of this: their batches replay.
+ */
+const blendResumes = new Map<string, number>();
+export function resumeMarginalBlend(d: Daemon, tenant: string, id: string, o: { readonly by?: string; readonly max?: number } = {}): boolean {
+  const run = d.engine.get(tenant, id);
+  if (run.status !== 'HELD') return false;
+  const held = run.steps.find((s) => s.status === 'HELD');
+  if (held?.name !== 'blend.uniformity' || !/stopped at \d+ revolutions without the NIR end point/.test(held.detail)) return false;
+  const n = blendResumes.get(id) ?? 0;
+  if (n >= (o.max ?? 2)) return false;
+  blendResumes.set(id, n + 1);
+  d.engine.resume(tenant, id, o.by ?? 'p.bianchi', `blend held at its target revolutions without the NIR end point (attempt ${held.attempt}): judge new scans of the stopped blend`);
+  return true;
+}

@@ -33,7 +33,7 @@ import { silentLogger } from '../../src/log.js';
 import { eventLoopCheck } from '../../src/ops/doctor.js';
 import { closeOpenExceptions } from '../helpers/exceptions.js';
 import { firstStart } from '../helpers/first-start.js';
-import { heartbeating, makeRunSite, rearmLostPlcs, waitFor, type RunSite } from '../helpers/run-site.js';
+import { heartbeating, makeRunSite, rearmLostPlcs, resumeMarginalBlend, waitFor, type RunSite } from '../helpers/run-site.js';
 
 const T = 'acme-pharma';
 const OPERATOR = 'o.operator';
@@ -105,6 +105,7 @@ describe('releasing a batch leaves every PLC supervised', () => {
     const equipment = d.loaded.config.equipment.map((e) => e.id);
     const run = d.engine.start({ tenant: T, request: 'run batch B-1042 on line-3, keep weight and hardness on target', by: OPERATOR });
     const atGate = await waitFor(`run ${run.id} at its approval gate`, () => {
+      if (resumeMarginalBlend(d, T, run.id)) return false;
       const v = d.engine.get(T, run.id);
       return !['PENDING', 'RUNNING'].includes(v.status) && v;
     }, 240_000);
