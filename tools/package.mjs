@@ -62,7 +62,9 @@ for (const f of ['bin', 'systemd', 'console', 'package.json', 'package-lock.json
 mkdirSync(join(app, 'config'));
 // every shipped JSON Schema (config/<kind>.schema.json, one per `linekeeper config schema --of` kind)
 const schemas = readdirSync(join(root, 'config')).filter((f) => f.endsWith('.schema.json'));
-for (const f of ['site.yaml', ...schemas, 'policy', 'batches', 'golden']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
+// config/models: the default seed's trained vision classifier (src/models/seed.ts); without it the first start of
+// every installed node renders and trains on 700 six-camera frame sets (~6.5 s of CPU) for the same bytes
+for (const f of ['site.yaml', ...schemas, 'policy', 'batches', 'golden', 'models']) cpSync(join(root, 'config', f), join(app, 'config', f), { recursive: true });
 // the standalone audit verifier: `linekeeper archive` puts a copy in every archive it writes (src/ops/archive.ts)
 mkdirSync(join(app, 'tools'));
 cpSync(join(root, 'tools/verify-audit-bundle.mjs'), join(app, 'tools/verify-audit-bundle.mjs'));

@@ -24,7 +24,7 @@ describe('npm run package → unpack → doctor', () => {
     execFileSync('tar', ['-xzf', made, '-C', into]);
     const [top] = readdirSync(into);
     const app = join(into, top!);
-    for (const f of ['bin/linekeeper.js', 'dist/src/cli/main.js', 'console/app.js', 'install.sh', 'BUILDINFO', 'systemd/linekeeper.service', 'config/site.yaml', 'config/policy/bundle.yaml', 'config/golden', 'tools/verify-audit-bundle.mjs']) expect(existsSync(join(app, f)), f).toBe(true);
+    for (const f of ['bin/linekeeper.js', 'dist/src/cli/main.js', 'console/app.js', 'install.sh', 'BUILDINFO', 'systemd/linekeeper.service', 'config/site.yaml', 'config/policy/bundle.yaml', 'config/golden', 'config/models', 'tools/verify-audit-bundle.mjs']) expect(existsSync(join(app, f)), f).toBe(true);
     expect(existsSync(join(app, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(true);
     expect(existsSync(join(app, 'node_modules/typescript'))).toBe(false); // production dependencies only
     expect(JSON.parse(readFileSync(join(app, 'BUILDINFO'), 'utf8')).abi).toBe(process.versions.modules);
