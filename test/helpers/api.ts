@@ -11,9 +11,18 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import type { Plant } from '../../connectors/sim/plant.js';
 import { firstStart, ownPassword, type FirstStartUser } from './first-start.js';
-import { heartbeating, plantOf } from './run-site.js';
+import { every } from '../../src/clock.js';
+import { heartbeating, plantOf, resumeMarginalBlend } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
+
+
+/** `fn` every `ms` of the wall clock (the timer unref'd); returns the stop. */
+function wallEvery(ms: number, fn: () => void): () => void {
+  const t = setInterval(fn, ms);
+  t.unref();
+  return () => clearInterval(t);
+}
 
 export interface ApiNode {
   readonly daemon: Daemon;
@@ -44,7 +53,7 @@ export interface ApiNode {
  * but puts the plant in this process behind the in-memory connectors (no OPC UA or Modbus servers): for tests of the
  * REST surface, not of the protocols (those run against the real servers: connectors, serve, run-renamed-site…).
  */
-export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean; t0?: number; memory?: boolean } = {}): Promise<ApiNode> {
+export async function startApiNode(opts: { timeScale?: number; tablets?: number; pollMs?: number; site?: (yaml: string, dir: string) => string; processMetrics?: boolean; virtual?: boolean; t0?: number; memory?: boolean; heldBlends?: 'resume' | 'leave' } = {}): Promise<ApiNode> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-api-'));
   cpSync(join(defaultConfigFile(), '..', 'policy'), join(dir, 'policy'), { recursive: true });
   cpSync(join(defaultConfigFile(), '..', 'batches'), join(dir, 'batches'), { recursive: true });
@@ -79,9 +88,18 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   // running meanwhile)
   const demo: readonly FirstStartUser[] = copied ?? daemon.demoUsers;
   const passwords = new Map(await Promise.all(demo.map(async (u): Promise<[string, string]> => [u.id, u.own ?? (await chooseOwnPassword(url, u.id, u.password))])));
+  // the process engineer at the line: a blend held at its target revolutions by the statistics of the scans read is
+  // resumed (resumeMarginalBlend, test/helpers/run-site.ts; at most twice a run); `heldBlends: 'leave'` leaves it
+  // HELD. A test's run on a paced or wall-clock line meets that hold about one batch in twenty, and a client that
+  // follows the run to its gate or its end (an SDK stream, the CLI, the console) would otherwise wait for ever.
+  const keep = (): void => {
+    for (const r of daemon.engine.runs.unfinished()) resumeMarginalBlend(daemon, r.tenant, r.id);
+  };
+  const stopKeeping = opts.heldBlends === 'leave' ? () => undefined : line ? every(line.clock, 5_000, keep) : wallEvery(1_000, keep);
   return {
     daemon, url, dir, passwords, plant: plantOf(daemon), oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
+      stopKeeping();
       await daemon.stop('test done');
       line?.close();
       rmSync(dir, { recursive: true, force: true });

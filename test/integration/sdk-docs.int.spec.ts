@@ -5,10 +5,10 @@
  * the QA reviewer's own client closes the open exceptions and signs — to its end: released (SUCCEEDED), or rejected (REJECTED) when the batch's data failed a specification, which
  * on a loaded machine it may (the agents correct later). The only change made to the
  * TypeScript block is the module it imports: `linekeeper/sdk` is the built package, here its source.
- * Meanwhile the test keeps the operator present (POST /attendance), as an operator's open console does, and plays
- * the process engineer who resumes a blend held without its NIR end point (the examples follow a run to its end and
- * leave holds to people: docs/sdk.md, Holds); an example still running after five minutes is killed and the failure
- * names the step its run waits in. The daemon
+ * Meanwhile the test keeps the operator present (POST /attendance), as an operator's open console does, and the
+ * node's process engineer resumes a blend held without its NIR end point (test/helpers/api.ts; the examples follow
+ * a run to its end and leave holds to people: docs/sdk.md, Holds); an example still running after five minutes is
+ * killed and the failure names the step its run waits in. The daemon
  * runs on virtual time paced at 20 times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
  * scan and poll at its virtual time), so the batch takes seconds, not minutes, while the example follows it over
  * real HTTP.
@@ -21,7 +21,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
-import { resumeMarginalBlend } from '../helpers/run-site.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = readFileSync(join(ROOT, 'docs/sdk.md'), 'utf8');
@@ -69,12 +68,10 @@ function run(cmd: string, args: string[], env: Record<string, string>, limitMs =
 const T = 'acme-pharma';
 let node: ApiNode | undefined;
 let presence: (() => void) | undefined;
-let engineer: (() => void) | undefined;
 let paced: (() => Promise<void>) | undefined;
 let dir: string | undefined;
 afterEach(async () => {
   presence?.();
-  engineer?.();
   await paced?.();
   await node?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -89,11 +86,6 @@ async function daemon(): Promise<Record<string, string>> {
   const op = await signIn(n.url, 'o.operator', n.passwords.get('o.operator')!);
   presence = every(n.line!.clock, 5000, () => void call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} }).catch(() => undefined));
   await call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} });
-  // the process engineer at the line: the examples follow a run until it ends, and a blend held at its target
-  // revolutions by the scans' statistics (test/helpers/run-site.ts) waits for a person, as the examples do not say
-  engineer = every(n.line!.clock, 5000, () => {
-    for (const r of n.daemon.engine.list(T)) resumeMarginalBlend(n.daemon, T, r.id);
-  });
   // a PLC a loaded machine let lapse is re-armed by its process engineer first, as a site does
   await rearmLostPlcs(n, 'acme-pharma', await signIn(n.url, 'p.bianchi', n.passwords.get('p.bianchi')!));
   paced = n.line!.pace(200);
