@@ -93,6 +93,8 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   // HELD. A test's run on a paced or wall-clock line meets that hold about one batch in twenty, and a client that
   // follows the run to its gate or its end (an SDK stream, the CLI, the console) would otherwise wait for ever.
   const keep = (): void => {
+    // a test may stop the node's daemon itself (and start another on its data): nothing is kept then
+    if (!daemon.store.db.open) return;
     for (const r of daemon.engine.runs.unfinished()) resumeMarginalBlend(daemon, r.tenant, r.id);
   };
   const stopKeeping = opts.heldBlends === 'leave' ? () => undefined : line ? every(line.clock, 5_000, keep) : wallEvery(1_000, keep);
