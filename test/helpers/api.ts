@@ -11,18 +11,10 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import type { Plant } from '../../connectors/sim/plant.js';
 import { firstStart, ownPassword, type FirstStartUser } from './first-start.js';
-import { every } from '../../src/clock.js';
+import { every, systemClock } from '../../src/clock.js';
 import { heartbeating, plantOf, resumeMarginalBlend } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
 import { openApiCheckOn, openApiOf } from './openapi-check.js';
-
-
-/** `fn` every `ms` of the wall clock (the timer unref'd); returns the stop. */
-function wallEvery(ms: number, fn: () => void): () => void {
-  const t = setInterval(fn, ms);
-  t.unref();
-  return () => clearInterval(t);
-}
 
 export interface ApiNode {
   readonly daemon: Daemon;
@@ -97,7 +89,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
     if (!daemon.store.db.open) return;
     for (const r of daemon.engine.runs.unfinished()) resumeMarginalBlend(daemon, r.tenant, r.id);
   };
-  const stopKeeping = opts.heldBlends === 'leave' ? () => undefined : line ? every(line.clock, 5_000, keep) : wallEvery(1_000, keep);
+  const stopKeeping = opts.heldBlends === 'leave' ? () => undefined : every(line?.clock ?? systemClock, line ? 5_000 : 1_000, keep);
   return {
     daemon, url, dir, passwords, plant: plantOf(daemon), oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
