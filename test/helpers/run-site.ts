@@ -175,15 +175,13 @@ export function heartbeating(s: { readonly lastHeartbeatAt: number | undefined; 
  * that hold, at most `max` times per run; any other hold stays and fails the test's expectation. Returns true when
  * it resumed. Tests on virtual time (test/helpers/virtual-line.ts) need none of this: their batches replay.
  */
-const blendResumes = new Map<string, number>();
 export function resumeMarginalBlend(d: Daemon, tenant: string, id: string, o: { readonly by?: string; readonly max?: number } = {}): boolean {
   const run = d.engine.get(tenant, id);
   if (run.status !== 'HELD') return false;
   const held = run.steps.find((s) => s.status === 'HELD');
   if (held?.name !== 'blend.uniformity' || !/stopped at \d+ revolutions without the NIR end point/.test(held.detail)) return false;
-  const n = blendResumes.get(id) ?? 0;
-  if (n >= (o.max ?? 2)) return false;
-  blendResumes.set(id, n + 1);
+  // each resume is the step's next attempt: attempt n has been resumed n − 1 times
+  if (held.attempt > (o.max ?? 2)) return false;
   d.engine.resume(tenant, id, o.by ?? 'p.bianchi', `blend held at its target revolutions without the NIR end point (attempt ${held.attempt}): judge new scans of the stopped blend`);
   return true;
 }
