@@ -9,7 +9,7 @@
  * node's process engineer resumes a blend held without its NIR end point (test/helpers/api.ts; the examples follow
  * a run to its end and leave holds to people: docs/sdk.md, Holds); an example still running after five minutes is
  * killed and the failure names the step its run waits in. The daemon
- * runs on virtual time paced at 20 times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
+ * runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
  * scan and poll at its virtual time), so the batch takes seconds, not minutes, while the example follows it over
  * real HTTP.
  */

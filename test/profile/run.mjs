@@ -1,11 +1,12 @@
 /**
- * `npm run profile:suite [-- <vitest args>]` (`-- --summarize`: read the last run's profiles again): the whole suite (or the files named) with every Node process sampled
- * (test/profile/preload.cjs), then where its CPU went: per kind of process (vitest's fork workers, the `linekeeper`
- * commands the tests run, the rest), the packages and files by self time, and linekeeper's own functions (src/,
- * connectors/, test/) by inclusive time. Time a process spent blocked in spawnSync/execSync waiting for a child is
- * shown apart (the child's CPU is counted in its own profile). Chromium, mosquitto and python are not Node: what
- * they cost is the process CPU printed by the run minus what is attributed here. Profiles go to .tmp/profile-suite.
- * The profiler's overhead makes the suite slower than `npm test`: compare shares, not durations.
+ * `npm run profile:suite [-- <vitest args>]` (`-- --summarize`: read the last run's profiles again): the whole
+ * suite (or the files named) with every Node process sampled (test/profile/preload.cjs), then where its CPU went:
+ * per kind of process (vitest's fork workers, the `linekeeper` commands the tests run, the rest), the packages and
+ * files by self time, and linekeeper's own functions (src/, connectors/, test/) by inclusive time. Time a process
+ * spent blocked in spawnSync/execSync waiting for a child is shown apart (the child's CPU is counted in its own
+ * profile). Chromium, mosquitto and python are not Node: what they cost is the process CPU printed by the run minus
+ * what is attributed here. Profiles go to .tmp/profile-suite. The profiler's overhead makes the suite slower than
+ * `npm test`: compare shares, not durations.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -75,11 +76,11 @@ for (const { pid, p } of profiles) {
   let mine = 0;
   for (let i = 0; i < p.samples.length; i++) {
     const dt = (p.timeDeltas[i + 1] ?? 0) / 1e6;
-    let id = p.samples[i];
-    const cf = nodes.get(id).callFrame;
+    const cf = nodes.get(p.samples[i]).callFrame;
     if (cf.functionName === '(idle)') continue;
+    // the sample's stack, leaf first: read once for the wait and for the inclusive times
     const stack = [];
-    for (let up = id; up !== undefined; up = parent.get(up)) stack.push(nodes.get(up).callFrame);
+    for (let up = p.samples[i]; up !== undefined; up = parent.get(up)) stack.push(nodes.get(up).callFrame);
     if (waiting(stack)) {
       waited += dt;
       continue;
@@ -87,17 +88,14 @@ for (const { pid, p } of profiles) {
     mine += dt;
     add(self, pkgOf(cf.url) || cf.functionName, dt);
     const seen = new Set();
-    while (id !== undefined) {
-      const c = nodes.get(id).callFrame;
+    for (const c of stack) {
       const where = pkgOf(c.url);
-      if (ours.test(where)) {
-        const k = `${c.functionName || '(anonymous)'} ${where}:${c.lineNumber + 1}`;
-        if (!seen.has(k)) {
-          seen.add(k);
-          add(incl, k, dt);
-        }
+      if (!ours.test(where)) continue;
+      const k = `${c.functionName || '(anonymous)'} ${where}:${c.lineNumber + 1}`;
+      if (!seen.has(k)) {
+        seen.add(k);
+        add(incl, k, dt);
       }
-      id = parent.get(id);
     }
   }
   busy += mine;
