@@ -17,7 +17,7 @@ import { parse } from 'csv-parse/sync';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
-import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -144,7 +144,7 @@ describe('the auditor\u2019s desk', { timeout: 240_000 }, () => {
     await poll(() => page.getByTestId('audit-count').textContent()).toMatch(/^[1-9]\d* entr/);
     const shown = Number((await page.getByTestId('audit-count').textContent())!.split(' ')[0]);
     const grab = async (button: string): Promise<string> => {
-      const [d] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: button }).click()]);
+      const d = await downloadBy(page, button);
       return readFileSync((await d.path())!, 'utf8');
     };
     const csv = await grab('Export CSV');

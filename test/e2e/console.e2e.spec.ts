@@ -19,7 +19,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
-import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
@@ -332,7 +332,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await expect.poll(() => charts.nth(1).locator('.u-legend').textContent()).toContain('upper limit 150 N');
     expect(await charts.nth(1).locator('figcaption').textContent()).toContain(shown[1]!.excursions > 0 ? `${shown[1]!.excursions} outside the limits` : 'none outside the limits');
     await page.getByRole('button', { name: 'Zoom in' }).click();
-    const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download release.json' }).click()]);
+    const dl = await downloadBy(page, 'Download release.json');
     expect(dl.suggestedFilename()).toBe('B-1042-release.json');
     await check('09-genealogy');
   });
@@ -346,7 +346,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.getByLabel('Reviewer').fill('m.rossi');
     await page.getByRole('button', { name: 'Search' }).click();
     await poll(() => page.locator('table.audit').textContent()).toContain('approval.decide');
-    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const csv = await downloadBy(page, 'Export CSV');
     expect(csv.suggestedFilename()).toMatch(/^acme-pharma-audit-.*\.csv$/);
     await check('10-audit');
 

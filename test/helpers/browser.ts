@@ -6,7 +6,7 @@
  * out), so a test can assert at its end that nothing else went wrong.
  */
 import { AxeBuilder } from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Download, type Page } from 'playwright-core';
 
 export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[]; timezoneId?: string }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -40,4 +40,26 @@ export async function axeOf(page: Page, include?: string): Promise<{ bad: string
   const r = await (include ? b.include(include) : b).analyze();
   const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   return { bad: bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`), passes: r.passes.length };
+}
+
+/**
+ * Click the button named `button` and return the download it starts. When the page shows a refusal instead (the
+ * console's error note, role="alert"), fail at once with its words; when no download comes at all, fail saying
+ * what the page shows (a sign-in form, a note) rather than only that the wait timed out.
+ */
+export async function downloadBy(page: Page, button: string): Promise<Download> {
+  const alert = page.locator('p.error[role="alert"]');
+  const before = await alert.count();
+  const refused = (async (): Promise<never> => {
+    await alert.nth(before).waitFor({ timeout: 120_000 });
+    throw new Error(`the download of "${button}" did not start; the page says: ${(await alert.nth(before).textContent())?.trim()}`);
+  })();
+  refused.catch(() => undefined);
+  try {
+    const [d] = await Promise.race([Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.getByRole('button', { name: button }).click()]), refused]);
+    return d;
+  } catch (err) {
+    const shown = await page.locator('body').innerText({ timeout: 5_000 }).catch(() => '(the page did not answer)');
+    throw new Error(`${(err as Error).message}\nthe page at ${page.url()} shows: ${shown.replace(/\s+/g, ' ').slice(0, 600)}`, { cause: err });
+  }
 }
