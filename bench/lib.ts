@@ -4,7 +4,14 @@
  * both with their ratio through {@link report}. `npm run bench` (bench/run.ts)
  * runs each `*.bench.ts` in its own process and prints the table.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface Figure {
   /** Who was measured, e.g. "linekeeper OpcUaConnector.read" or "raw node-opcua session.read". */
@@ -109,4 +116,13 @@ export async function heartbeatJitterDuring(periodMs: number, work: () => Promis
     h.disable();
   }
   return { late, ms: performance.now() - start, loopMaxMs: h.max / 1e6 };
+}
+
+/** Build dist/ again when a source of src/ or connectors/ is newer than it (the benches that run the compiled daemon). */
+export function ensureBuilt(): void {
+  const built = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  const newest = (d: string): number =>
+    readdirSync(d, { withFileTypes: true }).reduce((n, e) => Math.max(n, e.isDirectory() ? newest(join(d, e.name)) : e.name.endsWith('.ts') ? statSync(join(d, e.name)).mtimeMs : 0), 0);
+  if (existsSync(built) && Math.max(newest(join(ROOT, 'src')), newest(join(ROOT, 'connectors'))) <= statSync(built).mtimeMs) return;
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
 }

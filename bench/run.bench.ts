@@ -29,15 +29,14 @@
  * engine's steps, readings over OPC UA and Modbus, agents, policy, audit, inspection, release evidence, the
  * gate and the release package), not a competing product.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { defaultConfigFile, loadConfig } from '../src/config/load.js';
-import { report } from './lib.js';
+import { ensureBuilt, report } from './lib.js';
 
 const TIME_SCALE = 600;
 const POLL_MS = 50;
@@ -173,10 +172,3 @@ function unitNodeFlags(): string[] {
 }
 
 /** Build dist/ again when a source under src/ or connectors/ is newer than it (what test/global-setup.ts does). */
-function ensureBuilt(): void {
-  const built = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-  const newest = (d: string): number =>
-    readdirSync(d, { withFileTypes: true }).reduce((n, e) => Math.max(n, e.isDirectory() ? newest(join(d, e.name)) : e.name.endsWith('.ts') ? statSync(join(d, e.name)).mtimeMs : 0), 0);
-  if (existsSync(built) && Math.max(newest(join(ROOT, 'src')), newest(join(ROOT, 'connectors'))) <= statSync(built).mtimeMs) return;
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
-}

@@ -22,7 +22,8 @@ import { LkError } from '../errors.js';
 import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from './checkpoints.js';
 import { canonicalJson, GENESIS_HASH, type AuditEntry } from './entry.js';
 import { parsePublicKey, readSiteKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
-import { iterateAudit, parseFilter, type AuditFilter } from './query.js';
+import type { AuditFilter } from './query.js';
+import { EVERY_ENTRY, selectEntries, type ValidFilter } from './select.js';
 import { diagnoseBundle, type BundleItem } from './bundle-diagnose.js';
 import { firstDamage, type Damage } from './verify.js';
 
@@ -49,15 +50,14 @@ export interface BundleHeader {
 }
 
 /**
- * The lines of a bundle of `tenant`'s entries matching `filter`. Signs a checkpoint of the
- * chain head first, so the newest entries are anchored too — except on a read-only store (a
- * write-protected copy), where the bundle ends at the last checkpoint already signed and is signed
- * with the copy's key file.
- * @throws LkError LK_NOT_FOUND when the tenant has no chain; LK_VALIDATION for a bad filter;
+ * The lines of a bundle of `tenant`'s entries matching `f` (validated by the caller: `parseFilter`).
+ * Signs a checkpoint of the chain head first, so the newest entries are anchored too — except on a
+ * read-only store (a write-protected copy), where the bundle ends at the last checkpoint already
+ * signed and is signed with the copy's key file.
+ * @throws LkError LK_NOT_FOUND when the tenant has no chain;
  *   LK_AUDIT_KEY when a read-only copy carries no readable private key.
  */
-export function* bundleLines(store: Store, tenant: string, filter: unknown = {}): Generator<string> {
-  const f = parseFilter(filter);
+export function* bundleLines(store: Store, tenant: string, f: ValidFilter = EVERY_ENTRY): Generator<string> {
   if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
   if (!store.readonly) store.audit.checkpoint(tenant);
   const key = store.readonly ? readSiteKey(store.dataDir) : store.audit.siteKey();
@@ -78,7 +78,7 @@ export function* bundleLines(store: Store, tenant: string, filter: unknown = {})
   for (const c of included) yield canonicalJson({ type: 'checkpoint', ...c });
   const chosen = matched === 'all' ? undefined : new Set(matched);
   for (const [from, to] of segments) {
-    for (const e of iterateAudit(store.db, tenant, {}, { fromSeq: from, toSeq: to })) {
+    for (const e of selectEntries(store.db, tenant, EVERY_ENTRY, { fromSeq: from, toSeq: to })) {
       const { hash: h, ...hashed } = e;
       yield canonicalJson({ type: 'entry', in_filter: chosen === undefined || chosen.has(e.seq), hash: h, entry: hashed });
     }
@@ -86,7 +86,7 @@ export function* bundleLines(store: Store, tenant: string, filter: unknown = {})
 }
 
 /** Write a bundle to `file` (fsync'd); returns the number of lines. */
-export function exportBundle(store: Store, tenant: string, filter: unknown, file: string): number {
+export function exportBundle(store: Store, tenant: string, filter: ValidFilter, file: string): number {
   const fd = openSync(file, 'w', 0o644);
   let n = 0;
   try {
@@ -100,10 +100,10 @@ export function exportBundle(store: Store, tenant: string, filter: unknown, file
   return n;
 }
 
-function matchedSeqs(store: Store, tenant: string, f: AuditFilter): number[] | 'all' {
+function matchedSeqs(store: Store, tenant: string, f: ValidFilter): number[] | 'all' {
   if (Object.keys(f).length === 0) return 'all';
   const seqs: number[] = [];
-  for (const e of iterateAudit(store.db, tenant, f)) seqs.push(e.seq);
+  for (const e of selectEntries(store.db, tenant, f)) seqs.push(e.seq);
   return seqs;
 }
 

@@ -10,11 +10,28 @@
  */
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { z } from 'zod';
-import { MANIFESTATION_MEANING_MAX } from '../domain/signature-meanings.js';
+import { isMainThread } from 'node:worker_threads';
+import type { z } from 'zod';
 import { LkError } from '../errors.js';
+import { jsonProblem, LONE_SURROGATE, type Json } from './json-value.js';
+import type * as Schema from './entry-schema.js';
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export { jsonProblem, type Json } from './json-value.js';
+
+/**
+ * The entry's schema (zod, entry-schema.ts), loaded on the main thread, where entries are appended. linekeeper's
+ * worker threads only read the store (the release package's seal, the parallel verifier): they do not load it —
+ * about 9 MB of each such thread's peak is compiling zod — and refuse an append the plain checks below do not
+ * accept (nothing is written).
+ */
+const schema: typeof Schema | undefined = isMainThread ? await import('./entry-schema.js') : undefined;
+
+export type AuditSubject = z.infer<typeof Schema.AuditSubject>;
+/** Part 11 §11.50 signature manifestation: printed name, date/time, meaning; `value` is the signature itself (base64). */
+export type AuditSignature = z.infer<typeof Schema.AuditSignature>;
+/** What a caller hands to `audit.append`: validated (entry-schema.ts); nothing is written when it fails. */
+export type AuditEntryInput = z.input<typeof Schema.AuditEntryInput>;
+type ValidEntryInput = z.output<typeof Schema.AuditEntryInput>;
 
 /** prev_hash of the first entry of every chain. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -33,77 +50,6 @@ export const KNOWN_KINDS = [
 ] as const;
 
 const MAX_JSON_CHARS = 256 * 1024;
-const MAX_DEPTH = 32;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Why `v` is not a JSON value we can hash reproducibly, or undefined when it is. */
-export function jsonProblem(v: unknown, depth = 0): string | undefined {
-  if (depth > MAX_DEPTH) return `nested deeper than ${MAX_DEPTH}`;
-  if (v === null || typeof v === 'boolean') return undefined;
-  if (typeof v === 'number') return Number.isFinite(v) ? undefined : `number ${String(v)} is not finite`;
-  if (typeof v === 'string') return LONE_SURROGATE.test(v) ? 'string has a lone surrogate' : undefined;
-  if (Array.isArray(v)) {
-    for (const x of v) {
-      if (x === undefined) return 'array holds undefined';
-      const p = jsonProblem(x, depth + 1);
-      if (p) return p;
-    }
-    return undefined;
-  }
-  if (typeof v === 'object') {
-    const proto = Object.getPrototypeOf(v) as unknown;
-    if (proto !== Object.prototype && proto !== null) return 'only plain objects are allowed';
-    for (const [k, x] of Object.entries(v)) {
-      if (LONE_SURROGATE.test(k)) return 'key has a lone surrogate';
-      if (x === undefined) continue;
-      const p = jsonProblem(x, depth + 1);
-      if (p) return `${k}: ${p}`;
-    }
-    return undefined;
-  }
-  return `${typeof v} is not a JSON type`;
-}
-
-const JsonValue = z.custom<Json>((v) => v !== undefined && jsonProblem(v) === undefined, { message: 'must be a JSON value: finite numbers, plain objects, well-formed strings' });
-const text = (max: number) => z.string().min(1).max(max).refine((s) => !LONE_SURROGATE.test(s), 'has a lone surrogate');
-const ref = text(200);
-const tenantId = z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, 'tenant must be lower-case letters, digits and dashes');
-
-export const AuditSubject = z.strictObject({
-  run: ref.optional(), batch: ref.optional(), agent: ref.optional(), tool: ref.optional(), setpoint: ref.optional(), reviewer: ref.optional(),
-});
-export type AuditSubject = z.infer<typeof AuditSubject>;
-
-/** Part 11 §11.50 signature manifestation: printed name, date/time, meaning; `value` is the signature itself (base64). */
-export const AuditSignature = z.strictObject({
-  user: ref,
-  name: text(200),
-  // every meaning chooseMeaning returns fits whole, after the longest act (src/domain/signature-meanings.ts)
-  meaning: text(MANIFESTATION_MEANING_MAX),
-  time: z.iso.datetime({ offset: false, precision: 3 }),
-  value: text(1024).optional(),
-});
-export type AuditSignature = z.infer<typeof AuditSignature>;
-
-/** What a caller hands to `audit.append`: validated with zod; nothing is written when it fails. */
-export const AuditEntryInput = z.strictObject({
-  tenant: tenantId,
-  /** user id, `agent.<role>` or `system`. */
-  actor: z.string().regex(/^(system|agent\.[a-z][a-z0-9_]*|(?!agent\.)[A-Za-z0-9][A-Za-z0-9._@-]{0,127})$/, 'actor must be a user id, agent.<role> or system'),
-  kind: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'kind must be snake_case'),
-  /** What happened, e.g. the tool name or `setpoint.write`. */
-  action: text(200),
-  subject: AuditSubject.optional(),
-  args: JsonValue.optional(),
-  result: JsonValue.optional(),
-  reason: text(4000).optional(),
-  /** Value before a change (Annex 11 §9). */
-  old: JsonValue.optional(),
-  /** Value after a change. */
-  new: JsonValue.optional(),
-  signature: AuditSignature.optional(),
-});
-export type AuditEntryInput = z.input<typeof AuditEntryInput>;
 
 /** The hashed object: exactly what SHA-256 covers (after RFC 8785 canonicalisation). */
 export interface HashedEntry {
@@ -135,16 +81,12 @@ export interface AuditEntry extends HashedEntry {
  * Validate an input entry.
  * @throws LkError LK_VALIDATION naming the first bad field; nothing has been written.
  */
-export function parseEntryInput(input: unknown): z.output<typeof AuditEntryInput> {
+export function parseEntryInput(input: unknown): ValidEntryInput {
   // the entries linekeeper writes itself pass the plain checks below; zod (the authority, and the one that says
   // what is wrong) runs only for what they do not accept: a hot-path append skips building a parse context
   if (plainlyValid(input)) return input;
-  const r = AuditEntryInput.safeParse(input);
-  if (!r.success) {
-    const i = r.error.issues[0]!;
-    throw new LkError('LK_VALIDATION', `audit entry ${i.path.join('.') || '(root)'}: ${i.message}`, { issues: r.error.issues.map((x) => ({ path: x.path.join('.'), message: x.message })) });
-  }
-  return r.data;
+  if (!schema) throw new LkError('LK_INTERNAL', 'an audit entry with a signature, or one the plain checks refuse, is validated on the main thread only: nothing was written');
+  return schema.parseWithSchema(input);
 }
 
 const TENANT_RE = /^[a-z][a-z0-9-]{0,63}$/;
@@ -156,11 +98,11 @@ const isText = (v: unknown, max: number): boolean => typeof v === 'string' && v.
 const isJsonOrAbsent = (v: unknown): boolean => v === undefined || jsonProblem(v) === undefined;
 
 /**
- * True only when {@link AuditEntryInput} accepts `input` as it is: the same rules written as plain checks, for
+ * True only when the schema's `AuditEntryInput` accepts `input` as it is: the same rules written as plain checks, for
  * entries without a signature (those, and anything these checks do not accept, go through zod). Never accepts
  * what zod refuses; a unit test holds the two together.
  */
-export function plainlyValid(input: unknown): input is z.output<typeof AuditEntryInput> {
+export function plainlyValid(input: unknown): input is ValidEntryInput {
   if (typeof input !== 'object' || input === null || Object.getPrototypeOf(input) !== Object.prototype) return false;
   for (const k in input) if (!INPUT_KEYS.has(k)) return false;
   const e = input as Record<string, unknown>;
@@ -181,7 +123,7 @@ export function plainlyValid(input: unknown): input is z.output<typeof AuditEntr
 }
 
 /** Build the hashed object from validated input and its chain position. */
-export function toHashed(input: z.output<typeof AuditEntryInput>, seq: number, ts: string, prevHash: string, intent?: number): HashedEntry {
+export function toHashed(input: ValidEntryInput, seq: number, ts: string, prevHash: string, intent?: number): HashedEntry {
   const subject: AuditSubject = {};
   for (const k of SUBJECT_KEYS) if (input.subject?.[k] !== undefined) subject[k] = input.subject[k];
   const e: HashedEntry = { v: ENTRY_FORMAT, tenant: input.tenant, seq, ts, actor: input.actor, kind: input.kind, action: input.action, subject, prev_hash: prevHash };

@@ -5,11 +5,12 @@
  */
 export { AuditTrail, startCheckpointTimer, type AuditOptions, type ChainHead, type IntentRef } from './trail.js';
 export {
-  AuditEntryInput, AuditSignature, AuditSubject, GENESIS_HASH, KNOWN_KINDS, SITE_TENANT, SUBJECT_KEYS, canonicalJson, entryHash,
-  type AuditEntry, type HashedEntry, type Json,
+  GENESIS_HASH, KNOWN_KINDS, SITE_TENANT, SUBJECT_KEYS, canonicalJson, entryHash,
+  type AuditEntry, type AuditEntryInput, type AuditSignature, type AuditSubject, type HashedEntry, type Json,
 } from './entry.js';
 export { verifyStore, type ChainReport, type Damage, type DamageKind, type VerifyOptions, type VerifyReport } from './verify.js';
-export { AuditFilter, MAX_PAGE, iterateAudit, parseFilter, queryAudit, querySitePeople, type AuditPage } from './query.js';
+export { AuditFilter, MAX_PAGE, filterBounds, iterateAudit, parseFilter, queryAudit, querySitePeople, type AuditPage, type ValidFilter } from './query.js';
+export { EVERY_ENTRY } from './select.js';
 export { BUNDLE_FORMAT, bundleLines, exportBundle, verifyBundle, type BundleHeader, type BundleReport } from './bundle.js';
 export { exportCsv, CSV_COLUMNS } from './export-csv.js';
 export { exportPdf, type PdfOptions } from './export-pdf.js';

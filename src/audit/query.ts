@@ -10,11 +10,13 @@ import { z } from 'zod';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
+import { fromIso, selectEntries, toIso, whereOf, type ValidFilter } from './select.js';
+
+export { filterBounds, type ValidFilter } from './select.js';
 
 const ref = z.string().min(1).max(200);
 // a time bound: an instant (UTC ISO 8601), or a date alone (YYYY-MM-DD), meaning that whole day in UTC
 const bound = z.union([z.iso.datetime({ offset: false }), z.iso.date()], { error: 'an ISO 8601 UTC date-time (2026-11-26T08:00:00Z) or a date (2026-11-26)' });
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
 export const AuditFilter = z.strictObject({
   batch: ref.optional(),
@@ -40,61 +42,19 @@ export interface AuditPage {
 }
 
 export const MAX_PAGE = 1000;
-const COLUMN_FILTERS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'action'] as const;
 
 /**
  * Validate a filter (unknown keys, bad times and from ≥ to are refused).
  * @throws LkError LK_VALIDATION
  */
-export function parseFilter(filter: unknown): AuditFilter {
+export function parseFilter(filter: unknown): ValidFilter {
   const r = AuditFilter.safeParse(filter ?? {});
   if (!r.success) {
     const i = r.error.issues[0]!;
     throw new LkError('LK_VALIDATION', `audit filter ${i.path.join('.') || '(root)'}: ${i.message}`);
   }
   if (r.data.from && r.data.to && fromIso(r.data.from) >= toIso(r.data.to)) throw new LkError('LK_VALIDATION', 'audit filter: from must be before to');
-  return r.data;
-}
-
-/** Entries are stored with millisecond ISO times; compare filters in the same form. A date alone starts its day. */
-function fromIso(s: string): string {
-  return new Date(DATE_ONLY.test(s) ? `${s}T00:00:00Z` : s).toISOString();
-}
-
-/** The exclusive upper bound: a date alone ends its day (the next day's start, UTC). */
-function toIso(s: string): string {
-  if (!DATE_ONLY.test(s)) return new Date(s).toISOString();
-  const d = new Date(`${s}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + 1);
-  return d.toISOString();
-}
-
-/**
- * The instants a validated filter's bounds mean, as the query compares them: `from` inclusive, `to` exclusive, a
- * date alone being its whole UTC day. For what selects other records by the same period (an archive's runs).
- */
-export function filterBounds(f: Pick<AuditFilter, 'from' | 'to'>): { from?: string; to?: string } {
-  return { ...(f.from ? { from: fromIso(f.from) } : {}), ...(f.to ? { to: toIso(f.to) } : {}) };
-}
-
-function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
-  const parts = ['tenant = ?'];
-  const params: unknown[] = [];
-  for (const k of COLUMN_FILTERS) {
-    if (f[k] !== undefined) {
-      parts.push(`${k} = ?`);
-      params.push(f[k]);
-    }
-  }
-  if (f.from) {
-    parts.push('ts >= ?');
-    params.push(fromIso(f.from));
-  }
-  if (f.to) {
-    parts.push('ts < ?');
-    params.push(toIso(f.to));
-  }
-  return { sql: parts.join(' AND '), params };
+  return r.data as ValidFilter;
 }
 
 const filterTag = (tenant: string, f: AuditFilter): string => createHash('sha256').update(JSON.stringify([tenant, f])).digest('base64url').slice(0, 12);
@@ -182,14 +142,5 @@ export function querySitePeople(db: Database, siteTenant: string, tenant: string
 
 /** Every matching entry of `tenant` in chain order, streamed (exports). Same validation as {@link queryAudit}. */
 export function* iterateAudit(db: Database, tenant: string, filter: unknown = {}, range: { fromSeq?: number; toSeq?: number } = {}): Generator<AuditEntry> {
-  const f = parseFilter(filter);
-  const w = whereOf(f);
-  const sql = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND seq >= ? AND seq <= ? ORDER BY seq`;
-  try {
-    for (const r of db.prepare(sql).raw().iterate(tenant, ...w.params, range.fromSeq ?? 1, range.toSeq ?? Number.MAX_SAFE_INTEGER) as IterableIterator<EntryRow>) {
-      yield rowToEntry(tenant, r);
-    }
-  } catch (err) {
-    throw mapSqliteError(err);
-  }
+  yield* selectEntries(db, tenant, parseFilter(filter), range);
 }

@@ -10,7 +10,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { verifyStoreParallel } from '../audit/verify-parallel.js';
 import { LkError } from '../errors.js';
 import { openStore } from '../store/store.js';
-import { assertVerified, sealReleasePackage, type ReleasePackageOptions } from './release-package.js';
+import { assertVerified, sealReleasePackage, type ReleasePackageOptions } from './release-seal.js';
 import type { ReleaseInput, ReleasePackage } from './release-types.js';
 import { lowerThreadPriority } from './worker-priority.js';
 

@@ -12,6 +12,7 @@ import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRng, type Rng } from '../../src/clock.js';
 import { exportBundle, verifyBundle, verifyBundleFile } from '../../src/audit/bundle.js';
+import { parseFilter } from '../../src/audit/query.js';
 import { exportPdf } from '../../src/audit/export-pdf.js';
 import { keyFiles } from '../../src/audit/keys.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
@@ -44,8 +45,8 @@ beforeAll(() => {
   store.audit.append({ tenant: T, actor: 'qa.jroe', kind: 'approval', action: 'batch.release', subject: { batch: 'B-7', reviewer: 'qa.jroe' }, reason: 'all release criteria met', signature: { user: 'qa.jroe', name: 'Dr. Jane Roe', meaning: 'approved for release', time: '2026-01-01T07:00:00.000Z', value: 'c2lnbmF0dXJl' } });
   full = join(t.dir, 'full.jsonl');
   filtered = join(t.dir, 'b7.jsonl');
-  exportBundle(store, T, {}, full);
-  exportBundle(store, T, { batch: 'B-7' }, filtered);
+  exportBundle(store, T, parseFilter({}), full);
+  exportBundle(store, T, parseFilter({ batch: 'B-7' }), filtered);
   store.close();
 });
 afterAll(() => t.cleanup());
@@ -161,7 +162,7 @@ describe('audit bundle', () => {
         store.audit.append(entry(i, T, { reason: `${'µ°±'.repeat(500 + (i % 7))} ${i}` }));
       }
       const f = join(big.dir, 'big.jsonl');
-      exportBundle(store, T, {}, f);
+      exportBundle(store, T, parseFilter({}), f);
       const head = store.audit.head(T);
       store.close();
       const bytes = readFileSync(f);

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportBundle, verifyBundle } from '../../src/audit/bundle.js';
-import { queryAudit } from '../../src/audit/query.js';
+import { parseFilter, queryAudit } from '../../src/audit/query.js';
 import { verifyStore } from '../../src/audit/verify.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { openPolicy } from '../../src/engine/policy-gate.js';
@@ -194,7 +194,7 @@ describe('a bundle\'s in_filter flags are signed', () => {
     storeWithEntries(dir, 20);
     const file = join(t.dir, 'b7.jsonl');
     const s = openStore({ dataDir: dir });
-    exportBundle(s, T, { batch: 'B-7' }, file);
+    exportBundle(s, T, parseFilter({ batch: 'B-7' }), file);
     s.close();
     const text = readFileSync(file, 'utf8');
     expect(verifyBundle(text).ok).toBe(true);

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AuditEntryInput, parseEntryInput, plainlyValid } from '../../src/audit/entry.js';
+import { parseEntryInput, plainlyValid } from '../../src/audit/entry.js';
+import { AuditEntryInput } from '../../src/audit/entry-schema.js';
 
 const SCALE = Math.max(1, Number(process.env.LK_PROPERTY_SCALE ?? 1) || 1);
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportBundle } from '../../src/audit/bundle.js';
 import { csvCell, exportCsv } from '../../src/audit/export-csv.js';
-import { queryAudit } from '../../src/audit/query.js';
+import { parseFilter, queryAudit } from '../../src/audit/query.js';
 import { configChanged, configInvalid, connectorEvent, heartbeatEvent, siteStarted, siteStopped, watchdogEvent } from '../../src/audit/site-events.js';
 import { SITE_TENANT } from '../../src/audit/entry.js';
 import type { Store } from '../../src/store/store.js';
@@ -94,13 +94,13 @@ describe('exports', () => {
   it('[R1] [R9] a bundle of tenant A, filtered or not, contains nothing of tenant B', () => {
     for (const filter of [{}, { batch: 'A-2' }]) {
       const f = join(t.dir, `acme-${Object.keys(filter).length}.jsonl`);
-      exportBundle(store, 'acme-pharma', filter, f);
+      exportBundle(store, 'acme-pharma', parseFilter(filter), f);
       const text = readFileSync(f, 'utf8');
       expect(text).toContain('ACME-ONLY-MARKER');
       expect(text).not.toContain('BOREALIS');
       expect(text).not.toContain('borealis-bio');
     }
-    expect(codeOf(() => exportBundle(store, 'no-such-tenant', {}, join(t.dir, 'x.jsonl')))).toBe('LK_NOT_FOUND');
+    expect(codeOf(() => exportBundle(store, 'no-such-tenant', parseFilter({}), join(t.dir, 'x.jsonl')))).toBe('LK_NOT_FOUND');
   });
 });
 

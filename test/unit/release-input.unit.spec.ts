@@ -10,7 +10,7 @@ import { newStore, tempDir } from './audit-helpers.js';
 import { reviewsOf } from '../../src/audit/review.js';
 import type { StepContext } from '../../src/engine/run/step-context.js';
 import { releaseInput, type ReleaseInputServices } from '../../src/engine/run/steps/release.js';
-import { parseReleaseInput } from '../../src/engine/release-types.js';
+import { parseReleaseInput } from '../../src/engine/release-input.js';
 import { SPEC_PLAN } from '../helpers/spec-plan.js';
 
 const H = (c: string): string => c.repeat(64);

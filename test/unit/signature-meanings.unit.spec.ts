@@ -6,7 +6,7 @@
  * checked (test/integration/api-signature-meanings).
  */
 import { describe, expect, it } from 'vitest';
-import { AuditSignature } from '../../src/audit/entry.js';
+import { AuditSignature } from '../../src/audit/entry-schema.js';
 import {
   chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, fillMeaning, MANIFESTATION_ACTS, MANIFESTATION_MEANING_MAX, manifestationMeaning, MEANING_FILLED_MAX,
   MEANING_TEXT_MAX, MEANING_VALUES, meaningListIssues, meaningsFor, meaningsInForce, PURPOSE_DECISIONS, PURPOSE_PLACEHOLDERS, SIGNATURE_PURPOSES,

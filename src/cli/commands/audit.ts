@@ -17,7 +17,7 @@ import { registerAuditReview } from './audit-review.js';
 import { exportCsv } from '../../audit/export-csv.js';
 import { exportPdf } from '../../audit/export-pdf.js';
 import { loadSitePublicKey, parsePublicKey } from '../../audit/keys.js';
-import { queryAudit, type AuditFilter } from '../../audit/query.js';
+import { parseFilter, queryAudit, type AuditFilter, type ValidFilter } from '../../audit/query.js';
 import { verifyStoreParallel } from '../../audit/verify-parallel.js';
 import type { AuditEntry } from '../../audit/entry.js';
 
@@ -75,10 +75,11 @@ function progressOnTty(): { onProgress?: (done: number, total: number) => void }
 }
 
 const FILTER_KEYS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'action', 'from', 'to'] as const;
-function filterOf(o: FilterOpts): AuditFilter {
+/** The filter options, validated (a bad time or from ≥ to is refused before anything is opened). */
+function filterOf(o: FilterOpts): ValidFilter {
   const f: AuditFilter = {};
   for (const k of FILTER_KEYS) if (o[k] !== undefined) f[k] = o[k];
-  return f;
+  return parseFilter(f);
 }
 
 function addFilterOptions(c: Command): Command {
