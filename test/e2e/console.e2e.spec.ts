@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
-import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, runsNow, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { axeOf, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
@@ -181,7 +181,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await until(async () => {
       counts.push(Number((await page.getByTestId('log-count').textContent())!.split(' ')[0]));
       return (await page.getByTestId('run-status').textContent())!.includes('APPROVAL') ? true : undefined;
-    }, 250);
+    }, 250, undefined, { withinMs: 200_000, state: () => runsNow(node, 'acme-pharma') });
     // the log grew while the page watched (lines arrived live, not in one load)
     expect(new Set(counts).size).toBeGreaterThan(2);
     expect(await page.locator('tr[data-step="09"]').getAttribute('data-status')).toBe('APPROVAL');
@@ -310,7 +310,7 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
 
   it('the run completes and its genealogy is plotted; the release package downloads', async () => {
     await page.goto(`${node.url}/console#/runs/${runId}`);
-    await until(async () => ((await page.getByTestId('run-status').textContent())!.includes(released ? 'SUCCEEDED' : 'REJECTED') ? true : undefined), 250);
+    await until(async () => ((await page.getByTestId('run-status').textContent())!.includes(released ? 'SUCCEEDED' : 'REJECTED') ? true : undefined), 250, undefined, { withinMs: 150_000, state: () => runsNow(node, 'acme-pharma') });
     expect(await page.getByTestId('manifestation').textContent()).toContain('Maria Rossi');
     await page.getByRole('link', { name: 'Genealogy plot and release package' }).click();
     const plot = page.getByTestId('genealogy-plot');

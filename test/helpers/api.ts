@@ -287,10 +287,13 @@ export class SseReader {
 }
 
 /** Poll until `probe` holds (no timing is asserted: only that it happens before the test's own time-out). */
-export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 200, line?: VirtualLine): Promise<T> {
+export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 200, line?: VirtualLine, guard?: { readonly withinMs: number; readonly state: () => string }): Promise<T> {
+  const deadline = guard ? performance.now() + guard.withinMs : Infinity;
   for (;;) {
     const v = await probe();
     if (v !== undefined) return v;
+    // a hang guard, not a speed limit: a wait that does not end fails saying where things stand
+    if (performance.now() > deadline) throw new Error(`not reached within ${guard!.withinMs / 1000} s of the wall clock; ${guard!.state()}`);
     // on a virtual line, its time passes instead of the wall clock's
     if (line) await line.advance(everyMs);
     else await new Promise((r) => setTimeout(r, everyMs));
@@ -316,4 +319,10 @@ export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string
   }
   await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100, line);
   return lost;
+}
+
+/** Where the daemon's runs of `tenant` stand: each run's status and every step not SUCCEEDED or PENDING, with its detail. */
+export function runsNow(node: ApiNode, tenant: string): string {
+  const runs = node.daemon.engine.list(tenant).map((r) => `${r.id} ${r.status}: ${r.steps.filter((x) => x.status !== 'SUCCEEDED' && x.status !== 'PENDING').map((x) => `${x.seq} ${x.status} (attempt ${x.attempt}) ${x.detail}`).join(' | ')}`);
+  return `the daemon's runs: ${runs.join('; ') || 'none'}`;
 }
