@@ -88,10 +88,11 @@ function* entries(root: string, top: string, mtime: number): Generator<Buffer> {
  */
 export async function writeTarGz(dir: string, file: string, o: { mtime: number }): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;
+  // created here, before anything is read: a stream's own open is asynchronous and, when the walk fails at once (a
+  // file too large), could create the file after the cleanup below had already looked for it. A name already taken
+  // (another write of the same archive in this process) is refused and left to its owner.
+  const out = openSync(tmp, 'wx', 0o444);
   try {
-    // created here, before anything is read: a stream's own open is asynchronous and, when the walk fails at once
-    // (a file too large), could create the file after the cleanup below had already looked for it
-    const out = openSync(tmp, 'wx', 0o444);
     await pipeline(Readable.from(entries(dir, basename(dir), o.mtime)), createGzip({ level: 6 }), createWriteStream(tmp, { fd: out }));
     const fd = openSync(tmp, 'r');
     try {
@@ -109,7 +110,7 @@ export async function writeTarGz(dir: string, file: string, o: { mtime: number }
     try {
       unlinkSync(tmp);
     } catch {
-      // not created
+      // already gone
     }
   }
 }
