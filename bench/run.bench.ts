@@ -171,4 +171,3 @@ function unitNodeFlags(): string[] {
   return script > 0 ? words.slice(1, script) : [];
 }
 
-/** Build dist/ again when a source under src/ or connectors/ is newer than it (what test/global-setup.ts does). */

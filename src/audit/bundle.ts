@@ -23,7 +23,7 @@ import { asCheckpoint, checkpointSignatureValid, type SignedCheckpoint } from '.
 import { canonicalJson, GENESIS_HASH, type AuditEntry } from './entry.js';
 import { parsePublicKey, readSiteKey, signBytes, verifyBytes, type PublicSiteKey } from './keys.js';
 import type { AuditFilter } from './query.js';
-import { EVERY_ENTRY, selectEntries, type ValidFilter } from './select.js';
+import { assertValidFilter, EVERY_ENTRY, selectEntries, type ValidFilter } from './select.js';
 import { diagnoseBundle, type BundleItem } from './bundle-diagnose.js';
 import { firstDamage, type Damage } from './verify.js';
 
@@ -54,10 +54,11 @@ export interface BundleHeader {
  * Signs a checkpoint of the chain head first, so the newest entries are anchored too — except on a
  * read-only store (a write-protected copy), where the bundle ends at the last checkpoint already
  * signed and is signed with the copy's key file.
- * @throws LkError LK_NOT_FOUND when the tenant has no chain;
+ * @throws LkError LK_NOT_FOUND when the tenant has no chain; LK_INTERNAL for a filter `parseFilter` did not return;
  *   LK_AUDIT_KEY when a read-only copy carries no readable private key.
  */
 export function* bundleLines(store: Store, tenant: string, f: ValidFilter = EVERY_ENTRY): Generator<string> {
+  assertValidFilter(f);
   if (!store.audit.chains().includes(tenant)) throw new LkError('LK_NOT_FOUND', `no audit chain "${tenant}"`, { tenant });
   if (!store.readonly) store.audit.checkpoint(tenant);
   const key = store.readonly ? readSiteKey(store.dataDir) : store.audit.siteKey();
@@ -87,6 +88,7 @@ export function* bundleLines(store: Store, tenant: string, f: ValidFilter = EVER
 
 /** Write a bundle to `file` (fsync'd); returns the number of lines. */
 export function exportBundle(store: Store, tenant: string, filter: ValidFilter, file: string): number {
+  assertValidFilter(filter);
   const fd = openSync(file, 'w', 0o644);
   let n = 0;
   try {

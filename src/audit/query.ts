@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
-import { fromIso, selectEntries, toIso, whereOf, type ValidFilter } from './select.js';
+import { fromIso, selectEntries, toIso, validatedFilter, whereOf, type ValidFilter } from './select.js';
 
 export { filterBounds, type ValidFilter } from './select.js';
 
@@ -54,7 +54,7 @@ export function parseFilter(filter: unknown): ValidFilter {
     throw new LkError('LK_VALIDATION', `audit filter ${i.path.join('.') || '(root)'}: ${i.message}`);
   }
   if (r.data.from && r.data.to && fromIso(r.data.from) >= toIso(r.data.to)) throw new LkError('LK_VALIDATION', 'audit filter: from must be before to');
-  return r.data as ValidFilter;
+  return validatedFilter(r.data);
 }
 
 const filterTag = (tenant: string, f: AuditFilter): string => createHash('sha256').update(JSON.stringify([tenant, f])).digest('base64url').slice(0, 12);

@@ -1,10 +1,13 @@
 /**
  * Selecting a tenant's entries by a filter that has already been validated (query.ts's `parseFilter`): the SQL
  * of a filter, the instants its bounds mean, and the entries it selects in chain order. No schema library here:
- * this is what the release package's worker thread reads the trail with, and the filter's schema (zod) stays on
- * the thread that received the filter, where a bad one is refused (src/engine/release-worker.ts).
+ * the release package's worker thread reads the trail with this (its bundle takes every entry), and the filter's
+ * schema (zod) stays with whoever received the filter — the API route, the CLI, the archive — where a bad one is
+ * refused. A validated filter is known at run time too, not only to the compiler: `parseFilter` registers the
+ * (frozen) object it returns, and {@link assertValidFilter} refuses any other, even a copy of one.
  */
 import type { Database } from 'better-sqlite3';
+import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
 import { ENTRY_COLUMNS, rowToEntry, type AuditEntry, type EntryRow } from './entry.js';
 import type { AuditFilter } from './query.js';
@@ -13,8 +16,24 @@ declare const validated: unique symbol;
 /** A filter `parseFilter` accepted (unknown keys, bad times and from ≥ to refused): only it selects entries. */
 export type ValidFilter = AuditFilter & { readonly [validated]: true };
 
+const VALIDATED = new WeakSet<object>();
+
+/** Mark `f` validated (frozen, so it stays what was checked). For `parseFilter`, once its schema accepted `f`. */
+export function validatedFilter(f: AuditFilter): ValidFilter {
+  VALIDATED.add(Object.freeze(f));
+  return f as ValidFilter;
+}
+
+/**
+ * @throws LkError LK_INTERNAL when `f` is not an object `parseFilter` returned (the type says it is; a cast, a
+ *   spread copy or plain JavaScript could say so too): nothing is selected by an unchecked filter.
+ */
+export function assertValidFilter(f: unknown): asserts f is ValidFilter {
+  if (typeof f !== 'object' || f === null || !VALIDATED.has(f)) throw new LkError('LK_INTERNAL', 'an audit filter that parseFilter did not return: nothing is selected by an unchecked filter');
+}
+
 /** The filter of every entry of the chain (an unfiltered export). */
-export const EVERY_ENTRY: ValidFilter = Object.freeze({}) as ValidFilter;
+export const EVERY_ENTRY: ValidFilter = validatedFilter({});
 
 export const COLUMN_FILTERS = ['batch', 'run', 'agent', 'tool', 'setpoint', 'reviewer', 'actor', 'kind', 'action'] as const;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
@@ -63,6 +82,7 @@ export function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
 
 /** Every entry of `tenant` that `f` selects, in chain order, streamed; `range` bounds the seqs (inclusive). */
 export function* selectEntries(db: Database, tenant: string, f: ValidFilter, range: { fromSeq?: number; toSeq?: number } = {}): Generator<AuditEntry> {
+  assertValidFilter(f);
   const w = whereOf(f);
   const sql = `SELECT ${ENTRY_COLUMNS.join(', ')} FROM audit_entry WHERE ${w.sql} AND seq >= ? AND seq <= ? ORDER BY seq`;
   try {

@@ -129,7 +129,7 @@ export const DEFAULT_SIGNATURE_MEANINGS: readonly SignatureMeaning[] = [
 export const MEANING_ID_RE = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 /** Longest text of an entry, placeholders unfilled (what a site may configure; filled, it must still fit {@link MEANING_FILLED_MAX}). */
 export const MEANING_TEXT_MAX = 150;
-/** Longest meaning an audit entry's signature manifestation holds (src/audit/entry.ts: `AuditSignature.meaning`). */
+/** Longest meaning an audit entry's signature manifestation holds (src/audit/entry-schema.ts: `AuditSignature.meaning`). */
 export const MANIFESTATION_MEANING_MAX = 200;
 /** What a manifestation may put before the words, for the signatures whose words alone do not name the act ("approve: QA release of batch B-1042"). */
 export const MANIFESTATION_ACTS = ['approve', 'reject', 'abort', 'reassign'] as const;

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportBundle } from '../../src/audit/bundle.js';
+import { bundleLines, exportBundle } from '../../src/audit/bundle.js';
 import { csvCell, exportCsv } from '../../src/audit/export-csv.js';
-import { parseFilter, queryAudit } from '../../src/audit/query.js';
+import { parseFilter, queryAudit, type ValidFilter } from '../../src/audit/query.js';
 import { configChanged, configInvalid, connectorEvent, heartbeatEvent, siteStarted, siteStopped, watchdogEvent } from '../../src/audit/site-events.js';
 import { SITE_TENANT } from '../../src/audit/entry.js';
 import type { Store } from '../../src/store/store.js';
@@ -101,6 +101,20 @@ describe('exports', () => {
       expect(text).not.toContain('borealis-bio');
     }
     expect(codeOf(() => exportBundle(store, 'no-such-tenant', parseFilter({}), join(t.dir, 'x.jsonl')))).toBe('LK_NOT_FOUND');
+  });
+
+  it('a bundle selects only by a filter parseFilter returned: a cast, a copy or a changed one is refused, nothing written', () => {
+    const checked = parseFilter({ batch: 'A-2' });
+    const unchecked = [{ from: 'yesterday' } as unknown as ValidFilter, { ...checked, from: 'yesterday' }, { ...checked }];
+    for (const [i, f] of unchecked.entries()) {
+      const file = join(t.dir, `unchecked-${i}.jsonl`);
+      expect(codeOf(() => exportBundle(store, 'acme-pharma', f, file))).toBe('LK_INTERNAL');
+      expect(codeOf(() => [...bundleLines(store, 'acme-pharma', f)])).toBe('LK_INTERNAL');
+      expect(existsSync(file)).toBe(false);
+    }
+    // what parseFilter returned stays what it checked
+    expect(Object.isFrozen(checked)).toBe(true);
+    expect(() => Object.assign(checked, { from: 'yesterday' })).toThrow(TypeError);
   });
 });
 
