@@ -51,7 +51,7 @@ export async function downloadBy(page: Page, button: string): Promise<Download> 
   const alert = page.locator('p.error[role="alert"]');
   const before = await alert.count();
   const refused = (async (): Promise<never> => {
-    await alert.nth(before).waitFor({ timeout: 120_000 });
+    await alert.nth(before).waitFor({ timeout: 130_000 });
     throw new Error(`the download of "${button}" did not start; the page says: ${(await alert.nth(before).textContent())?.trim()}`);
   })();
   refused.catch(() => undefined);
