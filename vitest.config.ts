@@ -13,9 +13,12 @@ const OWN_PROCESS = ['test/unit/password-estimator-lifetime.unit.spec.ts'];
 export default defineConfig({
   test: {
     // Integration tests start real OPC UA / Modbus / HTTP servers on loopback; on a
-    // two-core edge box they must not all start at once.
+    // two-core edge box they must not all start at once. Three files at a time on two cores: a third of the files
+    // wait more than they compute (a paced line, a browser, a child process on the wall clock: the console's Line
+    // page used 25 s of CPU in 41 s), so a third worker fills the cores they leave idle — 412 s instead of 449 s for
+    // the suite in a fresh clone (2026-11-28), near the two cores' floor of its CPU.
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     // Hang guards, not speed limits: a daemon or simulator start takes seconds on an idle box, but took
     // over 60 s in a beforeAll while eight helpers loaded the two cores. A test asserts order and outcome;
     // these only stop a test that hangs.
