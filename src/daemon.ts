@@ -105,6 +105,12 @@ export interface DaemonOptions {
   memorySeed?: number;
   /** `embeddedSimulator: 'memory'`: a plant the caller keeps and scans across daemons (the core simulator's restarts). */
   memoryPlant?: Plant;
+  /**
+   * The scrypt cost (log2 N, 1–20) of the password hashes this daemon makes: demo identities, new users, changed
+   * passwords (default 15: about 0.1 s of CPU and 32 MiB a hash). Not in site.yaml, so that no site can lower it;
+   * tests of other things do (2^10: about 2 ms). A password is always checked at its stored hash's own cost.
+   */
+  passwordHashLog2N?: number;
 }
 
 /** What a reload (SIGHUP) did. */
@@ -193,6 +199,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log = opts.logger;
   routeOpcUaConsole(log);
   const clock = opts.clock ?? systemClock;
+  const hashCost = opts.passwordHashLog2N !== undefined ? { scryptLog2N: opts.passwordHashLog2N } : {};
   let loaded = loadConfig(opts.configFile, opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {});
   const { config } = loaded;
   const connectors: Connector[] = [];
@@ -377,7 +384,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       start: async () => {
         // the embedded default's first start: its bundle is signed as the DEMO-SETUP change by the demo QA reviewer
         // (created here, before the signature names them); any other unsigned bundle is refused by openPolicy
-        const setupIdentity = new Identity({ store: events.store, clock });
+        const setupIdentity = new Identity({ store: events.store, clock, ...hashCost });
         demoUsers = await signEmbeddedDefault(events.store, loaded, setupIdentity, () => ensureDemoUsers(setupIdentity, config.tenants.map((t) => t.id)));
         policy = openPolicy(events.store, loaded, log);
         bundle = policy.bundle;
@@ -706,7 +713,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         // jose (JWT verification) only where people sign in through an identity provider; the verifier is made here
         // all the same, so that its configuration (the JWKS file) is checked at start
         const oidc = a.oidc ? new (await import('./api/oidc.js')).OidcVerifier(a.oidc, dirname(loaded.file), config.tenants.map((t) => t.id), clock) : undefined;
-        identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...(oidc ? { oidc } : {}) });
+        identity = new Identity({ store: events.store, clock, tokenTtlMs: a.token_ttl_s * 1000, sessionMaxMs: a.session_max_s * 1000, ...identitySettings(a), ...hashCost, ...(oidc ? { oidc } : {}) });
         if (usesSim && config.simulator.embedded) {
           demoUsers = [...demoUsers, ...(await ensureDemoUsers(identity, config.tenants.map((t) => t.id)))];
           if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');

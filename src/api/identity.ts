@@ -148,6 +148,7 @@ export class Identity {
     this.policy = o.passwordPolicy ?? DEFAULT_PASSWORD_POLICY;
     this.incompatible = new Set([...SIGNING_ROLES, ...(o.incompatibleWithAdmin ?? [])].filter((r) => r !== 'admin'));
     this.log2N = o.scryptLog2N ?? 15;
+    if (!Number.isInteger(this.log2N) || this.log2N < 1 || this.log2N > 20) throw new LkError('LK_INTERNAL', `scrypt cost log2 N must be an integer 1..20, not ${this.log2N}`);
     this.dataVersion = o.store.db.prepare('PRAGMA data_version').pluck();
     this.seenVersion = this.dataVersion.get() as number;
     this.foreignCheckMs = o.foreignChangeCheckMs ?? 1000;

@@ -10,7 +10,7 @@ import { defaultConfigFile } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
 import type { Plant } from '../../connectors/sim/plant.js';
-import { firstStart, ownPassword, type FirstStartUser } from './first-start.js';
+import { firstStart, ownPassword, TEST_HASH_LOG2N, type FirstStartUser } from './first-start.js';
 import { every, systemClock } from '../../src/clock.js';
 import { heartbeating, plantOf, resumeMarginalBlend } from './run-site.js';
 import { VIRTUAL_T0, virtualLine, type VirtualLine } from './virtual-line.js';
@@ -68,6 +68,7 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   const copied = await firstStart(files.config, files.data, line ? Math.floor(t0 / 3_600_000) * 3_600_000 : 'wall', { ownPasswords: true });
   const extra = {
     api: { host: '127.0.0.1', port: 0 },
+    passwordHashLog2N: TEST_HASH_LOG2N,
     ...(opts.memory ? { embeddedSimulator: 'memory' as const } : {}),
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     ...(opts.processMetrics ? { processMetrics: true } : {}),

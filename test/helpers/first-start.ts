@@ -24,6 +24,15 @@ import { Identity, type DemoUser } from '../../src/api/index.js';
 import { silentLogger } from '../../src/log.js';
 import { TEMPLATE_ENV } from '../global-setup.js';
 
+/**
+ * The scrypt cost (log2 N) of the password hashes test daemons make (`DaemonOptions.passwordHashLog2N`): 2^10, about
+ * 2 ms of CPU a hash, where the product's 2^15 takes 0.1 s — the suite signs people in and re-authenticates
+ * signatures hundreds of times per worker (one of the three workers of a run hashed 315 times at 2^15: 34 s of CPU).
+ * The same code hashes and checks; a password is checked at its stored hash's cost, so users a `linekeeper` command
+ * made (at 2^15) sign in as they would on a site. The product's cost is tested where hashing is the subject.
+ */
+export const TEST_HASH_LOG2N = 10;
+
 /** The password a demo person chooses in place of their one-time password `current` (the tests' convention). */
 export const ownPassword = (user: string, current: string): string => `${current} is now my own, ${user}`;
 
@@ -83,10 +92,10 @@ async function make(dir: string, configFile: string, clock: 'wall' | number, own
   try {
     const data = join(dir, 'data.tmp');
     const at = clock === 'wall' ? systemClock : new ManualClock(clock - 3_600_000);
-    const d = await startDaemon({ configFile, dataDir: data, logger: silentLogger, clock: at, embeddedSimulator: 'memory', maintenance: false, connectTimeoutMs: 1 });
+    const d = await startDaemon({ configFile, dataDir: data, logger: silentLogger, clock: at, embeddedSimulator: 'memory', maintenance: false, connectTimeoutMs: 1, passwordHashLog2N: TEST_HASH_LOG2N });
     let users: readonly FirstStartUser[] = d.demoUsers;
     if (own) {
-      const identity = new Identity({ store: d.store, clock: at });
+      const identity = new Identity({ store: d.store, clock: at, scryptLog2N: TEST_HASH_LOG2N });
       users = await Promise.all(users.map(async (u) => {
         const mine = ownPassword(u.id, u.password);
         await identity.changePassword(u.id, u.password, mine);

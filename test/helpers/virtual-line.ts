@@ -14,7 +14,7 @@ import { every, ManualClock, settleMicrotasks, settleTurn } from '../../src/cloc
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { silentLogger } from '../../src/log.js';
-import { firstStart } from './first-start.js';
+import { firstStart, TEST_HASH_LOG2N } from './first-start.js';
 import { pollFor } from './run-site.js';
 
 export interface VirtualLine {
@@ -87,7 +87,7 @@ export function virtualLine(site: { readonly config: string; readonly data: stri
       if (!existsSync(site.data)) await firstStart(site.config, site.data, o.t0 ?? VIRTUAL_T0);
       return startDaemon({
         configFile: site.config, dataDir: site.data, logger: silentLogger, clock, embeddedSimulator: 'memory', memoryPlant: plant,
-        maintenance: false, connectTimeoutMs: 1, pollMs: o.pollMs ?? 500, ...extra,
+        maintenance: false, connectTimeoutMs: 1, pollMs: o.pollMs ?? 500, passwordHashLog2N: TEST_HASH_LOG2N, ...extra,
       });
     },
     until<T>(what: string, fn: () => T | null | undefined | false, maxMs = 4 * 3_600_000): Promise<T> {
