@@ -20,11 +20,28 @@ if (!dataDir) {
 const rng = createRng(Number(seedArg ?? 1));
 // Small checkpoint policy so kills also land between the checkpoint log write and its database row.
 const store = openStore({ dataDir, migrations: CRASH_MIGRATIONS, audit: { checkpointEvery: 25, checkpointIntervalS: 1 } });
-writeSync(1, 'ready\n');
+/**
+ * Write `text` whole to stdout, a pipe: writeSync returns once the kernel has the bytes, so an ack is never ahead of
+ * its commit. The pipe may be non-blocking and full while a loaded parent reads slowly (EAGAIN, or part written):
+ * wait a millisecond and write the rest, as a blocking write would have waited.
+ */
+const pause = new Int32Array(new SharedArrayBuffer(4));
+function say(text: string): void {
+  let rest = Buffer.from(text);
+  while (rest.length > 0) {
+    try {
+      rest = rest.subarray(writeSync(1, rest));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+}
 
-// stdout is a pipe: writeSync returns once the kernel has the bytes, so an ack is never ahead of its commit.
+say('ready\n');
+
 const ack = (es: readonly AuditEntry[]): void => {
-  writeSync(1, es.map((e) => `${e.tenant} ${e.seq}\n`).join(''));
+  say(es.map((e) => `${e.tenant} ${e.seq}\n`).join(''));
 };
 const insertState = store.db.prepare('INSERT INTO crash_state (seq, value) VALUES (?, ?)');
 for (let i = 0; ; i++) {
