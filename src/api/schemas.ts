@@ -5,6 +5,7 @@
  * ships them) and re-exported here with the rest.
  */
 import { z } from 'zod';
+import { LONE_SURROGATE } from '../audit/json-value.js';
 import { AuditFilter } from '../audit/query.js';
 import { RUN_ID_RE } from '../domain/run.js';
 import { MEANING_FILLED_MAX } from '../domain/signature-meanings.js';
@@ -21,7 +22,6 @@ export const Autonomy = z.enum(['L0', 'L1', 'L2', 'L3']);
  * Free text of a request: well-formed Unicode only. A lone surrogate cannot be stored in the audit trail (its
  * entries are well-formed JSON text), so it is refused here, naming the field, instead of failing deep inside.
  */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const text = (min: number, max: number) => z.string().min(min).max(max).refine((s) => !LONE_SURROGATE.test(s), 'has a lone surrogate (not well-formed Unicode)');
 /** Free text beside a signature's meaning (the meaning itself comes from the site's list). */
 const meaningComment = text(1, 1000);

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
-import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { call, rearmLostPlcs, runsNow, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = readFileSync(join(ROOT, 'docs/sdk.md'), 'utf8');
@@ -48,8 +48,7 @@ function run(cmd: string, args: string[], env: Record<string, string>, limitMs =
     const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const guard = setTimeout(() => {
-      const runs = node ? node.daemon.engine.list(T).map((r) => `${r.id} ${r.status}: ${r.steps.filter((x) => x.status !== 'SUCCEEDED' && x.status !== 'PENDING').map((x) => `${x.seq} ${x.status} (attempt ${x.attempt}) ${x.detail}`).join(' | ')}`) : [];
-      out += `\n[killed after ${limitMs / 1000} s; the daemon's runs: ${runs.join('; ') || 'none'}]`;
+      out += `\n[killed after ${limitMs / 1000} s; ${node ? runsNow(node, T) : "the daemon's runs: none"}]`;
       child.kill('SIGKILL');
     }, limitMs);
     child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
