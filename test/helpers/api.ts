@@ -85,13 +85,25 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
   // resumed (resumeMarginalBlend, test/helpers/run-site.ts; at most twice a run); `heldBlends: 'leave'` leaves it
   // HELD. A test's run on a paced or wall-clock line meets that hold about one batch in twenty, and a client that
   // follows the run to its gate or its end (an SDK stream, the CLI, the console) would otherwise wait for ever.
+  // The same process engineer resumes, once a run, a press step held because the twin no longer predicted the press
+  // at its first setpoints (resumeLostTwin below): on a paced line the plant's draws vary with the clients' timing,
+  // and some batches' granules press lighter than the twin was fitted on.
+  let tending = false;
+  const heldRuns = daemon.store.db.prepare("SELECT tenant, id FROM run WHERE status = 'HELD'");
   const keep = (): void => {
     // a test may stop the node's daemon itself (and start another on its data): nothing is kept then
     if (!daemon.store.db.open) return;
-    for (const r of daemon.engine.runs.unfinished()) resumeMarginalBlend(daemon, r.tenant, r.id);
+    // the held runs (the run store's `unfinished()` lists PENDING, RUNNING and APPROVAL only)
+    for (const r of heldRuns.all() as { tenant: string; id: string }[]) {
+      resumeMarginalBlend(daemon, r.tenant, r.id);
+      if (!tending && lostTwinHold(daemon, r.tenant, r.id)) {
+        tending = true;
+        void resumeLostTwin(node, r.tenant, r.id).catch(() => undefined).finally(() => { tending = false; });
+      }
+    }
   };
   const stopKeeping = opts.heldBlends === 'leave' ? () => undefined : every(line?.clock ?? systemClock, line ? 5_000 : 1_000, keep);
-  return {
+  const node: ApiNode = {
     daemon, url, dir, passwords, plant: plantOf(daemon), oneTimePasswords: new Map(demo.map((u) => [u.id, u.password])), ...(line ? { line } : {}),
     async close() {
       stopKeeping();
@@ -100,6 +112,33 @@ export async function startApiNode(opts: { timeScale?: number; tablets?: number;
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return node;
+}
+
+/** The run's press step is HELD, at its first attempt, because the twin no longer predicted the press (R8). */
+function lostTwinHold(d: ApiNode['daemon'], tenant: string, id: string): boolean {
+  const run = d.engine.get(tenant, id);
+  const held = run.status === 'HELD' ? run.steps.find((s) => s.status === 'HELD') : undefined;
+  return held?.name === 'compress.press' && held.attempt === 1 && /twin model lost: LK_MODEL_FIDELITY/.test(held.detail);
+}
+
+/**
+ * What a process engineer does when the twin is lost at the press (R8: the line reverted to its LKG recipes, the
+ * twin's agents at L0, an open MODEL_FIDELITY exception for QA): re-arm the PLCs at the HMI once heartbeats reach
+ * them, and resume the run with a reason. The batch goes on without the twin's agents and its exceptions stay for
+ * QA. Used by the nodes' keeper; a hold of any other kind, or a second one, is left.
+ */
+export async function resumeLostTwin(node: ApiNode, tenant: string, id: string): Promise<boolean> {
+  if (!lostTwinHold(node.daemon, tenant, id)) return false;
+  const token = await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!);
+  const plant = node.plant;
+  const now = (): number => node.line?.clock.now() ?? Date.now();
+  for (const eq of node.daemon.loaded.config.equipment.map((e) => e.id).filter((e) => plant.supervisor(e).state === 'LOST')) {
+    await until(async () => (heartbeating(plant.supervisor(eq), now()) ? true : undefined), 100, node.line);
+    await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${eq}/rearm`, { token, body: { reason: `${eq} reverted when the twin was lost; checked, supervision may resume` } });
+  }
+  const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/runs/${id}/resume`, { token, body: { reason: 'the twin no longer predicted the press (MODEL_FIDELITY, open for QA): PLCs re-armed, the batch goes on with the twin agents at L0' } });
+  return r.status === 200;
 }
 
 /**
