@@ -131,12 +131,7 @@ function lostTwinHold(d: ApiNode['daemon'], tenant: string, id: string): boolean
 export async function resumeLostTwin(node: ApiNode, tenant: string, id: string): Promise<boolean> {
   if (!lostTwinHold(node.daemon, tenant, id)) return false;
   const token = await signIn(node.url, 'p.bianchi', node.passwords.get('p.bianchi')!);
-  const plant = node.plant;
-  const now = (): number => node.line?.clock.now() ?? Date.now();
-  for (const eq of node.daemon.loaded.config.equipment.map((e) => e.id).filter((e) => plant.supervisor(e).state === 'LOST')) {
-    await until(async () => (heartbeating(plant.supervisor(eq), now()) ? true : undefined), 100, node.line);
-    await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${eq}/rearm`, { token, body: { reason: `${eq} reverted when the twin was lost; checked, supervision may resume` } });
-  }
+  await rearmLost(node, tenant, token, (id) => `${id} reverted when the twin was lost; checked, supervision may resume`);
   const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/runs/${id}/resume`, { token, body: { reason: 'the twin no longer predicted the press (MODEL_FIDELITY, open for QA): PLCs re-armed, the batch goes on with the twin agents at L0' } });
   return r.status === 200;
 }
@@ -347,17 +342,22 @@ export async function until<T>(probe: () => Promise<T | undefined>, everyMs = 20
  * after another has run does what a site does. Returns the equipment re-armed.
  */
 export async function rearmLostPlcs(node: ApiNode, tenant: string, token: string): Promise<string[]> {
-  const { line } = node;
-  const plant = node.plant;
+  const lost = await rearmLost(node, tenant, token, (id) => `${id} reverted by its own watchdog; checked, supervision may resume`);
+  await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100, node.line);
+  return lost;
+}
+
+/** Re-arm over REST every PLC of the line that is LOST, each once linekeeper's heartbeats reach it; returns them. */
+async function rearmLost(node: ApiNode, tenant: string, token: string, reason: (id: string) => string): Promise<string[]> {
+  const { line, plant } = node;
   const now = (): number => line?.clock.now() ?? Date.now();
   const lost = node.daemon.loaded.config.equipment.map((e) => e.id).filter((id) => plant.supervisor(id).state === 'LOST');
   for (const id of lost) {
     // the PLC refuses a re-arm while no heartbeat arrives (its rule): wait for linekeeper's heartbeats to reach it
     await until(async () => (heartbeating(plant.supervisor(id), now()) ? true : undefined), 100, line);
-    const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: `${id} reverted by its own watchdog; checked, supervision may resume` } });
+    const r = await call(node.url, 'POST', `/v1/tenants/${tenant}/line/equipment/${id}/rearm`, { token, body: { reason: reason(id) } });
     if (r.status !== 200) throw new Error(`re-arm of ${id}: ${r.status} ${JSON.stringify(r.body)}`);
   }
-  await until(async () => ((await call(node.url, 'GET', `/v1/tenants/${tenant}/line/readiness`, { token })).body.ready === true ? true : undefined), 100, line);
   return lost;
 }
 
