@@ -230,7 +230,9 @@ export function GenealogyPage({ s, id }) {
   const [error, setError] = useState(null);
   const [got, setGot] = useState(null);
   const [table, setTable] = useState(null);
+  const asked = useRef(0); // the genealogy's refreshes while an ended run's package is written (below)
   useEffect(() => {
+    asked.current = 0;
     if (!id) api('GET', '/runs?limit=50').then((p) => setRuns(p.items)).catch(setError);
     else {
       api('GET', `/runs/${id}/genealogy`).then(setG).catch(setError);
@@ -238,6 +240,18 @@ export function GenealogyPage({ s, id }) {
       api('GET', `/runs/${id}/exceptions`).then((l) => setTable(l.specTable)).catch(setError);
     }
   }, [id]);
+  // a run ends before its package is on disk when QA rejects it or it is aborted (the decision is committed first,
+  // the package "not a release" written after it): until the package is there, ask again every two seconds
+  // (for two minutes: a package that failed to be written is an exception of the run, not something to wait for)
+  const ended = g && ['SUCCEEDED', 'REJECTED', 'ABORTED'].includes(g.status);
+  useEffect(() => {
+    if (!id || !ended || g.release || asked.current >= 60) return undefined;
+    const t = setTimeout(() => {
+      asked.current++;
+      api('GET', `/runs/${id}/genealogy`).then(setG).catch(setError);
+    }, 2000);
+    return () => clearTimeout(t);
+  }, [id, g]);
   const get = (file) => download(`/runs/${id}/release?file=${file}`, `release.${file}`).then(setGot).catch(setError);
   if (!id) {
     return html`<h1 tabindex="-1">Genealogy</h1><${ErrorNote} error=${error} /><p>Choose a run:</p>
@@ -257,7 +271,7 @@ export function GenealogyPage({ s, id }) {
           <li><button type="button" onClick=${() => get('json')}>Download release.json</button> <code>${short(g.release.sha256.json, 16)}</code></li>
           <li><button type="button" onClick=${() => get('pdf')}>Download release.pdf</button> <code>${short(g.release.sha256.pdf, 16)}</code></li>
           <li><button type="button" onClick=${() => get('bundle')}>Download the audit bundle</button> <code>${short(g.release.sha256.bundle, 16)}</code></li></ul>
-          ${got ? html`<p role="status">Downloaded ${got.name} (${got.bytes} bytes).</p>` : null}` : html`<p>Not released yet: the package is written once the release is signed.</p>`}
+          ${got ? html`<p role="status">Downloaded ${got.name} (${got.bytes} bytes).</p>` : null}` : ended ? html`<p role="status">${asked.current >= 60 ? 'The run has ended without a package: see its exceptions.' : 'The run has ended; its package is being written…'}</p>` : html`<p>Not released yet: the package is written once the release is signed.</p>`}
       ${losing.length ? html`<h2>Arbitration: requests that lost</h2><ul data-testid="losing-requests" data-requests=${g.losingRequests.length}>${losing.map((l) => html`<li data-count=${l.n}>
           ${span(l)} ${l.first.agent} on ${l.first.setpoint} (score ${l.last.score}): ${l.last.reason}${l.n > 1 ? html` <strong>× ${l.n}</strong>` : ''}</li>`)}</ul>` : null}
       <h2>Events</h2>

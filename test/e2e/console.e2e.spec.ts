@@ -312,7 +312,19 @@ describe('the review console in Chromium', { timeout: 240_000 }, () => {
     await page.goto(`${node.url}/console#/runs/${runId}`);
     await until(async () => ((await page.getByTestId('run-status').textContent())!.includes(released ? 'SUCCEEDED' : 'REJECTED') ? true : undefined), 250, undefined, { withinMs: 150_000, state: () => runsNow(node, 'acme-pharma') });
     expect(await page.getByTestId('manifestation').textContent()).toContain('Maria Rossi');
+    // a rejected run's package is written after the decision is committed: the page the operator opens meanwhile
+    // says so and asks again until it is there (here the first answer is made to come before the package)
+    let early = 0;
+    await page.route('**/genealogy', async (r) => {
+      if (early++ > 0) return r.continue();
+      const res = await r.fetch();
+      return r.fulfill({ response: res, json: { ...(await res.json()), release: null } });
+    });
     await page.getByRole('link', { name: 'Genealogy plot and release package' }).click();
+    await poll(() => page.getByText('The run has ended; its package is being written').count()).toBe(1);
+    await page.getByRole('button', { name: 'Download release.json' }).waitFor({ timeout: 120_000 });
+    expect(early).toBeGreaterThanOrEqual(2);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
     const plot = page.getByTestId('genealogy-plot');
     await plot.locator('canvas').first().waitFor();
     expect(Number(await plot.getAttribute('data-points'))).toBeGreaterThan(10);
