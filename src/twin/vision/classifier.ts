@@ -19,6 +19,9 @@ import { BAND, CAMERAS, DEFECT_CLASSES, FACE_RADIUS, HEIGHT, PIXELS, WIDTH, type
 
 const THRESHOLD = 90;
 const BLOCK = 4;
+// the frame's size as constants of this module (an imported binding is re-read in a loop)
+const W = WIDTH;
+const H = HEIGHT;
 const BW = WIDTH / BLOCK;
 const BH = HEIGHT / BLOCK;
 const FACE_AREA = (Math.PI * FACE_RADIUS * FACE_RADIUS) / (BLOCK * BLOCK);
@@ -39,9 +42,9 @@ interface ImageFeatures {
 /** 4×4 block means of one frame (one pass; the scratch is reused, so only one frame's cells live at a time). */
 function blockMeans(img: Uint8Array, out: Float32Array): void {
   out.fill(0);
-  for (let y = 0; y < HEIGHT; y++) {
+  for (let y = 0; y < H; y++) {
     const row = ((y / BLOCK) | 0) * BW;
-    let o = y * WIDTH;
+    let o = y * W;
     for (let bx = 0; bx < BW; bx++, o += BLOCK) out[row + bx] = out[row + bx]! + img[o]! + img[o + 1]! + img[o + 2]! + img[o + 3]!;
   }
   for (let i = 0; i < out.length; i++) out[i] = out[i]! / (BLOCK * BLOCK);
