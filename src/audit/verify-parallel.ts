@@ -11,11 +11,9 @@
  * sequential walk runs instead, so the damage kind and first bad seq are those of {@link verifyStore}. The
  * checkpoints, the log file and the report are the sequential code's own ({@link verifyInner}).
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerScript } from '../worker-script.js';
 import type { Database } from 'better-sqlite3';
 import { LkError } from '../errors.js';
 import { mapSqliteError } from '../store/sqlite-errors.js';
@@ -186,7 +184,7 @@ class WorkerPool {
   }
 
   static async open(file: string, n: number, mmapBytes: number): Promise<WorkerPool> {
-    const script = workerScript();
+    const script = workerScript(new URL('./verify-worker.js', import.meta.url));
     const setup: WorkerSetup = { lkVerify: file, mmapBytes };
     const ws = Array.from({ length: n }, () => new Worker(script.code, { eval: script.eval, workerData: setup }));
     return new WorkerPool(ws);
@@ -237,14 +235,3 @@ class WorkerPool {
   }
 }
 
-/**
- * The compiled worker beside this file; when running from sources (tsx, vitest) the .ts one, loaded through
- * tsx's loader registered in the worker (a worker does not inherit the parent's loader hooks).
- */
-function workerScript(): { code: string | URL; eval: boolean } {
-  const js = new URL('./verify-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return { code: js, eval: false };
-  const ts = new URL('./verify-worker.ts', import.meta.url).href;
-  const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href.replace(/\.cjs$/, '.mjs');
-  return { code: `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts)}); });`, eval: true };
-}

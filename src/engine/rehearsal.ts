@@ -14,10 +14,8 @@
  * requests takes a core, not the machine. Workers are kept for the next rehearsal and do not keep the process
  * alive while idle.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerScript } from '../worker-script.js';
 import { ERRORS, type ErrorCode, LkError } from '../errors.js';
 import { simulate, type SimulateRequest, type SimulationResult, type TwinModel } from '../twin/simulate.js';
 import { encodeRehearsal, type EncodedRehearsal } from './rehearsal-encode.js';
@@ -114,7 +112,7 @@ class RehearsalPool {
   }
 
   private spawn(): Worker {
-    const script = workerScript();
+    const script = workerScript(new URL('./rehearsal-worker.js', import.meta.url));
     const w = new Worker(script.code, { eval: script.eval });
     w.on('message', (r: RehearsalReply) => {
       const p = this.busy.get(w);
@@ -143,15 +141,3 @@ class RehearsalPool {
 
 const pool = new RehearsalPool();
 
-/**
- * The compiled worker beside this file; when running from sources (tsx, vitest) the .ts one, loaded through
- * tsx's loader registered in the worker (a worker does not inherit the parent's loader hooks). As the parallel
- * audit verify does (audit/verify-parallel.ts).
- */
-function workerScript(): { code: string | URL; eval: boolean } {
-  const js = new URL('./rehearsal-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return { code: js, eval: false };
-  const ts = new URL('./rehearsal-worker.ts', import.meta.url).href;
-  const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href.replace(/\.cjs$/, '.mjs');
-  return { code: `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts)}); });`, eval: true };
-}

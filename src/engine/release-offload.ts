@@ -5,10 +5,8 @@
  * its own read-only connection, signs a checkpoint at the head (one short transaction); the worker then exports
  * and re-verifies the bundle, renders the PDF, writes and fsyncs. The package is the one {@link writeReleasePackage} writes, byte for byte.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerScript } from '../worker-script.js';
 import { ERRORS, LkError, type ErrorCode } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { prepareReleasePackage, type ReleasePackageOptions } from './release-package.js';
@@ -36,7 +34,7 @@ export async function writeReleasePackageOffLoop(store: Store, dir: string, rele
 
 /** Run the worker's conversation (release-worker.ts); `verified` runs on this thread between its two halves. */
 function converse(task: ReleaseTask, verified: () => void): Promise<ReleasePackage> {
-  const script = workerScript();
+  const script = workerScript(new URL('./release-worker.js', import.meta.url));
   return new Promise<ReleasePackage>((resolve, reject) => {
     let settled = false;
     const w = new Worker(script.code, { eval: script.eval, workerData: { lkRelease: task } });
@@ -67,14 +65,3 @@ function converse(task: ReleaseTask, verified: () => void): Promise<ReleasePacka
   });
 }
 
-/**
- * The compiled worker beside this file; when running from sources (tsx, vitest) the .ts one, loaded through
- * tsx's loader registered in the worker (a worker does not inherit the parent's loader hooks). As verify-parallel.ts.
- */
-function workerScript(): { code: string | URL; eval: boolean } {
-  const js = new URL('./release-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return { code: js, eval: false };
-  const ts = new URL('./release-worker.ts', import.meta.url).href;
-  const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href.replace(/\.cjs$/, '.mjs');
-  return { code: `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts)}); });`, eval: true };
-}

@@ -26,7 +26,7 @@ export interface Layer {
 
 const KERNEL = ['errors', 'clock', 'version'];
 const PURE_CORE = ['domain', 'config-schema', 'policy', 'arbitration', 'twin', 'agents'];
-const IO_BASE = [...KERNEL, 'log', 'files', 'config'];
+const IO_BASE = [...KERNEL, 'log', 'files', 'worker-script', 'config'];
 /** Persistence as a whole, for the layers above it. */
 const PERSISTENCE = ['database', 'audit', 'store'];
 
@@ -59,6 +59,8 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   // I/O base
   log: { paths: ['src/log.ts'], imports: KERNEL },
   files: { paths: ['src/files.ts'], imports: KERNEL },
+  // where a worker thread's module is (compiled, or from sources through tsx): the heavy work beside the event loop
+  'worker-script': { paths: ['src/worker-script.ts'], imports: [] },
   config: { paths: ['src/config/'], imports: [...KERNEL, 'files', 'log', ...PURE_CORE] },
   // persistence, in three tiers: the database (file, schema, migrations, SQLite errors); the audit trail
   // built on it; the store, which composes both so that a change and its audit entry commit together
