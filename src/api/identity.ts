@@ -166,7 +166,7 @@ export class Identity {
     if (!PERSON_RE.test(u.id)) throw new LkError('LK_VALIDATION', `user id "${u.id}" is not a person's id`);
     if (!(ROLES as readonly string[]).includes(u.role)) throw new LkError('LK_VALIDATION', `unknown role ${u.role}`);
     if (u.tenants.length === 0) throw new LkError('LK_VALIDATION', `user ${u.id} belongs to no tenant`);
-    checkNewPassword(u.password, this.policy, [u.id, u.name]);
+    await checkNewPassword(u.password, this.policy, [u.id, u.name]);
     if (this.users.get(u.id)) throw new LkError('LK_CONFLICT', `user ${u.id} exists`, { user: u.id });
     this.checkSeparation(u);
     const password = await hashPassword(u.password, this.log2N);
@@ -217,7 +217,7 @@ export class Identity {
   }
 
   private async store(u: UserRecord, password: string, by: string, reason: string, own: boolean, notCurrent = false): Promise<void> {
-    checkNewPassword(password, this.policy, [u.id, u.name]);
+    await checkNewPassword(password, this.policy, [u.id, u.name]);
     const keep = this.policy.history;
     if (own) {
       // the current password and the last `history` ones may not come back (one hash each, through the bounded pool)

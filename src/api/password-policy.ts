@@ -2,13 +2,12 @@
  * The site's password policy (21 CFR 11.300(b): passwords are checked and revised periodically): a minimum length, a
  * minimum strength estimated by zxcvbn-ts (dictionaries of common passwords, names and words, keyboard patterns,
  * repeats and sequences — offline, nothing is fetched), a maximum age after which the password must be changed,
- * and a history of recent passwords that may not be chosen again. Pure apart from the estimator's tables.
+ * and a history of recent passwords that may not be chosen again. The estimator runs in a thread of its own.
  */
-import { createRequire } from 'node:module';
-import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import type * as Common from '@zxcvbn-ts/language-common';
-import type * as En from '@zxcvbn-ts/language-en';
+import { Worker } from 'node:worker_threads';
 import { LkError } from '../errors.js';
+import { workerScript } from '../worker-script.js';
+import type { EstimateReply, EstimateRequest } from './password-worker.js';
 
 export interface PasswordPolicy {
   /** Characters at least (never under 12). */
@@ -23,59 +22,97 @@ export interface PasswordPolicy {
 
 export const DEFAULT_PASSWORD_POLICY: PasswordPolicy = { minLength: 12, minStrength: 3, maxAgeDays: 180, history: 5 };
 
-/** Characters the estimator looks at: its matching grows faster than linearly, and it runs on the event loop. */
+/** Characters the estimator looks at: its matching grows faster than linearly (~0.6 s for 100 characters here). */
 const ESTIMATED_CHARS = 100;
-
-let estimator: ZxcvbnFactory | undefined;
-let idle: NodeJS.Timeout | undefined;
 /** How long the estimator is kept after its last use: a person changing passwords is not made to wait twice. */
 const ESTIMATOR_IDLE_MS = 60_000;
-const ESTIMATOR_MODULES = ['@zxcvbn-ts/core', '@zxcvbn-ts/language-common', '@zxcvbn-ts/language-en'] as const;
 
 /**
- * The estimator, built at first use (its dictionaries take a moment to index) and let go a minute after the
- * last: its modules and indexed dictionaries hold ~60 MB of resident memory, and passwords are chosen a few
- * times a year, so a daemon that is not choosing one does not keep them (loaded through `require`, so that
- * dropping them from the module cache lets them be collected).
+ * The estimator runs in a thread of its own (password-worker.ts), started at first use (its dictionaries take
+ * ~0.4 s to index) and stopped a minute after the last: off the event loop, a long password's estimate no longer
+ * holds back the heartbeats, and its modules and indexed dictionaries (~60 MB resident) are held only while
+ * passwords are being chosen, a few times a year. While an estimate is awaited the thread keeps the process alive
+ * (a `linekeeper users add` waits for it); idle, it does not.
  */
-function zxcvbn(): ZxcvbnFactory {
-  if (!estimator) {
-    const require = createRequire(import.meta.url);
-    const { ZxcvbnFactory: Factory } = require('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
-    const common = require('@zxcvbn-ts/language-common') as typeof Common;
-    const en = require('@zxcvbn-ts/language-en') as typeof En;
-    estimator = new Factory({ dictionary: { ...common.dictionary, ...en.dictionary }, graphs: common.adjacencyGraphs, translations: en.translations });
-  }
-  if (idle) clearTimeout(idle);
-  idle = setTimeout(releaseEstimator, ESTIMATOR_IDLE_MS);
-  idle.unref();
-  return estimator;
+let worker: Worker | undefined;
+let idle: NodeJS.Timeout | undefined;
+let nextId = 0;
+const waiting = new Map<number, { resolve: (r: EstimateReply) => void; reject: (err: Error) => void }>();
+
+function failAll(w: Worker, why: string): void {
+  if (worker !== w) return;
+  worker = undefined;
+  for (const [, p] of waiting) p.reject(new LkError('LK_INTERNAL', `the password strength estimator failed (${why}): the password was not checked, so it is not accepted`));
+  waiting.clear();
 }
 
-/** Let the estimator and its dictionaries go (rebuilt at the next check). */
-export function releaseEstimator(): void {
+function estimator(): Worker {
+  if (!worker) {
+    const script = workerScript(new URL('./password-worker.js', import.meta.url));
+    const w = new Worker(script.code, { eval: script.eval });
+    w.on('message', (r: EstimateReply) => {
+      const p = waiting.get(r.id);
+      waiting.delete(r.id);
+      if (waiting.size === 0) {
+        w.unref();
+        if (idle) clearTimeout(idle);
+        idle = setTimeout(() => void releaseEstimator(), ESTIMATOR_IDLE_MS);
+        idle.unref();
+      }
+      p?.resolve(r);
+    });
+    w.once('error', (err) => failAll(w, err.message));
+    w.once('exit', (code) => failAll(w, `its thread exited with code ${code}`));
+    worker = w;
+  }
   if (idle) clearTimeout(idle);
   idle = undefined;
-  estimator = undefined;
-  const require = createRequire(import.meta.url);
-  for (const m of ESTIMATOR_MODULES) delete require.cache[require.resolve(m)];
+  worker.ref();
+  return worker;
+}
+
+/** The estimator's verdict on `password` (cut to {@link ESTIMATED_CHARS}) with the account's `words`. */
+function estimate(password: string, words: readonly string[]): Promise<EstimateReply> {
+  const w = estimator();
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    w.postMessage({ id, password: password.slice(0, ESTIMATED_CHARS), words } satisfies EstimateRequest);
+  });
+}
+
+/** Stop the estimator's thread and let its dictionaries go (started again at the next check). */
+export async function releaseEstimator(): Promise<void> {
+  if (idle) clearTimeout(idle);
+  idle = undefined;
+  const w = worker;
+  if (!w) return;
+  failAll(w, 'released');
+  await w.terminate();
+}
+
+/** Whether the estimator's thread is running now (tests; `linekeeper doctor` could show it). */
+export function estimatorRunning(): boolean {
+  return worker !== undefined;
 }
 
 /**
  * A password a person may choose under `policy`; `personal` are words of the account (id, name) that make a
- * password guessable. @throws LkError LK_VALIDATION (length), LK_PASSWORD_WEAK (strength, with the estimator's
- * warning and suggestions).
+ * password guessable. The length is checked here, the strength in the estimator's thread.
+ * @throws LkError LK_VALIDATION (length), LK_PASSWORD_WEAK (strength, with the estimator's warning and
+ *   suggestions), LK_INTERNAL (the estimator failed: the password is not accepted unchecked).
  */
-export function checkNewPassword(password: string, policy: PasswordPolicy = DEFAULT_PASSWORD_POLICY, personal: readonly string[] = []): void {
+export async function checkNewPassword(password: string, policy: PasswordPolicy = DEFAULT_PASSWORD_POLICY, personal: readonly string[] = []): Promise<void> {
   const min = Math.max(12, policy.minLength);
   if (password.length < min) throw new LkError('LK_VALIDATION', `a password has at least ${min} characters`);
   if (password.length > 1024) throw new LkError('LK_VALIDATION', 'a password has at most 1024 characters');
   const words = personal.flatMap((p) => [p, ...p.split(/[\s._@-]+/)]).filter((w) => w.length >= 3);
-  const r = zxcvbn().check(password.slice(0, ESTIMATED_CHARS), words);
+  const r = await estimate(password, words);
+  if ('error' in r) throw new LkError('LK_INTERNAL', `the password strength estimator failed (${r.error}): the password was not checked, so it is not accepted`);
   if (r.score < policy.minStrength) {
-    const why = r.feedback.warning ?? 'it is easy to guess';
-    throw new LkError('LK_PASSWORD_WEAK', `the password is too weak (strength ${r.score} of 4, the site asks for ${policy.minStrength}): ${why}${r.feedback.suggestions.length > 0 ? ` ${r.feedback.suggestions.join(' ')}` : ''}`, {
-      score: r.score, minStrength: policy.minStrength, warning: r.feedback.warning, suggestions: [...r.feedback.suggestions],
+    const why = r.warning ?? 'it is easy to guess';
+    throw new LkError('LK_PASSWORD_WEAK', `the password is too weak (strength ${r.score} of 4, the site asks for ${policy.minStrength}): ${why}${r.suggestions.length > 0 ? ` ${r.suggestions.join(' ')}` : ''}`, {
+      score: r.score, minStrength: policy.minStrength, warning: r.warning, suggestions: [...r.suggestions],
     });
   }
 }
