@@ -1,7 +1,7 @@
 /**
  * What each of the daemon's worker threads adds to its memory while it starts: the release package's seal
  * (started per release: its peak is the daemon's peak when a batch is released), a large rehearsal's and the
- * parallel audit verifier's. Ours: a fresh process (`bench/worker-memory-probe.mjs`, with the V8 flag of the shipped
+ * parallel audit verifier's, the password strength estimator's. Ours: a fresh process (`bench/worker-memory-probe.mjs`, with the V8 flag of the shipped
  * unit) starts one worker thread that imports the compiled worker module, as the daemon does, and reports how far
  * the process's RSS rose while it loaded (peak, sampled every millisecond) and what it holds once loaded. Peer: the
  * same for a worker thread that imports nothing — the floor of any thread (its V8 isolate and Node's bootstrap).
@@ -25,6 +25,8 @@ const cases: Record<string, string> = {
   release: pathToFileURL(`${ROOT}dist/src/engine/release-worker.js`).href,
   rehearsal: pathToFileURL(`${ROOT}dist/src/engine/rehearsal-worker.js`).href,
   verify: pathToFileURL(`${ROOT}dist/src/audit/verify-worker.js`).href,
+  // the password strength estimator: it indexes its dictionaries as it starts (held while passwords are chosen)
+  password: pathToFileURL(`${ROOT}dist/src/api/password-worker.js`).href,
   empty: '',
 };
 const got: Record<string, { peak: number[]; held: number[] }> = {};

@@ -3,7 +3,7 @@
  * dictionaries, indexed once when the thread starts, answering one estimate per message. Its matching grows faster
  * than linearly with the password (hundreds of milliseconds for a long one): on the daemon's event loop it would
  * hold back the heartbeats and every request while a person chooses a password. The thread runs at a lower
- * priority than the loop (worker-priority.ts).
+ * priority than the loop (src/engine/worker-priority.ts).
  */
 import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
