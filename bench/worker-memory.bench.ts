@@ -40,7 +40,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const empty = { peak: mb(median(got.empty!.peak)), held: mb(median(got.empty!.held)) };
-for (const name of ['release', 'rehearsal', 'verify']) {
+for (const name of ['release', 'rehearsal', 'verify', 'password']) {
   const peak = mb(median(got[name]!.peak));
   const held = mb(median(got[name]!.held));
   report({
