@@ -30,8 +30,9 @@ const ESTIMATOR_IDLE_MS = 60_000;
 /**
  * The estimator runs in a thread of its own (password-worker.ts), started at first use (its dictionaries take
  * ~0.4 s to index) and stopped a minute after the last: off the event loop, a long password's estimate no longer
- * holds back the heartbeats, and its modules and indexed dictionaries (~60 MB resident) are held only while
- * passwords are being chosen, a few times a year. While an estimate is awaited the thread keeps the process alive
+ * holds back the heartbeats, and its modules and indexed dictionaries (~72 MB of resident memory as a thread, 51 MB
+ * on the main thread before: `npm run bench -- worker-memory`) are held only while passwords are being chosen, a few
+ * times a year. While an estimate is awaited the thread keeps the process alive
  * (a `linekeeper users add` waits for it); idle, it does not.
  */
 let worker: Worker | undefined;
