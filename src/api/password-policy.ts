@@ -40,10 +40,12 @@ let idle: NodeJS.Timeout | undefined;
 let nextId = 0;
 const waiting = new Map<number, { resolve: (r: EstimateReply) => void; reject: (err: Error) => void }>();
 
+const estimatorFailed = (why: string): LkError => new LkError('LK_INTERNAL', `the password strength estimator failed (${why}): the password was not checked, so it is not accepted`);
+
 function failAll(w: Worker, why: string): void {
   if (worker !== w) return;
   worker = undefined;
-  for (const [, p] of waiting) p.reject(new LkError('LK_INTERNAL', `the password strength estimator failed (${why}): the password was not checked, so it is not accepted`));
+  for (const [, p] of waiting) p.reject(estimatorFailed(why));
   waiting.clear();
 }
 
@@ -92,9 +94,14 @@ export async function releaseEstimator(): Promise<void> {
   await w.terminate();
 }
 
-/** Whether the estimator's thread is running now (tests; `linekeeper doctor` could show it). */
+/** Whether the estimator's thread is running now. */
 export function estimatorRunning(): boolean {
   return worker !== undefined;
+}
+
+/** The words of an account (its id, its name, and their parts) that make a password guessable for it. */
+export function accountWords(personal: readonly string[]): string[] {
+  return personal.flatMap((p) => [p, ...p.split(/[\s._@-]+/)]).filter((w) => w.length >= 3);
 }
 
 /**
@@ -107,9 +114,8 @@ export async function checkNewPassword(password: string, policy: PasswordPolicy 
   const min = Math.max(12, policy.minLength);
   if (password.length < min) throw new LkError('LK_VALIDATION', `a password has at least ${min} characters`);
   if (password.length > 1024) throw new LkError('LK_VALIDATION', 'a password has at most 1024 characters');
-  const words = personal.flatMap((p) => [p, ...p.split(/[\s._@-]+/)]).filter((w) => w.length >= 3);
-  const r = await estimate(password, words);
-  if ('error' in r) throw new LkError('LK_INTERNAL', `the password strength estimator failed (${r.error}): the password was not checked, so it is not accepted`);
+  const r = await estimate(password, accountWords(personal));
+  if ('error' in r) throw estimatorFailed(r.error);
   if (r.score < policy.minStrength) {
     const why = r.warning ?? 'it is easy to guess';
     throw new LkError('LK_PASSWORD_WEAK', `the password is too weak (strength ${r.score} of 4, the site asks for ${policy.minStrength}): ${why}${r.suggestions.length > 0 ? ` ${r.suggestions.join(' ')}` : ''}`, {
