@@ -152,6 +152,10 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
 
     const run = await call(node.url, 'GET', `${A}/runs/${runId}`, { token: auditor });
     expect(run.body).toMatchObject({ status: 'APPROVAL', approvalGate: { id: approval, status: 'pending', reviewer: 'm.rossi' } });
+    // the press step pressed every tablet (SUCCEEDED as a step), and its line says what it left open for QA
+    const press = (run.body as { steps: { seq: string; status: string; detail: string }[] }).steps.find((x) => x.seq === '05')!;
+    expect(press.status).toBe('SUCCEEDED');
+    expect(press.detail).toMatch(/; \d+ exceptions? of this step (is|are) open for QA: (\d+ \w+ \w+, )*\d+ major OOS/);
   });
 
   it('refusals of the daemon are printed as its detail and code: a second run on the busy line', async () => {

@@ -29,7 +29,7 @@ import { reviewsOf } from '../../audit/review.js';
 import type { StepServices } from './step-services.js';
 import type { ReleaseAbort } from '../release-types.js';
 import type { RevertOutcome } from '../lkg-revert.js';
-import { closeException, markerOf, raiseException, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
+import { closeException, markerOf, raiseException, withOpenExceptions, type CloseInput, type ExceptionDeps, type RaiseInput } from './exceptions.js';
 import { AGENTS_OF_MODEL, checkModels, modelLostOf, tagged, type ModelLost } from './model-watch.js';
 import { StepAborted, StepContext, type StepHost } from './step-context.js';
 import { closeStepWaits } from './step-waits.js';
@@ -818,7 +818,9 @@ export class RunEngine {
         const s = this.runs.steps(id).find((x) => x.seq === step.seq)!;
         if (result.data) this.runs.setData(t, id, { ...cur.data, ...result.data }, this.o.clock.now());
         const terminalStep = result.status !== 'APPROVAL';
-        this.setStep(t, cur, s, result.status, step.agent, result.detail, terminalStep ? { endedAt: this.o.clock.now() } : {});
+        // a step that succeeded with exceptions of its own still open says so on its line (the gate judges the batch)
+        const detail = result.status === 'SUCCEEDED' ? withOpenExceptions(result.detail, this.exceptions.ofRun(id), `${step.seq} ${step.name}`) : result.detail;
+        this.setStep(t, cur, s, result.status, step.agent, detail, terminalStep ? { endedAt: this.o.clock.now() } : {});
         if (result.status === 'HELD') this.setRun(t, cur, 'HELD', result.detail, 'system', result.detail);
         else if (result.status === 'FAILED') this.setRun(t, cur, 'FAILED', result.detail, 'system', result.detail);
         else if (result.status === 'REJECTED') this.setRun(t, cur, 'REJECTED', result.detail, 'system', result.detail);

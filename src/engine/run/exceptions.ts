@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { LkError } from '../../errors.js';
 import { chooseMeaning, DEFAULT_SIGNATURE_MEANINGS, MEANING_VALUES, type ChosenMeaning } from '../../domain/signature-meanings.js';
+import { EXCEPTION_SEVERITIES } from '../../domain/exception.js';
 import type { PolicyBundle } from '../../policy/index.js';
 import type { ExceptionKind, ExceptionRecord, ExceptionSeverity, ExceptionStore } from '../../store/exception-store.js';
 import type { RunRecord, RunStore, ToolCallRecord } from '../../store/run-store.js';
@@ -67,6 +68,21 @@ export interface ExceptionDeps {
   readonly exceptions: ExceptionStore;
   readonly policy: () => PolicyBundle | null;
   readonly notify: (row: ToolCallRecord) => void;
+}
+
+/**
+ * A succeeded step's detail with the exceptions it raised that are still open, in words: "…; 4 exceptions of this
+ * step are open for QA: 1 major OOS, 3 minor OOT". A step that pressed every tablet succeeded as a step; whether
+ * the batch meets its specification is the gate's judgement, and the step's own line must not read as a pass.
+ * `step` is the exception's step key (`"05 compress.press"`); the detail unchanged when none is open.
+ */
+export function withOpenExceptions(detail: string, records: readonly Pick<ExceptionRecord, 'step' | 'status' | 'severity' | 'kind'>[], step: string): string {
+  const open = records.filter((e) => e.status === 'open' && e.step === step);
+  if (open.length === 0) return detail;
+  const counts = new Map<string, number>();
+  for (const sev of EXCEPTION_SEVERITIES) for (const e of open) if (e.severity === sev) counts.set(`${sev} ${e.kind}`, (counts.get(`${sev} ${e.kind}`) ?? 0) + 1);
+  const words = [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+  return `${detail}; ${open.length} exception${open.length === 1 ? '' : 's'} of this step ${open.length === 1 ? 'is' : 'are'} open for QA: ${words}`;
 }
 
 /** Raise an exception of `run` now; null (nothing written) when the run has one for the same condition. */
