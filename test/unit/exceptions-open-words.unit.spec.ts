@@ -14,7 +14,8 @@ describe("a succeeded step's line names the exceptions it left open", () => {
       e(null, 'open', 'critical', 'OOS'),
     ];
     expect(withOpenExceptions('Pressed 300,686 tablets', records, '05 compress.press')).toBe('Pressed 300,686 tablets; 3 exceptions of this step are open for QA: 1 major OOS, 2 minor OOT');
-    expect(withOpenExceptions('Coating end point', records, '06 coat.spray')).toBe('Coating end point; 1 exception of this step is open for QA: 1 minor MOVE_UNREVIEWED');
+    // a line that ends its sentence: the words follow it as one
+    expect(withOpenExceptions('Coating end point: weight gain 3.01 %; 0 moves written.', records, '06 coat.spray')).toBe('Coating end point: weight gain 3.01 %; 0 moves written; 1 exception of this step is open for QA: 1 minor MOVE_UNREVIEWED');
     expect(withOpenExceptions('Blend end point', records, '03 blend.uniformity')).toBe('Blend end point');
     expect(withOpenExceptions('Blend end point', [], '03 blend.uniformity')).toBe('Blend end point');
   });

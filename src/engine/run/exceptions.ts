@@ -82,7 +82,7 @@ export function withOpenExceptions(detail: string, records: readonly Pick<Except
   const counts = new Map<string, number>();
   for (const sev of EXCEPTION_SEVERITIES) for (const e of open) if (e.severity === sev) counts.set(`${sev} ${e.kind}`, (counts.get(`${sev} ${e.kind}`) ?? 0) + 1);
   const words = [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
-  return `${detail}; ${open.length} exception${open.length === 1 ? '' : 's'} of this step ${open.length === 1 ? 'is' : 'are'} open for QA: ${words}`;
+  return `${detail.replace(/\.$/, '')}; ${open.length} exception${open.length === 1 ? '' : 's'} of this step ${open.length === 1 ? 'is' : 'are'} open for QA: ${words}`;
 }
 
 /** Raise an exception of `run` now; null (nothing written) when the run has one for the same condition. */
