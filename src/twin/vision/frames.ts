@@ -44,7 +44,7 @@ export interface LabelledFrameSet extends FrameSet {
 
 const isFace = (cam: number): boolean => cam < 2;
 // the row stride as a constant of this module: V8 reads an exported binding in a hot loop as a slot it checks each
-// time (the per-pixel loops below ran at half speed on WIDTH)
+// time (the noise loop bounded by the exported PIXELS ran at half the speed of the same loop on a local bound)
 const W = WIDTH;
 
 // A field of Gaussian sensor noise (σ = 5/√2 each), two frames long, from a fixed seed: the same in every process,
