@@ -31,11 +31,11 @@ const ourScore = async (pw: string): Promise<number> => {
   throw new Error('a check with minStrength 5 was accepted');
 };
 
+const personal = accountWords(words);
 // warm both (the dictionaries indexed, the thread started)
 await ourScore(passwords[0]!);
-scoreOnLoop(passwords[0]!, accountWords(words));
+scoreOnLoop(passwords[0]!, personal);
 
-const personal = accountWords(words);
 const ours: number[] = [];
 const peer: number[] = [];
 const o = await heartbeatJitterDuring(100, async () => {
