@@ -160,6 +160,8 @@ export function renderFrameSet(label: DefectClass, triggerId: number, rng: Rng):
       const d = FACE_RADIUS * rng.uniform(-0.2, 0.35);
       const nx = Math.cos(angle);
       const ny = Math.sin(angle);
+      // the per-pixel passes here and below are written out over the tablet's rows: a callback per pixel (a
+      // different closure at each call site, so V8 could not inline it) took most of their time
       const bg = BACKGROUND;
       for (const cam of [0, 1]) {
         const { img, rows } = cv[cam]!;
