@@ -33,6 +33,11 @@ export function clientOptions(cfg: OpcUaConnectionConfig, backoff: { initialMs: 
     defaultTransactionTimeout: cfg.request_timeout_ms,
     // A socket silent for three keep-alive periods is dead (the default waits 60 s).
     transportTimeout: Math.max(3 * keepalive, cfg.request_timeout_ms + keepalive),
+    // Chunks of 64 KiB each way. node-opcua allocates a whole send chunk for every request, and its default (640 KiB,
+    // which a node-opcua server clamps to 512 KiB) made each guarded write (a Read, the Write, the Read-back) allocate
+    // 1.5 MB outside the heap: V8 then collected garbage under external-memory pressure, a full mark-compact every ~30
+    // writes. Larger messages go in several chunks; servers announcing less (a PLC's 8 KiB) lower it in the handshake.
+    transportSettings: { sendBufferSize: 64 * 1024, receiveBufferSize: 64 * 1024 },
   };
 }
 

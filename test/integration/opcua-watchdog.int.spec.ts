@@ -3,17 +3,20 @@
  * statuses and subscriptions the test controls (test/helpers/opcua-fixture.ts):
  * one Read per batched read, bad/uncertain/NaN/wrong-type values surfaced as
  * such, integer and Float writes with the node's DataType, and the data-age
- * watchdog re-creating subscriptions that the server silenced or dropped.
+ * watchdog re-creating subscriptions that the server silenced or dropped;
+ * and the transport: requests sent in chunks of the connection's 64 KiB, a
+ * message larger than one chunk split both ways.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataType, StatusCodes } from 'node-opcua';
+import { AttributeIds, DataType, OPCUACertificateManager, OPCUAClient, StatusCodes } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOpcUaConnector, type OpcUaConnector } from '../../connectors/opcua/index.js';
+import { clientOptions } from '../../connectors/opcua/link.js';
 import type { ConnectorEvent, Sample, WriteCapability } from '../../connectors/types.js';
 import { LkError } from '../../src/errors.js';
-import { startOpcUaFixture, type OpcUaFixture } from '../helpers/opcua-fixture.js';
+import { FIXTURE_NS, startOpcUaFixture, type OpcUaFixture } from '../helpers/opcua-fixture.js';
 import { waitFor } from '../helpers/sim.js';
 
 let fx: OpcUaFixture;
@@ -179,5 +182,65 @@ describe('data-age watchdog', () => {
     expect(c.health().staleRecoveries).toBe(before);
     await Promise.all([a.close(), b.close()]);
     expect(got.length).toBeGreaterThan(20);
+  });
+});
+
+describe('transport', () => {
+  /** Sizes of the Buffers allocated outside Node's pool while `fn` runs (node-opcua allocates each chunk it sends so). */
+  async function allocations(fn: () => Promise<void>): Promise<number[]> {
+    const sizes: number[] = [];
+    const original = Buffer.allocUnsafe;
+    Buffer.allocUnsafe = ((n: number) => {
+      sizes.push(n);
+      return original(n);
+    }) as typeof Buffer.allocUnsafe;
+    try {
+      await fn();
+    } finally {
+      Buffer.allocUnsafe = original;
+    }
+    return sizes;
+  }
+
+  it('sends each request in a chunk of the connection\'s 64 KiB, not the library\'s default 512 KiB', async () => {
+    // node-opcua allocates a whole send chunk per request: 512 KiB by default against a node-opcua server, 1.5 MB per
+    // guarded write (its Read, Write and Read-back), which kept V8 collecting garbage under external-memory pressure
+    const sizes = await allocations(async () => {
+      for (let i = 0; i < 5; i++) {
+        expect((await c.read(['rig.Value', 'rig.Level'])).every((s) => s.quality === 'good')).toBe(true);
+        expect((await writer.write('rig.Level', i)).verified).toBe(true);
+      }
+    });
+    const chunks = sizes.filter((n) => n >= 8192);
+    expect(chunks.length).toBeGreaterThanOrEqual(10);
+    expect(Math.max(...chunks)).toBe(64 * 1024);
+  });
+
+  it('a message larger than one chunk travels in several, both ways', async () => {
+    // 20,000 doubles (160 kB) through a client made with the connector's own options: the Write goes out in three
+    // chunks, the Read's response comes back in three
+    const ns = fx.server.engine.addressSpace!.getNamespace(FIXTURE_NS)!;
+    const big = Array.from({ length: 20_000 }, (_, i) => i / 7);
+    ns.addVariable({ organizedBy: fx.server.engine.addressSpace!.rootFolder.objects, browseName: 'Big', nodeId: 's=rig.Big', dataType: 'Double', valueRank: 1, accessLevel: 'CurrentRead | CurrentWrite', userAccessLevel: 'CurrentRead | CurrentWrite', value: { dataType: DataType.Double, arrayType: 1, value: new Float64Array(3) } });
+    const cm = new OPCUACertificateManager({ rootFolder: join(dataDir, 'big-pki'), automaticallyAcceptUnknownCertificate: true });
+    const client = OPCUAClient.create(clientOptions(fx.connection(), { initialMs: 100, maxMs: 400 }, cm));
+    await client.connect(fx.url);
+    try {
+      const session = await client.createSession();
+      const nsIndex = (await session.readNamespaceArray()).indexOf(FIXTURE_NS);
+      const nodeId = `ns=${nsIndex};s=rig.Big`;
+      const sizes = await allocations(async () => {
+        const st = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.Double, arrayType: 1, value: Float64Array.from(big) } } });
+        expect(st.name).toBe('Good');
+      });
+      // the request's body is encoded whole first (a buffer of its size), then cut into chunks of 64 KiB
+      expect(sizes.filter((n) => n === 64 * 1024).length).toBeGreaterThanOrEqual(3);
+      expect(sizes).not.toContain(512 * 1024);
+      const dv = await session.read({ nodeId, attributeId: AttributeIds.Value });
+      expect(Array.from(dv.value.value as Float64Array)).toEqual(big);
+      await session.close();
+    } finally {
+      await client.disconnect();
+    }
   });
 });
