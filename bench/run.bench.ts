@@ -113,6 +113,7 @@ try {
       // the compiled daemon, run as the shipped unit runs it (its V8 flags)
       node_flags: flags.join(' ') || 'none',
       peak_rss_mb: maxRssMb,
+      daemon_cpu_s: +o.cpuS.toFixed(1),
       rss_at_ready_mb: readyRssMb,
       // where the daemon's memory is (V8 heap in use, its reserve, off-heap buffers) at ready and at the end
       heap_used_ready_mb: o.heapUsedReadyMb,
@@ -149,6 +150,8 @@ interface DaemonRun {
   startMs: number;
   toolCalls: number;
   auditEntries: number;
+  /** The daemon's CPU seconds over the batch (worker threads included). */
+  cpuS: number;
   readyRssMb: number;
   maxRssMb: number;
   heapUsedReadyMb: number;
