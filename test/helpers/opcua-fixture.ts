@@ -22,6 +22,7 @@ import {
   OPCUAServer,
   StatusCodes,
   Variant,
+  type IServerTransportSettings,
   type StatusCode,
   type UAVariable,
 } from 'node-opcua';
@@ -48,9 +49,9 @@ export interface OpcUaFixture {
 
 /**
  * A node-opcua server for a test, initialised and not yet started: loopback, a free port, anonymous, its PKI
- * (accepting any client certificate) in `pki`. The caller builds its address space, then `start()`s it.
+ * (accepting any client certificate) in `pki`, the transport limits it answers a client's Hello with when given. The caller builds its address space, then `start()`s it.
  */
-export async function testOpcUaServer(pki: string, resourcePath: string): Promise<OPCUAServer> {
+export async function testOpcUaServer(pki: string, resourcePath: string, transportSettings?: IServerTransportSettings): Promise<OPCUAServer> {
   mkdirSync(pki, { recursive: true });
   const server = new OPCUAServer({
     port: 0,
@@ -61,6 +62,7 @@ export async function testOpcUaServer(pki: string, resourcePath: string): Promis
     userCertificateManager: new OPCUACertificateManager({ rootFolder: join(pki, 'user'), automaticallyAcceptUnknownCertificate: true }),
     allowAnonymous: true,
     disableDiscovery: true,
+    ...(transportSettings ? { transportSettings } : {}),
   });
   await server.initialize();
   return server;

@@ -3,7 +3,7 @@
  * state conventions, and a PLC program of their own (a watchdog on their own life sign, a revert to their own
  * last known-good recipe, a re-arm only while beaten).
  *
- * OPC UA server, namespace `urn:vendor:line`:
+ * OPC UA server, namespace `urn:vendor:line`, with an embedded stack's 8 KiB message chunks:
  *   coater — a Boolean life bit (`Coater.Watchdog.LifeBit`), a String state `REMOTE` (supervised) / `LOCAL` (fallback)
  *   press  — an Int16 life counter (`Press.WD.Counter`, started near its wrap), an Int32 state 1 = supervised, 0 = fallback
  *   nir    — no supervisor tags at all (monitor-only): one Double measurement and one Double setpoint
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { AddressInfo, Server } from 'node:net';
 import { once } from 'node:events';
 import modbus from 'modbus-serial';
-import { DataType, StatusCodes, Variant, type UAVariable } from 'node-opcua';
+import { DataType, StatusCodes, Variant, type IHelloAckLimits, type UAVariable } from 'node-opcua';
 import { testOpcUaServer } from './opcua-fixture.js';
 import type { ModbusConnectionConfig, ModbusEquipmentConfig, OpcUaConnectionConfig, OpcUaEquipmentConfig } from '../../src/config/schema.js';
 
@@ -49,6 +49,8 @@ export interface VendorPlcs {
   readonly equipment: { coater: OpcUaEquipmentConfig; press: OpcUaEquipmentConfig; nir: OpcUaEquipmentConfig; fluidbed: ModbusEquipmentConfig };
   /** Values written to the monitor-only unit's nodes (must stay empty). */
   readonly nirWrites: unknown[];
+  /** The transport limits each OPC UA client announced in its Hello (the server answers 8 KiB chunks to all). */
+  readonly hellos: readonly IHelloAckLimits[];
   close(): Promise<void>;
 }
 
@@ -89,7 +91,15 @@ export async function startVendorPlcs(dataDir: string, o: { watchdogMs: number; 
   }, 20);
 
   // ── OPC UA ──
-  const server = await testOpcUaServer(join(dataDir, 'vendor-pki'), '/vendor');
+  // an embedded OPC UA stack's small buffers: chunks of 8 KiB each way, whatever the client asks for (linekeeper asks
+  // for 64 KiB), at most 512 of them to a message of at most 2 MiB; each Hello is kept for the tests
+  const hellos: IHelloAckLimits[] = [];
+  const server = await testOpcUaServer(join(dataDir, 'vendor-pki'), '/vendor', {
+    adjustTransportLimits: (hello) => {
+      hellos.push({ ...hello });
+      return { receiveBufferSize: 8192, sendBufferSize: 8192, maxMessageSize: 2 * 1024 * 1024, maxChunkCount: 512 };
+    },
+  });
   const as = server.engine.addressSpace!;
   const ns = as.registerNamespace(VENDOR_NS);
   const nirWrites: unknown[] = [];
@@ -191,7 +201,7 @@ export async function startVendorPlcs(dataDir: string, o: { watchdogMs: number; 
     },
   } as VendorPlcs['equipment'];
   return {
-    opcuaUrl, modbusPort, units, nirWrites, equipment,
+    opcuaUrl, modbusPort, units, nirWrites, hellos, equipment,
     opcua: { id: 'vendor-opcua', protocol: 'opcua', endpoint: opcuaUrl, namespace_uri: VENDOR_NS, security: { mode: 'None', policy: 'None' }, max_data_age_ms: 5000, request_timeout_ms: 3000, keepalive_ms: 1000 },
     modbus: { id: 'vendor-modbus', protocol: 'modbus', endpoint: `127.0.0.1:${modbusPort}`, timeout_ms: 1000, poll_ms: 100 },
     async close() {

@@ -5,7 +5,8 @@
  * without supervisor tags that linekeeper only reads. Over real OPC UA and Modbus TCP on loopback: every
  * commanded revert writes the PLC's own fallback value and is verified by read-back (ActiveRecipe = its LKG
  * recipe), the state reads as LOST whatever the PLC calls it, a re-arm writes the PLC's supervised value, and
- * nothing is ever written to the monitor-only unit. Before profiles, each of these failed (issue 21): the life
+ * nothing is ever written to the monitor-only unit. The vendor's OPC UA stack takes 8 KiB message chunks, as an
+ * embedded one may: the connector asks for 64 KiB and everything here runs over the 8 KiB it is given. Before profiles, each of these failed (issue 21): the life
  * bit got `2`, the Int16 counter overflowed, `LOST` was not sent to an Int32 node, and `1` re-armed the fluid bed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -120,3 +121,32 @@ describe('a monitor-only unit is read and never written', () => {
     expect(plcs.nirWrites).toEqual([]);
   });
 });
+
+describe('a PLC whose OPC UA stack takes only 8 KiB chunks', () => {
+  it('lowers the 64 KiB the connector asks for in the handshake, and every read, beat, write and command above went in 8 KiB chunks', async () => {
+    // the connector's Hello: 64 KiB each way (connectors/opcua/link.ts); the vendor PLC answered 8 KiB to it
+    expect(plcs.hellos.length).toBeGreaterThanOrEqual(1);
+    for (const h of plcs.hellos) expect([h.receiveBufferSize, h.sendBufferSize]).toEqual([65536, 65536]);
+    // and a request of several chunks: every tag of the three units twenty times over in one Read (~12 kB)
+    const { coater, press, nir } = plcs.equipment;
+    const ids = [coater, press, nir].flatMap((e) => e.tags.map((t) => `${e.id}.${t.name}`));
+    const sizes: number[] = [];
+    const allocUnsafe = Buffer.allocUnsafe;
+    Buffer.allocUnsafe = ((n: number) => {
+      sizes.push(n);
+      return allocUnsafe(n);
+    }) as typeof Buffer.allocUnsafe;
+    let samples;
+    try {
+      samples = await opcua.read(Array.from({ length: 20 }, () => ids).flat());
+    } finally {
+      Buffer.allocUnsafe = allocUnsafe;
+    }
+    // node-opcua allocates each chunk it sends whole: the request went out in 8 KiB chunks, none of 64 KiB
+    expect(sizes.filter((n) => n === 8192).length).toBeGreaterThanOrEqual(2);
+    expect(sizes).not.toContain(65536);
+    expect(samples.length).toBe(ids.length * 20);
+    expect(samples.every((x) => x.quality === 'good')).toBe(true);
+  });
+});
+
