@@ -48,6 +48,24 @@ export interface OpcUaFixture {
 }
 
 /**
+ * Sizes of the Buffers `Buffer.allocUnsafe` hands out while `fn` runs, with `fn`'s result: node-opcua allocates each
+ * message chunk it sends so, whole, whatever the message's length, so they show the chunk size a link really uses.
+ */
+export async function bufferAllocations<T>(fn: () => Promise<T>): Promise<{ sizes: number[]; result: T }> {
+  const sizes: number[] = [];
+  const original = Buffer.allocUnsafe;
+  Buffer.allocUnsafe = ((n: number) => {
+    sizes.push(n);
+    return original(n);
+  }) as typeof Buffer.allocUnsafe;
+  try {
+    return { sizes, result: await fn() };
+  } finally {
+    Buffer.allocUnsafe = original;
+  }
+}
+
+/**
  * A node-opcua server for a test, initialised and not yet started: loopback, a free port, anonymous, its PKI
  * (accepting any client certificate) in `pki`, the transport limits it answers a client's Hello with when given. The caller builds its address space, then `start()`s it.
  */

@@ -16,7 +16,7 @@ import { createOpcUaConnector, type OpcUaConnector } from '../../connectors/opcu
 import { clientOptions } from '../../connectors/opcua/link.js';
 import type { ConnectorEvent, Sample, WriteCapability } from '../../connectors/types.js';
 import { LkError } from '../../src/errors.js';
-import { FIXTURE_NS, startOpcUaFixture, type OpcUaFixture } from '../helpers/opcua-fixture.js';
+import { bufferAllocations, FIXTURE_NS, startOpcUaFixture, type OpcUaFixture } from '../helpers/opcua-fixture.js';
 import { waitFor } from '../helpers/sim.js';
 
 let fx: OpcUaFixture;
@@ -186,26 +186,10 @@ describe('data-age watchdog', () => {
 });
 
 describe('transport', () => {
-  /** Sizes of the Buffers allocated outside Node's pool while `fn` runs (node-opcua allocates each chunk it sends so). */
-  async function allocations(fn: () => Promise<void>): Promise<number[]> {
-    const sizes: number[] = [];
-    const original = Buffer.allocUnsafe;
-    Buffer.allocUnsafe = ((n: number) => {
-      sizes.push(n);
-      return original(n);
-    }) as typeof Buffer.allocUnsafe;
-    try {
-      await fn();
-    } finally {
-      Buffer.allocUnsafe = original;
-    }
-    return sizes;
-  }
-
   it('sends each request in a chunk of the connection\'s 64 KiB, not the library\'s default 512 KiB', async () => {
     // node-opcua allocates a whole send chunk per request: 512 KiB by default against a node-opcua server, 1.5 MB per
     // guarded write (its Read, Write and Read-back), which kept V8 collecting garbage under external-memory pressure
-    const sizes = await allocations(async () => {
+    const { sizes } = await bufferAllocations(async () => {
       for (let i = 0; i < 5; i++) {
         expect((await c.read(['rig.Value', 'rig.Level'])).every((s) => s.quality === 'good')).toBe(true);
         expect((await writer.write('rig.Level', i)).verified).toBe(true);
@@ -229,7 +213,7 @@ describe('transport', () => {
       const session = await client.createSession();
       const nsIndex = (await session.readNamespaceArray()).indexOf(FIXTURE_NS);
       const nodeId = `ns=${nsIndex};s=rig.Big`;
-      const sizes = await allocations(async () => {
+      const { sizes } = await bufferAllocations(async () => {
         const st = await session.write({ nodeId, attributeId: AttributeIds.Value, value: { value: { dataType: DataType.Double, arrayType: 1, value: Float64Array.from(big) } } });
         expect(st.name).toBe('Good');
       });

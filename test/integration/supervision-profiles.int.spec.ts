@@ -17,6 +17,7 @@ import { createModbusConnector, type ModbusConnector } from '../../connectors/mo
 import { createOpcUaConnector, type OpcUaConnector } from '../../connectors/opcua/index.js';
 import type { ConnectorEvent, WriteCapability } from '../../connectors/types.js';
 import { rejectionCode } from '../helpers/codes.js';
+import { bufferAllocations } from '../helpers/opcua-fixture.js';
 import { waitFor } from '../helpers/sim.js';
 import { startVendorPlcs, type VendorPlcs } from '../helpers/vendor-plcs.js';
 
@@ -130,18 +131,7 @@ describe('a PLC whose OPC UA stack takes only 8 KiB chunks', () => {
     // and a request of several chunks: every tag of the three units twenty times over in one Read (~12 kB)
     const { coater, press, nir } = plcs.equipment;
     const ids = [coater, press, nir].flatMap((e) => e.tags.map((t) => `${e.id}.${t.name}`));
-    const sizes: number[] = [];
-    const allocUnsafe = Buffer.allocUnsafe;
-    Buffer.allocUnsafe = ((n: number) => {
-      sizes.push(n);
-      return allocUnsafe(n);
-    }) as typeof Buffer.allocUnsafe;
-    let samples;
-    try {
-      samples = await opcua.read(Array.from({ length: 20 }, () => ids).flat());
-    } finally {
-      Buffer.allocUnsafe = allocUnsafe;
-    }
+    const { sizes, result: samples } = await bufferAllocations(() => opcua.read(Array.from({ length: 20 }, () => ids).flat()));
     // node-opcua allocates each chunk it sends whole: the request went out in 8 KiB chunks, none of 64 KiB
     expect(sizes.filter((n) => n === 8192).length).toBeGreaterThanOrEqual(2);
     expect(sizes).not.toContain(65536);
