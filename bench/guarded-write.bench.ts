@@ -19,7 +19,8 @@
  * All five run in alternating blocks, so a shared machine's load swings hit
  * them alike. After them, 300 more writes of ours are timed phase by phase at
  * the writer's seams (the connector's Read, the write capability, store.tx)
- * and the medians printed: where what is above the floor goes. Target: floor / ours ≥ 0.8 at p50 and at p99. The simulated PLCs
+ * and the medians printed: where what is above the floor goes. Target:
+ * floor / ours ≥ 0.8 at p50 and at p99. The simulated PLCs
  * run in their own process (`linekeeper sim`), as PLCs do.
  *
  * `LK_BENCH_GW_BLOCKS` (default 25) blocks of 20 calls each.
@@ -236,8 +237,14 @@ for (let i = 0; i < BLOCKS; i++) {
   await block('r', raw, r);
 }
 const cpuPer = (k: keyof typeof cpu): number => cpu[k] / (BLOCKS * 20);
-// the instrumented pass: the phases of 300 more writes, medians (the seams' own cost is in them, a few µs)
-const bySegment = new Map<string, number[]>();
+// the instrumented pass: the phases of 300 more writes, medians (the seams' own cost is in them, a few µs). Each
+// phase is a run of the marks' intervals: marks 0 start, 1 read, 2 read end, 3 tx, 4 records, 5 commit, 6 tx end,
+// 7 write, 8 write end, 9 tx, 10 records, 11 commit, 12 tx end, 13 end
+const PHASES: [string, number, number][] = [
+  ['before the Read', 0, 1], ['· Read of the current setpoints', 1, 2], ['· decision', 2, 3], ['· intent records', 3, 5], ['+ commit', 5, 6],
+  ['· Write + Read-back', 6, 8], ['· outcome record', 8, 11], ['+ commit', 11, 12], ['· after', 12, 13],
+];
+const byPhase: number[][] = PHASES.map(() => []);
 phases = [];
 for (let i = 0; i < 300; i++) {
   phases.length = 0;
@@ -246,13 +253,10 @@ for (let i = 0; i < 300; i++) {
   mark('end');
   const names = phases.map(([k]) => k).join(' ');
   if (names !== 'start read read end tx records commit tx end write write end tx records commit tx end end') throw new Error(`a write's phases were ${names}`);
-  for (let j = 1; j < phases.length; j++) bySegment.set(String(j), [...(bySegment.get(String(j)) ?? []), phases[j]![1] - phases[j - 1]![1]]);
+  PHASES.forEach(([, from, to], k) => byPhase[k]!.push(phases![to]![1] - phases![from]![1]));
 }
 phases = null;
-const seg = (...js: number[]): string => js.reduce((a, j) => a + percentile(bySegment.get(String(j))!, 50), 0).toFixed(2);
-const split =
-  `  where linekeeper's write goes (medians of 300 instrumented writes, ms): before the Read ${seg(1)} · Read of the current setpoints ${seg(2)} · ` +
-  `decision ${seg(3)} · intent records ${seg(4, 5)} + commit ${seg(6)} · Write + Read-back ${seg(7, 8)} · outcome record ${seg(9, 10, 11)} + commit ${seg(12)} · after ${seg(13)}\n`;
+const split = `  where linekeeper's write goes (medians of 300 instrumented writes, ms): ${PHASES.map(([name], k) => `${name} ${percentile(byPhase[k]!, 50).toFixed(2)}`).join(' ')}\n`;
 const p = (s: number[], q: number): number => percentile(s, q);
 const line = (name: string, s: number[], k: keyof typeof cpu): string => `  ${name.padEnd(58)} p50 ${p(s, 50).toFixed(2)} ms  p99 ${p(s, 99).toFixed(2)} ms  CPU ${cpuPer(k).toFixed(2)} ms/call  (n=${s.length})\n`;
 process.stdout.write(
