@@ -76,7 +76,13 @@ while (!TERMINAL.has(status)) {
   status = d.engine.get(T, run.id).status;
 }
 const wallMs = performance.now() - t0;
-// the daemon's CPU over the batch, its worker threads included: what the V8 flags trade memory against
+// The batch's package — its release, or the record of its rejection — is written once the decision is committed,
+// by the same sealing worker either way: wait for step 10 to settle, so that the peak and the CPU include it.
+const p0 = performance.now();
+const packageStep = () => d.engine.get(T, run.id).steps.find((s) => s.name === 'release.genealogy');
+for (let i = 0; i < 3000 && ['PENDING', 'RUNNING'].includes(packageStep()?.status ?? ''); i++) await new Promise((r) => setTimeout(r, 20));
+const packageMs = performance.now() - p0;
+// the daemon's CPU over the batch and its package, its worker threads included: what the V8 flags trade memory against
 const cpu = process.cpuUsage(cpu0);
 clearInterval(presence);
 loop.disable();
@@ -94,7 +100,7 @@ await d.stop('bench done');
 const ms = (ns) => +(ns / 1e6).toFixed(1);
 process.stdout.write(`${JSON.stringify({
   status, reason: view.reason ?? null, exceptions, steps: view.steps.map((s) => ({ seq: s.seq, name: s.name, status: s.status, detail: s.detail, durationMs: s.durationMs })),
-  wallMs, startMs, toolCalls, auditEntries, cpuS: (cpu.user + cpu.system) / 1e6,
+  wallMs, packageMs, startMs, toolCalls, auditEntries, cpuS: (cpu.user + cpu.system) / 1e6,
   execArgv: process.execArgv,
   readyRssMb: readyMem.rss / 2 ** 20, maxRssMb,
   heapUsedReadyMb: mb(readyMem.heapUsed), heapTotalReadyMb: mb(readyMem.heapTotal), externalReadyMb: mb(readyMem.external),

@@ -16,7 +16,8 @@
  * (demo models fitted and validated, the bundle signed, the demo identities made — once per data directory) runs
  * beforehand in another child, so that the daemon measured is one restarted on a set-up data directory, as an edge
  * node runs for most of its life: `serve`'s parts (the REST API served, the simulator in its own child process).
- * Reported: RSS at ready, and peak RSS (the child's `maxRSS` right after the batch), with the V8 breakdown (heap
+ * Reported: RSS at ready, and peak RSS (the child's `maxRSS` once the batch's package — its release, or the record of
+ * its rejection, sealed by the same worker — is written), with the V8 breakdown (heap
  * used, heap reserved, external) at both; the simulator child's peak (VmHWM) apart; and what the batch cost the
  * event loop — its delay (p50/p99/max, 10 ms resolution) and the garbage collector's pauses by kind.
  *
@@ -114,6 +115,9 @@ try {
       node_flags: flags.join(' ') || 'none',
       peak_rss_mb: maxRssMb,
       daemon_cpu_s: +o.cpuS.toFixed(1),
+      // the package written after the decision (a release, or the record of a rejection), inside the peak above
+      package_s: +(o.packageMs / 1000).toFixed(1),
+      package_step: o.steps.find((st) => st.name === 'release.genealogy')?.status ?? 'none',
       rss_at_ready_mb: readyRssMb,
       // where the daemon's memory is (V8 heap in use, its reserve, off-heap buffers) at ready and at the end
       heap_used_ready_mb: o.heapUsedReadyMb,
@@ -147,6 +151,8 @@ interface DaemonRun {
   steps: { seq: string; name: string; status: string; detail: string; durationMs: number | null }[];
   exceptions: { kind: string; severity: string; step: string | null; status: string; title: string; evidence: Record<string, unknown> }[];
   wallMs: number;
+  /** From the decision to step 10 settled: the package's writing. */
+  packageMs: number;
   startMs: number;
   toolCalls: number;
   auditEntries: number;
