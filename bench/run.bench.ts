@@ -156,7 +156,7 @@ interface DaemonRun {
   startMs: number;
   toolCalls: number;
   auditEntries: number;
-  /** The daemon's CPU seconds over the batch (worker threads included). */
+  /** The daemon's CPU seconds over the batch and its package (worker threads included). */
   cpuS: number;
   readyRssMb: number;
   maxRssMb: number;
