@@ -59,7 +59,7 @@ import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
 import { prepareDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
-import { keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
+import { flushPendingReverts, keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisionEvent, type SupervisorView, type SupervisorWatch } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -269,7 +269,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let apiUrl: string | undefined;
   let identity: Identity | undefined;
   let demoUsers: DemoUser[] = [];
-  let plcViews = new Map<string, SupervisorView>();
+  let plcViews = new Map<string, SupervisorWatch>();
   const supervisionProfiles = profilesOf(loaded.config.equipment);
   // optional Sparkplug B publishing (config `mqtt`); absent: nothing is opened
   let mqttLine: LineMqtt | undefined;
@@ -283,7 +283,30 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const onSupervision = (samples: Sample[]): void => {
     const r = observeSupervision(plcViews, samples, supervisionProfiles);
     plcViews = r.views;
-    for (const e of r.events) {
+    record(r.events);
+    // a revert counted beside a state that may have been read before it: read the state now, and record the revert
+    // with it (with the count and recipe alone if the state cannot be read)
+    for (const equipment of r.unconfirmed) {
+      const tag = `${equipment}.SupervisorState`;
+      const c = connectors.find((x) => x.id === served.get(tag));
+      const read = c ? c.read([tag]) : Promise.reject(new Error(`no connector serves ${tag}`));
+      void read.then(
+        (got) => {
+          if (stopped) return;
+          onSupervision(got);
+          if (plcViews.get(equipment)?.pendingRevert) throw new Error(`${tag} was not readable`);
+        },
+      ).catch((err: unknown) => {
+        if (stopped || !plcViews.get(equipment)?.pendingRevert) return;
+        log.warn({ err, equipment }, 'the state after a counted PLC revert could not be read: recording the revert with its count and recipe');
+        const f = flushPendingReverts(plcViews, [equipment]);
+        plcViews = f.views;
+        record(f.events);
+      });
+    }
+  };
+  function record(found: readonly SupervisionEvent[]): void {
+    for (const e of found) {
       log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
       try {
         engine?.plcEvent({ equipment: e.equipment, event: e.event, new: { ...e.new } });
@@ -297,7 +320,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
       }
     }
-  };
+  }
 
   /*
    * The daemon, in start order; it stops in reverse (src/ops/lifecycle.ts). The order on stop is what keeps the

@@ -8,6 +8,11 @@
  * found already LOST (it reverted while linekeeper was down, the very case
  * R8 is about). A bad-quality sample changes nothing: a missing reading is
  * not evidence of a state change.
+ *
+ * A revert is recorded with the state read after it. The count and the state are read apart (two Modbus register
+ * blocks, two OPC UA monitored items), so a batch can hold the count of a revert beside a state read a moment
+ * before it: the revert then waits for the next reading of the state (the daemon asks for one at once), and is
+ * never recorded as a PLC still ATTENDED because of the order of two reads.
  */
 import type { Sample } from '../../connectors/types.js';
 import { stateOf, type SupervisionProfile } from '../../connectors/supervision.js';
@@ -19,6 +24,12 @@ export interface SupervisorView {
   readonly state?: string;
   readonly revertCount?: number;
   readonly activeRecipe?: string;
+}
+
+/** What the observer keeps per equipment: the view, and a revert counted whose state has not been read since. */
+export interface SupervisorWatch extends SupervisorView {
+  /** The view before a revert whose count was read and whose state was not read after it yet. */
+  readonly pendingRevert?: SupervisorView;
 }
 
 export interface SupervisionEvent {
@@ -73,17 +84,26 @@ function recipeName(v: unknown): string | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
 }
 
+/** The view without the observer's bookkeeping. */
+function viewOf(w: SupervisorWatch): SupervisorView {
+  const { pendingRevert: _pending, ...v } = w;
+  return v;
+}
+
 /**
  * Fold a batch of samples into the per-equipment view and return the events the changes mean.
- * `views` is the state before; the returned map is the state after (the input is not changed).
+ * `views` is the state before; the returned map is the state after (the input is not changed). `unconfirmed` names
+ * the equipment whose revert was counted in this batch without a state read after it: the caller reads their
+ * `SupervisorState` again and passes the reading in a batch of its own, which records the revert.
  */
 export function observeSupervision(
-  views: ReadonlyMap<string, SupervisorView>,
+  views: ReadonlyMap<string, SupervisorWatch>,
   samples: readonly Sample[],
   profiles?: ReadonlyMap<string, SupervisionProfile>,
-): { views: Map<string, SupervisorView>; events: SupervisionEvent[] } {
+): { views: Map<string, SupervisorWatch>; events: SupervisionEvent[]; unconfirmed: string[] } {
   const next = new Map(views);
   const touched = new Set<string>();
+  const stateRead = new Set<string>();
   for (const s of samples) {
     if (s.quality !== 'good') continue;
     const dot = s.tag.indexOf('.');
@@ -92,7 +112,9 @@ export function observeSupervision(
     const v = next.get(equipment) ?? {};
     if (name === 'SupervisorState') {
       const st = stateName(s.value, profiles?.get(equipment));
-      if (st !== undefined) next.set(equipment, { ...v, state: st });
+      if (st === undefined) continue;
+      next.set(equipment, { ...v, state: st });
+      stateRead.add(equipment);
     } else if (name === 'RevertCount') {
       if (typeof s.value === 'number' && Number.isFinite(s.value)) next.set(equipment, { ...v, revertCount: s.value });
     } else if (name === 'ActiveRecipe') {
@@ -102,19 +124,50 @@ export function observeSupervision(
     touched.add(equipment);
   }
   const events: SupervisionEvent[] = [];
+  const unconfirmed: string[] = [];
   for (const equipment of touched) {
     const before = views.get(equipment);
     const after = next.get(equipment)!;
     if (before?.state === undefined) {
-      if (after.state === 'LOST') events.push({ event: 'found_lost', equipment, new: after });
+      if (after.state === 'LOST') events.push({ event: 'found_lost', equipment, new: viewOf(after) });
       continue;
     }
     // RevertCount is the revert signal (state and count may arrive in separate notifications: one event,
     // not two); the state change to LOST stands in only where no count is known.
     const counted = before.revertCount !== undefined && after.revertCount !== undefined;
     const reverted = counted ? after.revertCount! > before.revertCount! : before.state !== 'LOST' && after.state === 'LOST';
-    if (reverted) events.push({ event: 'lkg_revert', equipment, old: before, new: after });
-    else if (before.state === 'LOST' && after.state === 'ATTENDED') events.push({ event: 'rearm', equipment, old: before, new: after });
+    const pending = before.pendingRevert;
+    if (reverted && after.state !== 'LOST') {
+      // counted, but the state in hand may have been read before the revert: wait for a reading after it
+      next.set(equipment, { ...after, pendingRevert: pending ?? viewOf(before) });
+      unconfirmed.push(equipment);
+    } else if (reverted || (pending && after.state === 'LOST')) {
+      next.set(equipment, viewOf(after));
+      events.push({ event: 'lkg_revert', equipment, old: pending ?? viewOf(before), new: viewOf(after) });
+    } else if (pending && stateRead.has(equipment)) {
+      // the state read after the count: not LOST, so the PLC was re-armed since — the revert happened all the same
+      next.set(equipment, viewOf(after));
+      events.push({ event: 'lkg_revert', equipment, old: pending, new: viewOf(after) });
+    } else if (!pending && before.state === 'LOST' && after.state === 'ATTENDED') {
+      events.push({ event: 'rearm', equipment, old: viewOf(before), new: viewOf(after) });
+    }
+  }
+  return { views: next, events, unconfirmed };
+}
+
+/**
+ * The reverts still waiting for a state reading (its read failed, the connection went): recorded with what was read
+ * — the count and the recipe, the state left out — so that no counted revert goes unrecorded.
+ */
+export function flushPendingReverts(views: ReadonlyMap<string, SupervisorWatch>, equipment: readonly string[]): { views: Map<string, SupervisorWatch>; events: SupervisionEvent[] } {
+  const next = new Map(views);
+  const events: SupervisionEvent[] = [];
+  for (const e of equipment) {
+    const w = views.get(e);
+    if (!w?.pendingRevert) continue;
+    const { state: _unread, ...known } = viewOf(w);
+    next.set(e, viewOf(w));
+    events.push({ event: 'lkg_revert', equipment: e, old: w.pendingRevert, new: known });
   }
   return { views: next, events };
 }

@@ -45,4 +45,47 @@ describe('the daemon records what the PLC watchdogs do [R8] on the site chain', 
     expect(byEquipment.has('press')).toBe(false);
     expect(sim.plant.read('press', 'SupervisorState')).toBe('ATTENDED');
   });
+
+  it('[R8] a revert that falls between the reads of the state and the count is recorded with the state read after it (LOST), not the one before', async () => {
+    const sim = daemon.simulator!;
+    const plant = sim.plant;
+    const modbus = daemon.connectors.find((c) => c.protocol === 'modbus')!;
+    // an operator re-arms the blender at its panel once the heartbeats are back
+    modbus.startHeartbeat();
+    const rearmed = await waitFor(() => {
+      try {
+        plant.setSupervisorState('blender', 'ATTENDED');
+        return true;
+      } catch {
+        return false;
+      }
+    }, 30_000, 50);
+    expect(rearmed).toBe(true);
+    expect(await waitFor(() => watchdogEntries().some((e) => e.action === 'watchdog.rearm' && (e.args as { equipment: string }).equipment === 'blender'), 30_000, 50)).toBe(true);
+    const reverts = () => watchdogEntries().filter((e) => e.action === 'watchdog.lkg_revert' && (e.args as { equipment: string }).equipment === 'blender');
+    expect(reverts()).toHaveLength(1);
+    // Fault injection at the simulated PLC (not a mock of linekeeper): the blender reverts at the instant the poll,
+    // which has read the state's register block (ATTENDED), asks for the count's block. The batch then holds the
+    // new count and no new state.
+    const read = plant.read.bind(plant);
+    let armed = true;
+    plant.read = (equipment, tag) => {
+      if (armed && equipment === 'blender' && tag === 'RevertCount') {
+        armed = false;
+        plant.setSupervisorState('blender', 'LOST');
+      }
+      return read(equipment, tag);
+    };
+    try {
+      expect(await waitFor(() => reverts().length === 2, 30_000, 50)).toBe(true);
+    } finally {
+      plant.read = read;
+    }
+    expect(armed).toBe(false);
+    const e = reverts()[1]!;
+    expect(e.old).toMatchObject({ state: 'ATTENDED', revertCount: 1 });
+    expect(e.new).toMatchObject({ state: 'LOST', revertCount: 2, activeRecipe: String(plant.supervisor('blender').lkg.number) });
+    expect(plant.read('blender', 'SupervisorState')).toBe('LOST');
+  });
 });
+

@@ -1,12 +1,13 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Quality, Sample } from '../../connectors/types.js';
-import { observeSupervision, type SupervisorView } from '../../src/supervision/plc-watch.js';
+import { flushPendingReverts, observeSupervision, type SupervisionEvent, type SupervisorWatch } from '../../src/supervision/plc-watch.js';
 
 const sample = (tag: string, value: Sample['value'], quality: Quality = 'good'): Sample => ({ tag, value, quality, status: quality === 'good' ? 'Good' : 'BadCommunicationError', unit: '1', sourceTime: 0, receivedAt: 0 });
 
 /** Feed batches one after the other; return every event. */
 function run(batches: Sample[][]): { event: string; equipment: string }[] {
-  let views = new Map<string, SupervisorView>();
+  let views = new Map<string, SupervisorWatch>();
   const out: { event: string; equipment: string }[] = [];
   for (const b of batches) {
     const r = observeSupervision(views, b);
@@ -57,5 +58,91 @@ describe('PLC watchdog events from supervisor tags', () => {
 
   it('equipment are independent; without a count the state change stands in', () => {
     expect(run([[sample('press.SupervisorState', 'ATTENDED'), sample('nir.SupervisorState', 'ATTENDED')], [sample('nir.SupervisorState', 'LOST')]])).toEqual([{ event: 'lkg_revert', equipment: 'nir' }]);
+  });
+
+  it('[R8] a revert counted beside a state read before it waits for the state read after it, and is recorded LOST', () => {
+    // the Modbus poll reads the state's block, the PLC reverts, the poll reads the count's block: one batch
+    let views = new Map<string, SupervisorWatch>();
+    views = observeSupervision(views, [sample('blender.SupervisorState', 0), sample('blender.RevertCount', 0), sample('blender.ActiveRecipe', 0)]).views;
+    const torn = observeSupervision(views, [sample('blender.SupervisorState', 0), sample('blender.RevertCount', 1), sample('blender.ActiveRecipe', 7)]);
+    expect(torn.events).toEqual([]);
+    expect(torn.unconfirmed).toEqual(['blender']);
+    // the state read again (the daemon asks at once): the revert, with the state read after it
+    const confirmed = observeSupervision(torn.views, [sample('blender.SupervisorState', 1)]);
+    expect(confirmed.events).toEqual([{ event: 'lkg_revert', equipment: 'blender', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: '0' }, new: { state: 'LOST', revertCount: 1, activeRecipe: '7' } }]);
+    expect(confirmed.unconfirmed).toEqual([]);
+    expect(confirmed.views.get('blender')?.pendingRevert).toBeUndefined();
+    // read again, LOST again: nothing more happened
+    expect(observeSupervision(confirmed.views, [sample('blender.SupervisorState', 1)]).events).toEqual([]);
+  });
+
+  it('[R8] a counted revert whose state reads ATTENDED afterwards (re-armed since) is still recorded, with what was read', () => {
+    let views = observeSupervision(new Map(), attended).views;
+    const counted = observeSupervision(views, [sample('press.RevertCount', 1)]);
+    expect(counted.events).toEqual([]);
+    views = counted.views;
+    const after = observeSupervision(views, [sample('press.SupervisorState', 'ATTENDED')]);
+    expect(after.events).toEqual([{ event: 'lkg_revert', equipment: 'press', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: 'SUPERVISED' }, new: { state: 'ATTENDED', revertCount: 1, activeRecipe: 'SUPERVISED' } }]);
+  });
+
+  it('[R8] a counted revert whose state cannot be read is recorded with its count and recipe, no state', () => {
+    const views = observeSupervision(new Map(), attended).views;
+    const counted = observeSupervision(views, [sample('press.RevertCount', 1), sample('press.ActiveRecipe', 'LKG-7')]);
+    const unread = observeSupervision(counted.views, [sample('press.SupervisorState', null, 'bad')]);
+    expect(unread.events).toEqual([]);
+    const f = flushPendingReverts(unread.views, ['press', 'coater']);
+    expect(f.events).toEqual([{ event: 'lkg_revert', equipment: 'press', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: 'SUPERVISED' }, new: { revertCount: 1, activeRecipe: 'LKG-7' } }]);
+    // recorded once: the state read later changes nothing
+    expect(observeSupervision(f.views, [sample('press.SupervisorState', 'LOST')]).events).toEqual([]);
+  });
+
+  it('[R8] property: whatever instants the state and the count are read at, every revert is recorded once, LOST, with its count', () => {
+    // a PLC that only reverts (no re-arm): polls read the state and the count at two instants, a revert may fall
+    // before, between or after them; only changed values are delivered (as the pollers and subscriptions do)
+    const op = fc.constantFrom('revert', 'read-state', 'read-count', 'deliver');
+    fc.assert(fc.property(fc.array(op, { minLength: 1, maxLength: 60 }), (ops) => {
+      const plc = { state: 0, count: 0 };
+      let views = observeSupervision(new Map(), [sample('blender.SupervisorState', 0), sample('blender.RevertCount', 0)]).views;
+      const last = new Map<string, unknown>([['blender.SupervisorState', 0], ['blender.RevertCount', 0]]);
+      let batch: Sample[] = [];
+      const events: SupervisionEvent[] = [];
+      const read = (tag: string, v: number): void => {
+        batch = batch.filter((s) => s.tag !== tag);
+        batch.push(sample(tag, v));
+      };
+      const deliver = (b: Sample[]): void => {
+        const changed = b.filter((s) => last.get(s.tag) !== s.value);
+        for (const s of changed) last.set(s.tag, s.value);
+        const r = observeSupervision(views, changed);
+        views = r.views;
+        events.push(...r.events);
+        // the daemon's confirming read of the state, at once
+        for (const e of r.unconfirmed) {
+          const c = observeSupervision(views, [sample(`${e}.SupervisorState`, plc.state)]);
+          views = c.views;
+          events.push(...c.events);
+        }
+      };
+      for (const o of ops) {
+        if (o === 'revert') {
+          plc.state = 1;
+          plc.count += 1;
+        } else if (o === 'read-state') read('blender.SupervisorState', plc.state);
+        else if (o === 'read-count') read('blender.RevertCount', plc.count);
+        else {
+          deliver(batch);
+          batch = [];
+        }
+      }
+      deliver([sample('blender.SupervisorState', plc.state), sample('blender.RevertCount', plc.count)]);
+      for (const e of events) {
+        expect(e.event).toBe('lkg_revert');
+        expect(e.new.state).toBe('LOST');
+        expect(e.new.revertCount).toBeGreaterThan(e.old!.revertCount!);
+      }
+      // the first revert is recorded (later ones while LOST are counted in the same or a following record)
+      expect(events.length > 0).toBe(plc.count > 0);
+      expect(events.at(-1)?.new.revertCount ?? 0).toBe(plc.count);
+    }), { numRuns: 500 });
   });
 });
