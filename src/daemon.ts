@@ -59,7 +59,7 @@ import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
 import { prepareDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
-import { flushPendingReverts, keepAliveRefusals, observeSupervision, WATCHED_SUPERVISOR_TAGS, type SupervisionEvent, type SupervisorView, type SupervisorWatch } from './supervision/plc-watch.js';
+import { flushPendingReverts, keepAliveRefusals, observeSupervision, supervisorViews, WATCHED_SUPERVISOR_TAGS, type SupervisionEvent, type SupervisorView, type SupervisorWatch } from './supervision/plc-watch.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -606,7 +606,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         const child = simProcess;
         engine = createRunEngine({
           store: events.store, loaded, clock, writer: writer!, connectors, served, mes: mes!, lims: lims!, log: log.child({ component: 'engine' }), policy: () => bundle,
-          supervision: () => plcViews, unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
+          supervision: () => supervisorViews(plcViews), unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
           processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
           ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : memoryLine ? { startPhase: (phase: string) => memoryLine!.plant.startPhase(phase) } : {}),
           ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
@@ -742,7 +742,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
         }
         // `loaded` read at each request: a reload that applies a live section (signatures) is seen by the routes
-        const parts = { engine: engine!, writer: writer!, store: events.store, get loaded() { return loaded; }, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcViews };
+        const parts = { engine: engine!, writer: writer!, store: events.store, get loaded() { return loaded; }, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => supervisorViews(plcViews) };
         const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
         api = await createApi({
           ...(tls ? { tls } : {}),
@@ -844,7 +844,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
   return {
     get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, memoryLine, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
-    supervision: () => plcViews, api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
+    supervision: () => supervisorViews(plcViews), api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
   };
 }
 

@@ -84,6 +84,19 @@ function recipeName(v: unknown): string | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
 }
 
+/**
+ * What the line's readiness, the API and the console are shown: each PLC's view, with no state while a counted
+ * revert waits for its state to be read (the state in hand may be from before the revert: not known, not ATTENDED).
+ */
+export function supervisorViews(watch: ReadonlyMap<string, SupervisorWatch>): Map<string, SupervisorView> {
+  const out = new Map<string, SupervisorView>();
+  for (const [equipment, w] of watch) {
+    const { state, ...rest } = viewOf(w);
+    out.set(equipment, w.pendingRevert ? rest : { ...rest, ...(state !== undefined ? { state } : {}) });
+  }
+  return out;
+}
+
 /** The view without the observer's bookkeeping. */
 function viewOf(w: SupervisorWatch): SupervisorView {
   const { pendingRevert: _pending, ...v } = w;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Quality, Sample } from '../../connectors/types.js';
-import { flushPendingReverts, observeSupervision, type SupervisionEvent, type SupervisorWatch } from '../../src/supervision/plc-watch.js';
+import { flushPendingReverts, observeSupervision, supervisorViews, type SupervisionEvent, type SupervisorWatch } from '../../src/supervision/plc-watch.js';
 
 const sample = (tag: string, value: Sample['value'], quality: Quality = 'good'): Sample => ({ tag, value, quality, status: quality === 'good' ? 'Good' : 'BadCommunicationError', unit: '1', sourceTime: 0, receivedAt: 0 });
 
@@ -67,11 +67,14 @@ describe('PLC watchdog events from supervisor tags', () => {
     const torn = observeSupervision(views, [sample('blender.SupervisorState', 0), sample('blender.RevertCount', 1), sample('blender.ActiveRecipe', 7)]);
     expect(torn.events).toEqual([]);
     expect(torn.unconfirmed).toEqual(['blender']);
+    // meanwhile nobody is shown the ATTENDED read before the revert: the state is not known (the line is not ready)
+    expect(supervisorViews(torn.views).get('blender')).toEqual({ revertCount: 1, activeRecipe: '7' });
     // the state read again (the daemon asks at once): the revert, with the state read after it
     const confirmed = observeSupervision(torn.views, [sample('blender.SupervisorState', 1)]);
     expect(confirmed.events).toEqual([{ event: 'lkg_revert', equipment: 'blender', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: '0' }, new: { state: 'LOST', revertCount: 1, activeRecipe: '7' } }]);
     expect(confirmed.unconfirmed).toEqual([]);
     expect(confirmed.views.get('blender')?.pendingRevert).toBeUndefined();
+    expect(supervisorViews(confirmed.views).get('blender')).toEqual({ state: 'LOST', revertCount: 1, activeRecipe: '7' });
     // read again, LOST again: nothing more happened
     expect(observeSupervision(confirmed.views, [sample('blender.SupervisorState', 1)]).events).toEqual([]);
   });

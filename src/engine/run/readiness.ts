@@ -22,7 +22,7 @@ export interface NotReadyReason {
 }
 
 export interface ReadinessSnapshot {
-  /** Every PLC with a supervisor state tag, with what its tags last said (`state` undefined: never read). */
+  /** Every PLC with a supervisor state tag, with what its tags last said (`state` undefined: not known — never read, or a revert counted and its state not read since). */
   readonly plcs: readonly { readonly equipment: string; readonly connection: string; readonly state: string | undefined; readonly supervised: boolean }[];
   readonly connections: readonly { readonly id: string; readonly state: string }[];
   /** The first model of the tenant the registry refuses (missing, corrupt, not validated, not pinned…), or null. */
@@ -48,7 +48,7 @@ export function judgeReadiness(s: ReadinessSnapshot): Readiness {
     } else if (p.state === 'LOST') {
       reasons.push({ code: 'PLC_LOST', subject: p.equipment, message: `${p.equipment} is LOST on its last known-good recipe; a named person re-arms it (linekeeper line rearm ${p.equipment})` });
     } else if (p.state !== 'ATTENDED' && !down.has(p.connection)) {
-      reasons.push({ code: 'PLC_STATE_UNKNOWN', subject: p.equipment, message: `${p.equipment}'s supervisor state is ${p.state === undefined ? 'not known (never read)' : `"${p.state}"`}, not ATTENDED` });
+      reasons.push({ code: 'PLC_STATE_UNKNOWN', subject: p.equipment, message: `${p.equipment}'s supervisor state is ${p.state === undefined ? 'not known (never read, or a revert counted and its state not read since)' : `"${p.state}"`}, not ATTENDED` });
     }
   }
   for (const c of s.connections) {
