@@ -148,4 +148,21 @@ describe('PLC watchdog events from supervisor tags', () => {
       expect(events.at(-1)?.new.revertCount ?? 0).toBe(plc.count);
     }), { numRuns: 500 });
   });
+
+  it("[R8] another vendor's convention (1 = in remote, 0 = local fallback): the torn read waits and the revert is recorded in canonical words", () => {
+    const profile = {
+      equipment: 'granulator', mode: 'supervised' as const,
+      heartbeat: { kind: 'toggle' as const, periodMs: 500, wrapAt: null },
+      state: { supervised: [1], fallback: [0], revert: 0, rearm: 1 },
+    };
+    const profiles = new Map([['granulator', profile]]);
+    let views = observeSupervision(new Map(), [sample('granulator.SupervisorState', 1), sample('granulator.RevertCount', 41)], profiles).views;
+    const torn = observeSupervision(views, [sample('granulator.SupervisorState', 1), sample('granulator.RevertCount', 42)], profiles);
+    expect(torn.events).toEqual([]);
+    expect(torn.unconfirmed).toEqual(['granulator']);
+    views = torn.views;
+    const confirmed = observeSupervision(views, [sample('granulator.SupervisorState', 0)], profiles);
+    expect(confirmed.events).toEqual([{ event: 'lkg_revert', equipment: 'granulator', old: { state: 'ATTENDED', revertCount: 41 }, new: { state: 'LOST', revertCount: 42 } }]);
+  });
 });
+
