@@ -5,6 +5,8 @@
  * unit) starts one worker thread that imports the compiled worker module, as the daemon does, and reports how far
  * the process's RSS rose while it loaded (peak, sampled every millisecond) and what it holds once loaded. Peer: the
  * same for a worker thread that imports nothing — the floor of any thread (its V8 isolate and Node's bootstrap).
+ * `release PDF` is the release worker's printing (bench/worker-memory-pdf.mjs: pdfkit and the fonts loaded, one
+ * report of a batch's size rendered), which the release worker does after it has loaded its own modules.
  * Five rounds per case, alternating, in fresh processes; the medians.
  *
  * Target (issue: daemon ≤ 150 MB at the peak of a batch): the release worker's peak is what a released batch adds
@@ -27,6 +29,8 @@ const cases: Record<string, string> = {
   verify: pathToFileURL(`${ROOT}dist/src/audit/verify-worker.js`).href,
   // the password strength estimator: it indexes its dictionaries as it starts (held while passwords are chosen)
   password: pathToFileURL(`${ROOT}dist/src/api/password-worker.js`).href,
+  // what the release worker adds when it prints: pdfkit, fontkit and the fonts loaded, one report rendered
+  'release PDF': new URL('./worker-memory-pdf.mjs', import.meta.url).href,
   empty: '',
 };
 const got: Record<string, { peak: number[]; held: number[] }> = {};
@@ -40,7 +44,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const empty = { peak: mb(median(got.empty!.peak)), held: mb(median(got.empty!.held)) };
-for (const name of ['release', 'rehearsal', 'verify', 'password']) {
+for (const name of ['release', 'release PDF', 'rehearsal', 'verify', 'password']) {
   const peak = mb(median(got[name]!.peak));
   const held = mb(median(got[name]!.held));
   report({
