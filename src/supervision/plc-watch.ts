@@ -12,7 +12,8 @@
  * A revert is recorded with the state read after it. The count and the state are read apart (two Modbus register
  * blocks, two OPC UA monitored items), so a batch can hold the count of a revert beside a state read a moment
  * before it: the revert then waits for the next reading of the state (the daemon asks for one at once), and is
- * never recorded as a PLC still ATTENDED because of the order of two reads.
+ * never recorded as a PLC still ATTENDED because of the order of two reads. A state read ATTENDED after a counted
+ * revert is a revert and a re-arm, recorded as two events.
  */
 import type { Sample } from '../../connectors/types.js';
 import { stateOf, type SupervisionProfile } from '../../connectors/supervision.js';
@@ -158,9 +159,12 @@ export function observeSupervision(
       next.set(equipment, viewOf(after));
       events.push({ event: 'lkg_revert', equipment, old: pending ?? viewOf(before), new: viewOf(after) });
     } else if (pending && stateRead.has(equipment)) {
-      // the state read after the count: not LOST, so the PLC was re-armed since — the revert happened all the same
+      // the state read after the count is not LOST: the PLC reverted (its count says so) and was re-armed since.
+      // Two events, each with what was read: the revert (its count and recipe; its LOST was never read), the re-arm.
+      const { state: _attended, ...counted } = viewOf(after);
       next.set(equipment, viewOf(after));
-      events.push({ event: 'lkg_revert', equipment, old: pending, new: viewOf(after) });
+      events.push({ event: 'lkg_revert', equipment, old: pending, new: counted });
+      events.push({ event: 'rearm', equipment, old: counted, new: viewOf(after) });
     } else if (!pending && before.state === 'LOST' && after.state === 'ATTENDED') {
       events.push({ event: 'rearm', equipment, old: viewOf(before), new: viewOf(after) });
     }

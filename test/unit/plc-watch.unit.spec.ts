@@ -79,13 +79,18 @@ describe('PLC watchdog events from supervisor tags', () => {
     expect(observeSupervision(confirmed.views, [sample('blender.SupervisorState', 1)]).events).toEqual([]);
   });
 
-  it('[R8] a counted revert whose state reads ATTENDED afterwards (re-armed since) is still recorded, with what was read', () => {
+  it('[R8] a counted revert whose state reads ATTENDED afterwards (re-armed since) is recorded as a revert and a re-arm, each with what was read', () => {
     let views = observeSupervision(new Map(), attended).views;
     const counted = observeSupervision(views, [sample('press.RevertCount', 1)]);
     expect(counted.events).toEqual([]);
     views = counted.views;
     const after = observeSupervision(views, [sample('press.SupervisorState', 'ATTENDED')]);
-    expect(after.events).toEqual([{ event: 'lkg_revert', equipment: 'press', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: 'SUPERVISED' }, new: { state: 'ATTENDED', revertCount: 1, activeRecipe: 'SUPERVISED' } }]);
+    expect(after.events).toEqual([
+      { event: 'lkg_revert', equipment: 'press', old: { state: 'ATTENDED', revertCount: 0, activeRecipe: 'SUPERVISED' }, new: { revertCount: 1, activeRecipe: 'SUPERVISED' } },
+      { event: 'rearm', equipment: 'press', old: { revertCount: 1, activeRecipe: 'SUPERVISED' }, new: { state: 'ATTENDED', revertCount: 1, activeRecipe: 'SUPERVISED' } },
+    ]);
+    // nothing more when the state is read again
+    expect(observeSupervision(after.views, [sample('press.SupervisorState', 'ATTENDED')]).events).toEqual([]);
   });
 
   it('[R8] a counted revert whose state cannot be read is recorded with its count and recipe, no state', () => {
@@ -163,6 +168,55 @@ describe('PLC watchdog events from supervisor tags', () => {
     views = torn.views;
     const confirmed = observeSupervision(views, [sample('granulator.SupervisorState', 0)], profiles);
     expect(confirmed.events).toEqual([{ event: 'lkg_revert', equipment: 'granulator', old: { state: 'ATTENDED', revertCount: 41 }, new: { state: 'LOST', revertCount: 42 } }]);
+  });
+
+  it('[R8] property: with re-arms between the reads too, every revert is recorded with its count, LOST as read or followed by the re-arm that was read', () => {
+    const op = fc.constantFrom('revert', 'rearm', 'read-state', 'read-count', 'deliver');
+    fc.assert(fc.property(fc.array(op, { minLength: 1, maxLength: 80 }), (ops) => {
+      const plc = { state: 0, count: 0 };
+      let views = observeSupervision(new Map(), [sample('blender.SupervisorState', 0), sample('blender.RevertCount', 0)]).views;
+      const last = new Map<string, unknown>([['blender.SupervisorState', 0], ['blender.RevertCount', 0]]);
+      let batch: Sample[] = [];
+      const events: SupervisionEvent[] = [];
+      const deliver = (b: Sample[]): void => {
+        const changed = b.filter((x) => last.get(x.tag) !== x.value);
+        for (const x of changed) last.set(x.tag, x.value);
+        const r = observeSupervision(views, changed);
+        views = r.views;
+        events.push(...r.events);
+        for (const e of r.unconfirmed) {
+          const c = observeSupervision(views, [sample(`${e}.SupervisorState`, plc.state)]);
+          views = c.views;
+          events.push(...c.events);
+        }
+      };
+      for (const o of ops) {
+        if (o === 'revert' && plc.state === 0) {
+          plc.state = 1;
+          plc.count += 1;
+        } else if (o === 'rearm' && plc.state === 1) plc.state = 0;
+        else if (o === 'read-state') batch = [...batch.filter((x) => x.tag !== 'blender.SupervisorState'), sample('blender.SupervisorState', plc.state)];
+        else if (o === 'read-count') batch = [...batch.filter((x) => x.tag !== 'blender.RevertCount'), sample('blender.RevertCount', plc.count)];
+        else if (o === 'deliver') {
+          deliver(batch);
+          batch = [];
+        }
+      }
+      deliver([sample('blender.SupervisorState', plc.state), sample('blender.RevertCount', plc.count)]);
+      events.forEach((e, i) => {
+        if (e.event === 'lkg_revert') {
+          // LOST as read, or no state (never read LOST) and the re-arm that was read right after it
+          if (e.new.state === undefined) expect(events[i + 1]).toMatchObject({ event: 'rearm', new: { state: 'ATTENDED' } });
+          else expect(e.new.state).toBe('LOST');
+        } else {
+          expect(e.event).toBe('rearm');
+          expect(e.new.state).toBe('ATTENDED');
+        }
+      });
+      const reverts = events.filter((e) => e.event === 'lkg_revert');
+      expect(reverts.length > 0).toBe(plc.count > 0);
+      expect(reverts.at(-1)?.new.revertCount ?? 0).toBe(plc.count);
+    }), { numRuns: 500 });
   });
 });
 
