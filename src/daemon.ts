@@ -284,27 +284,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const r = observeSupervision(plcViews, samples, supervisionProfiles);
     plcViews = r.views;
     record(r.events);
-    // a revert counted beside a state that may have been read before it: read the state now, and record the revert
-    // with it (with the count and recipe alone if the state cannot be read)
-    for (const equipment of r.unconfirmed) {
-      const tag = `${equipment}.SupervisorState`;
-      const c = connectors.find((x) => x.id === served.get(tag));
-      const read = c ? c.read([tag]) : Promise.reject(new Error(`no connector serves ${tag}`));
-      void read.then(
-        (got) => {
-          if (stopped) return;
-          onSupervision(got);
-          if (plcViews.get(equipment)?.pendingRevert) throw new Error(`${tag} was not readable`);
-        },
-      ).catch((err: unknown) => {
-        if (stopped || !plcViews.get(equipment)?.pendingRevert) return;
-        log.warn({ err, equipment }, 'the state after a counted PLC revert could not be read: recording the revert with its count and recipe');
-        const f = flushPendingReverts(plcViews, [equipment]);
-        plcViews = f.views;
-        record(f.events);
-      });
-    }
+    for (const equipment of r.unconfirmed) void confirmRevert(equipment);
   };
+  // A revert counted beside a state that may have been read before it: read the state now, which records the revert
+  // with it; if it cannot be read, record the revert with its count and recipe alone.
+  async function confirmRevert(equipment: string): Promise<void> {
+    const tag = `${equipment}.SupervisorState`;
+    let err: unknown = new Error(`${tag} was not readable`);
+    try {
+      const c = connectors.find((x) => x.id === served.get(tag));
+      if (!c) throw new Error(`no connector serves ${tag}`);
+      const got = await c.read([tag]);
+      if (!stopped) onSupervision(got);
+    } catch (e) {
+      err = e;
+    }
+    if (stopped || !plcViews.get(equipment)?.pendingRevert) return;
+    log.warn({ err, equipment }, 'the state after a counted PLC revert could not be read: recording the revert with its count and recipe');
+    const f = flushPendingReverts(plcViews, [equipment]);
+    plcViews = f.views;
+    record(f.events);
+  }
   function record(found: readonly SupervisionEvent[]): void {
     for (const e of found) {
       log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');

@@ -91,16 +91,19 @@ function recipeName(v: unknown): string | undefined {
  */
 export function supervisorViews(watch: ReadonlyMap<string, SupervisorWatch>): Map<string, SupervisorView> {
   const out = new Map<string, SupervisorView>();
-  for (const [equipment, w] of watch) {
-    const { state, ...rest } = viewOf(w);
-    out.set(equipment, w.pendingRevert ? rest : { ...rest, ...(state !== undefined ? { state } : {}) });
-  }
+  for (const [equipment, w] of watch) out.set(equipment, w.pendingRevert ? stateless(w) : viewOf(w));
   return out;
 }
 
 /** The view without the observer's bookkeeping. */
 function viewOf(w: SupervisorWatch): SupervisorView {
   const { pendingRevert: _pending, ...v } = w;
+  return v;
+}
+
+/** The view's count and recipe, without a state (one not read, or not read after the revert). */
+function stateless(w: SupervisorWatch): SupervisorView {
+  const { state: _state, ...v } = viewOf(w);
   return v;
 }
 
@@ -161,10 +164,9 @@ export function observeSupervision(
     } else if (pending && stateRead.has(equipment)) {
       // the state read after the count is not LOST: the PLC reverted (its count says so) and was re-armed since.
       // Two events, each with what was read: the revert (its count and recipe; its LOST was never read), the re-arm.
-      const { state: _attended, ...counted } = viewOf(after);
       next.set(equipment, viewOf(after));
-      events.push({ event: 'lkg_revert', equipment, old: pending, new: counted });
-      events.push({ event: 'rearm', equipment, old: counted, new: viewOf(after) });
+      events.push({ event: 'lkg_revert', equipment, old: pending, new: stateless(after) });
+      events.push({ event: 'rearm', equipment, old: stateless(after), new: viewOf(after) });
     } else if (!pending && before.state === 'LOST' && after.state === 'ATTENDED') {
       events.push({ event: 'rearm', equipment, old: viewOf(before), new: viewOf(after) });
     }
@@ -182,9 +184,8 @@ export function flushPendingReverts(views: ReadonlyMap<string, SupervisorWatch>,
   for (const e of equipment) {
     const w = views.get(e);
     if (!w?.pendingRevert) continue;
-    const { state: _unread, ...known } = viewOf(w);
     next.set(e, viewOf(w));
-    events.push({ event: 'lkg_revert', equipment: e, old: w.pendingRevert, new: known });
+    events.push({ event: 'lkg_revert', equipment: e, old: w.pendingRevert, new: stateless(w) });
   }
   return { views: next, events };
 }
