@@ -59,7 +59,8 @@ import { openPolicy, type PolicyGateResult } from './engine/policy-gate.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/store.js';
 import { prepareDataDir, fsError, lockDataDir, type DataLock } from './store/data-dir.js';
-import { flushPendingReverts, keepAliveRefusals, observeSupervision, supervisorViews, WATCHED_SUPERVISOR_TAGS, type SupervisionEvent, type SupervisorView, type SupervisorWatch } from './supervision/plc-watch.js';
+import { keepAliveRefusals, WATCHED_SUPERVISOR_TAGS, type SupervisorView } from './supervision/plc-watch.js';
+import { PlcWatcher } from './supervision/plc-watcher.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -269,7 +270,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let apiUrl: string | undefined;
   let identity: Identity | undefined;
   let demoUsers: DemoUser[] = [];
-  let plcViews = new Map<string, SupervisorWatch>();
   const supervisionProfiles = profilesOf(loaded.config.equipment);
   // optional Sparkplug B publishing (config `mqtt`); absent: nothing is opened
   let mqttLine: LineMqtt | undefined;
@@ -280,33 +280,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const published = new Map<string, Sample>();
 
   // What the PLC watchdogs do (R8) is an event of the edge node: recorded on the site chain.
-  const onSupervision = (samples: Sample[]): void => {
-    const r = observeSupervision(plcViews, samples, supervisionProfiles);
-    plcViews = r.views;
-    record(r.events);
-    for (const equipment of r.unconfirmed) void confirmRevert(equipment);
-  };
-  // A revert counted beside a state that may have been read before it: read the state now, which records the revert
-  // with it; if it cannot be read, record the revert with its count and recipe alone.
-  async function confirmRevert(equipment: string): Promise<void> {
-    const tag = `${equipment}.SupervisorState`;
-    let err: unknown = new Error(`${tag} was not readable`);
-    try {
-      const c = connectors.find((x) => x.id === served.get(tag));
-      if (!c) throw new Error(`no connector serves ${tag}`);
-      const got = await c.read([tag]);
-      if (!stopped) onSupervision(got);
-    } catch (e) {
-      err = e;
-    }
-    if (stopped || !plcViews.get(equipment)?.pendingRevert) return;
-    log.warn({ err, equipment }, 'the state after a counted PLC revert could not be read: recording the revert with its count and recipe');
-    const f = flushPendingReverts(plcViews, [equipment]);
-    plcViews = f.views;
-    record(f.events);
-  }
-  function record(found: readonly SupervisionEvent[]): void {
-    for (const e of found) {
+  const plcWatch = new PlcWatcher({
+    profiles: supervisionProfiles, log, stopped: () => stopped,
+    read: async (tags) => {
+      const c = connectors.find((x) => x.id === served.get(tags[0]!));
+      if (!c) throw new Error(`no connector serves ${tags[0]}`);
+      return c.read(tags);
+    },
+    record: (e) => {
       log.warn({ equipment: e.equipment, event: e.event, old: e.old, new: e.new }, 'PLC watchdog');
       try {
         engine?.plcEvent({ equipment: e.equipment, event: e.event, new: { ...e.new } });
@@ -319,8 +300,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       } catch (err) {
         log.error({ err, equipment: e.equipment, event: e.event }, 'could not record a PLC watchdog event');
       }
-    }
-  }
+    },
+  });
 
   /*
    * The daemon, in start order; it stops in reverse (src/ops/lifecycle.ts). The order on stop is what keeps the
@@ -528,9 +509,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           if (supervisor.length > 0) {
             const baseline = await c.read(supervisor); // baseline, and any PLC already found LOST
             for (const s of baseline) published.set(s.tag, s);
-            onSupervision(baseline);
+            plcWatch.observe(baseline);
             subscriptions.push(await c.subscribe(supervisor, { intervalMs: 250 }, (samples) => {
-              onSupervision(samples);
+              plcWatch.observe(samples);
               for (const s of samples) published.set(s.tag, s);
               mqttLine?.samples(samples);
             }));
@@ -606,7 +587,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         const child = simProcess;
         engine = createRunEngine({
           store: events.store, loaded, clock, writer: writer!, connectors, served, mes: mes!, lims: lims!, log: log.child({ component: 'engine' }), policy: () => bundle,
-          supervision: () => supervisorViews(plcViews), unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
+          supervision: () => plcWatch.views(), unsupervised: () => new Set([...unsupervised.values()].flatMap((s) => [...s])),
           processClock: processScale !== 1 ? scaledClock(processScale, clock) : clock,
           ...(embedded ? { startPhase: (phase: string) => embedded.plant.startPhase(phase) } : child ? { startPhase: (phase: string) => child.startPhase(phase) } : memoryLine ? { startPhase: (phase: string) => memoryLine!.plant.startPhase(phase) } : {}),
           ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
@@ -742,7 +723,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           if (demoUsers.length > 0) log.warn({ users: demoUsers.map((u) => u.id) }, 'demo identities created (DEMO-SETUP); their one-time passwords are shown once by serve');
         }
         // `loaded` read at each request: a reload that applies a live section (signatures) is seen by the routes
-        const parts = { engine: engine!, writer: writer!, store: events.store, get loaded() { return loaded; }, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => supervisorViews(plcViews) };
+        const parts = { engine: engine!, writer: writer!, store: events.store, get loaded() { return loaded; }, policy: { get bundle() { return policy.bundle; } }, connectors, live, supervision: () => plcWatch.views() };
         const tls = a.tls ? loadTls(a.tls, dirname(loaded.file), clock.now()) : undefined;
         api = await createApi({
           ...(tls ? { tls } : {}),
@@ -844,7 +825,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
   return {
     get loaded() { return loaded; }, ready, connectors, simulator, simulatorProcess: simProcess, memoryLine, live, stop, store: events.store, storage: events.storage, get policy() { return policy; }, writer: writer!, engine: engine!,
-    supervision: () => supervisorViews(plcViews), api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
+    supervision: () => plcWatch.views(), api, identity, demoUsers, metrics, loopDelay, get backups() { return backups; }, reload, lifecycle,
   };
 }
 
