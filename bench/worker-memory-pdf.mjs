@@ -1,8 +1,9 @@
 /**
- * A worker module for bench/worker-memory.bench.ts: what the release package's PDF costs a fresh thread — pdfkit
- * and its fonts loaded (as at the first report) and one report of a batch's size rendered: a heading and ten
- * lines for each of sixty sections, the way the release report prints its steps, genealogy and signatures.
- * Compiled modules (dist/), as the daemon's release worker loads them.
+ * A worker module for bench/worker-memory.bench.ts: what printing a PDF/A report costs a fresh thread — pdfkit
+ * and its fonts loaded (as at the first report) and one document rendered through the report primitives the release
+ * report uses (src/audit/pdfa.ts): sixty headings, each with eight lines and a fixed-width hash. A stand-in of about
+ * a batch report's length, not the release report itself (its tables are not drawn here). Compiled modules (dist/),
+ * as the daemon's release worker loads them.
  */
 import { openPdfA, PdfReport } from '../dist/src/audit/pdfa.js';
 

@@ -5,8 +5,9 @@
  * unit) starts one worker thread that imports the compiled worker module, as the daemon does, and reports how far
  * the process's RSS rose while it loaded (peak, sampled every millisecond) and what it holds once loaded. Peer: the
  * same for a worker thread that imports nothing — the floor of any thread (its V8 isolate and Node's bootstrap).
- * `release PDF` is the release worker's printing (bench/worker-memory-pdf.mjs: pdfkit and the fonts loaded, one
- * report of a batch's size rendered), which the release worker does after it has loaded its own modules.
+ * `release PDF` stands for the release worker's printing (bench/worker-memory-pdf.mjs: pdfkit and the fonts loaded,
+ * one document of about a batch report's length rendered through the report primitives), which the release worker
+ * does after it has loaded its own modules.
  * Five rounds per case, alternating, in fresh processes; the medians.
  *
  * Target (issue: daemon ≤ 150 MB at the peak of a batch): the release worker's peak is what a released batch adds
@@ -29,7 +30,7 @@ const cases: Record<string, string> = {
   verify: pathToFileURL(`${ROOT}dist/src/audit/verify-worker.js`).href,
   // the password strength estimator: it indexes its dictionaries as it starts (held while passwords are chosen)
   password: pathToFileURL(`${ROOT}dist/src/api/password-worker.js`).href,
-  // what the release worker adds when it prints: pdfkit, fontkit and the fonts loaded, one report rendered
+  // what the release worker adds when it prints: pdfkit, fontkit and the fonts loaded, one stand-in report rendered
   'release PDF': new URL('./worker-memory-pdf.mjs', import.meta.url).href,
   empty: '',
 };
