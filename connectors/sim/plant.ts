@@ -62,6 +62,13 @@ export class Plant {
   readonly truth: TrueParameters;
   readonly timeScale: number;
   private readonly units = new Map<string, Unit>();
+  /** The first unit of each equipment type, in configuration order (what {@link LineView} shows another model). */
+  private readonly firstOfType = new Map<string, Unit>();
+  /** What a model sees of the rest of the line: live (it reads the units' current state), made once. */
+  private readonly line: LineView = {
+    state: (type) => this.firstOfType.get(type)?.state,
+    setpoint: (type, name) => this.firstOfType.get(type)?.setpoints[name],
+  };
   private readonly listeners = new Set<(e: PlantEvent) => void>();
   private readonly clock: Clock;
   private lastStepAt: number;
@@ -108,10 +115,11 @@ export class Plant {
         sup: { state: 'ATTENDED', heartbeat: 0, lastHeartbeatAt: undefined, armed: false, watchdogTimeoutMs: opts.watchdogTimeoutMs, activeRecipe: lkg.id, lkg, revertCount: 0 },
       });
     }
+    for (const u of this.units.values()) if (!this.firstOfType.has(u.cfg.type)) this.firstOfType.set(u.cfg.type, u);
     this.driftRng = opts.drift === false ? undefined : root.fork();
     const ctx = this.feedContext();
     for (const u of this.units.values()) u.feed?.update(u.state, ctx);
-    for (const id of this.units.keys()) this.measure(id);
+    for (const u of this.units.values()) this.measure(u);
   }
 
   /** The parameters the plant runs on now: {@link truth} with the current drift applied. */
@@ -157,13 +165,12 @@ export class Plant {
       stepDrift(this.driftState, dtMs, this.driftRng);
       this.effective = this.skewed(applyDrift(this.truth, this.driftState));
     }
-    const line = this.lineView();
     const ctx = this.feedContext();
-    for (const [id, u] of this.units) {
+    for (const u of this.units.values()) {
       if (u.cfg.type === 'vision') u.state.injectedPct = this.injectedTotal();
-      MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line, dtMs });
+      MODELS[u.cfg.type]?.step(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.line, dtMs });
       u.feed?.update(u.state, ctx);
-      this.measure(id);
+      this.measure(u);
     }
   }
 
@@ -184,7 +191,11 @@ export class Plant {
     const t = u.tags.get(tag);
     if (!t) throw new LkError('LK_TAG_UNKNOWN', `${equipmentId}.${tag} is not a tag of the simulator`, { tag: `${equipmentId}.${tag}` });
     if (t.kind === 'setpoint') return u.setpoints[tag] ?? 0;
-    if (t.kind === 'measurement') return u.readings[tag] ?? 0;
+    if (t.kind === 'measurement') {
+      // the feed's readings override the model's, read as they are: a frame is an accessor that renders on first read
+      const feed = u.feed?.readings;
+      return (feed && tag in feed ? feed[tag] : u.readings[tag]) ?? 0;
+    }
     const s = u.sup;
     switch (tag) {
       case 'Heartbeat':
@@ -333,7 +344,7 @@ export class Plant {
     for (const u of equipmentId === undefined ? this.units.values() : [this.unit(equipmentId)]) {
       u.state = MODELS[u.cfg.type]?.init(u.setpoints, this.effective) ?? {};
       u.feed?.update(u.state, ctx);
-      this.measure(u.cfg.id);
+      this.measure(u);
     }
   }
 
@@ -352,7 +363,7 @@ export class Plant {
 
   setBatchPhase(phase: string): void {
     this.phase = phase;
-    for (const u of this.units.values()) if (u.cfg.type === 'plc') this.measure(u.cfg.id);
+    for (const u of this.units.values()) if (u.cfg.type === 'plc') this.measure(u);
   }
 
   /**
@@ -444,23 +455,13 @@ export class Plant {
     }
   }
 
-  private measure(equipmentId: string): void {
-    const u = this.unit(equipmentId);
+  private measure(u: Unit): void {
     const model = MODELS[u.cfg.type];
-    const r = model ? model.measure(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.lineView() }) : {};
+    const r = model ? model.measure(u.state, u.setpoints, { truth: this.effective, rng: u.rng, line: this.line }) : {};
     if (u.cfg.type === 'plc') r.BatchPhase = this.phase;
     const feed = u.feed?.readings;
+    // a tag the feed publishes is read from the feed (read()); the model's value is kept for the others
     for (const t of u.cfg.tags) if (t.kind === 'measurement' && !(feed && t.name in feed)) u.readings[t.name] = r[t.name] ?? u.readings[t.name] ?? 0;
-    // the feed's readings override the model's, copied as they are: a frame is an accessor that renders on first read
-    if (feed) Object.defineProperties(u.readings, Object.getOwnPropertyDescriptors(feed));
-  }
-
-  private lineView(): LineView {
-    const byType = (type: string): Unit | undefined => {
-      for (const u of this.units.values()) if (u.cfg.type === type) return u;
-      return undefined;
-    };
-    return { state: (type) => byType(type)?.state, setpoint: (type, name) => byType(type)?.setpoints[name] };
   }
 
   private feedContext(): FeedContext {
