@@ -187,7 +187,7 @@ export function settleTurn(): Promise<void> {
  * continuation that awaits only in-memory work (the core simulator's connectors) to reach its next wait, and, unlike
  * {@link settleTurn}, no event-loop turn per timer. Deterministic: the same code takes the same hops. Each hop is
  * a reaction on one settled promise rather than an `await` in a loop: the same turns of the microtask queue, about
- * a third of the garbage (a virtual line paced at 200 times the wall clock settles some 7,000 timers a second).
+ * a third of the garbage (a test's line paced at 50 times the wall clock settles some 2,000 timers a second).
  */
 export function settleMicrotasks(hops = 64): Promise<void> {
   if (hops <= 0) return SETTLED;

@@ -8,9 +8,9 @@
  * axe-core checks every page (no serious or critical violation); a screenshot of each page is saved under
  * .tmp/console-screenshots/. First load is measured (navigation timing) and printed, never asserted.
  *
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), from the wall
  * clock's present: the browser compares a session's expiry with its own clock, so the daemon's must not be behind
- * it. The console sends the operator's presence every 30 s of the browser's clock, which is over an hour of the
+ * it. The console sends the operator's presence every 30 s of the browser's clock, which is 25 minutes of the
  * paced line's: from the run's start the test keeps the operator present on the virtual clock, as api-run does.
  */
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, runsNow, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { axeOf, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
@@ -89,7 +90,7 @@ beforeAll(async () => {
     openConsolePage({ viewport: { width: 1280, height: 900 }, ignore: /status of 40[134]/, problems }),
   ]);
   ({ browser, context: ctx, page } = opened);
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 }, 240_000);
 
 afterAll(async () => {

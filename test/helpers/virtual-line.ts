@@ -40,6 +40,17 @@ export interface VirtualLine {
   close(): void;
 }
 
+/**
+ * How many times faster than the wall clock the line of a test runs while paced ({@link VirtualLine.pace}). A paced
+ * test's batch (30,000 tablets at time scale 300–600) takes under a minute of virtual time, so what such a test
+ * waits for is its other party — a browser, a CLI child, an SDK client — while the driver keeps the plant scanning
+ * and the daemon polling all the time (an idle paced node: ~2 ms of CPU per virtual second, 0.4 of a core at 200
+ * times). The nine paced files run together (2026-11-29, 2 vCPU): at 200 times 276 s of CPU and 178 s of wall
+ * time; at 50 times 226 s and 149 s, every test passing; at 20 times 205 s, and the console's abort missed its
+ * wait once under load.
+ */
+export const TEST_PACE = 50;
+
 /** 2026-11-02 06:00 UTC: a Monday morning shift. */
 export const VIRTUAL_T0 = Date.UTC(2026, 10, 2, 6);
 

@@ -7,7 +7,7 @@
  * refused), the run completing, and its genealogy. Tenant isolation (R1) is checked on the live objects.
  * The batch is disturbed at the press (hardness over its limit): its specification table FAILs, so no one can
  * release it — not before QA closes its exceptions and not after (409 LK_SPEC_FAILED); the QA reviewer rejects it.
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), the operator
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), the operator
  * kept present on it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,7 @@ import { verifySignature, type Signature } from '../../src/engine/run/approval.j
 import { verifyTrailReview } from '../../src/audit/review.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { call, rearmLostPlcs, signIn, SseReader, startApiNode, until, type ApiNode, type SseEvent } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { disturbPress } from '../helpers/disturb.js';
 import { addUser } from '../helpers/users.js';
 
@@ -39,7 +40,7 @@ beforeAll(async () => {
   node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   url = node.url;
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti', 'g.ferri', 'a.ricci']) tokens.set(u, await signIn(url, u, node.passwords.get(u)!));
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 });
 afterAll(async () => {
   presence?.();

@@ -5,9 +5,9 @@
  * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
  * rest, nothing twice. Without a session the CLI exits 77; refusals print the daemon's detail and code.
  *
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), from the wall
  * clock's present: the CLI compares a session's expiry with its own clock, so the daemon's time must not
- * be behind it. The CLI sends an operator's presence every 30 s of its wall clock, which is over an hour of the
+ * be behind it. The CLI sends an operator's presence every 30 s of its wall clock, which is 25 minutes of the
  * paced line's, past the bundle's 120 s window: while `linekeeper run` follows the run, the test keeps the operator
  * present on the virtual clock (as the console would); the re-attach checks the CLI's own presence.
  */
@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryAudit } from '../../src/audit/index.js';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { spawnCli, type SpawnedCli } from '../helpers/cli.js';
 import { disturbPress } from '../helpers/disturb.js';
 import { addUser } from '../helpers/users.js';
@@ -52,7 +53,7 @@ beforeAll(async () => {
   operator = home();
   qa = home();
   auditor = await signIn(node.url, 'a.ricci', node.passwords.get('a.ricci')!);
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 });
 afterAll(async () => {
   presence?.();

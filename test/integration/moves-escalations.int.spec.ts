@@ -17,7 +17,7 @@
  * MOVE_UNREVIEWED exception, the genealogy never says "contested: ;", and a deadlock the run left is listed with
  * it and decided by a person.
  *
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall clock's
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), from the wall clock's
  * present (the CLI compares a session's expiry with its own clock); the operator is kept present on the
  * virtual clock throughout (the bundle's 120 s window is under a second of wall clock here).
  */
@@ -30,6 +30,7 @@ import { closeStepWaits } from '../../src/engine/run/step-waits.js';
 import type { RunRecord } from '../../src/store/run-store.js';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { setAutonomy } from '../../src/store/autonomy-store.js';
 import type { PendingWrite } from '../../src/engine/guarded-writer.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
@@ -94,7 +95,7 @@ beforeAll(async () => {
   operator = home();
   expect((await cli(engineer, ['login', '--user', 'p.bianchi'], { input: password('p.bianchi') })).code).toBe(0);
   expect((await cli(operator, ['login', '--user', 'o.operator'], { input: password('o.operator') })).code).toBe(0);
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 }, 120_000);
 afterAll(async () => {
   presence?.();

@@ -7,7 +7,7 @@
  * as the simulator reads it back, a "not a release" package, and its line free for the next run, whose QA
  * reviewer an administrator reassigns before its gate (the gate then waits for the new reviewer).
  *
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts); the test waits
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts); the test waits
  * and keeps the operator present on the virtual clock.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { every } from '../../src/clock.js';
 import { artefactFile } from '../../src/models/registry.js';
 import { LinekeeperClient, LinekeeperError } from '../../src/sdk/index.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { flat, pdfPages } from '../helpers/pdf-text.js';
 import { auditOfRun, toolLogOf } from '../helpers/run-site.js';
 import { addUser } from '../helpers/users.js';
@@ -98,7 +99,7 @@ beforeAll(async () => {
   await addUser(node.daemon.identity!, { id: 'q.russo', name: 'Quinto Russo', role: 'qa_reviewer', tenants: [T], password: pw('q.russo') }, 'd.marino', 'a second QA reviewer of the tenant');
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'a.ricci', 'q.russo', 'd.marino']) tokens.set(u, await signIn(url, u, pw(u)));
   presence = every(node.line!.clock, 5000, () => void call(url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined));
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 }, 120_000);
 
 afterAll(async () => {

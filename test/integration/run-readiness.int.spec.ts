@@ -7,7 +7,7 @@
  * 409 LK_LINE_NOT_READY naming the blender, until a process engineer re-arms it with a reason (an operator may
  * not); then it starts. Order is asserted through the audit chain, never speed.
  *
- * The daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), from the wall
+ * The daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), from the wall
  * clock's present; the operator is kept present on the virtual clock.
  */
 import { createHash } from 'node:crypto';
@@ -19,6 +19,7 @@ import { iterateAudit } from '../../src/audit/index.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import { saveSession } from '../../src/cli/session.js';
 import { call, rearmLostPlcs, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 import { runCli } from '../helpers/cli.js';
 import { every } from '../../src/clock.js';
 import { heartbeating } from '../helpers/run-site.js';
@@ -62,7 +63,7 @@ beforeAll(async () => {
   node.line!.plant.on((e) => void plantEvents.push(e));
   for (const u of ['o.operator', 'p.bianchi', 'm.rossi', 'l.conti']) tokens.set(u, await signIn(node.url, u, node.passwords.get(u)!));
   presence = every(node.line!.clock, 5_000, () => void call(node.url, 'POST', `${A}/attendance`, { token: tok('o.operator') }).catch(() => undefined));
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
   home = mkdtempSync(join(tmpdir(), 'lk-readiness-cli-'));
   process.env['XDG_CONFIG_HOME'] = home;
 }, 180_000);

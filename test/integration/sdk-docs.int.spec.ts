@@ -9,7 +9,7 @@
  * node's process engineer resumes a blend held without its NIR end point (test/helpers/api.ts; the examples follow
  * a run to its end and leave holds to people: docs/sdk.md, Holds); an example still running after five minutes is
  * killed and the failure names the step its run waits in. The daemon
- * runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
+ * runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts: the plant in memory, every
  * scan and poll at its virtual time), so the batch takes seconds, not minutes, while the example follows it over
  * real HTTP.
  */
@@ -21,6 +21,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { call, rearmLostPlcs, runsNow, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = readFileSync(join(ROOT, 'docs/sdk.md'), 'utf8');
@@ -87,7 +88,7 @@ async function daemon(): Promise<Record<string, string>> {
   await call(n.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} });
   // a PLC a loaded machine let lapse is re-armed by its process engineer first, as a site does
   await rearmLostPlcs(n, 'acme-pharma', await signIn(n.url, 'p.bianchi', n.passwords.get('p.bianchi')!));
-  paced = n.line!.pace(200);
+  paced = n.line!.pace(TEST_PACE);
   return { LINEKEEPER_URL: n.url, LINEKEEPER_OPERATOR_PASSWORD: n.passwords.get('o.operator')!, LINEKEEPER_QA_PASSWORD: n.passwords.get('m.rossi')! };
 }
 

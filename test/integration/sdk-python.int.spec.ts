@@ -5,7 +5,7 @@
  * connection, signed by m.rossi, to SUCCEEDED — and its models (Step, ExceptionMarker, ToolCall, DesignSpace, Limit)
  * checked field by field against the daemon's /openapi.json (sdk/python/tests/test_openapi.py). Asserted here: the child's exit code, unittest's verdict with
  * nothing skipped, the step lines it printed in plan order, and the run as the daemon holds it. The daemon runs on
- * virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts), the operator kept present on it as
+ * virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts), the operator kept present on it as
  * an open console does.
  */
 import { spawn } from 'node:child_process';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { every } from '../../src/clock.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let node: ApiNode;
@@ -24,7 +25,7 @@ beforeAll(async () => {
   node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   const op = await signIn(node.url, 'o.operator', node.passwords.get('o.operator')!);
   presence = every(node.line!.clock, 5000, () => void call(node.url, 'POST', '/v1/tenants/acme-pharma/attendance', { token: op, body: {} }).catch(() => undefined));
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 });
 afterAll(async () => {
   presence?.();

@@ -5,7 +5,7 @@
  * daemon, agent.start of B-1042 on line-3 followed with run.stream() — the plan's steps in order with statuses
  * and durations, the gate as APPROVAL signed by m.rossi, the run SUCCEEDED — across a connection closed under
  * it mid-run (resumed with Last-Event-ID, no status twice), and the raw tool-call lines across a cut stream. The
- * daemon runs on virtual time paced at 200 times the wall clock (test/helpers/virtual-line.ts).
+ * daemon runs on virtual time paced at TEST_PACE (50) times the wall clock (test/helpers/virtual-line.ts).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { every } from '../../src/clock.js';
 import { STEP_NAMES } from '../../src/domain/run.js';
 import { Agent, DesignSpace, LinekeeperClient, LinekeeperError, setDefaultClient, Tool, type FetchLike, type Signature, type Step, type ToolCallLine } from '../../src/sdk/index.js';
 import { startApiNode, type ApiNode } from '../helpers/api.js';
+import { TEST_PACE } from '../helpers/virtual-line.js';
 
 const GOAL = 'keep weight and hardness on target, capping risk under 1.5%';
 let node: ApiNode;
@@ -106,7 +107,7 @@ function cuttingTransport(k: number): { fetch: FetchLike; streams: (string | nul
 beforeAll(async () => {
   node = await startApiNode({ timeScale: 300, tablets: 30_000, pollMs: 100, virtual: true });
   url = node.url;
-  paced = node.line!.pace(200);
+  paced = node.line!.pace(TEST_PACE);
 });
 afterAll(async () => {
   setDefaultClient(undefined);
