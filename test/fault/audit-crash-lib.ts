@@ -5,14 +5,12 @@
  * state change without its audit entry (or the reverse).
  */
 import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Rng } from '../../src/clock.js';
 import { verifyStore } from '../../src/audit/verify.js';
 import { openStore } from '../../src/store/store.js';
 import { CRASH_MIGRATIONS, CRASH_TENANT } from './audit-crash-schema.js';
+import { childScript } from '../helpers/bin.js';
 
-const child = join(dirname(fileURLToPath(import.meta.url)), 'audit-appender.ts');
 
 export interface CrashResult {
   /** Acknowledged (committed) entries per chain: highest seq. */
@@ -40,7 +38,7 @@ export async function crashOnce(dataDir: string, rng: Rng, opts: { maxDelayMs?: 
   const seqs = new Map<string, Set<number>>();
   let ackedCount = 0;
   let ready = false;
-  const p = spawn(process.execPath, ['--import', 'tsx', child, dataDir, String(rng.int(1, 2 ** 30))], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [...childScript('test/fault/audit-appender.ts'), dataDir, String(rng.int(1, 2 ** 30))], { stdio: ['ignore', 'pipe', 'pipe'] });
   let buf = '';
   let err = '';
   p.stderr.on('data', (d: Buffer) => {

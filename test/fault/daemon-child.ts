@@ -13,9 +13,9 @@ import { parse, stringify } from 'yaml';
 import { startSimulator, type RevertEvent, type Simulator, type SimulatorOptions } from '../../connectors/sim/index.js';
 import { defaultConfigFile } from '../../src/config/load.js';
 import { LkError } from '../../src/errors.js';
+import { childScript } from '../helpers/bin.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const HARNESS = join(repo, 'test/fault/run-daemon.ts');
 
 export interface SiteOptions {
   /** `opc.tcp://…` of the simulator (or of a proxy in front of it). */
@@ -107,7 +107,7 @@ export class DaemonChild {
 
   /** Start `run-daemon.ts` with these arguments (after --config and --data). */
   static spawn(config: string, data: string, args: readonly string[] = []): DaemonChild {
-    const proc = spawn(process.execPath, ['--import', 'tsx', HARNESS, '--config', config, '--data', data, ...args], { cwd: repo, stdio: ['pipe', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...childScript('test/fault/run-daemon.ts'), '--config', config, '--data', data, ...args], { cwd: repo, stdio: ['pipe', 'pipe', 'pipe'] });
     return new DaemonChild(proc);
   }
 

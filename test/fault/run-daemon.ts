@@ -6,6 +6,8 @@
  *   node --import tsx test/fault/run-daemon.ts --config FILE --data DIR [--tenant T] [--batch B]
  *        [--operator U] [--no-start] [--seed-only] [--poll-ms N]
  *
+ * (The tests start it compiled, `node dist/test/fault/run-daemon.js …`: childScript in test/helpers/bin.ts.)
+ *
  * Before the daemon starts: the batch record is copied into `<data>/mes/inbox/<tenant>/` (the daemon seeds
  * its inbox only with an embedded simulator) and the tenant's default models are fitted and validated in the
  * data directory as the embedded default does at its first start (`ensureDemoModels`; a no-op once done).
@@ -28,7 +30,7 @@
  * SIGTERM and SIGINT stop cleanly too; SIGKILL is what the tests send.
  */
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -41,7 +43,13 @@ import { ensureDemoModels } from '../../src/models/demo.js';
 import { loadPolicyBundle } from '../../src/config/policy-bundle.js';
 import { openStore } from '../../src/store/store.js';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository: the first folder above this script holding package.json (test/fault/ under tsx, dist/test/fault/ built). */
+const repo = ((): string => {
+  for (let d = dirname(fileURLToPath(import.meta.url)); ; d = dirname(d)) {
+    if (existsSync(join(d, 'package.json'))) return d;
+    if (dirname(d) === d) throw new Error('run-daemon: no package.json above this script');
+  }
+})();
 const { values: o } = parseArgs({
   options: {
     config: { type: 'string' },

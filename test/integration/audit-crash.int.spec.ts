@@ -37,5 +37,5 @@ describe('audit trail survives SIGKILL', () => {
     expect(midAppend).toBeGreaterThanOrEqual(10);
     expect(acked).toBeGreaterThan(midAppend);
     expect(early).toBeGreaterThan(0);
-  }, 600_000); // hang guard: 20 appender children start under tsx one after another, 5–10 s each on a loaded 2-core box
+  }, 600_000); // hang guard: 20 appender children start one after another, 5–10 s each on a loaded 2-core box when they ran under tsx
 });

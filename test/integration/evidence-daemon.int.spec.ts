@@ -19,6 +19,7 @@ import { openStore } from '../../src/store/store.js';
 import { unreachableSite } from '../fault/daemon-child.js';
 import { spawnCli } from '../helpers/cli.js';
 import { fillToFailClosed } from '../helpers/storage.js';
+import { childScript } from '../helpers/bin.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
@@ -31,7 +32,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The evidence daemon child and its first JSON line (ready or error). */
 function child(data: string): Promise<{ proc: ChildProcess; first: { t: string; pid?: number; code?: string }; stderr: () => string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/fault/evidence-daemon.ts'), config, data], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...childScript('test/fault/evidence-daemon.ts'), config, data], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -28,11 +28,11 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const T = 'acme-pharma';
 const WATCHDOG_MS = 3000;
-/** Hang guard per test: it starts two or three daemon children, each 20–90 s under tsx on a loaded machine. */
+/** Hang guard per test: it starts two or three daemon children, each 20–90 s to start on a loaded machine (when they ran under tsx). */
 const FAULT_TEST_MS = 600_000;
 /** Only bounds waiting: a watchdog timeout and a scan, with a wide margin for a loaded two-core machine. */
 const REVERT_DEADLINE_MS = WATCHDOG_MS + 50 + 20_000;
-/** Hang guard per awaited line: a daemon child's start under tsx took 20–90 s on a loaded two-core machine. */
+/** Hang guard per awaited line: a daemon child's start took 20–90 s on a loaded two-core machine (under tsx). */
 const STEP_MS = 150_000;
 
 let sim: Simulator;
@@ -105,7 +105,7 @@ beforeAll(async () => {
   } finally {
     store.close();
   }
-}, 300_000); // hang guard: a seed-only daemon child under tsx, then the autonomy change
+}, 300_000); // hang guard: a seed-only daemon child, then the autonomy change
 
 afterAll(async () => {
   for (const c of children) if (c.alive) c.proc.kill('SIGKILL');

@@ -15,11 +15,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import m from 'modbus-serial';
 import { AttributeIds, DataType } from 'node-opcua';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawOpcUaSession, startTestSimulator, waitFor, type RawOpcUaSession, type Simulator } from '../helpers/sim.js';
+import { childScript } from '../helpers/bin.js';
 
 // Long enough that a loaded box's event-loop stalls (the simulator shares this process) do not
 // trip the watchdog while heartbeats still arrive every 100 ms.
@@ -181,7 +181,6 @@ describe('PLC watchdog over Modbus (blender, unit 1)', () => {
 });
 
 describe('PLC watchdog when the supervisor process is killed (SIGKILL)', () => {
-  const script = fileURLToPath(new URL('../fault/heartbeat-writer.ts', import.meta.url));
   const children: ChildProcess[] = [];
   const pki = mkdtempSync(join(tmpdir(), 'lk-hb-writer-pki-'));
   afterAll(() => {
@@ -190,7 +189,7 @@ describe('PLC watchdog when the supervisor process is killed (SIGKILL)', () => {
   });
 
   const spawnWriter = async (args: string[]): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...childScript('test/fault/heartbeat-writer.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let err = '';
     child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
