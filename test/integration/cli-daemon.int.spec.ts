@@ -1,5 +1,5 @@
 /**
- * The CLI over a running daemon, as people use it: the real binary (tsx) as a child process, each person with
+ * The CLI over a running daemon, as people use it: the real binary (the built command, bin/linekeeper.js) as a child process, each person with
  * their own config directory (XDG_CONFIG_HOME in a temp dir) and the password on stdin. The operator signs in
  * and runs B-1042 — the spec's transcript in order up to the approval gate — and detaches with Ctrl-C while
  * the run waits; the QA reviewer signs (a wrong password signs nothing); the operator re-attaches and sees the
