@@ -77,8 +77,9 @@ describe('linekeeper models fit --from (the site\'s own NIR spectra)', () => {
   it('registers a draft PLS model pinned to the site: every fourth spectrum by id is held out, its RMSEP on them on the card and within the acceptance criterion', async () => {
     const r = await spawnCli(['models', 'fit', '--tenant', TENANT, '--from', file, '--data', data, '--as', 'p.verdi', '--json'], { input: `${PASSWORD}\n` });
     expect(r.code, r.err).toBe(0);
-    // node-opcua's own start-up warning (NODE-OPCUA-W27) may share stdout: the JSON document is the block in braces
-    const out = JSON.parse(r.out.slice(r.out.indexOf('{\n'), r.out.lastIndexOf('\n}') + 2)) as { id: string; kind: string; status: string; sites: string[]; trained: string[]; heldOut: string[] };
+    // stdout is the JSON document and nothing else (node-opcua's start-up warning, NODE-OPCUA-W27, shared it until
+    // patches/ stopped that diagnostic)
+    const out = JSON.parse(r.out) as { id: string; kind: string; status: string; sites: string[]; trained: string[]; heldOut: string[] };
     const ids = spectra.map((s) => s.id).sort();
     expect(out).toMatchObject({ id: 'potency-pls-v1', kind: 'nir-pls', status: 'draft', sites: ['site-ravenna'] });
     expect(out.heldOut).toEqual(ids.filter((_, k) => k % 4 === 3));
