@@ -1,7 +1,7 @@
 /**
  * The `linekeeper` command as it is installed, for tests that start it as a child process: `node bin/linekeeper.js`
- * runs the build in dist/ (made by `npm ci`'s `prepare`; rebuilt by test/global-setup.ts when a source is newer), as
- * the package ships it — half the start-up of the sources through tsx.
+ * runs the build in dist/ (made by `npm ci`'s `prepare`; rebuilt by {@link ensureBuilt}, which the global setup
+ * calls, when a source is newer), as the package ships it — half the start-up of the sources through tsx.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
@@ -48,6 +48,7 @@ let childScriptsBuilt = false;
  * file. dist/test is not shipped (tools/package.mjs leaves out every test folder).
  */
 export function childScript(source: string): string[] {
+  if (!/^test\/fault\/[^/]+\.ts$/.test(source)) throw new Error(`not a child script of test/fault: ${source}`);
   if (!childScriptsBuilt) {
     ensureBuilt();
     const dir = join(ROOT, 'test', 'fault');
@@ -61,7 +62,6 @@ export function childScript(source: string): string[] {
     }
     childScriptsBuilt = true;
   }
-  if (!/^test\/fault\/[^/]+\.ts$/.test(source)) throw new Error(`not a child script of test/fault: ${source}`);
   return [join(ROOT, 'dist', source.replace(/\.ts$/, '.js'))];
 }
 
