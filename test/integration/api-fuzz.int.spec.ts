@@ -20,6 +20,7 @@ import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { DEMO_USERS, ENDS_SESSION, guardOutcome, operationsOf, ROUTE_ACCESS, TENANTS, type JsonSchema, type Operation, type TestUser } from '../helpers/api-routes.js';
 import { arbitraryOf } from '../helpers/openapi-arb.js';
 import { exchange, send, type Answer } from '../helpers/raw-http.js';
+import { anyCodePoints } from '../helpers/code-points.js';
 
 const SEED = Number(process.env['LK_FUZZ_SEED'] ?? 20261122);
 const COUNT = Math.max(10_000, Number(process.env['LK_FUZZ_COUNT'] ?? 10_000));
@@ -99,7 +100,7 @@ function draftArbitrary(ops: readonly Operation[], components: Record<string, Js
   const noise = fc.record({
     pick: fc.nat(),
     value: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom(null, true, 0, -1, 1e308, '', [], {}, '1', 'true')),
-    text: fc.oneof(fc.constantFrom(...NASTY), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 })),
+    text: fc.oneof(fc.constantFrom(...NASTY), anyCodePoints({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 })),
     depth: fc.integer({ min: 500, max: 60_000 }),
   });
   const kind = fc.oneof(...KINDS.map((k) => ({ arbitrary: fc.constant(k), weight: WEIGHTS[k] })));
