@@ -62,7 +62,7 @@ export function childScript(source: string): string[] {
     }
     childScriptsBuilt = true;
   }
-  return [join(ROOT, 'dist', source.replace(/\.ts$/, '.js'))];
+  return [fileURLToPath(builtModule(source))];
 }
 
 /** The arguments to Node that run `linekeeper`. */
