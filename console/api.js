@@ -89,6 +89,7 @@ async function reach(url, init) {
 }
 
 export async function signIn(user, password) {
+  const askedAt = Date.now();
   const r = await fetch('/v1/auth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user, password }) });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new ApiError(r.status, body.code, body.detail);
@@ -97,7 +98,7 @@ export async function signIn(user, password) {
     await fetch('/v1/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${body.token}` } }).catch(() => undefined);
     throw new ApiError(403, 'LK_PASSWORD_CHANGE_REQUIRED', `The password of ${body.user.id} was set by someone else or has expired: choose your own first (linekeeper login, or linekeeper users passwd ${body.user.id} --as ${body.user.id}), then sign in here with it.`);
   }
-  const s = { token: body.token, expiresAt: body.expiresAt, user: body.user, tenant: body.user.tenants[0] };
+  const s = { token: body.token, expiresAt: localExpiry(body, askedAt), user: body.user, tenant: body.user.tenants[0] };
   setSession(s);
   return s;
 }
@@ -129,6 +130,15 @@ export async function signOut(reason = 'You signed out.') {
 }
 
 /**
+ * When a token of the daemon expires by this browser's clock: its `expiresIn` (the daemon's lifetime, by the daemon's
+ * clock) counted from when it was asked for. The daemon's `expiresAt` is on its own clock: a workstation ahead of it by
+ * more than a token's lifetime took a fresh session for expired and renewed it every second.
+ */
+function localExpiry(body, askedAt) {
+  return Number.isFinite(body.expiresIn) ? new Date(askedAt + body.expiresIn * 1000).toISOString() : body.expiresAt;
+}
+
+/**
  * Renew the token a minute before it expires, without the password (the daemon bounds the session's age), so a
  * reviewer watching a long run is not signed out mid-batch; a refused renewal ends the session here too.
  */
@@ -141,10 +151,11 @@ function scheduleRenewal(retry = false) {
   renewTimer = setTimeout(async () => {
     const s = session;
     if (!s) return;
+    const askedAt = Date.now();
     const r = await reach('/v1/auth/token/refresh', { method: 'POST', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => null);
     if (r && r.ok) {
       const body = await r.json();
-      if (session === s) setSession({ ...s, token: body.token, expiresAt: body.expiresAt });
+      if (session === s) setSession({ ...s, token: body.token, expiresAt: localExpiry(body, askedAt) });
     } else if ((!r || r.status === 503) && session === s && Date.parse(s.expiresAt) > Date.now()) {
       // the daemon did not answer, or answered that it is stopping or starting (503: the session is kept in its
       // store): ask again while the token lives

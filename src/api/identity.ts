@@ -68,6 +68,8 @@ export interface AuthUser {
 
 export interface IssuedToken {
   readonly token: string;
+  /** When it was issued and when it expires, by the daemon's clock (epoch ms). */
+  readonly issuedAt: number;
   readonly expiresAt: number;
   /** The session's end: no renewal goes past it. */
   readonly sessionEndsAt: number;
@@ -307,8 +309,9 @@ export class Identity {
    */
   async signIn(user: string, password: string, about: Readonly<Record<string, string>> = {}): Promise<IssuedToken> {
     const u = await this.check(user, password, 'sign_in', about);
-    const { token, session } = this.sessions.start(u.id, this.o.clock.now(), this.ttl, this.maxAge);
-    return { token, expiresAt: session.expiresAt, sessionEndsAt: session.maxUntil, user: u };
+    const now = this.o.clock.now();
+    const { token, session } = this.sessions.start(u.id, now, this.ttl, this.maxAge);
+    return { token, issuedAt: now, expiresAt: session.expiresAt, sessionEndsAt: session.maxUntil, user: u };
   }
 
   /**
@@ -324,7 +327,7 @@ export class Identity {
     if (session.maxUntil - now < 1000) throw new LkError('LK_UNAUTHENTICATED', `the session of ${user.id} reached its maximum age; sign in again`, { reason: 'session_max_age' });
     const t = this.sessions.renew(session, now, this.ttl);
     this.o.store.audit.append({ tenant: SITE_TENANT, actor: user.id, kind: 'identity', action: 'auth.token_refreshed', args: { user: user.id, session: session.id, expiresAt: new Date(t.expiresAt).toISOString() } });
-    return { token: t.token, expiresAt: t.expiresAt, sessionEndsAt: session.maxUntil, user };
+    return { token: t.token, issuedAt: now, expiresAt: t.expiresAt, sessionEndsAt: session.maxUntil, user };
   }
 
   /**

@@ -27,7 +27,8 @@ const problems = PROBLEM_RESPONSES;
 const security = [{ bearer: [] }];
 
 const view = (t: IssuedToken) => ({
-  token: t.token, tokenType: 'Bearer' as const, expiresAt: new Date(t.expiresAt).toISOString(), sessionEndsAt: new Date(t.sessionEndsAt).toISOString(),
+  token: t.token, tokenType: 'Bearer' as const, expiresAt: new Date(t.expiresAt).toISOString(), expiresIn: Math.max(0, Math.floor((t.expiresAt - t.issuedAt) / 1000)),
+  sessionEndsAt: new Date(t.sessionEndsAt).toISOString(),
   user: { id: t.user.id, name: t.user.name, role: t.user.role, tenants: [...t.user.tenants] },
   mustChangePassword: t.user.mustChangePassword === true,
 });

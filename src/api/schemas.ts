@@ -72,6 +72,7 @@ const iso = IsoTime;
 export const AuthUserView = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES), tenants: z.array(z.string()) });
 export const TokenView = z.object({
   token: z.string(), tokenType: z.literal('Bearer'), expiresAt: iso,
+  expiresIn: z.int().min(0).describe('seconds from this answer to expiresAt by the daemon\'s clock (OAuth 2.0 expires_in): a client times its renewal from this on its own clock, which may differ from the daemon\'s'),
   sessionEndsAt: iso.optional().describe('renewals (POST /v1/auth/token/refresh) go no further: then sign in again'),
   user: AuthUserView,
   mustChangePassword: z.boolean().describe('the password was set by someone else or has expired: this session may only change it (POST /v1/auth/password)'),

@@ -13,6 +13,16 @@ import { LkError } from '../errors.js';
 import type { LinekeeperClient } from '../sdk/client.js';
 import { daemonClient } from './daemon-client.js';
 
+/**
+ * When a token the daemon gave expires by this machine's clock: its `expiresIn` (the daemon's lifetime, by the daemon's
+ * clock) counted from `askedAt`, the moment the request was sent (epoch ms here; a little early, never late). The
+ * daemon's own `expiresAt` is on its clock: on a machine whose clock is ahead of it by more than a token's lifetime, a
+ * fresh session looked expired, and one behind it was renewed late.
+ */
+export function localExpiry(t: { readonly expiresIn: number }, askedAt: number): string {
+  return new Date(askedAt + t.expiresIn * 1000).toISOString();
+}
+
 /** The daemon's REST API when neither `--url` nor `LINEKEEPER_URL` says otherwise (the config's api default). */
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
@@ -25,7 +35,7 @@ export const Session = z.strictObject({
   tenant: z.string().min(1),
   tenants: z.array(z.string()),
   token: z.string().min(1),
-  /** ISO 8601: when the daemon stops accepting the token. */
+  /** ISO 8601: when the daemon stops accepting the token, on this machine's clock ({@link localExpiry}). */
   expiresAt: z.string(),
   /** ISO 8601: renewals go no further (then `linekeeper login` again). */
   sessionEndsAt: z.string().optional(),
@@ -187,7 +197,7 @@ export async function renewSession(session: Session, client: LinekeeperClient, n
   // POST /v1/auth/token/refresh; the client takes the new token (and renews it itself only when asked: no expiry was given to it)
   const r = await client.renew();
   client.close();
-  const next: Session = { ...session, token: r.token, expiresAt: r.expiresAt, ...(r.sessionEndsAt ? { sessionEndsAt: r.sessionEndsAt } : {}) };
+  const next: Session = { ...session, token: r.token, expiresAt: localExpiry(r, now), ...(r.sessionEndsAt ? { sessionEndsAt: r.sessionEndsAt } : {}) };
   // another command may have signed in as someone else meanwhile: only our own session file is replaced
   let current: Session | null = null;
   try {

@@ -95,7 +95,7 @@ export class LinekeeperClient {
     this.#signingIn ??= (async () => {
       try {
         const t = await this.#call<TokenInfo>('POST', '/v1/auth/token', { body: creds, auth: false });
-        this.#tokenIs(t.token, t.expiresAt);
+        this.#tokenIs(t.token, t.expiresAt, t.expiresIn);
         this.#user = t.user;
         return t;
       } finally {
@@ -110,11 +110,17 @@ export class LinekeeperClient {
     return this.#token;
   }
 
-  /** Take a new token and schedule its renewal (the timer never keeps a process alive by itself). */
-  #tokenIs(token: string, expiresAt: string): void {
+  /**
+   * Take a new token and schedule its renewal (the timer never keeps a process alive by itself). The expiry is put on
+   * this client's clock: `expiresIn`, the seconds the daemon's answer gave by its own clock, counted from now — a
+   * client whose clock is ahead of the daemon's by more than a token's lifetime renewed in a loop when it compared the
+   * daemon's `expiresAt` with its own time (each renewal a durable commit and an audit entry on the daemon). A token
+   * given with only its `expiresAt` keeps that.
+   */
+  #tokenIs(token: string, expiresAt: string, expiresIn?: number): void {
     this.#token = token;
     this.#issuedAt = this.#now();
-    this.#expiresAt = Date.parse(expiresAt);
+    this.#expiresAt = expiresIn !== undefined ? this.#issuedAt + expiresIn * 1000 : Date.parse(expiresAt);
     if (this.#renewTimer !== undefined) clearTimeout(this.#renewTimer);
     this.#renewTimer = setTimeout(() => {
       this.#renewTimer = undefined;
@@ -143,7 +149,7 @@ export class LinekeeperClient {
         if (this.#token === undefined) return await this.signIn();
         try {
           const t = await this.#call<TokenInfo>('POST', '/v1/auth/token/refresh', { auth: false, token: this.#token });
-          this.#tokenIs(t.token, t.expiresAt);
+          this.#tokenIs(t.token, t.expiresAt, t.expiresIn);
           this.#user = t.user;
           return t;
         } catch (err) {

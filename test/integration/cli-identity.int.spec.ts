@@ -78,8 +78,11 @@ describe('the CLI as the signed-in person', () => {
     const s = await session('p.bianchi');
     const client = daemonClient({ url, token: s.token, tenant: 'acme-pharma' });
     expect(await renewSession(s, client, Date.now(), 60_000, env())).toBe(s); // far from expiry: untouched
-    const renewed = await renewSession(s, client, Date.parse(s.expiresAt) - 30_000, 60_000, env());
+    const askedAt = Date.parse(s.expiresAt) - 30_000;
+    const renewed = await renewSession(s, client, askedAt, 60_000, env());
     expect(renewed.token).not.toBe(s.token);
+    // the expiry stored is on the caller's clock: the daemon's lifetime (api.token_ttl_s, 15 min) from when it was asked
+    expect(renewed.expiresAt).toBe(new Date(askedAt + 900_000).toISOString());
     expect(readSession(env())?.token).toBe(renewed.token);
     expect(client.token).toBe(renewed.token);
     expect((await client.models()).items.map((m) => m.id)).toEqual(['cliprobe-twin-v1']);

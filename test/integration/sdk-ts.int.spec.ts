@@ -147,6 +147,36 @@ describe('the TypeScript SDK against a real daemon', { timeout: 240_000 }, () =>
     expect(await refusal(lk.getRun('run_00000000000000000000'))).toMatchObject({ code: 'LK_NOT_FOUND', status: 404 });
   });
 
+  it('times its token on its own clock: ahead of the daemon\'s by weeks, a client renews neither in a loop nor at every call, and renews once when the lifetime the daemon gave has passed by its own clock', async () => {
+    const refreshes: number[] = [];
+    const counting: FetchLike = (u, init) => {
+      if (new URL(u).pathname === '/v1/auth/token/refresh') refreshes.push(Date.now());
+      return globalThis.fetch(u, init);
+    };
+    // this client's clock: thirty days ahead of the daemon's (its virtual line), moved on by the test
+    let ahead = 30 * 86_400_000;
+    const c = new LinekeeperClient({ url, user: 'a.ricci', password: pw('a.ricci'), tenant: 'acme-pharma', fetch: counting, now: () => node.line!.clock.now() + ahead });
+    const refreshed = (): number => node.daemon.store.db.prepare("SELECT count(*) FROM audit_entry WHERE action = 'auth.token_refreshed'").pluck().get() as number;
+    const before = refreshed();
+    const t = await c.signIn();
+    // the lifetime by the daemon's clock (this node's tokens last a virtual day): the daemon's expiresAt is long past by the client's
+    expect(t.expiresIn).toBe(86_400);
+    expect(Date.parse(t.expiresAt) - node.line!.clock.now()).toBeLessThanOrEqual(86_400_000);
+    for (let i = 0; i < 5; i++) await c.listRuns();
+    // the renewal timer's turn, had it been due (it was, at once and again after each renewal, when the expiry was the daemon's)
+    await new Promise((r) => setTimeout(r, 250));
+    expect(refreshes).toEqual([]);
+    // a minute before the end of the lifetime, by the client's clock: the next call renews first, once
+    ahead += 86_400_000 - 60_000;
+    await c.listRuns();
+    expect(refreshes).toHaveLength(1);
+    await c.listRuns();
+    await new Promise((r) => setTimeout(r, 250));
+    expect(refreshes).toHaveLength(1);
+    expect(refreshed() - before).toBe(1);
+    c.close();
+  });
+
   it('DesignSpace.approved reads the approved limits from the daemon; Tool and Agent validate their declarations against it', async () => {
     limits = await DesignSpace.approved('ir-family-a', 'round-10mm-ff', { client: lk });
     expect(limits.setpoints['press.MainForce']).toEqual({ min: 8, max: 18, unit: 'kN', maxStep: 1.5, maxRatePerMin: 3 });

@@ -108,6 +108,13 @@ class Client:
         self._token = t["token"]
         self._user = t.get("user", self._user)
         self._issued_at = self._now()
+        # the expiry on this client's clock: the daemon's lifetime (expiresIn, by its clock) counted from now; a
+        # clock ahead of the daemon's by more than a token's lifetime renewed at every request when it compared the
+        # daemon's expiresAt with its own time
+        expires_in = t.get("expiresIn")
+        if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
+            self._expires_at = self._issued_at + float(expires_in)
+            return
         try:
             self._expires_at = _epoch(t["expiresAt"])
         except (KeyError, ValueError, TypeError):

@@ -13,6 +13,7 @@ import os
 import pathlib
 import sys
 import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -120,6 +121,31 @@ class RunThroughTheSdkTest(unittest.TestCase):
         self.assertEqual(refusal(lambda: Client("http://127.0.0.1:1", token="t", tenant=TENANT).list_runs()).code, "LK_API_UNREACHABLE")
         self.assertEqual(refusal(lambda: DesignSpace.approved("no-such-family", TOOLING, client=self.operator())).code, "LK_NOT_FOUND")
         self.assertEqual(refusal(lambda: Client("ftp://127.0.0.1", token="t")).code, "LK_VALIDATION")
+
+    def test_the_token_is_timed_on_the_clients_own_clock(self) -> None:
+        """A clock thirty days ahead of the daemon's renews neither at every request nor never: once, when the
+        lifetime the daemon gave (expiresIn, by its clock) has passed by the client's own."""
+        ahead = [30 * 86400.0]
+        c = self.operator(now=lambda: time.time() + ahead[0])
+        renewals: List[int] = []
+        renew = c.renew
+
+        def counting() -> None:
+            renewals.append(1)
+            renew()
+
+        c.renew = counting  # type: ignore[method-assign]
+        t = c.sign_in()
+        lifetime = t["expiresIn"]
+        self.assertIsInstance(lifetime, int)
+        self.assertGreater(lifetime, 120)
+        for _ in range(3):
+            c.list_runs()
+        self.assertEqual(renewals, [])
+        ahead[0] += lifetime - 60  # a minute before its end, by the client's clock
+        c.list_runs()
+        c.list_runs()
+        self.assertEqual(renewals, [1])
 
     def test_a_run_step_by_step_across_a_dropped_connection(self) -> None:
         transport = DroppingTransport(DROP_AFTER)

@@ -11,7 +11,7 @@ import { LinekeeperError } from '../../sdk/errors.js';
 import { cliError, daemonClient } from '../daemon-client.js';
 import { createInterface } from 'node:readline';
 import { readLine, readPassword, readSecrets } from '../prompt.js';
-import { readSession, removeSession, saveSession, urlFor } from '../session.js';
+import { localExpiry, readSession, removeSession, saveSession, urlFor } from '../session.js';
 
 /** Every line of stdin when it is not a terminal (the password, then perhaps a new one). */
 async function stdinLines(): Promise<string[]> {
@@ -48,6 +48,7 @@ export function registerLogin(program: Command): void {
       if (!password) throw new LkError('LK_VALIDATION', 'no password was given');
       // POST /v1/auth/token; the client keeps the token for the password change below
       const client = daemonClient({ url, user, password });
+      const askedAt = Date.now();
       const t = await client.signIn().catch((err: unknown) => {
         // a refused sign-in is not an expired session: no "sign in again" hint
         throw LinekeeperError.is(err, 'LK_UNAUTHENTICATED') ? new LkError('LK_UNAUTHENTICATED', err.detail) : err;
@@ -72,10 +73,10 @@ export function registerLogin(program: Command): void {
       // a tenant the person does not work for is not found, as the API answers it (R1)
       if (!tenant || !t.user.tenants.includes(tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${tenant ?? '(none)'} for ${t.user.id}`, { tenants: t.user.tenants });
       const file = saveSession({
-        format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: t.expiresAt,
+        format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: localExpiry(t, askedAt),
         ...(t.sessionEndsAt ? { sessionEndsAt: t.sessionEndsAt } : {}),
       });
-      process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${t.expiresAt}\n`);
+      process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${localExpiry(t, askedAt)}\n`);
       process.stderr.write(`linekeeper: session stored in ${file}\n`);
     });
 
