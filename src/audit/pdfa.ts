@@ -98,12 +98,19 @@ export function openPdfA(o: { title: string; createdAt: Date; compress?: boolean
   const doc = new (pdfDocument())({
     size: 'A4', margin: MARGIN, bufferPages: true, compress: o.compress ?? true,
     subset: PDFA, pdfVersion: '1.7', lang: 'en',
-    // the initial font is the embedded one, so pdfkit never loads a standard (non-embedded) font; pdfkit
-    // takes a parsed fontkit font here as everywhere a font goes, @types/pdfkit only says string
-    font: f[SANS] as unknown as string,
+    // no initial font: pdfkit would load Helvetica, a standard (non-embedded) font; the embedded one is set below,
+    // by its registered name
+    font: null as unknown as string,
     info: { Title: xmlSafe(o.title), Author: 'linekeeper', Creator: 'linekeeper', Producer: 'linekeeper (pdfkit)', CreationDate: o.createdAt },
   });
-  for (const name of [SANS, BOLD, MONO] as const) doc.registerFont(name, f[name] as unknown as string);
+  // Each font registered with its own name as its family, and the first font opened by that name: pdfkit caches a
+  // font under the name it was opened by, and a table cell puts the previous font back by its source and family —
+  // with the family a name it finds the cached font. Opened otherwise (the initial font given to the constructor,
+  // no family), every `font(SANS)` and every cell's put-back made pdfkit wrap the font anew and compare name tables
+  // by JSON (a fifth of a report's rendering), and a value that began a page after a table printed in the
+  // proportional font (test/integration/pdfa-fonts.int.spec.ts).
+  for (const name of [SANS, BOLD, MONO] as const) doc.registerFont(name, f[name] as unknown as string, name);
+  doc.font(SANS);
   return doc;
 }
 
