@@ -28,7 +28,7 @@ import type { RunRecord } from '../../src/store/run-store.js';
 import { setAutonomy } from '../../src/store/autonomy-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { seedGate, seedRun, stepOf } from '../helpers/api-seed.js';
-import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, closeConsolePage, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { goldenCalls } from '../helpers/golden.js';
 import { plantOf } from '../helpers/run-site.js';
 
@@ -66,7 +66,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeConsolePage(browser);
   await node?.close();
 }, 60_000);
 

@@ -23,7 +23,7 @@ import type { MemoryConnector } from '../../connectors/memory/connector.js';
 import type { RunRecord } from '../../src/store/run-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { seedRun, setStatus } from '../helpers/api-seed.js';
-import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, closeConsolePage, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -111,7 +111,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeConsolePage(browser);
   await node?.close();
 }, 60_000);
 

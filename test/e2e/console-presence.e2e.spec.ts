@@ -24,7 +24,7 @@ import type { ApprovalRecord, RunRecord } from '../../src/store/run-store.js';
 import type { ExceptionRecord } from '../../src/store/exception-store.js';
 import { call, signIn, startApiNode, type ApiNode } from '../helpers/api.js';
 import { queueWrite, seedGate, seedRun } from '../helpers/api-seed.js';
-import { axeOf, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, closeConsolePage, openConsolePage, signInConsole } from '../helpers/browser.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
 const A = '/v1/tenants/acme-pharma';
@@ -96,7 +96,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeConsolePage(browser);
   await again?.stop('test done');
   await node?.close();
 }, 60_000);

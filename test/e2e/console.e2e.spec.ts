@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { every } from '../../src/clock.js';
 import { call, rearmLostPlcs, runsNow, signIn, startApiNode, until, type ApiNode } from '../helpers/api.js';
 import { TEST_PACE } from '../helpers/virtual-line.js';
-import { axeOf, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
+import { axeOf, closeConsolePage, downloadBy, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { closeOpenExceptionsOverApi } from '../helpers/exceptions.js';
 import { AUDIENCE, ISSUER, providerKey, token, type ProviderKey } from '../helpers/identity-api.js';
 
@@ -96,7 +96,7 @@ beforeAll(async () => {
 afterAll(async () => {
   presence?.();
   await paced?.();
-  await browser?.close();
+  await closeConsolePage(browser);
   await node?.close();
 }, 60_000);
 

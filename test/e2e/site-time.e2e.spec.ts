@@ -20,7 +20,7 @@ import { saveSession } from '../../src/cli/session.js';
 import type { RunRecord } from '../../src/store/run-store.js';
 import { call, startApiNode, type ApiNode } from '../helpers/api.js';
 import { logLines, seedGate, seedRun, stepOf } from '../helpers/api-seed.js';
-import { openConsolePage, signInConsole } from '../helpers/browser.js';
+import { closeConsolePage, openConsolePage, signInConsole } from '../helpers/browser.js';
 import { runCli } from '../helpers/cli.js';
 
 const SHOTS = join(process.cwd(), '.tmp', 'console-screenshots');
@@ -73,7 +73,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeConsolePage(browser);
   await node?.close();
 }, 60_000);
 

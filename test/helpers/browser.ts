@@ -5,19 +5,58 @@
  * `problems` (the errors a test provokes on purpose — refused requests of the statuses `ignore` matches — left
  * out), so a test can assert at its end that nothing else went wrong.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Download, type Page } from 'playwright-core';
 
+/**
+ * playwright-core keeps an AsyncLocalStorage, and once it runs Node (20) calls its promise hooks at every promise of
+ * the process until the storage is disabled: 200,000 awaits took 10 ms before a launch, 36 ms after it and 33 ms
+ * after the browser closed. Test files share their worker's process (vitest.config.ts), so every file after a browser
+ * test paid it — 6–15 % of the sampled time of the files that followed the console's test in one run, the core
+ * simulator's among them. The storages that first run while a page is being opened are playwright's (nothing else
+ * in a test process uses one); {@link closeConsolePage} disables them once the browser is closed (a later launch
+ * runs them again).
+ */
+const LAUNCH_STORAGES = Symbol.for('linekeeper.test.launchStorages');
+type Storages = { opening: number; readonly seen: Set<AsyncLocalStorage<unknown>> };
+const storages: Storages = ((globalThis as Record<symbol, unknown>)[LAUNCH_STORAGES] as Storages | undefined) ?? (() => {
+  const s: Storages = { opening: 0, seen: new Set() };
+  (globalThis as Record<symbol, unknown>)[LAUNCH_STORAGES] = s;
+  const proto = AsyncLocalStorage.prototype as unknown as Record<'run' | 'enterWith', (...a: unknown[]) => unknown>;
+  for (const m of ['run', 'enterWith'] as const) {
+    const original = proto[m];
+    proto[m] = function (this: AsyncLocalStorage<unknown>, ...a: unknown[]) {
+      if (s.opening > 0) s.seen.add(this);
+      return original.apply(this, a);
+    };
+  }
+  return s;
+})();
+
 export async function openConsolePage(o: { viewport: { width: number; height: number }; ignore: RegExp; problems: string[]; timezoneId?: string }): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true, ...(o.timezoneId ? { timezoneId: o.timezoneId } : {}) });
-  const page = await context.newPage();
+  storages.opening++;
+  let opened: { browser: Browser; context: BrowserContext; page: Page };
+  try {
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    const context = await browser.newContext({ viewport: o.viewport, acceptDownloads: true, ...(o.timezoneId ? { timezoneId: o.timezoneId } : {}) });
+    opened = { browser, context, page: await context.newPage() };
+  } finally {
+    storages.opening--;
+  }
+  const { browser, context, page } = opened;
   page.setDefaultTimeout(90_000);
   page.on('pageerror', (e) => o.problems.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
     if (m.type() === 'error' && !o.ignore.test(m.text())) o.problems.push(`console: ${m.text()}`);
   });
   return { browser, context, page };
+}
+
+/** Close the browser of {@link openConsolePage}, then disable the storages playwright ran while it was opened (above). */
+export async function closeConsolePage(browser: Browser | undefined): Promise<void> {
+  await browser?.close();
+  for (const s of storages.seen) s.disable();
 }
 
 /** Sign in to the console at `url` as `user` (whoever was signed in before is signed out first: the session is cleared). */
