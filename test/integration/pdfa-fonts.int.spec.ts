@@ -18,7 +18,7 @@ const VALUE = 'ubQvMbIhHTb6LG8WA/BM4xtRmtbaPz3pW84rkCC7ZggAsurmfQ+32asnYWE6g9YLo
 const dir = mkdtempSync(join(tmpdir(), 'lk-pdfa-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Word { page: number; yMin: number; width: number; text: string }
+interface Word { page: number; width: number; text: string }
 function words(pdf: Buffer, name: string): Word[] {
   const file = join(dir, `${name}.pdf`);
   writeFileSync(file, pdf);
@@ -28,8 +28,8 @@ function words(pdf: Buffer, name: string): Word[] {
   let page = 0;
   for (const line of r.stdout.split('\n')) {
     if (line.includes('<page ')) page++;
-    const m = /<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)<\/word>/.exec(line);
-    if (m) out.push({ page, yMin: Number(m[2]), width: Number(m[3]) - Number(m[1]), text: m[4]! });
+    const m = /<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)<\/word>/.exec(line);
+    if (m) out.push({ page, width: Number(m[2]) - Number(m[1]), text: m[3]! });
   }
   return out;
 }

@@ -72,11 +72,12 @@ export function registerLogin(program: Command): void {
       const tenant = opts.tenant ?? (previous && previous.user === t.user.id && t.user.tenants.includes(previous.tenant) ? previous.tenant : t.user.tenants[0]);
       // a tenant the person does not work for is not found, as the API answers it (R1)
       if (!tenant || !t.user.tenants.includes(tenant)) throw new LkError('LK_NOT_FOUND', `no tenant ${tenant ?? '(none)'} for ${t.user.id}`, { tenants: t.user.tenants });
+      const expiresAt = localExpiry(t, askedAt);
       const file = saveSession({
-        format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt: localExpiry(t, askedAt),
+        format: 1, url, user: t.user.id, name: t.user.name, role: t.user.role, tenant, tenants: t.user.tenants, token: t.token, expiresAt,
         ...(t.sessionEndsAt ? { sessionEndsAt: t.sessionEndsAt } : {}),
       });
-      process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${localExpiry(t, askedAt)}\n`);
+      process.stdout.write(`signed in to ${url} as ${t.user.name} (${t.user.id}, ${t.user.role}), tenant ${tenant}, until ${expiresAt}\n`);
       process.stderr.write(`linekeeper: session stored in ${file}\n`);
     });
 
