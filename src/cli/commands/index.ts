@@ -6,8 +6,8 @@ type Register = (program: Command) => void;
  * Every subcommand of `linekeeper`, in the order `--help` lists them: the names each module registers, and the
  * module, loaded only when it is needed. A command line names one command, and only that command's module (and
  * what it imports) is loaded: starting the CLI for `linekeeper runs show` does not load the daemon, the store, the
- * models and the twin, a third of a second of module loading on an edge box at every invocation. Help, the version
- * and a name that is no command load them all (the help lists them; commander suggests the nearest name).
+ * models and the twin, a third of a second of module loading on an edge box at every invocation. Help and a name
+ * that is no command load them all (the help lists them; commander suggests the nearest name); the version none.
  */
 const COMMANDS: readonly (readonly [readonly string[], () => Promise<Register>])[] = [
   [['serve'], async () => (await import('./serve.js')).registerServe],
@@ -43,12 +43,17 @@ export async function registerAll(program: Command): Promise<void> {
   for (const register of registers) register(program);
 }
 
+/** The program's version options: commander answers them as soon as it meets them, before any command runs. */
+const VERSION_OPTIONS: ReadonlySet<string> = new Set(['-V', '--version']);
+
 /**
  * Register what the command line `args` (the arguments after the program's name) needs: the module of the command
- * it names first, or every command when it names none (help, version, an option, an unknown name).
+ * it names first; none for the version (`-V`, `--version` first: printed before any command is looked at); or every
+ * command when it names none (help, another option, an unknown name).
  */
 export async function registerFor(program: Command, args: readonly string[]): Promise<void> {
   const first = args[0];
+  if (first !== undefined && VERSION_OPTIONS.has(first)) return;
   const entry = first === undefined ? undefined : COMMANDS.find(([names]) => names.includes(first));
   if (entry) (await entry[1]())(program);
   else await registerAll(program);
