@@ -15,7 +15,10 @@ import { LkError } from '../errors.js';
 import { checkDataDirPath } from '../files.js';
 import { EQUIPMENT_ROLES, ROLES, isRole } from '../domain/roles.js';
 import { isValidUnit } from '../domain/units.js';
+import { defaultConfigFile } from './default-file.js';
 import { ARRAY_ELEMENT, counterMax, SiteConfig } from './schema.js';
+
+export { defaultConfigFile };
 
 export interface ConfigIssue {
   path: string;
@@ -33,16 +36,6 @@ export interface LoadedConfig {
   readonly dataDir: string;
   /** Absolute policy bundle folder. */
   readonly policyDir: string;
-}
-
-/** The embedded default configuration shipped with linekeeper (config/site.yaml), from src/ or dist/src/. */
-export function defaultConfigFile(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const f = resolve(here, up, 'config/site.yaml');
-    if (existsSync(f)) return f;
-  }
-  return resolve(here, '../..', 'config/site.yaml');
 }
 
 /** Format a zod/validation path as `equipment[2].tags[5].unit`. */

@@ -284,6 +284,13 @@ describe('linekeeper CLI against a running daemon', { timeout: 240_000 }, () => 
     expect(online.out).toContain(`${runId} · batch B-1042 · REJECTED`);
     expect(online.out).toMatch(/approval .*m\.rossi/);
     expect(offline.out).toBe(online.out);
+    // the specification table and exceptions too: read offline (the store and the configuration loaded then), the
+    // same document the daemon answers
+    const exOnline = await cli(operator, ['runs', 'exceptions', runId, '--json']);
+    const exOffline = await cli(home(), ['runs', 'exceptions', runId, '--json', '--offline', '--tenant', 'acme-pharma', '--config', join(node.dir, 'site.yaml'), '--data', join(node.dir, 'data')]);
+    expect([exOnline.code, exOffline.code], exOnline.err + exOffline.err).toEqual([0, 0]);
+    expect(JSON.parse(exOnline.out)).toMatchObject({ run: runId, items: expect.any(Array) });
+    expect(JSON.parse(exOffline.out)).toEqual(JSON.parse(exOnline.out));
   });
 
   it('[INV-BATCH-ONCE] a rejected batch does not run again (LK_BATCH_CLOSED); run --json prints the started run of the next batch and exits; logout ends the session on the daemon and forgets it (exit 77 afterwards)', async () => {

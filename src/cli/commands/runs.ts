@@ -6,16 +6,13 @@
  * on the daemon (src/cli/commands/run.ts).
  */
 import type { Command } from 'commander';
-import { defaultConfigFile, loadConfig } from '../../config/load.js';
+import { defaultConfigFile } from '../../config/default-file.js';
 import { TERMINAL_RUN, type RunStatus } from '../../domain/run.js';
 import { siteClock, siteIso } from '../../domain/site-time.js';
 import { LkError } from '../../errors.js';
 import type { z } from 'zod';
 import type { ExceptionList } from '../../api/schemas.js';
-import { exceptionList } from '../../api/routes-exceptions.js';
-import { ExceptionStore } from '../../store/exception-store.js';
-import { RunStore } from '../../store/run-store.js';
-import { openStore, type Store } from '../../store/store.js';
+import type { RunRecord, RunStore } from '../../store/run-store.js';
 import { formatExceptions } from './exceptions.js';
 import type { LinekeeperClient } from '../../sdk/client.js';
 import { LinekeeperError, sdkError } from '../../sdk/errors.js';
@@ -43,12 +40,35 @@ function offline(opts: Common, cmd: Command): boolean {
   return readSession() === null;
 }
 
-/** The data directory, read-only, and the site's time zone of its configuration (for the tables' times). */
-function open(opts: Common): { runs: RunStore; tenant: string; close: () => void; store: Store; tz: string } {
+interface Offline {
+  readonly runs: RunStore;
+  readonly tenant: string;
+  readonly tz: string;
+  /** The run's specification table and exceptions, as the daemon's route answers them. */
+  exceptionsOf(run: RunRecord): z.output<typeof ExceptionList>;
+  close(): void;
+}
+
+/**
+ * The data directory, read-only, and the site's time zone of its configuration (for the tables' times). The
+ * configuration's loader and the store are loaded here, when a command reads offline: asking the daemon needs
+ * neither (the YAML parser, the configuration's schema, SQLite and the unit tables: about half of the modules
+ * `runs list` would otherwise load at every invocation).
+ */
+async function open(opts: Common): Promise<Offline> {
   if (!opts.tenant) throw new LkError('LK_VALIDATION', '--tenant is required when reading the data directory (offline)', { hint: 'or sign in (linekeeper login) to ask the running daemon' });
+  const [{ loadConfig }, { openStore }, { RunStore }, { ExceptionStore }, { exceptionList }] = await Promise.all([
+    import('../../config/load.js'), import('../../store/store.js'), import('../../store/run-store.js'), import('../../store/exception-store.js'), import('../../api/routes-exceptions.js'),
+  ]);
   const loaded = loadConfig(opts.config, opts.data ? { dataDir: opts.data } : {});
   const store = openStore({ dataDir: loaded.dataDir, readonly: true });
-  return { runs: new RunStore(store.db), tenant: opts.tenant, close: () => store.close(), store, tz: loaded.config.site.timezone };
+  return {
+    runs: new RunStore(store.db),
+    tenant: opts.tenant,
+    tz: loaded.config.site.timezone,
+    exceptionsOf: (run) => exceptionList(run, store.schemaVersion >= 9 ? new ExceptionStore(store).ofRun(run.id) : []),
+    close: () => store.close(),
+  };
 }
 
 /** The tool-call log, each line's time of day on the site's clock with its offset (`tz`). */
@@ -115,7 +135,7 @@ export function registerRuns(program: Command): void {
     let json: unknown;
     let tz = 'UTC';
     if (offline(opts, cmd)) {
-      const { runs: rs, tenant, close, tz: zone } = open(opts);
+      const { runs: rs, tenant, close, tz: zone } = await open(opts);
       tz = zone;
       try {
         const records = rs.runs(tenant, limit);
@@ -140,7 +160,7 @@ export function registerRuns(program: Command): void {
         process.stdout.write(`${await showOnline(runId, opts)}\n`);
         return;
       }
-      const { runs: rs, tenant, close, tz } = open(opts);
+      const { runs: rs, tenant, close, tz } = await open(opts);
       try {
         const run = rs.run(tenant, runId);
         if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
@@ -164,12 +184,12 @@ export function registerRuns(program: Command): void {
         const { client } = connect(opts, Date.now());
         [list, tz] = await Promise.all([client.exceptions(runId), opts.json ? 'UTC' : daemonZone(client)]);
       } else {
-        const { runs: rs, tenant, close, store, tz: zone } = open(opts);
+        const { runs: rs, tenant, close, exceptionsOf, tz: zone } = await open(opts);
         tz = zone;
         try {
           const run = rs.run(tenant, runId);
           if (!run) throw new LkError('LK_NOT_FOUND', `no run ${runId} for tenant ${tenant}`, { run: runId });
-          list = exceptionList(run, store.schemaVersion >= 9 ? new ExceptionStore(store).ofRun(run.id) : []);
+          list = exceptionsOf(run);
         } finally {
           close();
         }
