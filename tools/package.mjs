@@ -35,6 +35,7 @@ const say = (m) => process.stderr.write(`package: ${m}\n`);
 if (!args.includes('--skip-build') || !existsSync(join(root, 'dist/src/cli/main.js'))) {
   say('compiling (tsc -p tsconfig.build.json)');
   execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
+  execFileSync(process.execPath, [join(root, 'tools/help-manifest.mjs')], { stdio: 'inherit', cwd: root });
 }
 
 const stage = join(out, 'stage');

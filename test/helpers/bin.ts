@@ -34,6 +34,8 @@ export function ensureBuilt(): void {
   if (Math.max(newestSource(join(ROOT, 'src')), newestSource(join(ROOT, 'connectors'))) <= built) return;
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
+  // what `npm run build` also writes: the program's help without loading every command (src/cli/commands/help-manifest.ts)
+  execFileSync(process.execPath, [join(ROOT, 'tools/help-manifest.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
 
 let childScriptsBuilt = false;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { readHelpManifest, registerHelpManifest } from './help-manifest.js';
 
 type Register = (program: Command) => void;
 
@@ -45,15 +46,22 @@ export async function registerAll(program: Command): Promise<void> {
 
 /** The program's version options: commander answers them as soon as it meets them, before any command runs. */
 const VERSION_OPTIONS: ReadonlySet<string> = new Set(['-V', '--version']);
+/** Command lines that ask for the program's own help and nothing else (no command named, no other option). */
+const PROGRAM_HELP: ReadonlySet<string> = new Set(['', '-h', '--help', 'help']);
 
 /**
  * Register what the command line `args` (the arguments after the program's name) needs: the module of the command
- * it names first; none for the version (`-V`, `--version` first: printed before any command is looked at); or every
- * command when it names none (help, another option, an unknown name).
+ * it names first; none for the version (`-V`, `--version` first: printed before any command is looked at); for the
+ * program's help alone, the build's help manifest (help-manifest.ts) when there is one; else every command (help
+ * without a manifest, another option, an unknown name).
  */
 export async function registerFor(program: Command, args: readonly string[]): Promise<void> {
   const first = args[0];
   if (first !== undefined && VERSION_OPTIONS.has(first)) return;
+  if (args.length <= 1 && PROGRAM_HELP.has(first ?? '')) {
+    const manifest = readHelpManifest(COMMAND_NAMES);
+    if (manifest) return registerHelpManifest(program, manifest);
+  }
   const entry = first === undefined ? undefined : COMMANDS.find(([names]) => names.includes(first));
   if (entry) (await entry[1]())(program);
   else await registerAll(program);
