@@ -113,13 +113,55 @@ function asSegments(v) {
   return v;
 }
 
-// The walk over entry lines in file order against the declared segments.
+// The entry lines in file order, the current one and those after it in view; each read once, from `items`.
+class Lookahead {
+  constructor(items) {
+    this.items = items;
+    this.buf = [];
+    this.ended = false;
+  }
+
+  // the k-th line from the current one (0: the current one); undefined past the last
+  at(k) {
+    while (this.buf.length <= k && !this.ended) {
+      const r = this.items.next();
+      if (r.done) this.ended = true;
+      else this.buf.push(r.value);
+    }
+    return k < this.buf.length ? this.buf[k] : undefined;
+  }
+
+  // move past the current line
+  skip() {
+    this.buf.shift();
+  }
+
+  // whether a line from the k-th on satisfies `p`, reading on to the end if need be (and keeping none of those)
+  someFrom(k, p) {
+    for (let j = k; j < this.buf.length; j++) if (p(this.buf[j])) return true;
+    for (let r = this.items.next(); !r.done; r = this.items.next()) if (p(r.value)) return true;
+    this.ended = true;
+    return false;
+  }
+
+  // how many lines from the current one to the last (reads to the end)
+  rest() {
+    let n = this.buf.length;
+    this.buf.length = 0;
+    while (!this.ended && !this.items.next().done) n++;
+    this.ended = true;
+    return n;
+  }
+}
+
+// The walk over entry lines in file order against the declared segments, one line at a time with the next two in
+// view (only on damage the rest of them).
 function walk(items, segments, checkpoints, tenant) {
   const cp = new Map();
   for (const c of checkpoints) if (!cp.has(c.seq)) cp.set(c.seq, c.head_hash);
   const d = (kind, seq, detail) => ({ damage: { kind, seq, detail }, head: null });
   const ok = (x, e, ph) => !!x && x.hashOk && x.seq === e && x.prev === ph && x.tenant === tenant;
-  let i = 0;
+  const line = new Lookahead(items[Symbol.iterator]());
   let head = null;
   for (const [from, to] of segments) {
     const anchor = from === 1 ? GENESIS : cp.get(from - 1);
@@ -127,15 +169,15 @@ function walk(items, segments, checkpoints, tenant) {
     let ph = anchor;
     let lastGood = from - 1;
     for (let e = from; e <= to; e++) {
-      const x = items[i];
+      const x = line.at(0);
       if (x === undefined) return d('truncated', e, `bundle ends before entry ${e}`);
       if (ok(x, e, ph)) {
         const before = ph;
         ph = x.hash;
-        i++;
+        line.skip();
         const c = cp.get(e);
         if (c !== undefined) {
-          const y = items[i];
+          const y = line.at(0);
           // The genuine entry right behind an accepted forgery: the forgery was inserted.
           if (c !== ph && y && y.hashOk && y.seq === e && y.prev === before && y.hash === c) return d('inserted', e, `an extra line sits before entry ${e}`);
           if (c !== ph) return d('rewritten', lastGood + 1, `entries ${lastGood + 1}..${e} differ from the signed checkpoint at seq ${e}`);
@@ -144,13 +186,13 @@ function walk(items, segments, checkpoints, tenant) {
         continue;
       }
       if (x === null) return d('edited', e, `the line of entry ${e} is unreadable`);
-      if (ok(items[i + 1], e, ph)) return d('inserted', e, `an extra line sits before entry ${e}`);
+      if (ok(line.at(1), e, ph)) return d('inserted', e, `an extra line sits before entry ${e}`);
       if (!x.hashOk) return d('edited', e, `entry ${e} does not match its hash`);
       if (x.tenant !== tenant) return d('inserted', e, `an entry of another chain sits at ${e}`);
       if (typeof x.seq !== 'number' || !Number.isSafeInteger(x.seq)) return d('edited', e, `entry ${e} has no valid seq`);
       if (x.seq < e) return d('inserted', x.seq === e - 1 ? e - 1 : e, `entry ${x.seq} appears again at position ${e}`);
       if (x.seq > e) {
-        const later = items.slice(i + 1).some((z) => ok(z, e, ph));
+        const later = line.someFrom(1, (z) => ok(z, e, ph));
         return later ? d('reordered', e, `entry ${e} appears after entry ${x.seq}`) : d('deleted', e, `entry ${e} is missing`);
       }
       return e > from ? d('edited', e - 1, `entry ${e} does not link to entry ${e - 1}: ${e - 1} was replaced`) : d('edited', e, `entry ${e} does not link to the checkpoint before it`);
@@ -158,10 +200,8 @@ function walk(items, segments, checkpoints, tenant) {
     if (!cp.has(to)) return d('checkpoint_missing', to, `no valid checkpoint closes the segment ending at ${to}`);
     head = { seq: to, hash: ph };
   }
-  if (i < items.length) {
-    const x = items[i];
-    return d('inserted', x && typeof x.seq === 'number' ? x.seq : null, `${items.length - i} entry lines beyond the declared segments`);
-  }
+  const x = line.at(0);
+  if (x !== undefined) return d('inserted', x && typeof x.seq === 'number' ? x.seq : null, `${line.rest()} entry lines beyond the declared segments`);
   return { head };
 }
 

@@ -158,7 +158,7 @@ export interface BundleReport {
 export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } = {}): BundleReport {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
-  return verifyLines(lines, opts).report;
+  return verifyLines(() => lines, opts).report;
 }
 
 /**
@@ -168,9 +168,16 @@ export function verifyBundle(text: string, opts: { publicKey?: PublicSiteKey } =
  * @throws LkError as {@link verifyBundle}.
  */
 export function verifyBundleFile(file: string, opts: { publicKey?: PublicSiteKey } = {}): { report: BundleReport; sha256: string; checkpoints: SignedCheckpoint[] } {
-  const digest = createHash('sha256');
-  const { report, checkpoints } = verifyLines(fileLines(file, (chunk) => digest.update(chunk)), opts);
-  return { report, sha256: digest.digest('hex'), checkpoints };
+  // read twice (verifyLines): each reading's digest, and they must agree — the digest handed back is of the bytes verified
+  const digests: ReturnType<typeof createHash>[] = [];
+  const { report, checkpoints } = verifyLines(() => {
+    const digest = createHash('sha256');
+    digests.push(digest);
+    return fileLines(file, (chunk) => digest.update(chunk));
+  }, opts);
+  const [first, ...again] = digests.map((d) => d.digest('hex'));
+  if (again.some((h) => h !== first)) throw new LkError('LK_AUDIT_BROKEN', 'the bundle file changed while it was being verified', { file });
+  return { report, sha256: first!, checkpoints };
 }
 
 /**
@@ -202,9 +209,32 @@ function* fileLines(file: string, onChunk: (chunk: Buffer) => void): Generator<s
   }
 }
 
-function verifyLines(source: Iterable<string>, opts: { publicKey?: PublicSiteKey }): { report: BundleReport; checkpoints: SignedCheckpoint[] } {
-  const lines = source[Symbol.iterator]();
-  const headLine = lines.next();
+/** A line's JSON object, or undefined (not JSON, or not an object). */
+function objectOf(line: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(line) as unknown;
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a line can be a checkpoint's: its `type` can only read "checkpoint" when the text spells the word or
+ * escapes a character (`\u0063…`); no other line needs parsing to tell.
+ */
+const mayBeCheckpoint = (line: string): boolean => line.includes('checkpoint') || line.includes('\\u');
+
+/**
+ * The verification of a bundle's lines, which `lines` gives from the start each time it is called. Two readings:
+ * the first takes the header and the checkpoints (wherever their lines are: a checkpoint anchors the entries before
+ * its line too); the second hands the entry lines one at a time to the walk (bundle-diagnose.ts), so no reading
+ * holds all of a bundle's entries — a million-entry trail's would be ~280 MB of heap. The report is the one a
+ * single reading of every line gave: the damages of the lines merged in line order.
+ */
+function verifyLines(lines: () => Iterable<string>, opts: { publicKey?: PublicSiteKey }): { report: BundleReport; checkpoints: SignedCheckpoint[] } {
+  const reading = lines()[Symbol.iterator]();
+  const headLine = reading.next();
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(headLine.done ? '' : headLine.value) as Record<string, unknown>;
@@ -219,50 +249,64 @@ function verifyLines(source: Iterable<string>, opts: { publicKey?: PublicSiteKey
   if (embedded.keyId !== key.keyId) throw new LkError('LK_AUDIT_KEY', `bundle was signed by key ${embedded.keyId.slice(0, 16)}…, not the pinned site key ${key.keyId.slice(0, 16)}…`);
   const tenant = String(header.tenant);
   const { sig, ...unsigned } = header;
-  const damages: Damage[] = [];
   const segments = asSegments(header.segments);
   if (!segments) return { report: { ok: false, tenant, entries: 0, segments: [], keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header segments are malformed' } }, checkpoints: [] };
   // version 2 signs which entries the filter chose; version 1 left the flags uncovered
   const selected = header.version === 2 ? asSegments(header.selected) : undefined;
   if (header.version === 2 && !selected) return { report: { ok: false, tenant, entries: 0, segments, keyId: key.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } }, checkpoints: [] };
 
-  const items: BundleItem[] = [];
   const cps: SignedCheckpoint[] = [];
+  /** The lines' damages with their line index, merged in line order at the end. */
+  const damages: [number, Damage][] = [];
   const headDamages: Damage[] = [];
   const headerBytes = tryCanonical(unsigned);
   if (header.key_id !== key.keyId || headerBytes === undefined || !verifyBytes(key, headerBytes, sig)) headDamages.push({ kind: 'signature_invalid', seq: null, detail: 'bundle header signature is invalid' });
+  // first reading: the checkpoints
   let i = 0;
-  for (const line of { [Symbol.iterator]: () => lines }) {
+  for (const line of { [Symbol.iterator]: () => reading }) {
     i++;
-    let o: Record<string, unknown> | undefined;
-    try {
-      const v = JSON.parse(line) as unknown;
-      o = typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
-    } catch {
-      o = undefined;
-    }
-    if (o?.type === 'checkpoint') {
-      const c = asCheckpoint({ ...o, type: undefined });
-      if (c && c.tenant === tenant && checkpointSignatureValid(key, c)) cps.push(c);
-      else damages.push({ kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` });
-    } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
-      const entry = o.entry as Record<string, unknown>;
-      const body = tryCanonical(entry);
-      const hashOk = body !== undefined && hash('sha256', body) === o.hash;
-      items.push({ seq: entry.seq, prev: entry.prev_hash, hash: o.hash, tenant: entry.tenant, hashOk });
-      if (selected && typeof entry.seq === 'number' && o.in_filter !== inRanges(selected, entry.seq)) {
-        damages.push({ kind: 'edited', seq: entry.seq, detail: `the in_filter flag of entry ${entry.seq} does not match the signed header` });
+    if (!mayBeCheckpoint(line)) continue;
+    const o = objectOf(line);
+    if (o?.type !== 'checkpoint') continue;
+    const c = asCheckpoint({ ...o, type: undefined });
+    if (c && c.tenant === tenant && checkpointSignatureValid(key, c)) cps.push(c);
+    else damages.push([i, { kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` }]);
+  }
+  // second reading: the entry lines, one at a time through the walk, then the rest of them counted and checked
+  let entries = 0;
+  function* entryLines(): Generator<BundleItem> {
+    const again = lines()[Symbol.iterator]();
+    again.next();
+    let j = 0;
+    for (const line of { [Symbol.iterator]: () => again }) {
+      j++;
+      const o = objectOf(line);
+      if (o?.type === 'checkpoint') continue;
+      if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
+        const entry = o.entry as Record<string, unknown>;
+        const body = tryCanonical(entry);
+        const hashOk = body !== undefined && hash('sha256', body) === o.hash;
+        if (selected && typeof entry.seq === 'number' && o.in_filter !== inRanges(selected, entry.seq)) {
+          damages.push([j, { kind: 'edited', seq: entry.seq, detail: `the in_filter flag of entry ${entry.seq} does not match the signed header` }]);
+        }
+        entries++;
+        yield { seq: entry.seq, prev: entry.prev_hash, hash: o.hash, tenant: entry.tenant, hashOk };
+      } else if (entries === 0) {
+        headDamages.push({ kind: 'malformed', seq: null, detail: `line ${j + 1} is not a checkpoint or entry` });
+      } else {
+        entries++;
+        yield null;
       }
-    } else if (items.length === 0) {
-      headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
-    } else {
-      items.push(null);
     }
   }
+  const items = entryLines();
   const walk = diagnoseBundle(items, segments, cps, tenant, GENESIS_HASH);
-  const all = [...(walk.damage ? [walk.damage] : []), ...damages, ...headDamages];
+  for (const _ of items) {
+    // the lines after the walk's last: counted, their flags checked
+  }
+  const all = [...(walk.damage ? [walk.damage] : []), ...damages.sort((a, b) => a[0] - b[0]).map(([, d]) => d), ...headDamages];
   const first = firstDamage(all);
-  const base = { ok: first === undefined, tenant, entries: items.length, segments, keyId: key.keyId, head: first ? null : walk.head };
+  const base = { ok: first === undefined, tenant, entries, segments, keyId: key.keyId, head: first ? null : walk.head };
   return { report: first ? { ...base, damage: first } : base, checkpoints: cps };
 }
 
