@@ -9,7 +9,10 @@
  *    bundle, PDF and fsyncs in a worker thread); jitter = how late each tick came after the one before;
  *  - peer: the bare heartbeat loop, the same timer with nothing else running, for as long;
  *  - extra: the same timer while one package is written the old way, all on the main thread
- *    (writeReleasePackage), to show what the loop was held for before.
+ *    (writeReleasePackage), to show what the loop was held for before; and the process's RSS peak while ours are
+ *    written, over its level just before them (`release_rss_peak_over_mb`: flat in the trail's length, as the
+ *    bundle's entries are verified one at a time; LK_BENCH_RELEASE_BEFORE=0 leaves the old way's run, and what it
+ *    leaves in the process, out of it).
  *
  * The timer ticks every 100 ms (LK_BENCH_HEARTBEAT_MS), not the site's 1,000 ms, so that a release of a few
  * seconds yields enough intervals for a p99; a tick's lateness is what holds the loop, whatever the period.
@@ -84,7 +87,14 @@ try {
       writeReleasePackage(store, join(root, 'releases', 'on-loop'), releaseInput());
     })
     : null;
-  // ours: the daemon's path, ROUNDS packages one after another, a new entry before each (a new head to checkpoint)
+  // ours: the daemon's path, ROUNDS packages one after another, a new entry before each (a new head to checkpoint);
+  // the process's RSS sampled every millisecond meanwhile: what sealing a package on a trail this long costs the
+  // node's memory (it must not grow with the trail: the bundle's entries are verified one at a time)
+  const rssBefore = process.memoryUsage.rss();
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
+  }, 1);
   const ours = await heartbeatDuring(async () => {
     for (let r = 0; r < ROUNDS; r++) {
       store.audit.append(entry(N + r));
@@ -92,6 +102,7 @@ try {
       await writeReleasePackageOffLoop(store, join(root, 'releases', `off-loop-${r}`), releaseInput());
     }
   });
+  clearInterval(sampler);
   // peer: the bare heartbeat loop for as long
   const peer = await heartbeatDuring(() => new Promise((r) => setTimeout(r, ours.ms - 2 * HB)));
   store.close();
@@ -109,6 +120,7 @@ try {
     extra: {
       max_ms: max, peer_max_ms: Math.max(...peer.late), ticks: ours.late.length, peer_ticks: peer.late.length,
       release_s: ours.ms / 1000 / ROUNDS, loop_delay_max_ms: ours.loopMaxMs,
+      rss_before_mb: rssBefore / 2 ** 20, release_rss_peak_over_mb: (rssPeak - rssBefore) / 2 ** 20,
       ...(onLoop ? { before_on_loop_max_ms: Math.max(...onLoop.late, onLoop.loopMaxMs), before_release_s: onLoop.ms / 1000 } : {}),
     },
   });
