@@ -12,9 +12,9 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, extname, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
+import { installationPath } from '../config/installation.js';
 import { LkError } from '../errors.js';
 import type { Api } from './context.js';
 
@@ -34,12 +34,9 @@ const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8',
 
 /** The `console/` folder of this installation (beside `src/` in a checkout, beside `dist/` when built). */
 export function consoleDir(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const d = resolve(here, up, 'console');
-    if (existsSync(join(d, 'app.js'))) return d;
-  }
-  throw new LkError('LK_INTERNAL', 'the console files (console/app.js) are missing from this installation');
+  const d = installationPath('console', (path) => existsSync(join(path, 'app.js')));
+  if (d === undefined) throw new LkError('LK_INTERNAL', 'the console files (console/app.js) are missing from this installation');
+  return d;
 }
 
 function asset(body: Buffer | string, type: string): Asset {

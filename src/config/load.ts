@@ -15,7 +15,7 @@ import { LkError } from '../errors.js';
 import { checkDataDirPath } from '../files.js';
 import { EQUIPMENT_ROLES, ROLES, isRole } from '../domain/roles.js';
 import { isValidUnit } from '../domain/units.js';
-import { defaultConfigFile } from './default-file.js';
+import { defaultConfigFile } from './installation.js';
 import { ARRAY_ELEMENT, counterMax, SiteConfig } from './schema.js';
 
 export { defaultConfigFile };

@@ -25,13 +25,13 @@
  * own recorded batches, reference spectra and defect library.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { recordBatches } from '../../connectors/sim/ground/batches.js';
 import { perturbParams } from '../../connectors/sim/ground/truth.js';
 import { createRng, type Rng } from '../clock.js';
+import { defaultConfigFile, installationPath } from '../config/installation.js';
 import { LkError } from '../errors.js';
 import { nirSamples } from '../twin/nir/spectra.js';
 import { DEFAULT_DESIGN_SPACE } from '../twin/setpoints.js';
@@ -125,12 +125,7 @@ export function goldenText(d: GoldenDataset): string {
 
 /** `config/golden` of this installation (source checkout or built package). */
 export function defaultGoldenDir(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const d = resolve(here, up, 'config/golden');
-    if (existsSync(d)) return d;
-  }
-  return resolve(here, '../..', 'config/golden');
+  return installationPath('config/golden') ?? resolve(dirname(defaultConfigFile()), 'golden');
 }
 
 const num = z.number().refine(Number.isFinite, 'must be finite');

@@ -6,7 +6,7 @@
  * on the daemon (src/cli/commands/run.ts).
  */
 import type { Command } from 'commander';
-import { defaultConfigFile } from '../../config/default-file.js';
+import { defaultConfigFile } from '../../config/installation.js';
 import { TERMINAL_RUN, type RunStatus } from '../../domain/run.js';
 import { siteClock, siteIso } from '../../domain/site-time.js';
 import { LkError } from '../../errors.js';
