@@ -177,6 +177,19 @@ export class ManualClock implements Clock {
   }
 }
 
+/**
+ * `p`, or `otherwise` once `ms` of wall time have passed (the timer does not hold the process open). The timer is
+ * cleared as soon as either is known: one left running would hold whatever `p`'s reactions reach until it fires.
+ */
+export function within<T>(p: Promise<T>, ms: number, otherwise: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(otherwise), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /** Let every promise continuation queued now run (microtasks, then one macrotask turn). */
 export function settleTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

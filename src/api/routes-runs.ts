@@ -5,6 +5,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { within } from '../clock.js';
 import { LkError } from '../errors.js';
 import { releaseRefusal, type RunQuality } from '../engine/run/quality.js';
 import { releaseDetail, writeDetail } from './approval-detail.js';
@@ -41,16 +42,6 @@ const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /** How long GET /approvals waits for the equipment's current values of pending moves before showing them as not read. */
 const CURRENT_READ_DEADLINE_MS = 1_000;
-
-/** `p`, or `otherwise` once `ms` of wall time have passed (the timer does not hold the process open). */
-function within<T>(p: Promise<T>, ms: number, otherwise: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(otherwise), ms);
-    timer.unref();
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
 
 export function registerRunRoutes(app: Api, ctx: ApiContext): void {
   const { engine } = ctx.daemon;
