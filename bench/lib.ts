@@ -6,7 +6,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -124,6 +123,5 @@ export function ensureBuilt(): void {
   const newest = (d: string): number =>
     readdirSync(d, { withFileTypes: true }).reduce((n, e) => Math.max(n, e.isDirectory() ? newest(join(d, e.name)) : e.name.endsWith('.ts') ? statSync(join(d, e.name)).mtimeMs : 0), 0);
   if (existsSync(built) && Math.max(newest(join(ROOT, 'src')), newest(join(ROOT, 'connectors'))) <= statSync(built).mtimeMs) return;
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
-  execFileSync(process.execPath, [join(ROOT, 'tools/help-manifest.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(ROOT, 'tools/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Writes dist/src/cli/commands/help-manifest.json: what `linekeeper --help` lists for each command, taken from the
-// compiled command modules (src/cli/commands/help-manifest.ts says why). Run after every compile of the checkout:
-// `npm run build`, tools/package.mjs and the tests' build (test/helpers/bin.ts) do.
+// compiled command modules (src/cli/commands/help-manifest.ts says why). Run after every compile of the checkout, by
+// tools/build.mjs (the build `npm run build`, the package, the tests and the benches run); alone:
 //   node tools/help-manifest.mjs
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

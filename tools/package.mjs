@@ -33,9 +33,8 @@ const name = `linekeeper-${pkg.version}`;
 const say = (m) => process.stderr.write(`package: ${m}\n`);
 
 if (!args.includes('--skip-build') || !existsSync(join(root, 'dist/src/cli/main.js'))) {
-  say('compiling (tsc -p tsconfig.build.json)');
-  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
-  execFileSync(process.execPath, [join(root, 'tools/help-manifest.mjs')], { stdio: 'inherit', cwd: root });
+  say('building (tools/build.mjs: tsc -p tsconfig.build.json, the help manifest)');
+  execFileSync(process.execPath, [join(root, 'tools/build.mjs')], { stdio: 'inherit', cwd: root });
 }
 
 const stage = join(out, 'stage');

@@ -5,7 +5,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
@@ -32,10 +31,8 @@ function newestSource(dir: string): number {
 export function ensureBuilt(): void {
   const built = existsSync(BUILT) ? statSync(BUILT).mtimeMs : 0;
   if (Math.max(newestSource(join(ROOT, 'src')), newestSource(join(ROOT, 'connectors'))) <= built) return;
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
-  // what `npm run build` also writes: the program's help without loading every command (src/cli/commands/help-manifest.ts)
-  execFileSync(process.execPath, [join(ROOT, 'tools/help-manifest.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  // `npm run build`'s build: the compile, and the help manifest written from the compiled commands
+  execFileSync(process.execPath, [join(ROOT, 'tools/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
 
 let childScriptsBuilt = false;

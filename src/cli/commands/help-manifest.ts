@@ -1,8 +1,8 @@
 /**
  * What `linekeeper --help` lists, without loading the commands: each command's term (`run [options] <request>`) and
  * summary as commander prints them, written at build time from the compiled command modules into
- * `help-manifest.json` beside this module (`tools/help-manifest.mjs`, run by `npm run build`, the package build and
- * the tests' build). The command line's own help — `linekeeper`, `-h`, `--help`, `help` — then registers placeholders
+ * `help-manifest.json` beside this module (`tools/help-manifest.mjs`, run by the build, `tools/build.mjs`, which
+ * `npm run build`, the package, the tests and the benches run). The command line's own help — `linekeeper`, `-h`, `--help`, `help` — then registers placeholders
  * that print the same text; any other command line loads its command's module as before (index.ts).
  * Without the file (running from the sources) or with one that does not name exactly the commands of this build,
  * every module is loaded, as before. (What oclif calls its manifest, for the same reason.)
