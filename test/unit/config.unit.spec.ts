@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LkError } from '../../src/errors.js';
 import { defaultConfigFile, loadConfig } from '../../src/config/load.js';
 import { meaningsInForce } from '../../src/domain/signature-meanings.js';
-import { configJsonSchema, jsonSchemaOf } from '../../src/cli/commands/config.js';
+import { configJsonSchema, jsonSchemaOf } from '../../src/cli/config-schemas.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { LINEKEEPER_BIN } from '../helpers/bin.js';
 import { configRefusal } from '../helpers/config.js';

@@ -1,20 +1,20 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { z } from 'zod';
 import { checkOutputFile, fileError } from '../../files.js';
 import { defaultConfigFile, loadConfig } from '../../config/load.js';
 import { LkError } from '../../errors.js';
-import { SiteConfig } from '../../config/schema.js';
-import { BatchRecord } from '../../domain/batch-record.js';
 import { missingRoles, roleMapOf, ROLES, STEP_ROLES } from '../../domain/roles.js';
-import { QcResult } from '../../domain/qc-result.js';
-import { RecordedBatches } from '../../models/site-fit.js';
-import { NirCalibration } from '../../models/site-nir.js';
-import { applyConfigChange, changedSections, configChangeMeaning, lineDiff, LIVE_SECTIONS } from '../../ops/config-change.js';
 import { CliExit, readLine, readPassword } from '../prompt.js';
 import { readPolicyBundle } from '../../config/policy-bundle.js';
 import { policySignatureStatus } from '../../engine/policy-gate.js';
+
+/**
+ * The documents linekeeper reads from other systems, whose JSON Schemas `config schema --of` prints (the schemas
+ * themselves: src/cli/config-schemas.ts, loaded when asked for).
+ */
+export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result', 'recorded-batches', 'nir-calibration'] as const;
+export type SchemaKind = (typeof SCHEMA_KINDS)[number];
 
 export function registerConfig(program: Command): void {
   const config = program.command('config').description('Validate and inspect the site configuration');
@@ -62,6 +62,8 @@ export function registerConfig(program: Command): void {
     .option('--dry-run', 'validate and show the diff only')
     .action(async (file: string, opts: { change: string; config: string; data?: string; approver?: string; reason?: string; meaning?: string; dryRun?: boolean }) => {
       const dd = opts.data !== undefined ? { dataDir: opts.data } : {};
+      // the change control's modules (the store, the trail, the diff) when a change is applied, not at every `config check`
+      const { applyConfigChange, changedSections, configChangeMeaning, lineDiff, LIVE_SECTIONS } = await import('../../ops/config-change.js');
       const current = loadConfig(opts.config, dd);
       const next = loadConfig(file, dd);
       const sections = changedSections(current.config, next.config);
@@ -145,8 +147,9 @@ export function registerConfig(program: Command): void {
     .description('Print (or write) the JSON Schema of the site configuration (for editors), of a batch record or a QC result (for an MES or LIMS integration), or of the site data `models fit` takes (recorded batches, NIR calibration spectra)')
     .option('-o, --output <file>', 'write to a file instead of stdout')
     .option('--of <kind>', `which document: ${SCHEMA_KINDS.join(', ')}`, 'site')
-    .action((opts: { output?: string; of: string }) => {
+    .action(async (opts: { output?: string; of: string }) => {
       if (!(SCHEMA_KINDS as readonly string[]).includes(opts.of)) throw new LkError('LK_VALIDATION', `--of must be one of ${SCHEMA_KINDS.join(', ')}, not ${JSON.stringify(opts.of)}`);
+      const { jsonSchemaOf } = await import('../config-schemas.js');
       const text = `${JSON.stringify(jsonSchemaOf(opts.of as SchemaKind), null, 2)}\n`;
       if (opts.output) {
         checkOutputFile(opts.output, 'schema file (--output)');
@@ -158,31 +161,4 @@ export function registerConfig(program: Command): void {
       }
       else process.stdout.write(text);
     });
-}
-
-/** JSON Schema (draft 2020-12) of the site configuration, as editors consume it. */
-export function configJsonSchema(): Record<string, unknown> {
-  return {
-    ...z.toJSONSchema(SiteConfig, { io: 'input' }),
-    $id: 'https://linekeeper.invalid/schema/site-config-v1.json',
-    title: 'linekeeper site configuration',
-  };
-}
-
-/**
- * The documents linekeeper reads from other systems, as JSON Schemas an integration is written against: the
- * site configuration, a batch record from the MES inbox, a QC result from the LIMS folder. Generated from the
- * same zod schemas that validate them; and the recorded batches and NIR calibration spectra a site fits its twin and its NIR model on (`models fit`) (cross-field rules, such as a reviewer who is not the QA reviewer, are
- * checked on intake and not expressible here). Shipped as config/<kind>.schema.json.
- */
-export const SCHEMA_KINDS = ['site', 'batch-record', 'qc-result', 'recorded-batches', 'nir-calibration'] as const;
-export type SchemaKind = (typeof SCHEMA_KINDS)[number];
-export function jsonSchemaOf(kind: SchemaKind): Record<string, unknown> {
-  if (kind === 'site') return configJsonSchema();
-  const [schema, title] =
-    kind === 'batch-record' ? [BatchRecord, 'linekeeper batch record (MES inbox)']
-    : kind === 'qc-result' ? [QcResult, 'linekeeper QC result (LIMS results folder)']
-    : kind === 'recorded-batches' ? [RecordedBatches, 'linekeeper recorded batches (a site\'s historian/LIMS export for `models fit`)']
-    : [NirCalibration, 'linekeeper NIR calibration spectra (a site\'s NIR spectra with LIMS reference values for `models fit`)'];
-  return { ...z.toJSONSchema(schema, { io: 'input' }), $id: `https://linekeeper.invalid/schema/${kind}-v1.json`, title };
 }
