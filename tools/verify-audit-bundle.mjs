@@ -28,7 +28,7 @@
 // `canonicalize` package): independence is the point of this file. The
 // format and the hashed bytes are described in linekeeper's docs/audit.md.
 import { createHash, createPublicKey, verify } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 
 const FORMAT = 'linekeeper.audit-bundle';
@@ -208,9 +208,59 @@ function walk(items, segments, checkpoints, tenant) {
 export function verifyBundleText(text, pinnedPem) {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
+  return verifyBundleLines(() => lines, pinnedPem);
+}
+
+// The lines of a bundle file, read in chunks of a megabyte (a newline byte is never part of a multi-byte UTF-8
+// character): a million-entry trail's bundle is longer than the longest string JavaScript holds (512 MiB).
+function* fileLines(file) {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    let rest = Buffer.alloc(0);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      const data = rest.length > 0 ? Buffer.concat([rest, buf.subarray(0, n)]) : buf.subarray(0, n);
+      let start = 0;
+      for (let nl = data.indexOf(10, start); nl >= 0; nl = data.indexOf(10, start)) {
+        yield data.toString('utf8', start, nl);
+        start = nl + 1;
+      }
+      rest = Buffer.from(data.subarray(start));
+    }
+    if (rest.length > 0) yield rest.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// A bundle file, read line by line (twice: see verifyBundleLines), to the verdict of its text.
+export function verifyBundleFile(file, pinnedPem) {
+  return verifyBundleLines(() => fileLines(file), pinnedPem);
+}
+
+function objectOf(line) {
+  try {
+    const v = JSON.parse(line);
+    return typeof v === 'object' && v !== null ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// a line's `type` can only read "checkpoint" when its text spells the word or escapes a character
+const mayBeCheckpoint = (line) => line.includes('checkpoint') || line.includes('\\u');
+
+// The verification of a bundle's lines, which `lines()` gives from the start each time: the first reading takes the
+// header and the checkpoints (wherever their lines are), the second hands the entry lines one at a time to the walk,
+// so no reading holds all of a bundle's entries. The lines' damages are merged in line order.
+function verifyBundleLines(lines, pinnedPem) {
+  const reading = lines()[Symbol.iterator]();
+  const headLine = reading.next();
   let header;
   try {
-    header = JSON.parse(lines[0] ?? '');
+    header = JSON.parse(headLine.done ? '' : headLine.value);
   } catch {
     throw new Fail(2, 'not a linekeeper audit bundle (first line is not JSON)');
   }
@@ -229,39 +279,54 @@ export function verifyBundleText(text, pinnedPem) {
   if (header.version === 2 && !selected) return { ok: false, tenant, entries: 0, keyId: k.keyId, head: null, damage: { kind: 'malformed', seq: null, detail: 'header selected ranges are malformed' } };
   const inSelected = (seq) => selected.some(([a, b]) => seq >= a && seq <= b);
 
-  const items = [];
   const cps = [];
   const damages = [];
   const headDamages = [];
   if (header.key_id !== k.keyId || !sigValid(k, tryCanonical(unsigned), sig)) headDamages.push({ kind: 'signature_invalid', seq: null, detail: 'bundle header signature is invalid' });
-  for (let i = 1; i < lines.length; i++) {
-    let o;
-    try {
-      const v = JSON.parse(lines[i]);
-      o = typeof v === 'object' && v !== null ? v : undefined;
-    } catch {
-      o = undefined;
-    }
-    if (o?.type === 'checkpoint') {
-      const c = asCheckpoint(o);
-      if (c && c.tenant === tenant && checkpointValid(k, c)) cps.push(c);
-      else damages.push({ kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` });
-    } else if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
-      const body = tryCanonical(o.entry);
-      items.push({ seq: o.entry.seq, prev: o.entry.prev_hash, hash: o.hash, tenant: o.entry.tenant, hashOk: body !== undefined && sha256(body) === o.hash });
-      if (selected && typeof o.entry.seq === 'number' && o.in_filter !== inSelected(o.entry.seq)) {
-        damages.push({ kind: 'edited', seq: o.entry.seq, detail: `the in_filter flag of entry ${o.entry.seq} does not match the signed header` });
+  // first reading: the checkpoints
+  let i = 0;
+  for (const line of { [Symbol.iterator]: () => reading }) {
+    i++;
+    if (!mayBeCheckpoint(line)) continue;
+    const o = objectOf(line);
+    if (o?.type !== 'checkpoint') continue;
+    const c = asCheckpoint(o);
+    if (c && c.tenant === tenant && checkpointValid(k, c)) cps.push(c);
+    else damages.push([i, { kind: 'signature_invalid', seq: typeof o.seq === 'number' ? o.seq : null, detail: `checkpoint on line ${i + 1} is not validly signed for this tenant` }]);
+  }
+  // second reading: the entry lines, one at a time through the walk, then the rest of them counted and checked
+  let entries = 0;
+  function* entryLines() {
+    const again = lines()[Symbol.iterator]();
+    again.next();
+    let j = 0;
+    for (const line of { [Symbol.iterator]: () => again }) {
+      j++;
+      const o = objectOf(line);
+      if (o?.type === 'checkpoint') continue;
+      if (o?.type === 'entry' && typeof o.entry === 'object' && o.entry !== null) {
+        const body = tryCanonical(o.entry);
+        if (selected && typeof o.entry.seq === 'number' && o.in_filter !== inSelected(o.entry.seq)) {
+          damages.push([j, { kind: 'edited', seq: o.entry.seq, detail: `the in_filter flag of entry ${o.entry.seq} does not match the signed header` }]);
+        }
+        entries++;
+        yield { seq: o.entry.seq, prev: o.entry.prev_hash, hash: o.hash, tenant: o.entry.tenant, hashOk: body !== undefined && sha256(body) === o.hash };
+      } else if (entries === 0) {
+        headDamages.push({ kind: 'malformed', seq: null, detail: `line ${j + 1} is not a checkpoint or entry` });
+      } else {
+        entries++;
+        yield null;
       }
-    } else if (items.length === 0) {
-      headDamages.push({ kind: 'malformed', seq: null, detail: `line ${i + 1} is not a checkpoint or entry` });
-    } else {
-      items.push(null);
     }
   }
+  const items = entryLines();
   const w = walk(items, segments, cps, tenant);
-  const all = [...(w.damage ? [w.damage] : []), ...damages, ...headDamages];
+  for (const _ of items) {
+    // the lines after the walk's last: counted, their flags checked
+  }
+  const all = [...(w.damage ? [w.damage] : []), ...damages.sort((a, b) => a[0] - b[0]).map(([, d]) => d), ...headDamages];
   const first = all.reduce((best, x) => (best === undefined || (x.seq ?? 0) < (best.seq ?? 0) ? x : best), undefined);
-  const base = { ok: first === undefined, tenant, entries: items.length, keyId: k.keyId, head: first ? null : w.head };
+  const base = { ok: first === undefined, tenant, entries, keyId: k.keyId, head: first ? null : w.head };
   return first ? { ...base, damage: first } : base;
 }
 
@@ -331,7 +396,7 @@ export function verifyArchiveDir(dir, pinnedPem) {
     if (onDisk.get(path) !== true) continue;
     if (path.endsWith('.jsonl')) {
       try {
-        const r = verifyBundleText(readFileSync(join(dir, path), 'utf8'), pem);
+        const r = verifyBundleFile(join(dir, path), pem);
         if (!r.ok) problems.push({ file: path, kind: 'bundle_damaged', detail: `${r.damage.kind} at seq ${r.damage.seq ?? '-'}: ${r.damage.detail}` });
       } catch (err) {
         if (!(err instanceof Fail)) throw err;
@@ -428,7 +493,7 @@ function main(argv) {
   try {
     if (dir !== undefined) return mainArchive(dir, keyFile, json);
     if (/\.json$/i.test(file)) return mainReport(file, keyFile, json);
-    const r = verifyBundleText(readFileSync(file, 'utf8'), keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
+    const r = verifyBundleFile(file, keyFile === undefined ? undefined : readFileSync(keyFile, 'utf8'));
     if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
     else if (r.ok) process.stdout.write(`ok: tenant ${r.tenant}, ${r.entries} entries, head ${r.head ? `#${r.head.seq} ${r.head.hash}` : '(none)'}, key ${r.keyId}\n`);
     else process.stdout.write(`DAMAGED: tenant ${r.tenant}: ${r.damage.kind} at seq ${r.damage.seq ?? '-'}: ${r.damage.detail}\n`);

@@ -17,7 +17,7 @@ import { exportPdf } from '../../src/audit/export-pdf.js';
 import { keyFiles } from '../../src/audit/keys.js';
 import { DB_FILE, openStore } from '../../src/store/store.js';
 // @ts-expect-error plain JavaScript on purpose (no types, no project imports)
-import { verifyBundleText } from '../../tools/verify-audit-bundle.mjs';
+import { verifyBundleFile as theirsFile, verifyBundleText } from '../../tools/verify-audit-bundle.mjs';
 import { entry, newStore, rawDb, tempDir } from '../unit/audit-helpers.js';
 import { LINEKEEPER_BIN } from '../helpers/bin.js';
 
@@ -142,7 +142,7 @@ describe('audit bundle', () => {
     for (const k of ['edited', 'deleted', 'inserted', 'reordered', 'truncated', 'rewritten', 'signature_invalid']) expect(kinds).toContain(k);
   });
 
-  it('a bundle file is verified line by line to the verdict of its text: intact and damaged, across read chunks and multi-byte characters', () => {
+  it('a bundle file is verified line by line to the verdict of its text, by linekeeper and by the standalone verifier: intact and damaged, across read chunks and multi-byte characters', () => {
     // a million-entry trail's bundle is longer than the longest string there can be: the release package reads it by lines
     const rng = createRng(7);
     for (let n = 0; n < 30; n++) {
@@ -152,6 +152,8 @@ describe('audit bundle', () => {
       const r = verifyBundleFile(f);
       expect({ n, ...r.report }).toEqual({ n, ...verifyBundle(text) });
       expect(r.sha256).toBe(createHash('sha256').update(readFileSync(f)).digest('hex'));
+      // the standalone verifier reads a file line by line too, to the verdict of its text
+      expect({ n, ...(theirsFile(f) as object) }).toEqual({ n, ...(verifyBundleText(text) as object) });
     }
     // more than one 1 MiB read, every line long and full of two-byte characters, so reads end inside lines and characters
     const big = tempDir('lk-bundle-big-');
@@ -170,6 +172,7 @@ describe('audit bundle', () => {
       const r = verifyBundleFile(f);
       expect(r.report).toEqual(verifyBundle(bytes.toString('utf8')));
       expect(r.report).toMatchObject({ ok: true, entries: 700, head: { seq: head.seq, hash: head.hash } });
+      expect(theirsFile(f)).toMatchObject({ ok: true, entries: 700, head: { seq: head.seq, hash: head.hash } });
       expect(r.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
       expect(r.checkpoints.some((c) => c.seq === head.seq && c.head_hash === head.hash)).toBe(true);
     } finally {
